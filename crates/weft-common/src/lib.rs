@@ -2,9 +2,15 @@
 #![forbid(unsafe_code)]
 
 pub mod error;
+pub mod hash;
+pub mod md5;
+pub mod memory;
 pub mod numeric;
+pub mod parallel;
+pub mod sync;
 pub mod tuple;
 pub mod types;
+pub mod units;
 
 pub use error::{Error, Result, SqlState};
 pub use numeric::Numeric;

@@ -26,7 +26,6 @@ pub struct RowLayout {
     types: Vec<DataType>,
     /// Per column: byte offset of a fixed column, or index among variable columns.
     slots: Vec<Slot>,
-    bitmap_len: usize,
     var_start: usize,
 }
 
@@ -58,7 +57,7 @@ impl RowLayout {
                 }
             }
         }
-        RowLayout { types: types.to_vec(), slots, bitmap_len, var_start: offset }
+        RowLayout { types: types.to_vec(), slots, var_start: offset }
     }
 
     pub fn types(&self) -> &[DataType] {
@@ -97,7 +96,7 @@ impl RowLayout {
                     out[start + off..start + off + 16].copy_from_slice(&n.mantissa.to_le_bytes());
                     out[start + off + 16..start + off + 18].copy_from_slice(&n.scale.to_le_bytes());
                 }
-                (Slot::Var(_), Datum::Text(s)) => {}
+                (Slot::Var(_), Datum::Text(_)) => {}
                 _ => {
                     return Err(Error::internal(format!(
                         "value {datum:?} does not fit column {col} of type {}",
@@ -162,7 +161,6 @@ impl RowLayout {
     /// The bytes of the `index`-th variable-width column.
     pub fn var_bytes<'a>(&self, tuple: &'a [u8], index: usize) -> Result<&'a [u8]> {
         let mut pos = self.var_start;
-        let mut seen = 0;
         // Null var columns store nothing; walk only the present ones.
         for (col, slot) in self.slots.iter().enumerate() {
             let Slot::Var(i) = *slot else { continue };
@@ -179,9 +177,7 @@ impl RowLayout {
                 return Ok(data);
             }
             pos += 4 + len;
-            seen += 1;
         }
-        let _ = seen;
         Err(corrupt())
     }
 

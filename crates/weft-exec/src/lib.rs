@@ -1,4 +1,10 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod aggregate;
+pub mod execute;
 pub mod expr;
+pub mod plan;
+
+pub use execute::{execute, execute_insert, insert_rows, ExecContext, InsertTarget};
+pub use plan::{AggregateCall, AggregateFunction, HeapSource, Pipeline, Plan, Row, SortKey, Source, Step};

@@ -2,6 +2,14 @@
 #![forbid(unsafe_code)]
 
 mod api;
+mod bind;
+mod copy;
+mod database;
+mod exprutil;
+mod planner;
+mod session;
+pub mod settings;
+mod statements;
 
 pub use api::{CancelHandle, ColumnInfo, Database, QueryResult, RelationDescription, RelationInfo, Session};
 pub use weft_common::{DataType, Datum, Error, Result, SqlState};

@@ -1,1 +1,276 @@
-fn main() {}
+//! `weft`: a psql-like shell over an embedded weft database, plus `weft demo` and
+//! `weft bench`. No engine logic lives here: statements go to `weft_sql::Session::execute`.
+//!
+//! ```text
+//! weft [-D DIR] [-c SQL]... [-f FILE]... [-A] [-t] [-F SEP] [--csv] [-q]
+//!      [-v NAME=VALUE]... [--set SETTING=VALUE]...
+//! weft demo [--rows N]
+//! weft bench load [--rows N] [--runs K] [--no-postgres]
+//! ```
+//!
+//! Exit status, as psql's: 0 done (errors in a script without `ON_ERROR_STOP` do not count),
+//! 1 a fatal start-up error (unopenable data directory, unreadable `-f` file) or a failed last
+//! `-c`, 2 bad usage, 3 a script stopped by `ON_ERROR_STOP` (or by Ctrl-C).
+#![forbid(unsafe_code)]
+
+/// `println!` that ignores a closed stdout (`weft demo | head`) instead of panicking: a panic
+/// would abort the clean-up of temporary data directories and PostgreSQL clusters.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+mod bench;
+mod cancel;
+mod demo;
+mod meta;
+mod output;
+mod runner;
+mod script;
+mod shell;
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use output::{Format, OutputOptions};
+use runner::Runner;
+use script::ScriptEnd;
+
+const EXIT_OK: i32 = 0;
+const EXIT_FAILURE: i32 = 1;
+const EXIT_USAGE: i32 = 2;
+const EXIT_SCRIPT_STOPPED: i32 = 3;
+
+#[derive(Parser, Debug)]
+#[command(name = "weft", version, about = "weft, a PostgreSQL-flavoured parallel database engine: interactive shell")]
+struct Cli {
+    /// Data directory (created on first use)
+    #[arg(short = 'D', long = "data-dir", value_name = "DIR", default_value = "weft-data")]
+    data_dir: String,
+
+    /// Run SQL (several statements separated by ";", or one backslash command); repeatable
+    #[arg(short = 'c', long = "command", value_name = "SQL")]
+    command: Vec<String>,
+
+    /// Run the SQL script FILE ("-" for standard input); repeatable
+    #[arg(short = 'f', long = "file", value_name = "FILE")]
+    file: Vec<String>,
+
+    /// Unaligned output
+    #[arg(short = 'A', long = "no-align")]
+    no_align: bool,
+
+    /// Rows only: no header, no footer
+    #[arg(short = 't', long = "tuples-only")]
+    tuples_only: bool,
+
+    /// Field separator for unaligned output
+    #[arg(short = 'F', long = "field-separator", value_name = "SEP", default_value = "|")]
+    field_separator: String,
+
+    /// CSV output
+    #[arg(long = "csv")]
+    csv: bool,
+
+    /// No command tags or informational messages
+    #[arg(short = 'q', long = "quiet")]
+    quiet: bool,
+
+    /// Set a shell variable, e.g. ON_ERROR_STOP=1
+    #[arg(short = 'v', long = "variable", value_name = "NAME=VALUE")]
+    variable: Vec<String>,
+
+    /// Start-up setting of the engine, e.g. shared_buffers=256MB (overrides weft.conf)
+    #[arg(long = "set", value_name = "NAME=VALUE", global = true)]
+    set: Vec<String>,
+
+    #[command(subcommand)]
+    subcommand: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Build the parallel_sort_test table in a temporary database and query it
+    Demo {
+        /// generate_series(0, ROWS): the table gets ROWS + 1 rows
+        #[arg(long, default_value_t = 100_000)]
+        rows: u64,
+    },
+    /// Benchmarks, run on weft and on a throwaway PostgreSQL 15 cluster
+    Bench {
+        #[command(subcommand)]
+        workload: BenchWorkload,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum BenchWorkload {
+    /// CREATE TABLE parallel_sort_test AS ..., then count(*)/sum() scans with 1 and 2 participants
+    Load {
+        /// generate_series(0, ROWS)
+        #[arg(long, default_value_t = 10_000_000)]
+        rows: u64,
+        /// Runs per system, alternating weft and PostgreSQL
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Run weft only
+        #[arg(long = "no-postgres")]
+        no_postgres: bool,
+    },
+}
+
+/// `-c` and `-f` in the order given.
+enum Action {
+    Command(String),
+    File(String),
+}
+
+fn main() {
+    let code = real_main();
+    // Everything (the database included) has been dropped by now.
+    std::process::exit(code);
+}
+
+fn real_main() -> i32 {
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(error) => error.exit(),
+    };
+    let settings = match parse_assignments(&cli.set, "--set") {
+        Ok(settings) => settings,
+        Err(message) => return usage_error(&message),
+    };
+    cancel::install();
+    match &cli.subcommand {
+        Some(Command::Demo { rows }) => return demo::run(*rows, &settings),
+        Some(Command::Bench { workload: BenchWorkload::Load { rows, runs, no_postgres } }) => {
+            let options = bench::LoadOptions { rows: *rows, runs: *runs, postgres: !no_postgres, settings };
+            return bench::load(&options);
+        }
+        None => {}
+    }
+    let variables = match parse_variables(&cli.variable) {
+        Ok(variables) => variables,
+        Err(message) => return usage_error(&message),
+    };
+    let actions = ordered_actions(&matches, &cli);
+
+    let database = match weft_sql::Database::open(Path::new(&cli.data_dir), &settings) {
+        Ok(database) => database,
+        Err(error) => {
+            eprintln!("weft: error: could not open data directory \"{}\": {}", cli.data_dir, error.message);
+            return EXIT_FAILURE;
+        }
+    };
+    let mut runner = Runner::new(database.session(), output_options(&cli));
+    runner.variables.extend(variables);
+
+    if actions.is_empty() {
+        if std::io::stdin().is_terminal() {
+            return match shell::run(&mut runner, &cli.data_dir) {
+                Ok(()) => EXIT_OK,
+                Err(message) => {
+                    eprintln!("weft: error: {message}");
+                    EXIT_FAILURE
+                }
+            };
+        }
+        return match script::run_lines(&mut runner, std::io::stdin().lock(), None) {
+            ScriptEnd::Stopped => EXIT_SCRIPT_STOPPED,
+            ScriptEnd::Finished { .. } | ScriptEnd::Quit => EXIT_OK,
+        };
+    }
+    run_actions(&mut runner, &actions)
+}
+
+/// Run `-c`/`-f` in order, with psql's exit status rules: the status is that of the last
+/// action (a `-c` that failed, or a file that could not be read, is 1); under `ON_ERROR_STOP`
+/// a failed action ends the run.
+fn run_actions(runner: &mut Runner, actions: &[Action]) -> i32 {
+    let mut status = EXIT_OK;
+    for action in actions {
+        let end = match action {
+            Action::Command(text) => script::run_command(runner, text),
+            Action::File(path) => script::run_file(runner, path).unwrap_or_else(|error| {
+                eprintln!("weft: error: {path}: {error}");
+                ScriptEnd::Finished { last_failed: true }
+            }),
+        };
+        match end {
+            ScriptEnd::Quit => return EXIT_OK,
+            ScriptEnd::Stopped => return EXIT_SCRIPT_STOPPED,
+            ScriptEnd::Finished { last_failed: false } => status = EXIT_OK,
+            ScriptEnd::Finished { last_failed: true } => {
+                status = EXIT_FAILURE;
+                if runner.on_error_stop() {
+                    return status;
+                }
+            }
+        }
+    }
+    status
+}
+
+fn ordered_actions(matches: &clap::ArgMatches, cli: &Cli) -> Vec<Action> {
+    let mut indexed: Vec<(usize, Action)> = Vec::new();
+    if let Some(indices) = matches.indices_of("command") {
+        indexed.extend(indices.zip(&cli.command).map(|(i, text)| (i, Action::Command(text.clone()))));
+    }
+    if let Some(indices) = matches.indices_of("file") {
+        indexed.extend(indices.zip(&cli.file).map(|(i, path)| (i, Action::File(path.clone()))));
+    }
+    indexed.sort_by_key(|(index, _)| *index);
+    indexed.into_iter().map(|(_, action)| action).collect()
+}
+
+fn output_options(cli: &Cli) -> OutputOptions {
+    let format = if cli.csv {
+        Format::Csv
+    } else if cli.no_align {
+        Format::Unaligned
+    } else {
+        Format::Aligned
+    };
+    OutputOptions {
+        format,
+        tuples_only: cli.tuples_only,
+        field_separator: cli.field_separator.clone(),
+        quiet: cli.quiet,
+    }
+}
+
+/// `NAME=VALUE` pairs; a missing `=` is a usage error.
+fn parse_assignments(items: &[String], option: &str) -> Result<Vec<(String, String)>, String> {
+    items
+        .iter()
+        .map(|item| match item.split_once('=') {
+            Some((name, value)) if !name.trim().is_empty() => Ok((name.trim().to_string(), value.to_string())),
+            _ => Err(format!("{option} expects NAME=VALUE, got \"{item}\"")),
+        })
+        .collect()
+}
+
+/// `-v NAME=VALUE`; as in psql, `-v NAME` alone sets NAME to the empty string.
+fn parse_variables(items: &[String]) -> Result<Vec<(String, String)>, String> {
+    items
+        .iter()
+        .map(|item| {
+            let (name, value) = item.split_once('=').unwrap_or((item.as_str(), ""));
+            if name.is_empty() {
+                return Err(format!("-v expects NAME=VALUE, got \"{item}\""));
+            }
+            Ok((name.to_string(), value.to_string()))
+        })
+        .collect()
+}
+
+fn usage_error(message: &str) -> i32 {
+    eprintln!("weft: error: {message}");
+    eprintln!("Try \"weft --help\" for more information.");
+    EXIT_USAGE
+}

@@ -1,7 +1,66 @@
 //! Scalar expressions: the bound, typed tree the planner hands to operators, and its
 //! evaluation over one input row.
+//!
+//! # Shape
+//!
+//! The binder turns SQL into an [`Expr`] through the resolvers in [`resolve`]
+//! (`resolve_binary`, `resolve_unary`, `resolve_function`, `resolve_case`,
+//! `resolve_coalesce`, `coerce`). They do PostgreSQL's operator and function
+//! resolution for weft's six types, restricted to what those types need:
+//!
+//! 1. numeric promotion follows PostgreSQL's implicit casts: `int4 → int8 → numeric →
+//!    float8`; an operator on two numeric-family types runs in the larger one, so every
+//!    `Binary` node's operands have the same type after resolution;
+//! 2. nothing is implicitly cast to or from `text`, `bool`, except that `||` casts a
+//!    non-text side to text (PostgreSQL's `anynonarray || text`);
+//! 3. an untyped `NULL` literal (`Expr::Literal { value: Datum::Null, .. }`) plays
+//!    PostgreSQL's `unknown`: it takes the type the other operand or the parameter wants;
+//! 4. errors carry PostgreSQL's SQLSTATE, message and hint (`42883` "operator does not
+//!    exist", `42804` "argument of AND must be type boolean", ...).
+//!
+//! [`Expr::eval`] (in `eval.rs`) then trusts those invariants: it never converts between
+//! types except in a `Cast` node, which calls [`cast::cast_datum`].
+//!
+//! # Why a tree walk
+//!
+//! Evaluation is a recursive walk over the tree, one row at a time. A vectorised or
+//! compiled evaluator would be faster, but weft's operators are row-at-a-time, and a tree
+//! walk keeps the rules (three-valued logic, lazy `CASE`/`COALESCE`, strict functions)
+//! in one obvious place. Short-circuiting `AND`/`OR`, `CASE` and `COALESCE` evaluate their
+//! operands lazily, so `CASE WHEN x = 0 THEN 0 ELSE 1 / x END` never divides by zero.
+//!
+//! # Departures from PostgreSQL
+//!
+//! - `numeric` is weft's fixed 128-bit decimal: `NaN` and `±Infinity` numerics do not
+//!   exist, so casting a float8 NaN or infinity to numeric is an error (`0A000`, the
+//!   message PostgreSQL 13 used).
+//! - `lower`/`upper` use Rust's Unicode case mapping, not a collation's (`upper('ß')` is
+//!   `SS`; PostgreSQL in the C locale leaves `ß` alone).
+//! - `random()` is xoshiro256++ seeded per session, not PostgreSQL's generator: the same
+//!   `setseed` gives the same sequence in weft, not the same numbers as PostgreSQL.
+//! - `setseed` returns `void` in PostgreSQL; here its result is `Datum::Null` of type
+//!   `text`.
+//! - text input of float8 does not accept C99 hexadecimal floats (`'0x10'`).
+//! - string literals reach the resolvers typed `text`, so PostgreSQL's `unknown`-literal
+//!   coercion (`hashint4('5')`) does not happen; only `NULL` literals are untyped.
 
 use weft_common::{DataType, Datum};
+
+pub mod cast;
+pub mod compare;
+mod eval;
+pub mod functions;
+pub mod resolve;
+#[cfg(test)]
+mod tests;
+
+pub use cast::cast_datum;
+pub use compare::{compare_datums, datum_hash, GroupKey};
+pub use functions::EvalContext;
+pub use resolve::{
+    can_coerce, coerce, common_type, resolve_binary, resolve_case, resolve_coalesce, resolve_function,
+    resolve_unary,
+};
 
 /// A bound scalar expression. Every node's type is known at bind time; the binder
 /// inserts `Cast` nodes so operands of a `Binary` already have the operator's input types.

@@ -1,0 +1,233 @@
+//! Heap tables: unordered rows in slotted pages, addressed by TID (block, offset).
+//!
+//! A heap tuple is `xmin (u64 LE) ++ row`, where `row` is the tuple format of
+//! `weft_common::tuple`. The xmin makes visibility a per-tuple check against the
+//! statement's [`Snapshot`] (see `snapshot.rs`).
+//!
+//! Loading: each participant fills a private page in memory and, when it is full, extends
+//! the relation by one block and copies the page in. Participants never share a page, so a
+//! parallel load takes no lock but the one inside `extend` and the content lock of the
+//! brand-new buffer. Loads go through a bulk-write ring so they do not evict the pool.
+//!
+//! Scanning: a [`HeapScanCursor`] hands out chunks of consecutive blocks from one atomic
+//! counter (PostgreSQL's parallel block table scan); a scan holds a page's shared content
+//! lock only while it visits that page's tuples.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use weft_common::{Error, Result, SqlState};
+use weft_storage::{page, BlockNumber, BufferAccessStrategy, BufferPool, BufferTag, ForkNumber, OffsetNumber, Page, RelFileLocator, PAGE_SIZE};
+
+use crate::snapshot::{Snapshot, Xid};
+
+const XMIN_BYTES: usize = 8;
+
+/// A tuple's address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Tid {
+    pub block: BlockNumber,
+    pub offset: OffsetNumber,
+}
+
+fn row_too_big(size: usize) -> Error {
+    Error::new(
+        SqlState::PROGRAM_LIMIT_EXCEEDED,
+        format!("row is too big: size {size}, maximum size {}", page::MAX_ITEM_SIZE),
+    )
+}
+
+/// Appends rows to one relation on behalf of one participant.
+pub struct HeapInserter<'a> {
+    pool: &'a BufferPool,
+    rel: RelFileLocator,
+    xid: Xid,
+    strategy: BufferAccessStrategy,
+    page: Box<Page>,
+    page_has_rows: bool,
+    scratch: Vec<u8>,
+    rows_inserted: u64,
+    /// When set, the private page is a copy of this existing block and is written back to
+    /// it instead of extending the relation (so small INSERTs fill the last page).
+    existing_block: Option<BlockNumber>,
+}
+
+impl<'a> HeapInserter<'a> {
+    pub fn new(pool: &'a BufferPool, rel: RelFileLocator, xid: Xid) -> HeapInserter<'a> {
+        let mut page: Box<Page> = Box::new([0u8; PAGE_SIZE]);
+        page::init(&mut page, 0);
+        HeapInserter {
+            pool,
+            rel,
+            xid,
+            strategy: BufferAccessStrategy::bulk_write(),
+            page,
+            page_has_rows: false,
+            scratch: Vec::with_capacity(256),
+            rows_inserted: 0,
+            existing_block: None,
+        }
+    }
+
+    /// An inserter that starts by filling the relation's last page. Only one inserter of a
+    /// statement may do this, and writing statements are serialized, so no one else
+    /// modifies that page meanwhile (readers may read it: the write-back takes its lock).
+    pub fn appending(pool: &'a BufferPool, rel: RelFileLocator, xid: Xid) -> Result<HeapInserter<'a>> {
+        let mut inserter = HeapInserter::new(pool, rel, xid);
+        let nblocks = pool.nblocks(rel, ForkNumber::Main)?;
+        if nblocks > 0 {
+            let block = nblocks - 1;
+            let buffer = pool.read_buffer(BufferTag { rel, fork: ForkNumber::Main, block }, None)?;
+            let guard = buffer.read();
+            if !page::is_new(&guard) {
+                inserter.page.copy_from_slice(&guard[..]);
+                inserter.existing_block = Some(block);
+            }
+        }
+        Ok(inserter)
+    }
+
+    /// A buffer callers encode a row into before [`insert_scratch`](Self::insert_scratch);
+    /// saves one copy per row.
+    pub fn scratch(&mut self) -> &mut Vec<u8> {
+        self.scratch.clear();
+        self.scratch.extend_from_slice(&self.xid.to_le_bytes());
+        &mut self.scratch
+    }
+
+    /// Insert the row last encoded into [`scratch`](Self::scratch).
+    pub fn insert_scratch(&mut self) -> Result<()> {
+        if self.scratch.len() > page::MAX_ITEM_SIZE {
+            return Err(row_too_big(self.scratch.len() - XMIN_BYTES));
+        }
+        if page::add_item(&mut self.page, &self.scratch).is_none() {
+            self.flush_page()?;
+            page::add_item(&mut self.page, &self.scratch)
+                .ok_or_else(|| Error::internal("a row that fits an empty page did not fit"))?;
+        }
+        self.page_has_rows = true;
+        self.rows_inserted += 1;
+        Ok(())
+    }
+
+    /// Insert one encoded row (without xmin).
+    pub fn insert(&mut self, row: &[u8]) -> Result<()> {
+        self.scratch().extend_from_slice(row);
+        self.insert_scratch()
+    }
+
+    fn flush_page(&mut self) -> Result<()> {
+        if self.page_has_rows {
+            let buffer = match self.existing_block {
+                Some(block) => self.pool.read_buffer(BufferTag { rel: self.rel, fork: ForkNumber::Main, block }, None)?,
+                None => self.pool.extend(self.rel, ForkNumber::Main, Some(&mut self.strategy))?,
+            };
+            let mut guard = buffer.write();
+            guard.copy_from_slice(&self.page[..]);
+        }
+        self.existing_block = None;
+        self.page.fill(0);
+        page::init(&mut self.page, 0);
+        self.page_has_rows = false;
+        Ok(())
+    }
+
+    /// Write the last partial page; returns the number of rows inserted.
+    pub fn finish(mut self) -> Result<u64> {
+        self.flush_page()?;
+        Ok(self.rows_inserted)
+    }
+}
+
+/// Insert a single encoded row, reusing free space on the relation's last page.
+pub fn insert_one(pool: &BufferPool, rel: RelFileLocator, xid: Xid, row: &[u8]) -> Result<Tid> {
+    let mut item = Vec::with_capacity(XMIN_BYTES + row.len());
+    item.extend_from_slice(&xid.to_le_bytes());
+    item.extend_from_slice(row);
+    if item.len() > page::MAX_ITEM_SIZE {
+        return Err(row_too_big(row.len()));
+    }
+    let nblocks = pool.nblocks(rel, ForkNumber::Main)?;
+    if nblocks > 0 {
+        let block = nblocks - 1;
+        let buffer = pool.read_buffer(BufferTag { rel, fork: ForkNumber::Main, block }, None)?;
+        let mut guard = buffer.write();
+        if page::is_new(&guard) {
+            page::init(&mut guard, 0);
+        }
+        if let Some(offset) = page::add_item(&mut guard, &item) {
+            return Ok(Tid { block, offset });
+        }
+    }
+    let buffer = pool.extend(rel, ForkNumber::Main, None)?;
+    let block = buffer.block_number();
+    let mut guard = buffer.write();
+    page::init(&mut guard, 0);
+    let offset = page::add_item(&mut guard, &item).ok_or_else(|| Error::internal("row did not fit an empty page"))?;
+    Ok(Tid { block, offset })
+}
+
+/// The shared block cursor of a (parallel) sequential scan.
+pub struct HeapScanCursor {
+    next_block: AtomicU32,
+    nblocks: BlockNumber,
+    chunk_blocks: u32,
+}
+
+/// Largest chunk handed out at once; small enough that the last participant to finish is
+/// never more than a few milliseconds behind.
+const SCAN_CHUNK_BLOCKS_MAX: u32 = 64;
+
+impl HeapScanCursor {
+    pub fn new(nblocks: BlockNumber, participants: usize) -> HeapScanCursor {
+        let per_participant = nblocks / (participants.max(1) as u32 * 16);
+        let chunk_blocks = per_participant.clamp(1, SCAN_CHUNK_BLOCKS_MAX);
+        HeapScanCursor { next_block: AtomicU32::new(0), nblocks, chunk_blocks }
+    }
+
+    pub fn nblocks(&self) -> BlockNumber {
+        self.nblocks
+    }
+
+    /// The next range of blocks to scan, or `None` when the table is exhausted.
+    pub fn next_chunk(&self) -> Option<Range<BlockNumber>> {
+        let start = self.next_block.fetch_add(self.chunk_blocks, Ordering::Relaxed);
+        if start >= self.nblocks {
+            return None;
+        }
+        Some(start..(start + self.chunk_blocks).min(self.nblocks))
+    }
+}
+
+/// Visit the visible tuples of one block. `visit` gets each row (without xmin) and returns
+/// `false` to stop early.
+pub fn scan_block(
+    pool: &BufferPool,
+    rel: RelFileLocator,
+    block: BlockNumber,
+    strategy: &mut BufferAccessStrategy,
+    snapshot: &Snapshot,
+    mut visit: impl FnMut(Tid, &[u8]) -> Result<bool>,
+) -> Result<bool> {
+    let buffer = pool.read_buffer(BufferTag { rel, fork: ForkNumber::Main, block }, Some(strategy))?;
+    let guard = buffer.read();
+    if page::is_new(&guard) {
+        return Ok(true);
+    }
+    for (offset, item) in page::items(&guard) {
+        if item.len() < XMIN_BYTES {
+            return Err(Error::new(
+                SqlState::DATA_CORRUPTED,
+                format!("invalid heap tuple at ({block},{offset}) of relation {}", rel.rel_number),
+            ));
+        }
+        let xmin = u64::from_le_bytes(item[..XMIN_BYTES].try_into().expect("length checked"));
+        if !snapshot.is_visible(xmin) {
+            continue;
+        }
+        if !visit(Tid { block, offset }, &item[XMIN_BYTES..])? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}

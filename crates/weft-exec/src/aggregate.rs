@@ -1,0 +1,288 @@
+//! Grouping and aggregation: count, sum, avg, min, max with PostgreSQL's result types.
+//!
+//! Each participant aggregates its rows into a private hash table of group key →
+//! accumulators (the hot path touches only local state); at the end it merges its table
+//! into the shared one under one lock (`finish`). Accumulators are exact where PostgreSQL
+//! is exact: sum(int8) and avg of integers accumulate in i128 and finish as `numeric`.
+//!
+//! Not yet: spilling to disk when the groups exceed `work_mem` (the hash-join issue brings
+//! hash aggregation under a budget).
+
+use std::collections::HashMap;
+
+use parking_lot::Mutex;
+use weft_common::numeric::Numeric;
+use weft_common::{DataType, Datum, Error, Result};
+
+use crate::execute::Sink;
+use crate::expr::compare::{compare_datums, GroupKey};
+use crate::expr::{EvalContext, Expr};
+use crate::plan::{AggregateCall, AggregateFunction, Row};
+
+/// The running state of one aggregate in one group.
+#[derive(Clone, Debug)]
+pub(crate) enum Accumulator {
+    Count(i64),
+    SumInt { sum: i128, any: bool, result: DataType },
+    SumFloat { sum: f64, any: bool },
+    SumNumeric { sum: Option<Numeric> },
+    AvgInt { sum: i128, count: i64 },
+    AvgFloat { sum: f64, count: i64 },
+    AvgNumeric { sum: Option<Numeric>, count: i64 },
+    Min(Option<Datum>),
+    Max(Option<Datum>),
+}
+
+impl Accumulator {
+    fn new(call: &AggregateCall) -> Result<Accumulator> {
+        use AggregateFunction::*;
+        let input = call.arg.as_ref().map(|a| a.data_type());
+        Ok(match (call.function, input) {
+            (CountStar, _) | (Count, _) => Accumulator::Count(0),
+            (Sum, Some(DataType::Int4 | DataType::Int8)) => {
+                Accumulator::SumInt { sum: 0, any: false, result: call.result_type }
+            }
+            (Sum, Some(DataType::Float8)) => Accumulator::SumFloat { sum: 0.0, any: false },
+            (Sum, Some(DataType::Numeric)) => Accumulator::SumNumeric { sum: None },
+            (Avg, Some(DataType::Int4 | DataType::Int8)) => Accumulator::AvgInt { sum: 0, count: 0 },
+            (Avg, Some(DataType::Float8)) => Accumulator::AvgFloat { sum: 0.0, count: 0 },
+            (Avg, Some(DataType::Numeric)) => Accumulator::AvgNumeric { sum: None, count: 0 },
+            (Min, _) => Accumulator::Min(None),
+            (Max, _) => Accumulator::Max(None),
+            (f, t) => return Err(Error::internal(format!("no accumulator for {f:?}({t:?})"))),
+        })
+    }
+
+    #[inline]
+    fn update(&mut self, value: Datum, count_star: bool) -> Result<()> {
+        if value.is_null() && !count_star {
+            return Ok(());
+        }
+        match self {
+            Accumulator::Count(n) => *n += 1,
+            Accumulator::SumInt { sum, any, .. } => {
+                *sum = sum.checked_add(int_value(&value)?).ok_or_else(numeric_overflow)?;
+                *any = true;
+            }
+            Accumulator::SumFloat { sum, any } => {
+                *sum += float_value(&value)?;
+                *any = true;
+            }
+            Accumulator::SumNumeric { sum } => *sum = Some(add_numeric(sum.take(), numeric_value(&value)?)?),
+            Accumulator::AvgInt { sum, count } => {
+                *sum = sum.checked_add(int_value(&value)?).ok_or_else(numeric_overflow)?;
+                *count += 1;
+            }
+            Accumulator::AvgFloat { sum, count } => {
+                *sum += float_value(&value)?;
+                *count += 1;
+            }
+            Accumulator::AvgNumeric { sum, count } => {
+                *sum = Some(add_numeric(sum.take(), numeric_value(&value)?)?);
+                *count += 1;
+            }
+            Accumulator::Min(current) => {
+                if current.as_ref().is_none_or(|c| compare_datums(&value, c).is_lt()) {
+                    *current = Some(value);
+                }
+            }
+            Accumulator::Max(current) => {
+                if current.as_ref().is_none_or(|c| compare_datums(&value, c).is_gt()) {
+                    *current = Some(value);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Fold another participant's state for the same group into this one.
+    fn merge(&mut self, other: Accumulator) -> Result<()> {
+        match (self, other) {
+            (Accumulator::Count(a), Accumulator::Count(b)) => *a += b,
+            (Accumulator::SumInt { sum, any, .. }, Accumulator::SumInt { sum: s, any: a, .. }) => {
+                *sum = sum.checked_add(s).ok_or_else(numeric_overflow)?;
+                *any |= a;
+            }
+            (Accumulator::SumFloat { sum, any }, Accumulator::SumFloat { sum: s, any: a }) => {
+                *sum += s;
+                *any |= a;
+            }
+            (Accumulator::SumNumeric { sum }, Accumulator::SumNumeric { sum: s }) => {
+                if let Some(s) = s {
+                    *sum = Some(add_numeric(sum.take(), s)?);
+                }
+            }
+            (Accumulator::AvgInt { sum, count }, Accumulator::AvgInt { sum: s, count: c }) => {
+                *sum = sum.checked_add(s).ok_or_else(numeric_overflow)?;
+                *count += c;
+            }
+            (Accumulator::AvgFloat { sum, count }, Accumulator::AvgFloat { sum: s, count: c }) => {
+                *sum += s;
+                *count += c;
+            }
+            (Accumulator::AvgNumeric { sum, count }, Accumulator::AvgNumeric { sum: s, count: c }) => {
+                if let Some(s) = s {
+                    *sum = Some(add_numeric(sum.take(), s)?);
+                }
+                *count += c;
+            }
+            (Accumulator::Min(a), Accumulator::Min(Some(b))) => {
+                if a.as_ref().is_none_or(|x| compare_datums(&b, x).is_lt()) {
+                    *a = Some(b);
+                }
+            }
+            (Accumulator::Max(a), Accumulator::Max(Some(b))) => {
+                if a.as_ref().is_none_or(|x| compare_datums(&b, x).is_gt()) {
+                    *a = Some(b);
+                }
+            }
+            (Accumulator::Min(_), Accumulator::Min(None)) | (Accumulator::Max(_), Accumulator::Max(None)) => {}
+            (a, b) => return Err(Error::internal(format!("cannot merge {a:?} with {b:?}"))),
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<Datum> {
+        Ok(match self {
+            Accumulator::Count(n) => Datum::Int8(n),
+            Accumulator::SumInt { any: false, .. } | Accumulator::SumFloat { any: false, .. } => Datum::Null,
+            Accumulator::SumInt { sum, result: DataType::Int8, .. } => {
+                Datum::Int8(i64::try_from(sum).map_err(|_| Error::out_of_range("bigint"))?)
+            }
+            Accumulator::SumInt { sum, .. } => Datum::Numeric(Numeric::from_i128(sum)),
+            Accumulator::SumFloat { sum, .. } => Datum::Float8(sum),
+            Accumulator::SumNumeric { sum } => sum.map(Datum::Numeric).unwrap_or(Datum::Null),
+            Accumulator::AvgInt { count: 0, .. }
+            | Accumulator::AvgFloat { count: 0, .. }
+            | Accumulator::AvgNumeric { count: 0, .. } => Datum::Null,
+            Accumulator::AvgInt { sum, count } => {
+                Datum::Numeric(Numeric::from_i128(sum).div(&Numeric::from_i64(count))?)
+            }
+            Accumulator::AvgFloat { sum, count } => Datum::Float8(sum / count as f64),
+            Accumulator::AvgNumeric { sum, count } => match sum {
+                Some(sum) => Datum::Numeric(sum.div(&Numeric::from_i64(count))?),
+                None => Datum::Null,
+            },
+            Accumulator::Min(v) | Accumulator::Max(v) => v.unwrap_or(Datum::Null),
+        })
+    }
+}
+
+fn numeric_overflow() -> Error {
+    Error::out_of_range("numeric")
+}
+
+fn int_value(d: &Datum) -> Result<i128> {
+    match d {
+        Datum::Int4(v) => Ok(*v as i128),
+        Datum::Int8(v) => Ok(*v as i128),
+        other => Err(Error::internal(format!("integer aggregate got {other:?}"))),
+    }
+}
+
+fn float_value(d: &Datum) -> Result<f64> {
+    match d {
+        Datum::Float8(v) => Ok(*v),
+        other => Err(Error::internal(format!("float aggregate got {other:?}"))),
+    }
+}
+
+fn numeric_value(d: &Datum) -> Result<Numeric> {
+    match d {
+        Datum::Numeric(v) => Ok(*v),
+        other => Err(Error::internal(format!("numeric aggregate got {other:?}"))),
+    }
+}
+
+fn add_numeric(sum: Option<Numeric>, value: Numeric) -> Result<Numeric> {
+    match sum {
+        None => Ok(value),
+        Some(sum) => sum.add(&value),
+    }
+}
+
+pub(crate) type Groups = HashMap<GroupKey, Vec<Accumulator>>;
+
+/// The shared state of a hash aggregate.
+pub(crate) struct AggregateSink<'a> {
+    group_by: &'a [Expr],
+    aggregates: &'a [AggregateCall],
+    eval: &'a EvalContext,
+    groups: Mutex<Groups>,
+}
+
+impl<'a> AggregateSink<'a> {
+    pub(crate) fn new(group_by: &'a [Expr], aggregates: &'a [AggregateCall], eval: &'a EvalContext) -> Self {
+        AggregateSink { group_by, aggregates, eval, groups: Mutex::new(HashMap::new()) }
+    }
+
+    fn fresh_accumulators(&self) -> Result<Vec<Accumulator>> {
+        self.aggregates.iter().map(Accumulator::new).collect()
+    }
+
+    /// Group keys followed by aggregate values, one row per group. Without GROUP BY there
+    /// is exactly one row, even over no input (count = 0, sum = NULL).
+    pub(crate) fn into_rows(self) -> Result<Vec<Row>> {
+        let mut groups = self.groups.into_inner();
+        if self.group_by.is_empty() && groups.is_empty() {
+            groups.insert(GroupKey(Vec::new()), self.aggregates.iter().map(Accumulator::new).collect::<Result<_>>()?);
+        }
+        let mut rows = Vec::with_capacity(groups.len());
+        for (key, accumulators) in groups {
+            let mut row = key.0;
+            for acc in accumulators {
+                row.push(acc.finish()?);
+            }
+            rows.push(row);
+        }
+        Ok(rows)
+    }
+}
+
+impl Sink for AggregateSink<'_> {
+    type Local = Groups;
+
+    fn local(&self) -> Result<Groups> {
+        Ok(HashMap::new())
+    }
+
+    fn push(&self, local: &mut Groups, row: Row) -> Result<bool> {
+        let mut key = Vec::with_capacity(self.group_by.len());
+        for expr in self.group_by {
+            key.push(expr.eval(&row, self.eval)?);
+        }
+        let key = GroupKey(key);
+        let accumulators = match local.get_mut(&key) {
+            Some(accs) => accs,
+            None => local.entry(key).or_insert(self.fresh_accumulators()?),
+        };
+        for (acc, call) in accumulators.iter_mut().zip(self.aggregates) {
+            match &call.arg {
+                None => acc.update(Datum::Null, true)?,
+                Some(arg) => acc.update(arg.eval(&row, self.eval)?, false)?,
+            }
+        }
+        Ok(true)
+    }
+
+    fn finish(&self, local: Groups) -> Result<()> {
+        let mut shared = self.groups.lock();
+        if shared.is_empty() {
+            *shared = local;
+            return Ok(());
+        }
+        for (key, accumulators) in local {
+            match shared.get_mut(&key) {
+                Some(existing) => {
+                    for (a, b) in existing.iter_mut().zip(accumulators) {
+                        a.merge(b)?;
+                    }
+                }
+                None => {
+                    shared.insert(key, accumulators);
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,412 @@
+//! Running plans: pipelines on the worker pool, each feeding a sink.
+//!
+//! Every pipeline runs the same way: the shared state of its source (a block cursor, a
+//! series counter, a row index) is built once; each participant then loops taking a
+//! morsel, pushing each row through the steps into its *local* sink state; at the end each
+//! participant hands its local state to the shared sink once (`finish`). Participants
+//! never wait for one another inside a pipeline, so the number of workers actually
+//! launched (maybe none) changes speed, never the result.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+use weft_access::heap::{scan_block, HeapInserter, HeapScanCursor};
+use weft_common::parallel::{CancelToken, WorkerPool};
+use weft_common::tuple::RowLayout;
+use weft_common::{DataType, Datum, Error, Result};
+use weft_storage::{BufferAccessStrategy, BufferPool, RelFileLocator};
+
+use crate::aggregate::AggregateSink;
+use crate::expr::{EvalContext, Expr};
+use crate::expr::compare::compare_datums;
+use crate::plan::{Pipeline, Plan, Row, SortKey, Source, Step};
+
+/// What a statement's execution may use.
+pub struct ExecContext<'a> {
+    pub pool: &'a BufferPool,
+    pub workers: &'a WorkerPool,
+    pub cancel: &'a CancelToken,
+    pub eval: &'a EvalContext,
+    pub leader_participates: bool,
+}
+
+/// Where a sink's rows go, seen from one participant.
+pub(crate) trait Sink: Sync {
+    type Local: Send;
+    fn local(&self) -> Result<Self::Local>;
+    /// Take one row; `Ok(false)` asks the pipeline to stop (a limit was reached).
+    fn push(&self, local: &mut Self::Local, row: Row) -> Result<bool>;
+    /// Hand a participant's local state to the shared state, once.
+    fn finish(&self, local: Self::Local) -> Result<()>;
+}
+
+/// Run a plan to completion and return its rows.
+pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
+    match plan {
+        Plan::Pipeline(pipeline) => {
+            let sink = CollectSink::new(None);
+            run_pipeline(pipeline, ctx, &sink)?;
+            Ok(sink.into_rows())
+        }
+        Plan::Aggregate { input, group_by, aggregates, output } => {
+            let sink = AggregateSink::new(group_by, aggregates, ctx.eval);
+            run_pipeline(input, ctx, &sink)?;
+            let rows = sink.into_rows()?;
+            apply_steps_to_all(rows, output, ctx.eval)
+        }
+        Plan::Limit { input, limit, offset } => {
+            let wanted = limit.map(|l| l.saturating_add(*offset));
+            let rows = match input.as_ref() {
+                Plan::Pipeline(pipeline) => {
+                    let sink = CollectSink::new(wanted);
+                    run_pipeline(pipeline, ctx, &sink)?;
+                    sink.into_rows()
+                }
+                other => execute(other, ctx)?,
+            };
+            let start = (*offset).min(rows.len() as u64) as usize;
+            let end = match limit {
+                Some(l) => start.saturating_add(*l as usize).min(rows.len()),
+                None => rows.len(),
+            };
+            Ok(rows.into_iter().skip(start).take(end - start).collect())
+        }
+        Plan::Sort { input, keys } => {
+            let mut rows = execute(input, ctx)?;
+            rows.sort_by(|a, b| compare_rows(a, b, keys));
+            Ok(rows)
+        }
+    }
+}
+
+fn compare_rows(a: &Row, b: &Row, keys: &[SortKey]) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    for key in keys {
+        let (x, y) = (&a[key.column], &b[key.column]);
+        let ordering = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => if key.nulls_first { Ordering::Less } else { Ordering::Greater },
+            (false, true) => if key.nulls_first { Ordering::Greater } else { Ordering::Less },
+            (false, false) => {
+                let o = compare_datums(x, y);
+                if key.descending { o.reverse() } else { o }
+            }
+        };
+        if ordering != Ordering::Equal {
+            return ordering;
+        }
+    }
+    Ordering::Equal
+}
+
+/// Where inserted rows go: a heap relation, written by the statement's xid.
+pub struct InsertTarget {
+    pub rel: RelFileLocator,
+    pub layout: RowLayout,
+    pub xid: u64,
+    pub table_name: String,
+    /// (column index, column name) of NOT NULL columns.
+    pub not_null: Vec<(usize, String)>,
+}
+
+impl InsertTarget {
+    fn check_not_null(&self, row: &Row) -> Result<()> {
+        for (index, name) in &self.not_null {
+            if row[*index].is_null() {
+                let shown: Vec<String> =
+                    row.iter().map(|d| d.to_pg_text().unwrap_or_else(|| "null".to_string())).collect();
+                return Err(Error::new(
+                    weft_common::SqlState::NOT_NULL_VIOLATION,
+                    format!("null value in column \"{name}\" of relation \"{}\" violates not-null constraint", self.table_name),
+                )
+                .with_detail(format!("Failing row contains ({}).", shown.join(", "))));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Run a plan and insert its rows into `target`; returns the number of rows inserted.
+/// A pipeline inserts in parallel (each participant fills its own pages).
+pub fn execute_insert(plan: &Plan, ctx: &ExecContext, target: &InsertTarget) -> Result<u64> {
+    let sink = InsertSink { pool: ctx.pool, target, inserted: AtomicU64::new(0), last_page_taken: AtomicBool::new(false) };
+    match plan {
+        Plan::Pipeline(pipeline) => run_pipeline(pipeline, ctx, &sink)?,
+        other => {
+            let rows = execute(other, ctx)?;
+            let mut local = sink.local()?;
+            for row in rows {
+                ctx.cancel.check()?;
+                sink.push(&mut local, row)?;
+            }
+            sink.finish(local)?;
+        }
+    }
+    Ok(sink.inserted.load(Ordering::Relaxed))
+}
+
+pub(crate) fn apply_steps_to_all(rows: Vec<Row>, steps: &[Step], eval: &EvalContext) -> Result<Vec<Row>> {
+    if steps.is_empty() {
+        return Ok(rows);
+    }
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        if let Some(row) = apply_steps(row, steps, eval)? {
+            out.push(row);
+        }
+    }
+    Ok(out)
+}
+
+/// Push one row through the steps; `None` when a filter drops it.
+#[inline]
+fn apply_steps(mut row: Row, steps: &[Step], eval: &EvalContext) -> Result<Option<Row>> {
+    for step in steps {
+        match step {
+            Step::Filter(predicate) => {
+                if !matches!(predicate.eval(&row, eval)?, Datum::Bool(true)) {
+                    return Ok(None);
+                }
+            }
+            Step::Project(exprs) => {
+                let mut projected = Vec::with_capacity(exprs.len());
+                for expr in exprs {
+                    projected.push(expr.eval(&row, eval)?);
+                }
+                row = projected;
+            }
+        }
+    }
+    Ok(Some(row))
+}
+
+/// Rows handed out in chunks from a shared index (VALUES, materialized subqueries).
+const ROW_CHUNK: usize = 1024;
+/// Series values handed out at once.
+const SERIES_CHUNK: i64 = 4096;
+
+/// The shared part of a running source.
+enum SourceState<'p> {
+    Single(AtomicBool),
+    Heap { source: &'p crate::plan::HeapSource, cursor: HeapScanCursor },
+    Series { next_index: AtomicI64, count: i64, start: i64, step: i64, data_type: DataType },
+    Rows { rows: Vec<Row>, next: AtomicUsize },
+}
+
+impl<'p> SourceState<'p> {
+    fn new(source: &'p Source, ctx: &ExecContext, participants: usize) -> Result<SourceState<'p>> {
+        Ok(match source {
+            Source::Single => SourceState::Single(AtomicBool::new(false)),
+            Source::Heap(heap) => {
+                SourceState::Heap { source: heap, cursor: HeapScanCursor::new(heap.nblocks, participants) }
+            }
+            Source::Series { start, stop, step, data_type } => {
+                let count = series_count(*start, *stop, *step)?;
+                SourceState::Series {
+                    next_index: AtomicI64::new(0),
+                    count,
+                    start: *start,
+                    step: *step,
+                    data_type: *data_type,
+                }
+            }
+            Source::Values(rows) => {
+                let mut out = Vec::with_capacity(rows.len());
+                for exprs in rows {
+                    let mut row = Vec::with_capacity(exprs.len());
+                    for expr in exprs {
+                        row.push(expr.eval(&[], ctx.eval)?);
+                    }
+                    out.push(row);
+                }
+                SourceState::Rows { rows: out, next: AtomicUsize::new(0) }
+            }
+            Source::Subquery(plan) => SourceState::Rows { rows: execute(plan, ctx)?, next: AtomicUsize::new(0) },
+        })
+    }
+
+    /// Feed this participant's share of rows to `emit` until the source is exhausted or
+    /// `emit` returns false.
+    fn run(&self, ctx: &ExecContext, mut emit: impl FnMut(Row) -> Result<bool>) -> Result<()> {
+        match self {
+            SourceState::Single(taken) => {
+                if !taken.swap(true, Ordering::Relaxed) {
+                    emit(Vec::new())?;
+                }
+                Ok(())
+            }
+            SourceState::Heap { source, cursor } => {
+                let mut strategy = BufferAccessStrategy::bulk_read();
+                while let Some(blocks) = cursor.next_chunk() {
+                    for block in blocks {
+                        ctx.cancel.check()?;
+                        let go_on = scan_block(ctx.pool, source.rel, block, &mut strategy, &source.snapshot, |_, tuple| {
+                            let mut row = Vec::with_capacity(source.columns.len());
+                            for &col in &source.columns {
+                                row.push(source.layout.get(tuple, col)?);
+                            }
+                            emit(row)
+                        })?;
+                        if !go_on {
+                            return Ok(());
+                        }
+                    }
+                }
+                Ok(())
+            }
+            SourceState::Series { next_index, count, start, step, data_type } => loop {
+                ctx.cancel.check()?;
+                let first = next_index.fetch_add(SERIES_CHUNK, Ordering::Relaxed);
+                if first >= *count {
+                    return Ok(());
+                }
+                let last = (first + SERIES_CHUNK).min(*count);
+                for index in first..last {
+                    let value = start + index * step;
+                    let datum = match data_type {
+                        DataType::Int4 => Datum::Int4(value as i32),
+                        _ => Datum::Int8(value),
+                    };
+                    if !emit(vec![datum])? {
+                        return Ok(());
+                    }
+                }
+            },
+            SourceState::Rows { rows, next } => loop {
+                ctx.cancel.check()?;
+                let first = next.fetch_add(ROW_CHUNK, Ordering::Relaxed);
+                if first >= rows.len() {
+                    return Ok(());
+                }
+                for row in &rows[first..(first + ROW_CHUNK).min(rows.len())] {
+                    if !emit(row.clone())? {
+                        return Ok(());
+                    }
+                }
+            },
+        }
+    }
+}
+
+/// How many values `generate_series(start, stop, step)` yields.
+fn series_count(start: i64, stop: i64, step: i64) -> Result<i64> {
+    if step == 0 {
+        return Err(Error::new(weft_common::SqlState::INVALID_PARAMETER_VALUE, "step size cannot equal zero"));
+    }
+    let span = stop as i128 - start as i128;
+    if (span > 0 && step < 0) || (span < 0 && step > 0) {
+        return Ok(0);
+    }
+    let count = span / step as i128 + 1;
+    i64::try_from(count).map_err(|_| Error::out_of_range("bigint"))
+}
+
+pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink: &S) -> Result<()> {
+    let participants = pipeline.workers + 1;
+    let state = SourceState::new(&pipeline.source, ctx, participants)?;
+    let steps = &pipeline.steps;
+    ctx.workers.run(pipeline.workers, ctx.leader_participates, ctx.cancel, |_participant| {
+        let mut local = sink.local()?;
+        state.run(ctx, |row| match apply_steps(row, steps, ctx.eval)? {
+            Some(row) => sink.push(&mut local, row),
+            None => Ok(true),
+        })?;
+        sink.finish(local)
+    })?;
+    Ok(())
+}
+
+/// Collects result rows; with a limit, participants stop once enough rows exist.
+struct CollectSink {
+    wanted: Option<u64>,
+    collected: AtomicU64,
+    parts: Mutex<Vec<Vec<Row>>>,
+}
+
+impl CollectSink {
+    fn new(wanted: Option<u64>) -> CollectSink {
+        CollectSink { wanted, collected: AtomicU64::new(0), parts: Mutex::new(Vec::new()) }
+    }
+
+    fn into_rows(self) -> Vec<Row> {
+        let parts = self.parts.into_inner();
+        if parts.len() == 1 {
+            return parts.into_iter().next().unwrap_or_default();
+        }
+        parts.into_iter().flatten().collect()
+    }
+}
+
+impl Sink for CollectSink {
+    type Local = Vec<Row>;
+
+    fn local(&self) -> Result<Vec<Row>> {
+        Ok(Vec::new())
+    }
+
+    fn push(&self, local: &mut Vec<Row>, row: Row) -> Result<bool> {
+        local.push(row);
+        match self.wanted {
+            None => Ok(true),
+            Some(wanted) => Ok(self.collected.fetch_add(1, Ordering::Relaxed) + 1 < wanted),
+        }
+    }
+
+    fn finish(&self, local: Vec<Row>) -> Result<()> {
+        self.parts.lock().push(local);
+        Ok(())
+    }
+}
+
+struct InsertSink<'a> {
+    pool: &'a BufferPool,
+    target: &'a InsertTarget,
+    inserted: AtomicU64,
+    /// The first participant fills the relation's last page; the others start new pages.
+    last_page_taken: AtomicBool,
+}
+
+impl<'a> Sink for InsertSink<'a> {
+    type Local = HeapInserter<'a>;
+
+    fn local(&self) -> Result<HeapInserter<'a>> {
+        if self.last_page_taken.swap(true, Ordering::Relaxed) {
+            Ok(HeapInserter::new(self.pool, self.target.rel, self.target.xid))
+        } else {
+            HeapInserter::appending(self.pool, self.target.rel, self.target.xid)
+        }
+    }
+
+    fn push(&self, local: &mut HeapInserter<'a>, row: Row) -> Result<bool> {
+        self.target.check_not_null(&row)?;
+        self.target.layout.encode(&row, local.scratch())?;
+        local.insert_scratch()?;
+        Ok(true)
+    }
+
+    fn finish(&self, local: HeapInserter<'a>) -> Result<()> {
+        let rows = local.finish()?;
+        self.inserted.fetch_add(rows, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// Evaluate a constant expression (no input row).
+pub fn eval_constant(expr: &Expr, eval: &EvalContext) -> Result<Datum> {
+    expr.eval(&[], eval)
+}
+
+/// Insert rows produced by an iterator (COPY FROM), serially, with the same checks as
+/// INSERT. Stops at the first error, which the caller turns into an abort.
+pub fn insert_rows(ctx: &ExecContext, target: &InsertTarget, rows: impl Iterator<Item = Result<Row>>) -> Result<u64> {
+    let sink = InsertSink { pool: ctx.pool, target, inserted: AtomicU64::new(0), last_page_taken: AtomicBool::new(false) };
+    let mut local = sink.local()?;
+    for (i, row) in rows.enumerate() {
+        if i % 1024 == 0 {
+            ctx.cancel.check()?;
+        }
+        sink.push(&mut local, row?)?;
+    }
+    sink.finish(local)?;
+    Ok(sink.inserted.load(Ordering::Relaxed))
+}

@@ -1,0 +1,280 @@
+//! Evaluation of a resolved [`Expr`] over one row.
+//!
+//! Rules (PostgreSQL's, for the operand types resolution leaves behind):
+//!
+//! 1. `AND`/`OR`/`NOT` use three-valued logic; `AND` stops at the first false, `OR` at
+//!    the first true, so `false AND NULL` is false and `true OR NULL` is true.
+//! 2. Every other operator and every function is strict: a NULL operand gives NULL.
+//! 3. int4/int8 arithmetic is checked: overflow is `integer out of range` /
+//!    `bigint out of range` (22003), including `i32::MIN / -1`; division truncates
+//!    toward zero; `x % 0` and `x / 0` are `division by zero` (22012); `i32::MIN % -1` is 0.
+//! 4. float8 arithmetic follows `float.h`: a finite operation that yields ±∞ is
+//!    `value out of range: overflow`, one that yields 0 from non-zero operands is
+//!    `value out of range: underflow`; `x / 0` is division by zero unless `x` is NaN.
+//! 5. `CASE` returns the result of the first condition that is true (not NULL);
+//!    `COALESCE` the first non-NULL argument; neither evaluates what it does not return.
+
+use std::cmp::Ordering;
+
+use weft_common::{DataType, Datum, Error, Numeric, Result, SqlState};
+
+use super::cast::cast_datum;
+use super::compare::compare_datums;
+use super::{BinaryOp, EvalContext, Expr, UnaryOp};
+
+impl Expr {
+    /// Evaluates the expression over `row` (the input columns by index).
+    pub fn eval(&self, row: &[Datum], ctx: &EvalContext) -> Result<Datum> {
+        match self {
+            Expr::Column { index, .. } => row
+                .get(*index)
+                .cloned()
+                .ok_or_else(|| Error::internal(format!("column {index} out of range for a row of {}", row.len()))),
+            Expr::Literal { value, .. } => Ok(value.clone()),
+            Expr::Cast { expr, to } => cast_datum(expr.eval(row, ctx)?, *to),
+            Expr::Binary { op: BinaryOp::And, left, right, .. } => eval_and(left, right, row, ctx),
+            Expr::Binary { op: BinaryOp::Or, left, right, .. } => eval_or(left, right, row, ctx),
+            Expr::Binary { op, left, right, .. } => {
+                let left = left.eval(row, ctx)?;
+                if left.is_null() {
+                    return Ok(Datum::Null);
+                }
+                let right = right.eval(row, ctx)?;
+                if right.is_null() {
+                    return Ok(Datum::Null);
+                }
+                eval_binary(*op, left, right)
+            }
+            Expr::Unary { op, expr, .. } => eval_unary(*op, expr.eval(row, ctx)?),
+            Expr::IsNull { expr, negated } => Ok(Datum::Bool(expr.eval(row, ctx)?.is_null() != *negated)),
+            Expr::Case { whens, otherwise, .. } => {
+                for (condition, result) in whens {
+                    if condition.eval(row, ctx)? == Datum::Bool(true) {
+                        return result.eval(row, ctx);
+                    }
+                }
+                match otherwise {
+                    Some(otherwise) => otherwise.eval(row, ctx),
+                    None => Ok(Datum::Null),
+                }
+            }
+            Expr::Coalesce { args, .. } => {
+                for arg in args {
+                    let value = arg.eval(row, ctx)?;
+                    if !value.is_null() {
+                        return Ok(value);
+                    }
+                }
+                Ok(Datum::Null)
+            }
+            Expr::Function { func, args, .. } => {
+                let mut values = Vec::with_capacity(args.len());
+                for arg in args {
+                    let value = arg.eval(row, ctx)?;
+                    if value.is_null() {
+                        return Ok(Datum::Null); // every built-in is strict
+                    }
+                    values.push(value);
+                }
+                func.call(&values, ctx)
+            }
+        }
+    }
+
+    /// The type of the value `eval` returns (NULL included: a NULL has this type too).
+    pub fn data_type(&self) -> DataType {
+        match self {
+            Expr::Column { data_type, .. }
+            | Expr::Literal { data_type, .. }
+            | Expr::Binary { data_type, .. }
+            | Expr::Unary { data_type, .. }
+            | Expr::Case { data_type, .. }
+            | Expr::Coalesce { data_type, .. }
+            | Expr::Function { data_type, .. } => *data_type,
+            Expr::Cast { to, .. } => *to,
+            Expr::IsNull { .. } => DataType::Bool,
+        }
+    }
+
+    /// Whether this is an untyped `NULL` literal (PostgreSQL's `unknown`-typed NULL).
+    pub fn is_null_literal(&self) -> bool {
+        matches!(self, Expr::Literal { value: Datum::Null, .. })
+    }
+}
+
+fn eval_and(left: &Expr, right: &Expr, row: &[Datum], ctx: &EvalContext) -> Result<Datum> {
+    let l = left.eval(row, ctx)?;
+    if l == Datum::Bool(false) {
+        return Ok(l);
+    }
+    let r = right.eval(row, ctx)?;
+    Ok(match (l, r) {
+        (_, Datum::Bool(false)) => Datum::Bool(false),
+        (Datum::Bool(true), Datum::Bool(true)) => Datum::Bool(true),
+        _ => Datum::Null,
+    })
+}
+
+fn eval_or(left: &Expr, right: &Expr, row: &[Datum], ctx: &EvalContext) -> Result<Datum> {
+    let l = left.eval(row, ctx)?;
+    if l == Datum::Bool(true) {
+        return Ok(l);
+    }
+    let r = right.eval(row, ctx)?;
+    Ok(match (l, r) {
+        (_, Datum::Bool(true)) => Datum::Bool(true),
+        (Datum::Bool(false), Datum::Bool(false)) => Datum::Bool(false),
+        _ => Datum::Null,
+    })
+}
+
+/// A strict binary operator on two non-null operands of the operator's input type.
+pub fn eval_binary(op: BinaryOp, left: Datum, right: Datum) -> Result<Datum> {
+    use BinaryOp::*;
+    match op {
+        Eq | NotEq | Lt | LtEq | Gt | GtEq => {
+            let ord = compare_datums(&left, &right);
+            Ok(Datum::Bool(match op {
+                Eq => ord == Ordering::Equal,
+                NotEq => ord != Ordering::Equal,
+                Lt => ord == Ordering::Less,
+                LtEq => ord != Ordering::Greater,
+                Gt => ord == Ordering::Greater,
+                _ => ord != Ordering::Less,
+            }))
+        }
+        Concat => {
+            let mut text = left.to_pg_text().unwrap_or_default();
+            text.push_str(&right.to_pg_text().unwrap_or_default());
+            Ok(Datum::Text(text))
+        }
+        Add | Sub | Mul | Div | Mod => match (left, right) {
+            (Datum::Int4(a), Datum::Int4(b)) => int4_arith(op, a, b).map(Datum::Int4),
+            (Datum::Int8(a), Datum::Int8(b)) => int8_arith(op, a, b).map(Datum::Int8),
+            (Datum::Float8(a), Datum::Float8(b)) => float8_arith(op, a, b).map(Datum::Float8),
+            (Datum::Numeric(a), Datum::Numeric(b)) => numeric_arith(op, &a, &b).map(Datum::Numeric),
+            (l, r) => Err(Error::internal(format!("unresolved operands for {op:?}: {l:?}, {r:?}"))),
+        },
+        And | Or => Err(Error::internal("AND/OR reached eval_binary")),
+    }
+}
+
+/// Checked int4 arithmetic (`int4pl`, `int4div`, `int4mod`, ...).
+pub fn int4_arith(op: BinaryOp, a: i32, b: i32) -> Result<i32> {
+    if matches!(op, BinaryOp::Div | BinaryOp::Mod) && b == 0 {
+        return Err(Error::division_by_zero());
+    }
+    let result = match op {
+        BinaryOp::Add => a.checked_add(b),
+        BinaryOp::Sub => a.checked_sub(b),
+        BinaryOp::Mul => a.checked_mul(b),
+        BinaryOp::Div => a.checked_div(b),
+        BinaryOp::Mod => Some(a.checked_rem(b).unwrap_or(0)), // i32::MIN % -1 = 0
+        _ => return Err(Error::internal(format!("{op:?} is not arithmetic"))),
+    };
+    result.ok_or_else(|| Error::out_of_range("integer"))
+}
+
+/// Checked int8 arithmetic (`int8pl`, `int8div`, `int8mod`, ...).
+pub fn int8_arith(op: BinaryOp, a: i64, b: i64) -> Result<i64> {
+    if matches!(op, BinaryOp::Div | BinaryOp::Mod) && b == 0 {
+        return Err(Error::division_by_zero());
+    }
+    let result = match op {
+        BinaryOp::Add => a.checked_add(b),
+        BinaryOp::Sub => a.checked_sub(b),
+        BinaryOp::Mul => a.checked_mul(b),
+        BinaryOp::Div => a.checked_div(b),
+        BinaryOp::Mod => Some(a.checked_rem(b).unwrap_or(0)),
+        _ => return Err(Error::internal(format!("{op:?} is not arithmetic"))),
+    };
+    result.ok_or_else(|| Error::out_of_range("bigint"))
+}
+
+fn float_overflow() -> Error {
+    Error::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow")
+}
+
+fn float_underflow() -> Error {
+    Error::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: underflow")
+}
+
+/// float8 arithmetic with PostgreSQL's overflow/underflow checks (`float8_pl`, ...).
+/// There is no float8 `%`; resolution rejects it.
+pub fn float8_arith(op: BinaryOp, a: f64, b: f64) -> Result<f64> {
+    let result = match op {
+        BinaryOp::Add => a + b,
+        BinaryOp::Sub => a - b,
+        BinaryOp::Mul => {
+            let r = a * b;
+            if r == 0.0 && a != 0.0 && b != 0.0 {
+                return Err(float_underflow());
+            }
+            r
+        }
+        BinaryOp::Div => {
+            if b == 0.0 && !a.is_nan() {
+                return Err(Error::division_by_zero());
+            }
+            let r = a / b;
+            if r.is_infinite() && !a.is_infinite() {
+                return Err(float_overflow());
+            }
+            if r == 0.0 && a != 0.0 && !b.is_infinite() {
+                return Err(float_underflow());
+            }
+            return Ok(r);
+        }
+        _ => return Err(Error::internal(format!("no float8 operator for {op:?}"))),
+    };
+    if result.is_infinite() && a.is_finite() && b.is_finite() {
+        return Err(float_overflow());
+    }
+    Ok(result)
+}
+
+/// `value overflows numeric format` (22003).
+pub fn numeric_overflow() -> Error {
+    Error::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "value overflows numeric format")
+}
+
+fn numeric_arith(op: BinaryOp, a: &Numeric, b: &Numeric) -> Result<Numeric> {
+    match op {
+        BinaryOp::Add => a.add(b),
+        BinaryOp::Sub => a.sub(b),
+        BinaryOp::Mul => a.mul(b),
+        BinaryOp::Div => a.div(b),
+        BinaryOp::Mod => numeric_mod(a, b),
+        _ => Err(Error::internal(format!("{op:?} is not arithmetic"))),
+    }
+}
+
+/// `numeric % numeric`: the remainder of truncating division, with the sign of the
+/// dividend and the larger of the two scales (`10.5 % 3 = 1.5`).
+pub fn numeric_mod(a: &Numeric, b: &Numeric) -> Result<Numeric> {
+    let scale = a.scale.max(b.scale);
+    let align = |n: &Numeric| -> Result<i128> {
+        10i128
+            .checked_pow(u32::from(scale - n.scale))
+            .and_then(|factor| n.mantissa.checked_mul(factor))
+            .ok_or_else(numeric_overflow)
+    };
+    let divisor = align(b)?;
+    if divisor == 0 {
+        return Err(Error::division_by_zero());
+    }
+    let dividend = align(a)?;
+    Ok(Numeric { mantissa: dividend.checked_rem(divisor).unwrap_or(0), scale })
+}
+
+fn eval_unary(op: UnaryOp, value: Datum) -> Result<Datum> {
+    match (op, value) {
+        (_, Datum::Null) => Ok(Datum::Null),
+        (UnaryOp::Not, Datum::Bool(b)) => Ok(Datum::Bool(!b)),
+        (UnaryOp::Neg, Datum::Int4(v)) => v.checked_neg().map(Datum::Int4).ok_or_else(|| Error::out_of_range("integer")),
+        (UnaryOp::Neg, Datum::Int8(v)) => v.checked_neg().map(Datum::Int8).ok_or_else(|| Error::out_of_range("bigint")),
+        (UnaryOp::Neg, Datum::Float8(v)) => Ok(Datum::Float8(-v)),
+        (UnaryOp::Neg, Datum::Numeric(n)) => n.neg().map(Datum::Numeric),
+        (op, v) => Err(Error::internal(format!("unresolved operand for {op:?}: {v:?}"))),
+    }
+}

@@ -1,0 +1,270 @@
+//! Built-in scalar functions: their signatures (used by `resolve_function`), their
+//! evaluation, and the session state `random()` needs ([`EvalContext`]).
+//!
+//! Every function here is *strict*, as in PostgreSQL's catalog: a NULL argument gives a
+//! NULL result without calling the function (so `setseed(NULL)` does not reseed).
+//! `random` and `setseed` are *volatile*: the planner must not fold or reorder them.
+
+use std::collections::hash_map::RandomState;
+use std::hash::BuildHasher;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::{RngExt, SeedableRng};
+use weft_common::{DataType, Datum, Error, Result, SqlState};
+
+use super::ScalarFunction;
+
+/// PostgreSQL's `MaxAllocSize`: no single value may be larger (`repeat` checks it).
+pub const VALUE_SIZE_BYTES_MAX: usize = 0x3fff_ffff;
+
+/// Per-session evaluation state: the random-number generator behind `random()` and
+/// `setseed()`.
+///
+/// Cloning shares the state (the generator sits behind an `Arc<Mutex<_>>`), so parallel
+/// participants of one query draw from the session's single sequence, as PostgreSQL's
+/// parallel workers do not — but a `setseed` in the leader still governs them all.
+#[derive(Clone, Debug)]
+pub struct EvalContext {
+    rng: Arc<Mutex<Xoshiro256PlusPlus>>,
+}
+
+impl Default for EvalContext {
+    fn default() -> EvalContext {
+        EvalContext::new()
+    }
+}
+
+impl EvalContext {
+    /// A context whose generator is seeded unpredictably, like a new PostgreSQL backend.
+    pub fn new() -> EvalContext {
+        // `RandomState` is seeded from the OS once per process and varied per instance.
+        let seed = RandomState::new().hash_one(0x5eed_u64);
+        EvalContext::with_seed(seed)
+    }
+
+    /// A context with a fixed seed, for tests.
+    pub fn with_seed(seed: u64) -> EvalContext {
+        EvalContext { rng: Arc::new(Mutex::new(Xoshiro256PlusPlus::seed_from_u64(seed))) }
+    }
+
+    /// `random()`: a float8 uniformly distributed in `[0, 1)`.
+    pub fn random(&self) -> f64 {
+        self.rng.lock().random::<f64>()
+    }
+
+    /// `setseed(seed)`: reseeds deterministically; `seed` must lie in `[-1, 1]`.
+    /// The mapping `seed × i64::MAX` is PostgreSQL's `pg_prng_fseed`.
+    pub fn set_seed(&self, seed: f64) -> Result<()> {
+        if seed.is_nan() || !(-1.0..=1.0).contains(&seed) {
+            return Err(Error::new(
+                SqlState::INVALID_PARAMETER_VALUE,
+                format!("setseed parameter {} is out of allowed range [-1,1]", format_c_g(seed)),
+            ));
+        }
+        let state = (seed * i64::MAX as f64) as i64 as u64;
+        *self.rng.lock() = Xoshiro256PlusPlus::seed_from_u64(state);
+        Ok(())
+    }
+}
+
+/// C's `printf("%g")`: six significant digits, trailing zeros dropped, exponent form
+/// when the exponent is below -4 or at least 6.
+fn format_c_g(v: f64) -> String {
+    if v.is_nan() {
+        return "nan".to_string();
+    }
+    if v.is_infinite() {
+        return (if v > 0.0 { "inf" } else { "-inf" }).to_string();
+    }
+    let sci = format!("{v:.5e}");
+    let (mantissa, exponent) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    let trim = |s: String| {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    };
+    if !(-4..6).contains(&exponent) {
+        let sign = if exponent < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa.to_string()), exponent.abs())
+    } else {
+        trim(format!("{v:.*}", (5 - exponent) as usize))
+    }
+}
+
+/// One overload of a built-in function.
+#[derive(Clone, Copy, Debug)]
+pub struct Signature {
+    pub func: ScalarFunction,
+    pub args: &'static [DataType],
+    pub result: DataType,
+}
+
+const fn sig(func: ScalarFunction, args: &'static [DataType], result: DataType) -> Signature {
+    Signature { func, args, result }
+}
+
+use DataType::{Float8, Int4, Int8, Numeric, Text};
+use ScalarFunction as F;
+
+/// Every overload, by lowercase SQL name. `substring` is PostgreSQL's other name for
+/// `substr`.
+pub fn signatures(name: &str) -> &'static [Signature] {
+    const MD5: &[Signature] = &[sig(F::Md5, &[Text], Text)];
+    const HASHINT4: &[Signature] = &[sig(F::HashInt4, &[Int4], Int4)];
+    const HASHINT8: &[Signature] = &[sig(F::HashInt8, &[Int8], Int4)];
+    const HASHTEXT: &[Signature] = &[sig(F::HashText, &[Text], Int4)];
+    const LENGTH: &[Signature] = &[sig(F::Length, &[Text], Int4)];
+    const LOWER: &[Signature] = &[sig(F::Lower, &[Text], Text)];
+    const UPPER: &[Signature] = &[sig(F::Upper, &[Text], Text)];
+    const REPEAT: &[Signature] = &[sig(F::Repeat, &[Text, Int4], Text)];
+    const SUBSTR: &[Signature] = &[sig(F::Substr, &[Text, Int4], Text), sig(F::Substr, &[Text, Int4, Int4], Text)];
+    const ABS: &[Signature] = &[
+        sig(F::Abs, &[Int4], Int4),
+        sig(F::Abs, &[Int8], Int8),
+        sig(F::Abs, &[Numeric], Numeric),
+        sig(F::Abs, &[Float8], Float8),
+    ];
+    const RANDOM: &[Signature] = &[sig(F::Random, &[], Float8)];
+    const SETSEED: &[Signature] = &[sig(F::SetSeed, &[Float8], Text)];
+    match name {
+        "md5" => MD5,
+        "hashint4" => HASHINT4,
+        "hashint8" => HASHINT8,
+        "hashtext" => HASHTEXT,
+        "length" | "char_length" | "character_length" => LENGTH,
+        "lower" => LOWER,
+        "upper" => UPPER,
+        "repeat" => REPEAT,
+        "substr" | "substring" => SUBSTR,
+        "abs" => ABS,
+        "random" => RANDOM,
+        "setseed" => SETSEED,
+        _ => &[],
+    }
+}
+
+impl ScalarFunction {
+    /// The SQL name.
+    pub fn name(self) -> &'static str {
+        match self {
+            F::Md5 => "md5",
+            F::HashInt4 => "hashint4",
+            F::HashInt8 => "hashint8",
+            F::HashText => "hashtext",
+            F::Length => "length",
+            F::Lower => "lower",
+            F::Upper => "upper",
+            F::Repeat => "repeat",
+            F::Substr => "substr",
+            F::Abs => "abs",
+            F::Random => "random",
+            F::SetSeed => "setseed",
+        }
+    }
+
+    /// Whether two calls with equal arguments may return different results (or have a
+    /// side effect), so the call must not be constant-folded or deduplicated.
+    pub fn is_volatile(self) -> bool {
+        matches!(self, F::Random | F::SetSeed)
+    }
+
+    /// Calls the function on already evaluated, already resolved arguments.
+    /// Strict: any NULL argument gives NULL.
+    pub fn call(self, args: &[Datum], ctx: &EvalContext) -> Result<Datum> {
+        if args.iter().any(Datum::is_null) {
+            return Ok(Datum::Null);
+        }
+        match (self, args) {
+            (F::Md5, [Datum::Text(s)]) => Ok(Datum::Text(weft_common::md5::md5_hex(s.as_bytes()))),
+            (F::HashInt4, [Datum::Int4(v)]) => Ok(Datum::Int4(weft_common::hash::hashint4(*v))),
+            (F::HashInt8, [Datum::Int8(v)]) => Ok(Datum::Int4(weft_common::hash::hashint8(*v))),
+            (F::HashText, [Datum::Text(s)]) => Ok(Datum::Int4(weft_common::hash::hashtext(s))),
+            (F::Length, [Datum::Text(s)]) => Ok(Datum::Int4(char_count_i32(s)?)),
+            (F::Lower, [Datum::Text(s)]) => Ok(Datum::Text(s.to_lowercase())),
+            (F::Upper, [Datum::Text(s)]) => Ok(Datum::Text(s.to_uppercase())),
+            (F::Repeat, [Datum::Text(s), Datum::Int4(n)]) => repeat(s, *n).map(Datum::Text),
+            (F::Substr, [Datum::Text(s), Datum::Int4(start)]) => Ok(Datum::Text(substr(s, *start, None)?)),
+            (F::Substr, [Datum::Text(s), Datum::Int4(start), Datum::Int4(len)]) => {
+                Ok(Datum::Text(substr(s, *start, Some(*len))?))
+            }
+            (F::Abs, [v]) => abs(v),
+            (F::Random, []) => Ok(Datum::Float8(ctx.random())),
+            (F::SetSeed, [Datum::Float8(seed)]) => ctx.set_seed(*seed).map(|()| Datum::Null),
+            _ => Err(Error::internal(format!("{}() called with unresolved arguments {args:?}", self.name()))),
+        }
+    }
+}
+
+fn char_count_i32(s: &str) -> Result<i32> {
+    i32::try_from(s.chars().count()).map_err(|_| Error::out_of_range("integer"))
+}
+
+/// `repeat(text, count)`: a negative count gives `''`; the result must fit in
+/// `MaxAllocSize` together with its 4-byte varlena header, as in PostgreSQL.
+pub fn repeat(s: &str, count: i32) -> Result<String> {
+    const VARLENA_HEADER_BYTES: usize = 4;
+    let count = usize::try_from(count).unwrap_or(0);
+    let total = s.len().checked_mul(count).and_then(|t| t.checked_add(VARLENA_HEADER_BYTES));
+    match total {
+        Some(total) if total <= VALUE_SIZE_BYTES_MAX => Ok(s.repeat(count)),
+        _ => Err(Error::new(SqlState::PROGRAM_LIMIT_EXCEEDED, "requested length too large")),
+    }
+}
+
+/// `substr(text, start [, length])` in characters, 1-based (`text_substring`): the
+/// window `[start, start + length)` is clipped to the string, so a start before 1
+/// shortens the result rather than shifting it.
+pub fn substr(s: &str, start: i32, length: Option<i32>) -> Result<String> {
+    let start = i64::from(start);
+    let end = match length {
+        None => i64::MAX,
+        Some(len) if len < 0 => {
+            return Err(Error::new(SqlState("22011"), "negative substring length not allowed"));
+        }
+        Some(len) => start + i64::from(len),
+    };
+    let first = start.max(1);
+    if end <= first {
+        return Ok(String::new());
+    }
+    let skip = (first - 1) as usize;
+    let take = usize::try_from(end - first).unwrap_or(usize::MAX);
+    Ok(s.chars().skip(skip).take(take).collect())
+}
+
+/// `abs` for each numeric type; `abs(i32::MIN)` overflows as in PostgreSQL.
+pub fn abs(v: &Datum) -> Result<Datum> {
+    match v {
+        Datum::Int4(x) => x.checked_abs().map(Datum::Int4).ok_or_else(|| Error::out_of_range("integer")),
+        Datum::Int8(x) => x.checked_abs().map(Datum::Int8).ok_or_else(|| Error::out_of_range("bigint")),
+        Datum::Float8(x) => Ok(Datum::Float8(x.abs())),
+        Datum::Numeric(n) => {
+            let mantissa = n.mantissa.checked_abs().ok_or_else(super::eval::numeric_overflow)?;
+            Ok(Datum::Numeric(weft_common::Numeric { mantissa, scale: n.scale }))
+        }
+        other => Err(Error::internal(format!("abs() of {other:?}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn c_g_format_matches_printf() {
+        assert_eq!(format_c_g(2.0), "2");
+        assert_eq!(format_c_g(1.5), "1.5");
+        assert_eq!(format_c_g(-1.25), "-1.25");
+        assert_eq!(format_c_g(1e10), "1e+10");
+        assert_eq!(format_c_g(123456.0), "123456");
+        assert_eq!(format_c_g(1234567.0), "1.23457e+06");
+        assert_eq!(format_c_g(0.0001), "0.0001");
+        assert_eq!(format_c_g(0.00001), "1e-05");
+        assert_eq!(format_c_g(f64::NAN), "nan");
+    }
+}

@@ -1,0 +1,113 @@
+//! Physical plans: what the planner in `weft-sql` hands to the executor.
+//!
+//! A plan is a small tree whose leaves are *pipelines*: a source (heap scan, series,
+//! literal rows, or a materialized sub-plan), then filters and projections, run by every
+//! participant on the morsels it takes from the source's shared cursor. Above a pipeline
+//! sits at most an aggregate (partial per participant, combined once) and a limit.
+
+use weft_access::Snapshot;
+use weft_common::tuple::RowLayout;
+use weft_common::DataType;
+use weft_storage::{BlockNumber, RelFileLocator};
+
+use crate::expr::Expr;
+
+pub type Row = Vec<weft_common::Datum>;
+
+/// Where a pipeline's rows come from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// One row with no columns: `SELECT 1`.
+    Single,
+    /// A sequential (and, with workers, parallel) scan of a heap table.
+    Heap(HeapSource),
+    /// `generate_series(start, stop, step)` over int4 or int8.
+    Series { start: i64, stop: i64, step: i64, data_type: DataType },
+    /// `VALUES (...), (...)`: each row's expressions evaluated once.
+    Values(Vec<Vec<Expr>>),
+    /// A subquery in FROM, run to completion first.
+    Subquery(Box<Plan>),
+}
+
+#[derive(Clone, Debug)]
+pub struct HeapSource {
+    pub table_name: String,
+    pub rel: RelFileLocator,
+    pub layout: RowLayout,
+    /// Table columns to decode, in the order the pipeline's rows carry them.
+    pub columns: Vec<usize>,
+    pub nblocks: BlockNumber,
+    pub snapshot: Snapshot,
+}
+
+/// One row-at-a-time step of a pipeline.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// Keep rows for which the predicate is true (not false, not NULL).
+    Filter(Expr),
+    /// Replace the row by these expressions over it.
+    Project(Vec<Expr>),
+}
+
+#[derive(Clone, Debug)]
+pub struct Pipeline {
+    pub source: Source,
+    pub steps: Vec<Step>,
+    /// Workers to ask for besides the leader; 0 runs the pipeline serially.
+    pub workers: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggregateFunction {
+    CountStar,
+    Count,
+    Sum,
+    Avg,
+    Min,
+    Max,
+}
+
+#[derive(Clone, Debug)]
+pub struct AggregateCall {
+    pub function: AggregateFunction,
+    /// `None` only for `count(*)`.
+    pub arg: Option<Expr>,
+    pub result_type: DataType,
+}
+
+impl AggregateCall {
+    /// PostgreSQL's result type of `function(input)`.
+    pub fn result_type_for(function: AggregateFunction, input: Option<DataType>) -> Option<DataType> {
+        use AggregateFunction::*;
+        use DataType::*;
+        Some(match (function, input) {
+            (CountStar, _) | (Count, _) => Int8,
+            (Sum, Some(Int4)) => Int8,
+            (Sum, Some(Int8)) | (Sum, Some(Numeric)) => Numeric,
+            (Sum, Some(Float8)) => Float8,
+            (Avg, Some(Int4)) | (Avg, Some(Int8)) | (Avg, Some(Numeric)) => Numeric,
+            (Avg, Some(Float8)) => Float8,
+            (Min, Some(t)) | (Max, Some(t)) => t,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum Plan {
+    Pipeline(Pipeline),
+    /// Rows of the output are the group keys followed by the aggregate values, then
+    /// `output` (HAVING filter, final projection) is applied.
+    Aggregate { input: Pipeline, group_by: Vec<Expr>, aggregates: Vec<AggregateCall>, output: Vec<Step> },
+    Limit { input: Box<Plan>, limit: Option<u64>, offset: u64 },
+    /// In-memory sort of the input's rows by output columns. (The tuplesort issue replaces
+    /// this with the parallel external sort of `weft-sort`.)
+    Sort { input: Box<Plan>, keys: Vec<SortKey> },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SortKey {
+    pub column: usize,
+    pub descending: bool,
+    pub nulls_first: bool,
+}

@@ -1,0 +1,602 @@
+//! Binding: sqlparser's expression AST → typed `weft_exec::expr::Expr`.
+//!
+//! Names are resolved against a [`Scope`] (the columns of the FROM clause). Types follow
+//! PostgreSQL: an integer literal is int4 if it fits, else int8, else numeric; a literal
+//! with a point or exponent is numeric; a quoted string is text, but is cast to the type
+//! of the other side when compared with a non-text value (PostgreSQL's "unknown" type).
+//!
+//! In an aggregate query the select list and HAVING are bound in *aggregate mode*: an
+//! aggregate call becomes a reference to its slot in the aggregate's output row, any
+//! subexpression equal to a GROUP BY expression becomes a reference to that key, and a
+//! bare column that is neither is PostgreSQL's grouping error.
+
+use sqlparser::ast::{self, BinaryOperator, UnaryOperator, Value};
+use weft_common::numeric::Numeric;
+use weft_common::{DataType, Datum, Error, Result, SqlState};
+use weft_exec::expr::{self as ex, BinaryOp, Expr, UnaryOp};
+use weft_exec::plan::{AggregateCall, AggregateFunction};
+
+#[derive(Clone, Debug)]
+pub struct ScopeColumn {
+    /// The table name or alias that qualifies it (`t.a`).
+    pub table: Option<String>,
+    pub name: String,
+    pub data_type: DataType,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    pub columns: Vec<ScopeColumn>,
+}
+
+impl Scope {
+    fn resolve(&self, qualifier: Option<&str>, name: &str) -> Result<(usize, DataType)> {
+        let mut found = None;
+        for (index, col) in self.columns.iter().enumerate() {
+            let table_matches = match qualifier {
+                None => true,
+                Some(q) => col.table.as_deref() == Some(q),
+            };
+            if table_matches && col.name == name {
+                if found.is_some() {
+                    return Err(Error::new(
+                        SqlState::AMBIGUOUS_COLUMN,
+                        format!("column reference \"{name}\" is ambiguous"),
+                    ));
+                }
+                found = Some((index, col.data_type));
+            }
+        }
+        if let Some(found) = found {
+            return Ok(found);
+        }
+        Err(match qualifier {
+            Some(q) if !self.columns.iter().any(|c| c.table.as_deref() == Some(q)) => Error::new(
+                SqlState::UNDEFINED_TABLE,
+                format!("missing FROM-clause entry for table \"{q}\""),
+            ),
+            Some(q) => Error::new(SqlState::UNDEFINED_COLUMN, format!("column {q}.{name} does not exist")),
+            None => Error::new(SqlState::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist")),
+        })
+    }
+}
+
+/// Identifier normalization: unquoted names fold to lower case, quoted ones are kept.
+pub fn ident_name(ident: &ast::Ident) -> String {
+    if ident.quote_style.is_some() {
+        ident.value.clone()
+    } else {
+        ident.value.to_lowercase()
+    }
+}
+
+pub fn object_name(name: &ast::ObjectName) -> Result<String> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|p| p.as_ident().map(ident_name).ok_or_else(|| Error::syntax(format!("unexpected name {p}"))))
+        .collect::<Result<_>>()?;
+    match parts.as_slice() {
+        [name] => Ok(name.clone()),
+        [schema, name] if schema == "public" => Ok(name.clone()),
+        [schema, _] => Err(Error::new(SqlState::UNDEFINED_OBJECT, format!("schema \"{schema}\" does not exist"))),
+        _ => Err(Error::syntax(format!("improper qualified name (too many dotted names): {name}"))),
+    }
+}
+
+/// The aggregate-mode state: group keys bound in the input scope, and the aggregate
+/// calls collected so far.
+pub struct AggregateContext {
+    pub group_by: Vec<Expr>,
+    pub calls: Vec<AggregateCall>,
+}
+
+pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
+    Some(match name {
+        "count" => AggregateFunction::Count,
+        "sum" => AggregateFunction::Sum,
+        "avg" => AggregateFunction::Avg,
+        "min" => AggregateFunction::Min,
+        "max" => AggregateFunction::Max,
+        _ => return None,
+    })
+}
+
+/// Does this AST contain an aggregate call (outside subqueries)?
+pub fn contains_aggregate(expr: &ast::Expr) -> bool {
+    let mut found = false;
+    let _ = ast::visit_expressions(expr, |e| {
+        if let ast::Expr::Function(f) = e {
+            if let Ok(name) = object_name(&f.name) {
+                if aggregate_function(&name).is_some() {
+                    found = true;
+                    return std::ops::ControlFlow::Break(());
+                }
+            }
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    found
+}
+
+pub struct Binder<'a> {
+    pub scope: &'a Scope,
+    pub aggregates: Option<&'a mut AggregateContext>,
+}
+
+impl<'a> Binder<'a> {
+    pub fn new(scope: &'a Scope) -> Binder<'a> {
+        Binder { scope, aggregates: None }
+    }
+
+    pub fn with_aggregates(scope: &'a Scope, aggregates: &'a mut AggregateContext) -> Binder<'a> {
+        Binder { scope, aggregates: Some(aggregates) }
+    }
+
+    pub fn bind(&mut self, expr: &ast::Expr) -> Result<Expr> {
+        if self.aggregates.is_some() {
+            if let Some(bound) = self.bind_aggregate_node(expr)? {
+                return Ok(bound);
+            }
+        }
+        self.bind_node(expr)
+    }
+
+    /// In aggregate mode: an aggregate call or a group key, else `None` (bind normally).
+    fn bind_aggregate_node(&mut self, expr: &ast::Expr) -> Result<Option<Expr>> {
+        if let ast::Expr::Function(f) = expr {
+            let name = object_name(&f.name)?;
+            if let Some(function) = aggregate_function(&name) {
+                let call = {
+                    let mut plain = Binder::new(self.scope);
+                    plain.bind_aggregate_call(function, f)?
+                };
+                let aggregates = self.aggregates.as_mut().expect("aggregate mode");
+                let index = aggregates.group_by.len() + aggregates.calls.len();
+                let data_type = call.result_type;
+                aggregates.calls.push(call);
+                return Ok(Some(Expr::Column { index, data_type }));
+            }
+        }
+        if matches!(expr, ast::Expr::Value(_)) || contains_aggregate(expr) {
+            return Ok(None);
+        }
+        let mut plain = Binder::new(self.scope);
+        if let Ok(bound) = plain.bind(expr) {
+            let aggregates = self.aggregates.as_ref().expect("aggregate mode");
+            if let Some(index) = aggregates.group_by.iter().position(|g| *g == bound) {
+                return Ok(Some(Expr::Column { index, data_type: bound.data_type() }));
+            }
+        }
+        Ok(None)
+    }
+
+    fn bind_aggregate_call(&mut self, function: AggregateFunction, f: &ast::Function) -> Result<AggregateCall> {
+        let name = object_name(&f.name)?;
+        let args = match &f.args {
+            ast::FunctionArguments::List(list) => {
+                if list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct) {
+                    return Err(Error::not_supported(format!("{name}(DISTINCT ...) is not supported yet")));
+                }
+                &list.args
+            }
+            ast::FunctionArguments::None => {
+                return Err(Error::syntax(format!("syntax error at or near \"{name}\"")))
+            }
+            ast::FunctionArguments::Subquery(_) => return Err(Error::not_supported("subquery as function argument")),
+        };
+        if f.filter.is_some() || f.over.is_some() {
+            return Err(Error::not_supported(format!("FILTER / OVER on {name} is not supported yet")));
+        }
+        let (function, arg) = match args.as_slice() {
+            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)] if function == AggregateFunction::Count => {
+                (AggregateFunction::CountStar, None)
+            }
+            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))] => {
+                if contains_aggregate(e) {
+                    return Err(Error::new(
+                        SqlState::GROUPING_ERROR,
+                        "aggregate function calls cannot be nested",
+                    ));
+                }
+                (function, Some(self.bind(e)?))
+            }
+            _ => {
+                return Err(Error::new(
+                    SqlState::UNDEFINED_FUNCTION,
+                    format!("function {name}({}) does not exist", args.len()),
+                ))
+            }
+        };
+        let input = arg.as_ref().map(|a| a.data_type());
+        let result_type = AggregateCall::result_type_for(function, input).ok_or_else(|| {
+            Error::new(
+                SqlState::UNDEFINED_FUNCTION,
+                format!("function {name}({}) does not exist", input.map(|t| t.name()).unwrap_or("")),
+            )
+            .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")
+        })?;
+        Ok(AggregateCall { function, arg, result_type })
+    }
+
+    fn bind_node(&mut self, expr: &ast::Expr) -> Result<Expr> {
+        use ast::Expr as A;
+        match expr {
+            A::Identifier(ident) => self.column(None, &ident_name(ident)),
+            A::CompoundIdentifier(parts) => match parts.as_slice() {
+                [table, column] => self.column(Some(&ident_name(table)), &ident_name(column)),
+                [schema, table, column] if ident_name(schema) == "public" => {
+                    self.column(Some(&ident_name(table)), &ident_name(column))
+                }
+                _ => Err(Error::not_supported(format!("column reference {expr}"))),
+            },
+            A::Value(v) => literal(&v.value),
+            A::Nested(inner) => self.bind(inner),
+            A::BinaryOp { left, op, right } => {
+                let op = binary_op(op)?;
+                let left = self.bind(left)?;
+                let right = self.bind(right)?;
+                let (left, right) = unify_unknown_literals(op, left, right)?;
+                ex::resolve_binary(op, left, right)
+            }
+            A::UnaryOp { op, expr: inner } => match op {
+                UnaryOperator::Plus => self.bind(inner),
+                UnaryOperator::Minus => {
+                    // Fold `-<number>` so that -2147483648 is an int4, as in PostgreSQL.
+                    if let A::Value(v) = inner.as_ref() {
+                        if let Value::Number(n, _) = &v.value {
+                            return number_literal(&format!("-{n}"));
+                        }
+                    }
+                    ex::resolve_unary(UnaryOp::Neg, self.bind(inner)?)
+                }
+                UnaryOperator::Not => ex::resolve_unary(UnaryOp::Not, self.bind(inner)?),
+                other => Err(Error::not_supported(format!("operator {other}"))),
+            },
+            A::Cast { expr: inner, data_type, .. } => {
+                let to = sql_type(data_type)?;
+                let bound = self.bind(inner)?;
+                if bound.data_type() == to {
+                    // Keep the cast node: `'a'::text` is typed text, not an unknown literal.
+                    return Ok(Expr::Cast { expr: Box::new(bound), to });
+                }
+                ex::coerce(bound, to, true)
+            }
+            A::Collate { expr: inner, collation } => {
+                let name = collation.to_string();
+                let plain = name.trim_matches('"');
+                if !matches!(plain, "C" | "POSIX" | "default" | "ucs_basic") {
+                    return Err(Error::new(
+                        SqlState::UNDEFINED_OBJECT,
+                        format!("collation \"{plain}\" for encoding \"UTF8\" does not exist"),
+                    ));
+                }
+                let bound = self.bind(inner)?;
+                if bound.data_type() != DataType::Text {
+                    return Err(Error::new(
+                        SqlState::DATATYPE_MISMATCH,
+                        format!("collations are not supported by type {}", bound.data_type().name()),
+                    ));
+                }
+                Ok(bound)
+            }
+            A::IsNull(inner) => Ok(Expr::IsNull { expr: Box::new(self.bind(inner)?), negated: false }),
+            A::IsNotNull(inner) => Ok(Expr::IsNull { expr: Box::new(self.bind(inner)?), negated: true }),
+            A::IsTrue(inner) => self.is_bool(inner, true, false),
+            A::IsNotTrue(inner) => self.is_bool(inner, true, true),
+            A::IsFalse(inner) => self.is_bool(inner, false, false),
+            A::IsNotFalse(inner) => self.is_bool(inner, false, true),
+            A::Between { expr: inner, negated, low, high } => {
+                let ge = A::BinaryOp { left: inner.clone(), op: BinaryOperator::GtEq, right: low.clone() };
+                let le = A::BinaryOp { left: inner.clone(), op: BinaryOperator::LtEq, right: high.clone() };
+                let both = ex::resolve_binary(BinaryOp::And, self.bind(&ge)?, self.bind(&le)?)?;
+                if *negated {
+                    ex::resolve_unary(UnaryOp::Not, both)
+                } else {
+                    Ok(both)
+                }
+            }
+            A::InList { expr: inner, list, negated } => {
+                let mut any: Option<Expr> = None;
+                for item in list {
+                    let eq = A::BinaryOp { left: inner.clone(), op: BinaryOperator::Eq, right: Box::new(item.clone()) };
+                    let bound = self.bind(&eq)?;
+                    any = Some(match any {
+                        None => bound,
+                        Some(prev) => ex::resolve_binary(BinaryOp::Or, prev, bound)?,
+                    });
+                }
+                let any = any.ok_or_else(|| Error::syntax("syntax error at or near \")\""))?;
+                if *negated {
+                    ex::resolve_unary(UnaryOp::Not, any)
+                } else {
+                    Ok(any)
+                }
+            }
+            A::Case { operand, conditions, else_result, .. } => self.bind_case(operand.as_deref(), conditions, else_result.as_deref()),
+            A::Function(f) => self.bind_function(f),
+            A::Substring { expr: inner, substring_from, substring_for, .. } => {
+                let mut args = vec![self.bind(inner)?];
+                args.push(match substring_from {
+                    Some(from) => self.bind(from)?,
+                    None => Expr::Literal { value: Datum::Int4(1), data_type: DataType::Int4 },
+                });
+                if let Some(len) = substring_for {
+                    args.push(self.bind(len)?);
+                }
+                ex::resolve_function("substr", args)
+            }
+            A::TypedString(ts) => {
+                let to = sql_type(&ts.data_type)?;
+                let text = match &ts.value.value {
+                    Value::SingleQuotedString(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                ex::coerce(Expr::Literal { value: Datum::Text(text), data_type: DataType::Text }, to, true)
+            }
+            A::Subquery(_) | A::Exists { .. } | A::InSubquery { .. } => {
+                Err(Error::not_supported("subqueries in expressions are not supported yet"))
+            }
+            A::Like { .. } | A::ILike { .. } | A::SimilarTo { .. } => {
+                Err(Error::not_supported("LIKE is not supported yet"))
+            }
+            other => Err(Error::not_supported(format!("expression not supported: {other}"))),
+        }
+    }
+
+    fn column(&mut self, qualifier: Option<&str>, name: &str) -> Result<Expr> {
+        let (index, data_type) = self.scope.resolve(qualifier, name)?;
+        if self.aggregates.is_some() {
+            let shown = match qualifier {
+                Some(q) => format!("{q}.{name}"),
+                None => match &self.scope.columns[index].table {
+                    Some(t) => format!("{t}.{name}"),
+                    None => name.to_string(),
+                },
+            };
+            return Err(Error::new(
+                SqlState::GROUPING_ERROR,
+                format!("column \"{shown}\" must appear in the GROUP BY clause or be used in an aggregate function"),
+            ));
+        }
+        Ok(Expr::Column { index, data_type })
+    }
+
+    fn is_bool(&mut self, inner: &ast::Expr, value: bool, negated: bool) -> Result<Expr> {
+        // x IS TRUE  ==  coalesce(x = true, false); IS NOT TRUE negates that.
+        let bound = ex::coerce(self.bind(inner)?, DataType::Bool, false)?;
+        let eq = ex::resolve_binary(
+            BinaryOp::Eq,
+            bound,
+            Expr::Literal { value: Datum::Bool(value), data_type: DataType::Bool },
+        )?;
+        let known = Expr::Coalesce {
+            args: vec![eq, Expr::Literal { value: Datum::Bool(false), data_type: DataType::Bool }],
+            data_type: DataType::Bool,
+        };
+        if negated {
+            ex::resolve_unary(UnaryOp::Not, known)
+        } else {
+            Ok(known)
+        }
+    }
+
+    fn bind_case(
+        &mut self,
+        operand: Option<&ast::Expr>,
+        conditions: &[ast::CaseWhen],
+        else_result: Option<&ast::Expr>,
+    ) -> Result<Expr> {
+        let mut whens = Vec::with_capacity(conditions.len());
+        for when in conditions {
+            let condition = match operand {
+                Some(op) => {
+                    let eq = ast::Expr::BinaryOp {
+                        left: Box::new(op.clone()),
+                        op: BinaryOperator::Eq,
+                        right: Box::new(when.condition.clone()),
+                    };
+                    self.bind(&eq)?
+                }
+                None => self.bind(&when.condition)?,
+            };
+            if condition.data_type() != DataType::Bool {
+                return Err(Error::new(
+                    SqlState::DATATYPE_MISMATCH,
+                    format!("argument of CASE/WHEN must be type boolean, not type {}", condition.data_type().name()),
+                ));
+            }
+            whens.push((condition, self.bind(&when.result)?));
+        }
+        let otherwise = else_result.map(|e| self.bind(e)).transpose()?;
+        let mut types: Vec<DataType> = whens.iter().map(|(_, r)| r.data_type()).collect();
+        if let Some(o) = &otherwise {
+            types.push(o.data_type());
+        }
+        let data_type = result_type_ignoring_nulls(&whens.iter().map(|(_, r)| r).chain(otherwise.iter()).collect::<Vec<_>>(), "CASE")?;
+        let _ = types;
+        let whens = whens
+            .into_iter()
+            .map(|(c, r)| Ok((c, coerce_branch(r, data_type)?)))
+            .collect::<Result<Vec<_>>>()?;
+        let otherwise = otherwise.map(|o| coerce_branch(o, data_type)).transpose()?.map(Box::new);
+        Ok(Expr::Case { whens, otherwise, data_type })
+    }
+
+    fn bind_function(&mut self, f: &ast::Function) -> Result<Expr> {
+        let name = object_name(&f.name)?;
+        if aggregate_function(&name).is_some() {
+            return Err(Error::new(
+                SqlState::GROUPING_ERROR,
+                if self.aggregates.is_none() && !self.scope.columns.is_empty() {
+                    "aggregate functions are not allowed in WHERE".to_string()
+                } else {
+                    "aggregate functions are not allowed here".to_string()
+                },
+            ));
+        }
+        if f.over.is_some() {
+            return Err(Error::not_supported("window functions are not supported yet"));
+        }
+        let args = match &f.args {
+            ast::FunctionArguments::List(list) => list
+                .args
+                .iter()
+                .map(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => self.bind(e),
+                    other => Err(Error::not_supported(format!("function argument {other}"))),
+                })
+                .collect::<Result<Vec<_>>>()?,
+            ast::FunctionArguments::None => Vec::new(),
+            ast::FunctionArguments::Subquery(_) => return Err(Error::not_supported("subquery as function argument")),
+        };
+        if name == "coalesce" {
+            if args.is_empty() {
+                return Err(Error::syntax("syntax error at or near \")\""));
+            }
+            let data_type = result_type_ignoring_nulls(&args.iter().collect::<Vec<_>>(), "COALESCE")?;
+            let args = args.into_iter().map(|a| coerce_branch(a, data_type)).collect::<Result<Vec<_>>>()?;
+            return Ok(Expr::Coalesce { args, data_type });
+        }
+        if name == "generate_series" {
+            return Err(Error::not_supported("generate_series is supported only in FROM"));
+        }
+        ex::resolve_function(&name, args)
+    }
+}
+
+/// The common type of CASE / COALESCE branches; untyped NULL literals adopt it.
+fn result_type_ignoring_nulls(branches: &[&Expr], context: &str) -> Result<DataType> {
+    let types: Vec<DataType> = branches.iter().filter(|e| !is_null_literal(e)).map(|e| e.data_type()).collect();
+    if types.is_empty() {
+        return Ok(DataType::Text);
+    }
+    ex::common_type(&types, context)
+}
+
+fn coerce_branch(expr: Expr, to: DataType) -> Result<Expr> {
+    if is_null_literal(&expr) {
+        return Ok(Expr::Literal { value: Datum::Null, data_type: to });
+    }
+    if expr.data_type() == to {
+        return Ok(expr);
+    }
+    ex::coerce(expr, to, false)
+}
+
+pub fn is_null_literal(expr: &Expr) -> bool {
+    matches!(expr, Expr::Literal { value: Datum::Null, .. })
+}
+
+/// A quoted string literal compared with a typed value takes that value's type.
+fn unify_unknown_literals(op: BinaryOp, left: Expr, right: Expr) -> Result<(Expr, Expr)> {
+    if matches!(op, BinaryOp::Concat | BinaryOp::And | BinaryOp::Or) {
+        return Ok((left, right));
+    }
+    let is_text_literal = |e: &Expr| matches!(e, Expr::Literal { value: Datum::Text(_), .. });
+    if is_text_literal(&left) && right.data_type() != DataType::Text && !is_null_literal(&right) {
+        let to = right.data_type();
+        return Ok((ex::coerce(left, to, true)?, right));
+    }
+    if is_text_literal(&right) && left.data_type() != DataType::Text && !is_null_literal(&left) {
+        let to = left.data_type();
+        return Ok((left, ex::coerce(right, to, true)?));
+    }
+    Ok((left, right))
+}
+
+fn binary_op(op: &BinaryOperator) -> Result<BinaryOp> {
+    Ok(match op {
+        BinaryOperator::Plus => BinaryOp::Add,
+        BinaryOperator::Minus => BinaryOp::Sub,
+        BinaryOperator::Multiply => BinaryOp::Mul,
+        BinaryOperator::Divide => BinaryOp::Div,
+        BinaryOperator::Modulo => BinaryOp::Mod,
+        BinaryOperator::Eq => BinaryOp::Eq,
+        BinaryOperator::NotEq => BinaryOp::NotEq,
+        BinaryOperator::Lt => BinaryOp::Lt,
+        BinaryOperator::LtEq => BinaryOp::LtEq,
+        BinaryOperator::Gt => BinaryOp::Gt,
+        BinaryOperator::GtEq => BinaryOp::GtEq,
+        BinaryOperator::And => BinaryOp::And,
+        BinaryOperator::Or => BinaryOp::Or,
+        BinaryOperator::StringConcat => BinaryOp::Concat,
+        other => {
+            return Err(Error::new(SqlState::UNDEFINED_FUNCTION, format!("operator is not supported: {other}")))
+        }
+    })
+}
+
+pub fn literal(value: &Value) -> Result<Expr> {
+    Ok(match value {
+        Value::Number(n, _) => return number_literal(n),
+        Value::SingleQuotedString(s)
+        | Value::EscapedStringLiteral(s)
+        | Value::DoubleQuotedString(s)
+        | Value::NationalStringLiteral(s) => Expr::Literal { value: Datum::Text(s.clone()), data_type: DataType::Text },
+        Value::DollarQuotedString(d) => Expr::Literal { value: Datum::Text(d.value.clone()), data_type: DataType::Text },
+        Value::Boolean(b) => Expr::Literal { value: Datum::Bool(*b), data_type: DataType::Bool },
+        Value::Null => Expr::Literal { value: Datum::Null, data_type: DataType::Text },
+        other => return Err(Error::not_supported(format!("literal {other}"))),
+    })
+}
+
+/// PostgreSQL's typing of numeric constants.
+fn number_literal(text: &str) -> Result<Expr> {
+    if !text.contains(['.', 'e', 'E']) {
+        if let Ok(v) = text.parse::<i32>() {
+            return Ok(Expr::Literal { value: Datum::Int4(v), data_type: DataType::Int4 });
+        }
+        if let Ok(v) = text.parse::<i64>() {
+            return Ok(Expr::Literal { value: Datum::Int8(v), data_type: DataType::Int8 });
+        }
+    }
+    let n = Numeric::parse(text)?;
+    Ok(Expr::Literal { value: Datum::Numeric(n), data_type: DataType::Numeric })
+}
+
+/// A type name in SQL → weft's type.
+pub fn sql_type(data_type: &ast::DataType) -> Result<DataType> {
+    use ast::DataType as T;
+    Ok(match data_type {
+        T::Int(_) | T::Integer(_) | T::Int4(_) | T::SmallInt(_) | T::Int2(_) => DataType::Int4,
+        T::BigInt(_) | T::Int8(_) => DataType::Int8,
+        T::Float8 | T::DoublePrecision | T::Double(_) | T::Float(_) | T::Real | T::Float4 => DataType::Float8,
+        T::Numeric(_) | T::Decimal(_) | T::Dec(_) => DataType::Numeric,
+        T::Text | T::Varchar(_) | T::CharacterVarying(_) | T::Char(_) | T::Character(_) | T::String(_) => DataType::Text,
+        T::Boolean | T::Bool => DataType::Bool,
+        T::Custom(name, _) => DataType::from_sql_name(&object_name(name)?)?,
+        other => {
+            return Err(Error::new(SqlState::UNDEFINED_OBJECT, format!("type \"{other}\" does not exist")))
+        }
+    })
+}
+
+/// The name PostgreSQL gives an output column with no alias.
+pub fn column_name(expr: &ast::Expr) -> String {
+    use ast::Expr as A;
+    match expr {
+        A::Identifier(i) => ident_name(i),
+        A::CompoundIdentifier(parts) => parts.last().map(ident_name).unwrap_or_else(|| "?column?".into()),
+        A::Function(f) => object_name(&f.name).unwrap_or_else(|_| "?column?".into()),
+        A::Cast { expr, data_type, .. } => match expr.as_ref() {
+            A::Value(_) => sql_type(data_type).map(pg_type_short_name).unwrap_or("?column?").to_string(),
+            inner => column_name(inner),
+        },
+        A::Nested(inner) | A::Collate { expr: inner, .. } => column_name(inner),
+        A::Case { .. } => "case".into(),
+        A::Substring { .. } => "substring".into(),
+        _ => "?column?".into(),
+    }
+}
+
+fn pg_type_short_name(t: DataType) -> &'static str {
+    match t {
+        DataType::Bool => "bool",
+        DataType::Int4 => "int4",
+        DataType::Int8 => "int8",
+        DataType::Float8 => "float8",
+        DataType::Numeric => "numeric",
+        DataType::Text => "text",
+    }
+}

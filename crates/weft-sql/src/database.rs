@@ -1,0 +1,195 @@
+//! An open data directory: storage, buffer pool, catalog, worker pool, and the commit
+//! protocol every writing statement goes through.
+//!
+//! ```text
+//! <data_dir>/catalog.json     the catalog, replaced atomically (the commit point)
+//! <data_dir>/base/<db>/<rel>  one file per relation fork
+//! <data_dir>/weft.conf        start-up settings (optional)
+//! <data_dir>/tmp/             temp files of running operations
+//! ```
+//!
+//! Writing statements are serialized by `write_lock`. Each runs inside [`Database::write`]:
+//! it gets the next xid and a private copy of the catalog; on success the relations it
+//! touched are flushed and fsynced, then the new catalog (with `committed_max = xid`) is
+//! published; on failure the xid is recorded as aborted and the files it created are
+//! removed. Readers take a [`Snapshot`] and never block writers.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use weft_access::catalog::{locator, Catalog};
+use weft_access::{Snapshot, Xid};
+use weft_common::parallel::WorkerPool;
+use weft_common::{Error, Result};
+use weft_storage::{BufferMappingKind, BufferPool, BufferPoolConfig, ForkNumber, RelFileLocator, StorageManager};
+
+use crate::settings::{parse_conf, Settings};
+
+pub const CONF_FILE_NAME: &str = "weft.conf";
+
+pub struct Database {
+    pub(crate) data_dir: PathBuf,
+    pub(crate) pool: Arc<BufferPool>,
+    pub(crate) workers: WorkerPool,
+    catalog: RwLock<Arc<Catalog>>,
+    write_lock: Mutex<()>,
+    pub(crate) startup_settings: Settings,
+}
+
+/// The state of one writing statement, handed to its body by [`Database::write`].
+pub struct WriteTxn {
+    pub xid: Xid,
+    /// The catalog as it will be published if the statement succeeds.
+    pub catalog: Catalog,
+    /// Relations whose pages this statement dirtied: flushed before commit.
+    touched: BTreeSet<RelFileLocator>,
+    /// Relations created by this statement: removed if it fails.
+    created: BTreeSet<RelFileLocator>,
+    /// Relations no longer named after commit: removed once it is published.
+    dropped: BTreeSet<RelFileLocator>,
+}
+
+impl WriteTxn {
+    pub fn touch(&mut self, rel: RelFileLocator) {
+        self.touched.insert(rel);
+    }
+
+    /// Allocate a relation file for a new table or a truncation.
+    pub fn create_relation(&mut self, db: &Database) -> Result<RelFileLocator> {
+        let rel = locator(self.catalog.allocate_oid());
+        db.pool.smgr().create(rel, ForkNumber::Main)?;
+        self.created.insert(rel);
+        self.touched.insert(rel);
+        Ok(rel)
+    }
+
+    pub fn drop_relation(&mut self, rel: RelFileLocator) {
+        self.dropped.insert(rel);
+    }
+}
+
+impl Database {
+    pub fn open(dir: &Path, startup_settings: &[(String, String)]) -> Result<Arc<Database>> {
+        fs::create_dir_all(dir)
+            .map_err(|e| Error::io(format!("could not create data directory \"{}\"", dir.display()), &e))?;
+        let mut pairs = Vec::new();
+        let conf_path = dir.join(CONF_FILE_NAME);
+        if let Ok(text) = fs::read_to_string(&conf_path) {
+            pairs.extend(parse_conf(&text)?);
+        }
+        pairs.extend(startup_settings.iter().cloned());
+        let settings = Settings::startup(&pairs)?;
+
+        let tmp = dir.join("tmp");
+        let _ = fs::remove_dir_all(&tmp);
+        fs::create_dir_all(&tmp).map_err(|e| Error::io(format!("could not create \"{}\"", tmp.display()), &e))?;
+
+        let smgr = StorageManager::open(dir)?;
+        let mut catalog = Catalog::load(dir)?;
+        // The only xid that can have been in flight when the last process died.
+        let in_flight = catalog.next_xid;
+        catalog.aborted.insert(in_flight);
+        catalog.next_xid = in_flight + 1;
+        catalog.publish(dir)?;
+        remove_orphans(&smgr, &catalog)?;
+
+        let shared_buffers = settings.memory_bytes("shared_buffers");
+        let mapping = match settings.text("buffer_mapping").as_str() {
+            _ => BufferMappingKind::Hash,
+        };
+        let pool = BufferPool::new(smgr, BufferPoolConfig { shared_buffers_bytes: shared_buffers, mapping });
+        let workers = WorkerPool::new(settings.integer("max_worker_processes").max(0) as usize);
+        Ok(Arc::new(Database {
+            data_dir: dir.to_path_buf(),
+            pool,
+            workers,
+            catalog: RwLock::new(Arc::new(catalog)),
+            write_lock: Mutex::new(()),
+            startup_settings: settings,
+        }))
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    pub fn buffer_pool(&self) -> &Arc<BufferPool> {
+        &self.pool
+    }
+
+    /// The committed catalog.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.read().clone()
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        self.catalog.read().snapshot()
+    }
+
+    /// Run one writing statement under the commit protocol described above.
+    pub fn write<T>(&self, body: impl FnOnce(&mut WriteTxn) -> Result<T>) -> Result<T> {
+        let _serialized = self.write_lock.lock();
+        let current = self.catalog();
+        let mut txn = WriteTxn {
+            xid: current.next_xid,
+            catalog: (*current).clone(),
+            touched: BTreeSet::new(),
+            created: BTreeSet::new(),
+            dropped: BTreeSet::new(),
+        };
+        let outcome = body(&mut txn).and_then(|value| self.commit(&mut txn).map(|()| value));
+        if outcome.is_err() {
+            self.abort(&txn, &current);
+        }
+        outcome
+    }
+
+    fn commit(&self, txn: &mut WriteTxn) -> Result<()> {
+        for rel in &txn.touched {
+            if !txn.dropped.contains(rel) {
+                self.pool.flush_relation(*rel)?;
+            }
+        }
+        txn.catalog.committed_max = txn.xid;
+        txn.catalog.next_xid = txn.xid + 1;
+        txn.catalog.publish(&self.data_dir)?;
+        *self.catalog.write() = Arc::new(txn.catalog.clone());
+        for rel in &txn.dropped {
+            self.pool.drop_relation_buffers(*rel);
+            // The catalog no longer names the file; if unlinking fails, start-up removes it.
+            let _ = self.pool.smgr().unlink(*rel);
+        }
+        Ok(())
+    }
+
+    /// Make a failed statement's work invisible and remove the files it created.
+    fn abort(&self, txn: &WriteTxn, current: &Catalog) {
+        for rel in &txn.created {
+            self.pool.drop_relation_buffers(*rel);
+            let _ = self.pool.smgr().unlink(*rel);
+        }
+        let mut catalog = current.clone();
+        catalog.aborted.insert(txn.xid);
+        catalog.next_xid = txn.xid + 1;
+        // If this publish fails, the persisted next_xid is still txn.xid, which start-up
+        // marks aborted: the rows stay invisible either way.
+        let _ = catalog.publish(&self.data_dir);
+        *self.catalog.write() = Arc::new(catalog);
+    }
+}
+
+/// Remove relation files the catalog does not name: leftovers of a statement that was
+/// interrupted, or of a drop whose unlink did not happen.
+fn remove_orphans(smgr: &StorageManager, catalog: &Catalog) -> Result<()> {
+    let live = catalog.live_rel_numbers();
+    for (rel, _fork, path) in smgr.list_relation_files()? {
+        if !live.contains(&rel.rel_number) {
+            fs::remove_file(&path)
+                .map_err(|e| Error::io(format!("could not remove orphan file \"{}\"", path.display()), &e))?;
+        }
+    }
+    Ok(())
+}

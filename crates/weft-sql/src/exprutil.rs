@@ -1,0 +1,75 @@
+//! Small traversals over bound expressions used by the planner.
+
+use std::collections::BTreeMap;
+
+use weft_exec::expr::{Expr, ScalarFunction};
+
+/// Visit every node of `expr`, parents first.
+pub fn walk(expr: &Expr, f: &mut impl FnMut(&Expr)) {
+    f(expr);
+    match expr {
+        Expr::Column { .. } | Expr::Literal { .. } => {}
+        Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => walk(expr, f),
+        Expr::Binary { left, right, .. } => {
+            walk(left, f);
+            walk(right, f);
+        }
+        Expr::Case { whens, otherwise, .. } => {
+            for (c, r) in whens {
+                walk(c, f);
+                walk(r, f);
+            }
+            if let Some(o) = otherwise {
+                walk(o, f);
+            }
+        }
+        Expr::Coalesce { args, .. } | Expr::Function { args, .. } => args.iter().for_each(|a| walk(a, f)),
+    }
+}
+
+/// Rewrite every column index in place.
+pub fn remap_columns(expr: &mut Expr, map: &BTreeMap<usize, usize>) {
+    match expr {
+        Expr::Column { index, .. } => {
+            *index = map[index];
+        }
+        Expr::Literal { .. } => {}
+        Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => remap_columns(expr, map),
+        Expr::Binary { left, right, .. } => {
+            remap_columns(left, map);
+            remap_columns(right, map);
+        }
+        Expr::Case { whens, otherwise, .. } => {
+            for (c, r) in whens {
+                remap_columns(c, map);
+                remap_columns(r, map);
+            }
+            if let Some(o) = otherwise {
+                remap_columns(o, map);
+            }
+        }
+        Expr::Coalesce { args, .. } | Expr::Function { args, .. } => {
+            args.iter_mut().for_each(|a| remap_columns(a, map))
+        }
+    }
+}
+
+pub fn columns_used(expr: &Expr, out: &mut std::collections::BTreeSet<usize>) {
+    walk(expr, &mut |e| {
+        if let Expr::Column { index, .. } = e {
+            out.insert(*index);
+        }
+    });
+}
+
+/// Volatile functions whose results depend on evaluation order: such expressions keep a
+/// pipeline serial, as PostgreSQL marks random() parallel-restricted.
+pub fn is_volatile(expr: &Expr) -> bool {
+    let mut volatile = false;
+    walk(expr, &mut |e| {
+        if let Expr::Function { func: ScalarFunction::Random | ScalarFunction::SetSeed, .. } = e {
+            volatile = true;
+        }
+    });
+    volatile
+}

@@ -1,0 +1,557 @@
+//! Planning: a bound SELECT → a `weft_exec::Plan` and its output columns.
+//!
+//! Shape of what comes out, bottom up: one pipeline (source, WHERE filter, projection or
+//! aggregate input), an optional aggregate (GROUP BY / aggregates, then HAVING and the
+//! select list over its output), an optional sort, an optional limit. A heap scan decodes
+//! only the columns the query uses. Parallelism is chosen per pipeline from the source's
+//! size, as PostgreSQL's `compute_parallel_worker` does.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use sqlparser::ast::{self, SetExpr, TableFactor};
+use weft_access::catalog::Catalog;
+use weft_access::Snapshot;
+use weft_common::tuple::RowLayout;
+use weft_common::{DataType, Datum, Error, Result, SqlState};
+use weft_exec::expr::{self as ex, EvalContext, Expr};
+use weft_exec::plan::{HeapSource, Pipeline, Plan, SortKey, Source, Step};
+use weft_storage::{BufferPool, ForkNumber};
+
+use crate::api::ColumnInfo;
+use crate::bind::{column_name, contains_aggregate, ident_name, object_name, AggregateContext, Binder, Scope, ScopeColumn};
+use crate::exprutil::{columns_used, is_volatile, remap_columns};
+use crate::settings::Settings;
+
+pub struct PlanContext<'a> {
+    pub catalog: &'a Catalog,
+    pub pool: &'a BufferPool,
+    pub snapshot: &'a Snapshot,
+    pub settings: &'a Settings,
+    pub eval: &'a EvalContext,
+}
+
+pub struct PlannedQuery {
+    pub plan: Plan,
+    pub columns: Vec<ColumnInfo>,
+}
+
+/// A generated row counts as this many bytes of table when deciding on parallelism, so
+/// `min_parallel_table_scan_size` (8MB) puts the threshold near 100k rows.
+const SERIES_ROW_BYTES_ESTIMATE: u128 = 80;
+
+pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery> {
+    if query.with.is_some() {
+        return Err(Error::not_supported("WITH queries are not supported yet"));
+    }
+    if query.fetch.is_some() || !query.locks.is_empty() {
+        return Err(Error::not_supported("FETCH / FOR UPDATE are not supported"));
+    }
+    let mut planned = match query.body.as_ref() {
+        SetExpr::Select(select) => plan_select(select, ctx)?,
+        SetExpr::Values(values) => plan_values(values, ctx)?,
+        SetExpr::Query(inner) => plan_query(inner, ctx)?,
+        SetExpr::SetOperation { .. } => return Err(Error::not_supported("UNION / INTERSECT / EXCEPT are not supported yet")),
+        other => return Err(Error::not_supported(format!("query form not supported: {other}"))),
+    };
+    if let Some(order_by) = &query.order_by {
+        planned.plan = plan_order_by(planned.plan, &planned.columns, order_by, query.body.as_ref())?;
+    }
+    if let Some(limit) = &query.limit_clause {
+        let (limit, offset) = match limit {
+            ast::LimitClause::LimitOffset { limit, offset, limit_by } => {
+                if !limit_by.is_empty() {
+                    return Err(Error::not_supported("LIMIT BY"));
+                }
+                (limit.as_ref(), offset.as_ref().map(|o| &o.value))
+            }
+            ast::LimitClause::OffsetCommaLimit { offset, limit } => (Some(limit), Some(offset)),
+        };
+        let limit = limit.map(|e| limit_value(e, "LIMIT", ctx)).transpose()?.flatten();
+        let offset = offset.map(|e| limit_value(e, "OFFSET", ctx)).transpose()?.flatten().unwrap_or(0);
+        planned.plan = Plan::Limit { input: Box::new(planned.plan), limit, offset };
+    }
+    Ok(planned)
+}
+
+/// A LIMIT/OFFSET value: a constant bigint; NULL means no limit.
+fn limit_value(expr: &ast::Expr, what: &str, ctx: &PlanContext) -> Result<Option<u64>> {
+    let scope = Scope::default();
+    let bound = ex::coerce(Binder::new(&scope).bind(expr)?, DataType::Int8, false)?;
+    match bound.eval(&[], ctx.eval)? {
+        Datum::Null => Ok(None),
+        Datum::Int8(v) if v >= 0 => Ok(Some(v as u64)),
+        Datum::Int8(_) => Err(Error::new(
+            SqlState("2201W"),
+            format!("{what} must not be negative"),
+        )),
+        other => Err(Error::internal(format!("{what} evaluated to {other:?}"))),
+    }
+}
+
+fn plan_order_by(input: Plan, columns: &[ColumnInfo], order_by: &ast::OrderBy, body: &SetExpr) -> Result<Plan> {
+    let ast::OrderByKind::Expressions(exprs) = &order_by.kind else {
+        return Err(Error::not_supported("ORDER BY ALL"));
+    };
+    let select_items: Vec<&ast::Expr> = match body {
+        SetExpr::Select(select) => select
+            .projection
+            .iter()
+            .filter_map(|item| match item {
+                ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    let mut keys = Vec::with_capacity(exprs.len());
+    for item in exprs {
+        let column = match &item.expr {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::Number(n, _) => {
+                    let position: usize = n.parse().unwrap_or(0);
+                    if position == 0 || position > columns.len() {
+                        return Err(Error::new(
+                            SqlState::INVALID_COLUMN_REFERENCE,
+                            format!("ORDER BY position {n} is not in select list"),
+                        ));
+                    }
+                    position - 1
+                }
+                _ => return Err(Error::not_supported("ORDER BY a constant")),
+            },
+            ast::Expr::Identifier(ident) if columns.iter().any(|c| c.name == ident_name(ident)) => {
+                let name = ident_name(ident);
+                columns.iter().position(|c| c.name == name).expect("checked")
+            }
+            other => match select_items.iter().position(|e| *e == other) {
+                Some(position) => position,
+                None => {
+                    return Err(Error::not_supported(
+                        "ORDER BY an expression that is not in the select list is not supported yet",
+                    ))
+                }
+            },
+        };
+        let descending = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
+        if matches!(item.options.sort, Some(ast::OrderBySort::Using(_))) {
+            return Err(Error::not_supported("ORDER BY ... USING"));
+        }
+        // PostgreSQL: NULLS LAST for ascending, NULLS FIRST for descending.
+        let nulls_first = item.options.nulls_first.unwrap_or(descending);
+        keys.push(SortKey { column, descending, nulls_first });
+    }
+    Ok(Plan::Sort { input: Box::new(input), keys })
+}
+
+fn plan_values(values: &ast::Values, ctx: &PlanContext) -> Result<PlannedQuery> {
+    let scope = Scope::default();
+    let mut rows: Vec<Vec<Expr>> = Vec::with_capacity(values.rows.len());
+    for row in &values.rows {
+        let bound = row.iter().map(|e| Binder::new(&scope).bind(e)).collect::<Result<Vec<_>>>()?;
+        if let Some(first) = rows.first() {
+            if first.len() != bound.len() {
+                return Err(Error::syntax("VALUES lists must all be the same length"));
+            }
+        }
+        rows.push(bound);
+    }
+    let width = rows.first().map(|r| r.len()).unwrap_or(0);
+    let mut columns = Vec::with_capacity(width);
+    for col in 0..width {
+        let typed: Vec<DataType> = rows
+            .iter()
+            .filter(|r| !crate::bind::is_null_literal(&r[col]))
+            .map(|r| r[col].data_type())
+            .collect();
+        let data_type = if typed.is_empty() { DataType::Text } else { ex::common_type(&typed, "VALUES")? };
+        for row in rows.iter_mut() {
+            let expr = std::mem::replace(&mut row[col], Expr::Literal { value: Datum::Null, data_type });
+            row[col] = if crate::bind::is_null_literal(&expr) {
+                Expr::Literal { value: Datum::Null, data_type }
+            } else if expr.data_type() == data_type {
+                expr
+            } else {
+                ex::coerce(expr, data_type, false)?
+            };
+        }
+        columns.push(ColumnInfo { name: format!("column{}", col + 1), data_type });
+    }
+    let _ = ctx;
+    Ok(PlannedQuery { plan: Plan::Pipeline(Pipeline { source: Source::Values(rows), steps: Vec::new(), workers: 0 }), columns })
+}
+
+/// The FROM clause: its source, the scope it defines, and the table layout if it is a heap.
+struct From {
+    source: Source,
+    scope: Scope,
+}
+
+fn plan_from(select: &ast::Select, ctx: &PlanContext) -> Result<From> {
+    match select.from.as_slice() {
+        [] => Ok(From { source: Source::Single, scope: Scope::default() }),
+        [item] => {
+            if !item.joins.is_empty() {
+                return Err(Error::not_supported("joins are not supported yet"));
+            }
+            plan_table_factor(&item.relation, ctx)
+        }
+        _ => Err(Error::not_supported("joins are not supported yet")),
+    }
+}
+
+fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Result<From> {
+    match factor {
+        TableFactor::Table { name, alias, args, .. } => {
+            let table_name = object_name(name)?;
+            if let Some(args) = args {
+                return plan_table_function(&table_name, &args.args, alias.as_ref(), ctx);
+            }
+            let meta = ctx.catalog.table(&table_name)?;
+            let qualifier = alias.as_ref().map(|a| ident_name(&a.name)).unwrap_or_else(|| table_name.clone());
+            let mut scope = Scope::default();
+            let renames: Vec<String> = alias.as_ref().map(|a| a.columns.iter().map(|c| ident_name(&c.name)).collect()).unwrap_or_default();
+            for (i, col) in meta.columns.iter().enumerate() {
+                scope.columns.push(ScopeColumn {
+                    table: Some(qualifier.clone()),
+                    name: renames.get(i).cloned().unwrap_or_else(|| col.name.clone()),
+                    data_type: col.data_type,
+                });
+            }
+            let nblocks = ctx.pool.nblocks(meta.locator(), ForkNumber::Main)?;
+            let source = Source::Heap(HeapSource {
+                table_name: meta.name.clone(),
+                rel: meta.locator(),
+                layout: RowLayout::new(&meta.column_types()),
+                columns: (0..meta.columns.len()).collect(),
+                nblocks,
+                snapshot: ctx.snapshot.clone(),
+            });
+            Ok(From { source, scope })
+        }
+        TableFactor::Derived { subquery, alias, lateral, .. } => {
+            if *lateral {
+                return Err(Error::not_supported("LATERAL is not supported yet"));
+            }
+            let Some(alias) = alias else {
+                return Err(Error::syntax("subquery in FROM must have an alias")
+                    .with_hint("For example, FROM (SELECT ...) [AS] foo."));
+            };
+            let planned = plan_query(subquery, ctx)?;
+            let qualifier = ident_name(&alias.name);
+            let renames: Vec<String> = alias.columns.iter().map(|c| ident_name(&c.name)).collect();
+            let scope = Scope {
+                columns: planned
+                    .columns
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| ScopeColumn {
+                        table: Some(qualifier.clone()),
+                        name: renames.get(i).cloned().unwrap_or_else(|| c.name.clone()),
+                        data_type: c.data_type,
+                    })
+                    .collect(),
+            };
+            Ok(From { source: Source::Subquery(Box::new(planned.plan)), scope })
+        }
+        TableFactor::NestedJoin { .. } => Err(Error::not_supported("joins are not supported yet")),
+        other => Err(Error::not_supported(format!("FROM item not supported: {other}"))),
+    }
+}
+
+fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast::TableAlias>, ctx: &PlanContext) -> Result<From> {
+    if name != "generate_series" {
+        return Err(Error::new(SqlState::UNDEFINED_FUNCTION, format!("function {name} does not exist")));
+    }
+    let scope = Scope::default();
+    let mut bound = Vec::with_capacity(args.len());
+    for arg in args {
+        let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = arg else {
+            return Err(Error::not_supported("named arguments to generate_series"));
+        };
+        bound.push(Binder::new(&scope).bind(e)?);
+    }
+    if !(2..=3).contains(&bound.len()) || bound.iter().any(|e| !matches!(e.data_type(), DataType::Int4 | DataType::Int8) && !crate::bind::is_null_literal(e)) {
+        let types: Vec<&str> = bound.iter().map(|e| e.data_type().name()).collect();
+        return Err(Error::new(
+            SqlState::UNDEFINED_FUNCTION,
+            format!("function generate_series({}) does not exist", types.join(", ")),
+        )
+        .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
+    }
+    let data_type = if bound.iter().all(|e| e.data_type() == DataType::Int4) { DataType::Int4 } else { DataType::Int8 };
+    let mut values = Vec::with_capacity(3);
+    for expr in &bound {
+        values.push(match expr.eval(&[], ctx.eval)? {
+            Datum::Int4(v) => Some(v as i64),
+            Datum::Int8(v) => Some(v),
+            _ => None,
+        });
+    }
+    let column = alias.map(|a| {
+        a.columns.first().map(|c| ident_name(&c.name)).unwrap_or_else(|| ident_name(&a.name))
+    });
+    let qualifier = alias.map(|a| ident_name(&a.name)).unwrap_or_else(|| "generate_series".to_string());
+    let scope = Scope {
+        columns: vec![ScopeColumn {
+            table: Some(qualifier),
+            name: column.unwrap_or_else(|| "generate_series".to_string()),
+            data_type,
+        }],
+    };
+    // A NULL bound yields no rows, as the strict function returns nothing.
+    let source = match (values[0], values[1], values.get(2).copied().unwrap_or(Some(1))) {
+        (Some(start), Some(stop), Some(step)) => {
+            if step == 0 {
+                return Err(Error::new(SqlState::INVALID_PARAMETER_VALUE, "step size cannot equal zero"));
+            }
+            Source::Series { start, stop, step, data_type }
+        }
+        _ => Source::Values(Vec::new()),
+    };
+    Ok(From { source, scope })
+}
+
+fn plan_select(select: &ast::Select, ctx: &PlanContext) -> Result<PlannedQuery> {
+    if select.distinct.is_some() {
+        return Err(Error::not_supported("SELECT DISTINCT is not supported yet"));
+    }
+    if select.into.is_some() {
+        return Err(Error::not_supported("SELECT INTO is not supported; use CREATE TABLE AS"));
+    }
+    let from = plan_from(select, ctx)?;
+    let scope = &from.scope;
+
+    // Select list: expand `*`, keep (ast, output name).
+    let mut items: Vec<(ast::Expr, String)> = Vec::new();
+    for item in &select.projection {
+        match item {
+            ast::SelectItem::UnnamedExpr(e) => items.push((e.clone(), column_name(e))),
+            ast::SelectItem::ExprWithAlias { expr, alias } => items.push((expr.clone(), ident_name(alias))),
+            ast::SelectItem::Wildcard(_) => {
+                if scope.columns.is_empty() {
+                    return Err(Error::syntax("SELECT * with no tables specified is not valid"));
+                }
+                for col in &scope.columns {
+                    items.push((column_ast(col), col.name.clone()));
+                }
+            }
+            ast::SelectItem::QualifiedWildcard(kind, _) => {
+                let qualifier = match kind {
+                    ast::SelectItemQualifiedWildcardKind::ObjectName(name) => object_name(name)?,
+                    _ => return Err(Error::not_supported("qualified wildcard form")),
+                };
+                let matching: Vec<_> = scope.columns.iter().filter(|c| c.table.as_deref() == Some(&qualifier)).collect();
+                if matching.is_empty() {
+                    return Err(Error::new(SqlState::UNDEFINED_TABLE, format!("missing FROM-clause entry for table \"{qualifier}\"")));
+                }
+                for col in matching {
+                    items.push((column_ast(col), col.name.clone()));
+                }
+            }
+            other => return Err(Error::not_supported(format!("select item {other}"))),
+        }
+    }
+
+    let mut filter = match &select.selection {
+        Some(predicate) => {
+            if contains_aggregate(predicate) {
+                return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in WHERE"));
+            }
+            let bound = Binder::new(scope).bind(predicate)?;
+            Some(require_bool(bound, "WHERE")?)
+        }
+        None => None,
+    };
+
+    let group_by_asts: Vec<ast::Expr> = match &select.group_by {
+        ast::GroupByExpr::Expressions(exprs, modifiers) => {
+            if !modifiers.is_empty() {
+                return Err(Error::not_supported("GROUP BY modifiers"));
+            }
+            exprs.clone()
+        }
+        ast::GroupByExpr::All(_) => return Err(Error::not_supported("GROUP BY ALL")),
+    };
+    let is_aggregate = !group_by_asts.is_empty()
+        || select.having.is_some()
+        || items.iter().any(|(e, _)| contains_aggregate(e));
+
+    let workers_for = |source: &Source, exprs_volatile: bool| -> usize {
+        if exprs_volatile {
+            return 0;
+        }
+        choose_workers(source, ctx.settings)
+    };
+
+    if !is_aggregate {
+        let mut exprs = Vec::with_capacity(items.len());
+        let mut columns = Vec::with_capacity(items.len());
+        for (ast_expr, name) in &items {
+            let bound = Binder::new(scope).bind(ast_expr)?;
+            columns.push(ColumnInfo { name: name.clone(), data_type: bound.data_type() });
+            exprs.push(bound);
+        }
+        let mut source = from.source;
+        {
+            let mut all: Vec<&mut Expr> = exprs.iter_mut().collect();
+            if let Some(f) = filter.as_mut() {
+                all.push(f);
+            }
+            prune_heap_columns(&mut source, all);
+        }
+        let volatile = exprs.iter().chain(filter.iter()).any(is_volatile);
+        let mut steps = Vec::new();
+        if let Some(f) = filter {
+            steps.push(Step::Filter(f));
+        }
+        steps.push(Step::Project(exprs));
+        let workers = workers_for(&source, volatile);
+        return Ok(PlannedQuery { plan: Plan::Pipeline(Pipeline { source, steps, workers }), columns });
+    }
+
+    // Aggregate query. GROUP BY items may name output columns or positions, as in PostgreSQL.
+    let mut group_by = Vec::with_capacity(group_by_asts.len());
+    for g in &group_by_asts {
+        let resolved = resolve_group_item(g, &items, scope)?;
+        if contains_aggregate(&resolved) {
+            return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in GROUP BY"));
+        }
+        group_by.push(Binder::new(scope).bind(&resolved)?);
+    }
+    let mut aggregates = AggregateContext { group_by, calls: Vec::new() };
+    let mut outputs = Vec::with_capacity(items.len());
+    let mut columns = Vec::with_capacity(items.len());
+    for (ast_expr, name) in &items {
+        let bound = Binder::with_aggregates(scope, &mut aggregates).bind(ast_expr)?;
+        columns.push(ColumnInfo { name: name.clone(), data_type: bound.data_type() });
+        outputs.push(bound);
+    }
+    let having = match &select.having {
+        Some(h) => Some(require_bool(Binder::with_aggregates(scope, &mut aggregates).bind(h)?, "HAVING")?),
+        None => None,
+    };
+    let AggregateContext { mut group_by, mut calls } = aggregates;
+    let mut source = from.source;
+    {
+        let mut all: Vec<&mut Expr> = group_by.iter_mut().collect();
+        for call in calls.iter_mut() {
+            if let Some(arg) = call.arg.as_mut() {
+                all.push(arg);
+            }
+        }
+        if let Some(f) = filter.as_mut() {
+            all.push(f);
+        }
+        prune_heap_columns(&mut source, all);
+    }
+    let volatile = group_by.iter().chain(filter.iter()).chain(calls.iter().filter_map(|c| c.arg.as_ref())).any(is_volatile)
+        || outputs.iter().any(is_volatile);
+    let mut steps = Vec::new();
+    if let Some(f) = filter.take() {
+        steps.push(Step::Filter(f));
+    }
+    let workers = workers_for(&source, volatile);
+    let mut output = Vec::new();
+    if let Some(h) = having {
+        output.push(Step::Filter(h));
+    }
+    output.push(Step::Project(outputs));
+    let _ = &mut calls;
+    Ok(PlannedQuery {
+        plan: Plan::Aggregate { input: Pipeline { source, steps, workers }, group_by, aggregates: calls, output },
+        columns,
+    })
+}
+
+fn column_ast(col: &ScopeColumn) -> ast::Expr {
+    let quoted = |s: &str| ast::Ident::with_quote('"', s);
+    match &col.table {
+        Some(t) => ast::Expr::CompoundIdentifier(vec![quoted(t), quoted(&col.name)]),
+        None => ast::Expr::Identifier(quoted(&col.name)),
+    }
+}
+
+/// `GROUP BY 1` and `GROUP BY alias` refer to select-list items; input columns win over
+/// output names, as in PostgreSQL.
+fn resolve_group_item(g: &ast::Expr, items: &[(ast::Expr, String)], scope: &Scope) -> Result<ast::Expr> {
+    if let ast::Expr::Value(v) = g {
+        if let ast::Value::Number(n, _) = &v.value {
+            let position: usize = n.parse().unwrap_or(0);
+            if position == 0 || position > items.len() {
+                return Err(Error::new(
+                    SqlState::INVALID_COLUMN_REFERENCE,
+                    format!("GROUP BY position {n} is not in select list"),
+                ));
+            }
+            return Ok(items[position - 1].0.clone());
+        }
+    }
+    if let ast::Expr::Identifier(ident) = g {
+        let name = ident_name(ident);
+        if !scope.columns.iter().any(|c| c.name == name) {
+            if let Some((e, _)) = items.iter().find(|(_, n)| *n == name) {
+                return Ok(e.clone());
+            }
+        }
+    }
+    Ok(g.clone())
+}
+
+fn require_bool(expr: Expr, clause: &str) -> Result<Expr> {
+    if crate::bind::is_null_literal(&expr) {
+        return Ok(Expr::Literal { value: Datum::Null, data_type: DataType::Bool });
+    }
+    if expr.data_type() != DataType::Bool {
+        return Err(Error::new(
+            SqlState::DATATYPE_MISMATCH,
+            format!("argument of {clause} must be type boolean, not type {}", expr.data_type().name()),
+        ));
+    }
+    Ok(expr)
+}
+
+/// Make a heap source decode only the columns `exprs` use, and renumber them.
+fn prune_heap_columns(source: &mut Source, exprs: Vec<&mut Expr>) {
+    let Source::Heap(heap) = source else { return };
+    let mut used = BTreeSet::new();
+    for e in exprs.iter() {
+        columns_used(e, &mut used);
+    }
+    let map: BTreeMap<usize, usize> = used.iter().enumerate().map(|(new, old)| (*old, new)).collect();
+    for e in exprs {
+        remap_columns(e, &map);
+    }
+    heap.columns = used.into_iter().collect();
+}
+
+/// Workers for a pipeline over `source`, PostgreSQL's rule: none below
+/// `min_parallel_table_scan_size`, then one more for every tripling of the size, capped by
+/// `max_parallel_workers_per_gather`.
+pub fn choose_workers(source: &Source, settings: &Settings) -> usize {
+    let max = settings.integer("max_parallel_workers_per_gather").max(0) as usize;
+    match source {
+        Source::Heap(heap) => {
+            let threshold = (settings.memory_bytes("min_parallel_table_scan_size") / weft_storage::PAGE_SIZE).max(1) as u64;
+            let mut blocks = heap.nblocks as u64;
+            if blocks < threshold {
+                return 0;
+            }
+            let mut workers = 1;
+            while blocks >= threshold * 3 {
+                workers += 1;
+                blocks /= 3;
+            }
+            workers.min(max)
+        }
+        Source::Series { start, stop, step, .. } => {
+            let count = ((*stop as i128 - *start as i128) / *step as i128).unsigned_abs() + 1;
+            let threshold = settings.memory_bytes("min_parallel_table_scan_size") as u128 / SERIES_ROW_BYTES_ESTIMATE;
+            if count >= threshold {
+                max
+            } else {
+                0
+            }
+        }
+        _ => 0,
+    }
+}

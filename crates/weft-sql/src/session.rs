@@ -1,0 +1,132 @@
+//! A session: one connection's settings, random state and cancel flag; statement dispatch.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use sqlparser::ast::Statement;
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+use weft_common::parallel::CancelToken;
+use weft_common::{Error, Result, SqlState};
+use weft_exec::expr::EvalContext;
+
+use crate::api::{QueryResult, RelationDescription, RelationInfo};
+use crate::database::Database;
+use crate::settings::Settings;
+use crate::statements;
+
+pub struct Session {
+    pub(crate) db: Arc<Database>,
+    pub(crate) settings: Settings,
+    pub(crate) eval: EvalContext,
+    cancel: Arc<Mutex<CancelToken>>,
+}
+
+/// Cancels the statement a session is running, from another thread (Ctrl-C, a cancel
+/// request on the wire). A cancel that arrives between statements is a no-op.
+#[derive(Clone)]
+pub struct CancelHandle {
+    current: Arc<Mutex<CancelToken>>,
+}
+
+impl CancelHandle {
+    pub fn cancel(&self) {
+        self.current.lock().cancel();
+    }
+}
+
+impl Database {
+    pub fn session(self: &Arc<Self>) -> Session {
+        Session {
+            db: self.clone(),
+            settings: self.startup_settings.clone(),
+            eval: EvalContext::new(),
+            cancel: Arc::new(Mutex::new(CancelToken::new())),
+        }
+    }
+}
+
+/// sqlparser's message → PostgreSQL's `syntax error at or near "x"`.
+fn syntax_error(err: sqlparser::parser::ParserError) -> Error {
+    let text = err.to_string();
+    let detail = text.strip_prefix("sql parser error: ").unwrap_or(&text).to_string();
+    if let Some(found) = detail.split("found: ").nth(1) {
+        let token = found.split(" at Line:").next().unwrap_or(found).trim();
+        if token == "EOF" {
+            return Error::syntax("syntax error at end of input").with_detail(detail);
+        }
+        return Error::syntax(format!("syntax error at or near \"{token}\"")).with_detail(detail);
+    }
+    Error::syntax(format!("syntax error: {detail}"))
+}
+
+impl Session {
+    pub fn database(&self) -> &Arc<Database> {
+        &self.db
+    }
+
+    /// Run SQL text holding one statement (or several separated by `;`, in which case the
+    /// result of the last is returned). An empty string gives an empty result.
+    pub fn execute(&mut self, sql: &str) -> Result<QueryResult> {
+        let statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(syntax_error)?;
+        let mut last = QueryResult::command("");
+        let mut notices = Vec::new();
+        for statement in &statements {
+            let token = CancelToken::new();
+            *self.cancel.lock() = token.clone();
+            let mut result = self.execute_statement(statement, &token)?;
+            notices.append(&mut result.notices);
+            last = result;
+        }
+        last.notices = notices;
+        Ok(last)
+    }
+
+    fn execute_statement(&mut self, statement: &Statement, cancel: &CancelToken) -> Result<QueryResult> {
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            statements::execute(self, statement, cancel)
+        }));
+        match result {
+            Ok(outcome) => outcome,
+            Err(panic) => {
+                let message = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_else(|| "unknown".into());
+                Err(Error::internal(format!("internal error: {message}")))
+            }
+        }
+    }
+
+    pub fn cancel_handle(&self) -> CancelHandle {
+        CancelHandle { current: self.cancel.clone() }
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The tables (and later indexes) for `\d`, sorted by name.
+    pub fn list_relations(&self) -> Vec<RelationInfo> {
+        let catalog = self.db.catalog();
+        catalog.tables.values().map(|t| RelationInfo { name: t.name.clone(), kind: "table".into() }).collect()
+    }
+
+    /// `\d NAME`.
+    pub fn describe(&self, name: &str) -> Result<RelationDescription> {
+        let catalog = self.db.catalog();
+        let table = catalog.tables.get(name).ok_or_else(|| {
+            Error::new(SqlState::UNDEFINED_TABLE, format!("Did not find any relation named \"{name}\"."))
+        })?;
+        Ok(RelationDescription {
+            name: table.name.clone(),
+            kind: "table".into(),
+            columns: table
+                .columns
+                .iter()
+                .map(|c| (c.name.clone(), c.data_type.name().to_string(), !c.not_null))
+                .collect(),
+        })
+    }
+}

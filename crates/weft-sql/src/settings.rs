@@ -1,0 +1,264 @@
+//! Run-time settings (PostgreSQL's GUCs): `SET`, `SHOW`, `RESET`, `--set`, `weft.conf`.
+//!
+//! Each setting has a kind that validates and normalizes its value, a default, and a
+//! context: `Session` settings change with SET; `Startup` settings (PostgreSQL's
+//! postmaster context, e.g. `shared_buffers`) are fixed when the database is opened.
+
+use std::collections::BTreeMap;
+
+use weft_common::units::{format_memory, parse_memory};
+use weft_common::{Error, Result, SqlState};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Context {
+    Session,
+    Startup,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    /// Memory size; the unit of a bare number in bytes (1024 for kB, 8192 for blocks).
+    Memory { unit_bytes: usize },
+    Integer { min: i64, max: i64 },
+    Bool,
+    /// Free text (accepted and shown back).
+    Text,
+    Enum(&'static [&'static str]),
+}
+
+struct Definition {
+    name: &'static str,
+    kind: Kind,
+    default: &'static str,
+    context: Context,
+    description: &'static str,
+}
+
+const KB: usize = 1024;
+const BLOCK: usize = 8192;
+
+/// Every setting weft knows. `max_worker_processes`'s default is the core count and is
+/// filled in at start-up.
+const DEFINITIONS: &[Definition] = &[
+    Definition { name: "shared_buffers", kind: Kind::Memory { unit_bytes: BLOCK }, default: "128MB", context: Context::Startup, description: "Sets the number of shared memory buffers used by the server." },
+    Definition { name: "max_worker_processes", kind: Kind::Integer { min: 0, max: 262143 }, default: "0", context: Context::Startup, description: "Maximum number of concurrent worker threads." },
+    Definition { name: "buffer_mapping", kind: Kind::Enum(&["hash"]), default: "hash", context: Context::Startup, description: "Page table of the buffer manager." },
+    Definition { name: "work_mem", kind: Kind::Memory { unit_bytes: KB }, default: "4MB", context: Context::Session, description: "Sets the maximum memory to be used for query workspaces." },
+    Definition { name: "maintenance_work_mem", kind: Kind::Memory { unit_bytes: KB }, default: "64MB", context: Context::Session, description: "Sets the maximum memory to be used for maintenance operations." },
+    Definition { name: "max_parallel_workers_per_gather", kind: Kind::Integer { min: 0, max: 1024 }, default: "2", context: Context::Session, description: "Sets the maximum number of parallel processes per executor node." },
+    Definition { name: "parallel_leader_participation", kind: Kind::Bool, default: "on", context: Context::Session, description: "Controls whether Gather and Gather Merge also run subplans." },
+    Definition { name: "min_parallel_table_scan_size", kind: Kind::Memory { unit_bytes: BLOCK }, default: "8MB", context: Context::Session, description: "Sets the minimum amount of table data for a parallel scan." },
+    Definition { name: "client_min_messages", kind: Kind::Enum(&["debug5", "debug4", "debug3", "debug2", "debug1", "log", "notice", "warning", "error"]), default: "notice", context: Context::Session, description: "Sets the message levels that are sent to the client." },
+    Definition { name: "application_name", kind: Kind::Text, default: "", context: Context::Session, description: "Sets the application name to be reported." },
+    Definition { name: "search_path", kind: Kind::Text, default: "\"$user\", public", context: Context::Session, description: "Sets the schema search order for names that are not schema-qualified." },
+    Definition { name: "client_encoding", kind: Kind::Enum(&["UTF8"]), default: "UTF8", context: Context::Session, description: "Sets the client's character set encoding." },
+    Definition { name: "DateStyle", kind: Kind::Text, default: "ISO, MDY", context: Context::Session, description: "Sets the display format for date and time values." },
+    Definition { name: "TimeZone", kind: Kind::Text, default: "UTC", context: Context::Session, description: "Sets the time zone for displaying and interpreting time stamps." },
+    Definition { name: "extra_float_digits", kind: Kind::Integer { min: -15, max: 3 }, default: "1", context: Context::Session, description: "Sets the number of digits displayed for floating-point values." },
+    Definition { name: "statement_timeout", kind: Kind::Integer { min: 0, max: i32::MAX as i64 }, default: "0", context: Context::Session, description: "Accepted for compatibility; not enforced." },
+];
+
+fn definition(name: &str) -> Result<&'static Definition> {
+    DEFINITIONS.iter().find(|d| d.name.eq_ignore_ascii_case(name)).ok_or_else(|| {
+        Error::new(SqlState::UNDEFINED_OBJECT, format!("unrecognized configuration parameter \"{name}\""))
+    })
+}
+
+fn invalid(def: &Definition, value: &str) -> Error {
+    Error::new(SqlState::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"{}\": \"{value}\"", def.name))
+}
+
+/// Validate and normalize `value` for `def`.
+fn normalize(def: &Definition, value: &str) -> Result<String> {
+    let trimmed = value.trim();
+    Ok(match def.kind {
+        Kind::Memory { unit_bytes } => {
+            let bytes = parse_memory(trimmed, unit_bytes, def.name)?;
+            format_memory(bytes)
+        }
+        Kind::Integer { min, max } => {
+            let v: i64 = trimmed.parse().map_err(|_| {
+                Error::new(
+                    SqlState::INVALID_PARAMETER_VALUE,
+                    format!("invalid value for parameter \"{}\": \"{value}\"", def.name),
+                )
+            })?;
+            if v < min || v > max {
+                return Err(Error::new(
+                    SqlState::INVALID_PARAMETER_VALUE,
+                    format!("{v} is outside the valid range for parameter \"{}\" ({min} .. {max})", def.name),
+                ));
+            }
+            v.to_string()
+        }
+        Kind::Bool => match parse_bool(trimmed) {
+            Some(true) => "on".to_string(),
+            Some(false) => "off".to_string(),
+            None => {
+                return Err(Error::new(
+                    SqlState::INVALID_PARAMETER_VALUE,
+                    format!("parameter \"{}\" requires a Boolean value", def.name),
+                ))
+            }
+        },
+        Kind::Text => trimmed.to_string(),
+        Kind::Enum(values) => match values.iter().find(|v| v.eq_ignore_ascii_case(trimmed)) {
+            Some(v) => v.to_string(),
+            None => {
+                return Err(invalid(def, value).with_hint(format!("Available values: {}.", values.join(", "))))
+            }
+        },
+    })
+}
+
+fn parse_bool(value: &str) -> Option<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" | "t" | "y" => Some(true),
+        "off" | "false" | "no" | "0" | "f" | "n" => Some(false),
+        _ => None,
+    }
+}
+
+/// One session's view of the settings: defaults, then start-up values, then SETs.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    startup: BTreeMap<&'static str, String>,
+    session: BTreeMap<&'static str, String>,
+}
+
+impl Settings {
+    /// Settings as of start-up: `pairs` come from `weft.conf` and `--set`, later ones win.
+    pub fn startup(pairs: &[(String, String)]) -> Result<Settings> {
+        let mut startup = BTreeMap::new();
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        startup.insert("max_worker_processes", cores.to_string());
+        for (name, value) in pairs {
+            let def = definition(name)?;
+            startup.insert(def.name, normalize(def, value)?);
+        }
+        Ok(Settings { startup, session: BTreeMap::new() })
+    }
+
+    /// `SET name = value`.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<()> {
+        let def = definition(name)?;
+        if def.context == Context::Startup {
+            return Err(Error::new(
+                SqlState::CANT_CHANGE_RUNTIME_PARAM,
+                format!("parameter \"{}\" cannot be changed without restarting the server", def.name),
+            ));
+        }
+        let value = normalize(def, value)?;
+        self.session.insert(def.name, value);
+        Ok(())
+    }
+
+    /// `RESET name`.
+    pub fn reset(&mut self, name: &str) -> Result<()> {
+        let def = definition(name)?;
+        if def.context == Context::Startup {
+            return Err(Error::new(
+                SqlState::CANT_CHANGE_RUNTIME_PARAM,
+                format!("parameter \"{}\" cannot be changed without restarting the server", def.name),
+            ));
+        }
+        self.session.remove(def.name);
+        Ok(())
+    }
+
+    pub fn reset_all(&mut self) {
+        self.session.clear();
+    }
+
+    /// `SHOW name`: the value as PostgreSQL prints it.
+    pub fn show(&self, name: &str) -> Result<String> {
+        let def = definition(name)?;
+        Ok(self.value(def))
+    }
+
+    fn value(&self, def: &'static Definition) -> String {
+        if let Some(v) = self.session.get(def.name).or_else(|| self.startup.get(def.name)) {
+            return v.clone();
+        }
+        normalize(def, def.default).unwrap_or_else(|_| def.default.to_string())
+    }
+
+    /// `SHOW ALL`: (name, setting, description).
+    pub fn all(&self) -> Vec<(String, String, String)> {
+        let mut rows: Vec<_> = DEFINITIONS
+            .iter()
+            .map(|d| (d.name.to_string(), self.value(d), d.description.to_string()))
+            .collect();
+        rows.sort_by_key(|r| r.0.to_ascii_lowercase());
+        rows
+    }
+
+    pub fn memory_bytes(&self, name: &str) -> usize {
+        let def = definition(name).expect("memory setting is defined");
+        let Kind::Memory { unit_bytes } = def.kind else { panic!("{name} is not a memory setting") };
+        parse_memory(&self.value(def), unit_bytes, def.name).expect("stored settings are valid")
+    }
+
+    pub fn integer(&self, name: &str) -> i64 {
+        let def = definition(name).expect("integer setting is defined");
+        self.value(def).parse().expect("stored integer settings are valid")
+    }
+
+    pub fn boolean(&self, name: &str) -> bool {
+        let def = definition(name).expect("bool setting is defined");
+        self.value(def) == "on"
+    }
+
+    pub fn text(&self, name: &str) -> String {
+        let def = definition(name).expect("setting is defined");
+        self.value(def)
+    }
+}
+
+/// Parse `weft.conf`: `name = value` lines, `#` comments, values optionally quoted.
+pub fn parse_conf(text: &str) -> Result<Vec<(String, String)>> {
+    let mut pairs = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let Some((name, value)) = line.split_once('=').or_else(|| line.split_once(char::is_whitespace)) else {
+            return Err(Error::syntax(format!("syntax error in file \"weft.conf\" line {}", number + 1)));
+        };
+        let value = value.trim().trim_matches('\'');
+        pairs.push((name.trim().to_string(), value.to_string()));
+    }
+    Ok(pairs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_show_reset() {
+        let mut s = Settings::startup(&[]).unwrap();
+        assert_eq!(s.show("work_mem").unwrap(), "4MB");
+        s.set("work_mem", "64kB").unwrap();
+        assert_eq!(s.show("WORK_MEM").unwrap(), "64kB");
+        assert_eq!(s.memory_bytes("work_mem"), 64 * 1024);
+        s.reset("work_mem").unwrap();
+        assert_eq!(s.memory_bytes("work_mem"), 4 * 1024 * 1024);
+        assert_eq!(s.show("shared_buffers").unwrap(), "128MB");
+        assert_eq!(s.memory_bytes("shared_buffers"), 128 * 1024 * 1024);
+        assert!(s.set("shared_buffers", "1GB").is_err());
+        assert_eq!(s.set("nope", "1").unwrap_err().sqlstate, SqlState::UNDEFINED_OBJECT);
+        assert!(s.set("parallel_leader_participation", "maybe").is_err());
+        s.set("parallel_leader_participation", "off").unwrap();
+        assert!(!s.boolean("parallel_leader_participation"));
+    }
+
+    #[test]
+    fn startup_settings_and_conf() {
+        let pairs = parse_conf("# comment\nshared_buffers = '16MB'\nwork_mem=1MB # trailing\n").unwrap();
+        let s = Settings::startup(&pairs).unwrap();
+        assert_eq!(s.memory_bytes("shared_buffers"), 16 * 1024 * 1024);
+        assert_eq!(s.show("work_mem").unwrap(), "1MB");
+    }
+}

@@ -1,0 +1,420 @@
+//! One function per statement kind: DDL, DML, queries, settings.
+
+use sqlparser::ast::{self, ObjectType, Statement};
+use weft_access::catalog::{ColumnMeta, TableMeta};
+use weft_common::parallel::CancelToken;
+use weft_common::tuple::RowLayout;
+use weft_common::{DataType, Datum, Error, Result, SqlState};
+use weft_exec::expr::{self as ex, Expr};
+use weft_exec::plan::{Pipeline, Plan, Source, Step};
+use weft_exec::{execute as run_plan, execute_insert, ExecContext, InsertTarget};
+
+use crate::api::{ColumnInfo, QueryResult};
+use crate::bind::{ident_name, is_null_literal, object_name, sql_type, Binder, Scope};
+use crate::database::WriteTxn;
+use crate::planner::{plan_query, PlanContext, PlannedQuery};
+use crate::session::Session;
+
+pub fn execute(session: &mut Session, statement: &Statement, cancel: &CancelToken) -> Result<QueryResult> {
+    match statement {
+        Statement::Query(query) => select(session, query, cancel),
+        Statement::CreateTable(create) => create_table(session, create, cancel),
+        Statement::Drop { object_type: ObjectType::Table, if_exists, names, .. } => drop_tables(session, names, *if_exists),
+        Statement::Drop { object_type, .. } => Err(Error::not_supported(format!("DROP {object_type} is not supported yet"))),
+        Statement::Truncate(t) => truncate(session, &t.table_names),
+        Statement::Insert(insert) => insert_into(session, insert, cancel),
+        Statement::Set(set) => set_statement(session, set),
+        Statement::ShowVariable { variable } => show(session, variable),
+        Statement::Reset(reset) => {
+            match &reset.reset {
+                ast::Reset::ALL => session.settings.reset_all(),
+                ast::Reset::ConfigurationParameter(name) => session.settings.reset(&object_name(name)?)?,
+                other => return Err(Error::not_supported(format!("RESET {other:?}"))),
+            }
+            Ok(QueryResult::command("RESET"))
+        }
+        Statement::Copy { source, to, target, options, legacy_options, .. } => {
+            crate::copy::copy(session, source, *to, target, options, legacy_options, cancel)
+        }
+        Statement::StartTransaction { .. } | Statement::Commit { .. } | Statement::Rollback { .. } => Err(
+            Error::not_supported("transaction blocks are not supported yet: every statement commits on its own"),
+        ),
+        other => Err(Error::not_supported(format!("statement not supported: {}", first_words(&other.to_string())))),
+    }
+}
+
+fn first_words(sql: &str) -> String {
+    sql.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+}
+
+pub(crate) fn exec_context<'a>(session: &'a Session, cancel: &'a CancelToken) -> ExecContext<'a> {
+    ExecContext {
+        pool: &session.db.pool,
+        workers: &session.db.workers,
+        cancel,
+        eval: &session.eval,
+        leader_participates: session.settings.boolean("parallel_leader_participation"),
+    }
+}
+
+pub(crate) fn plan(session: &Session, catalog: &weft_access::Catalog, query: &ast::Query) -> Result<PlannedQuery> {
+    let snapshot = catalog.snapshot();
+    let ctx = PlanContext {
+        catalog,
+        pool: &session.db.pool,
+        snapshot: &snapshot,
+        settings: &session.settings,
+        eval: &session.eval,
+    };
+    plan_query(query, &ctx)
+}
+
+fn select(session: &mut Session, query: &ast::Query, cancel: &CancelToken) -> Result<QueryResult> {
+    let catalog = session.db.catalog();
+    let planned = plan(session, &catalog, query)?;
+    let rows = run_plan(&planned.plan, &exec_context(session, cancel))?;
+    let tag = format!("SELECT {}", rows.len());
+    Ok(QueryResult::rows(planned.columns, rows, tag))
+}
+
+fn already_exists(name: &str) -> Error {
+    Error::new(SqlState::DUPLICATE_TABLE, format!("relation \"{name}\" already exists"))
+}
+
+fn create_table(session: &mut Session, create: &ast::CreateTable, cancel: &CancelToken) -> Result<QueryResult> {
+    if create.temporary || create.external || create.or_replace {
+        return Err(Error::not_supported("only plain CREATE TABLE is supported"));
+    }
+    if !create.constraints.is_empty() {
+        return Err(Error::not_supported("table constraints are not supported yet"));
+    }
+    let name = object_name(&create.name)?;
+    let db = session.db.clone();
+    let mut notices = Vec::new();
+    let tag = db.write(|txn| {
+        if txn.catalog.tables.contains_key(&name) {
+            if create.if_not_exists {
+                notices.push(format!("NOTICE:  relation \"{name}\" already exists, skipping"));
+                return Ok(if create.query.is_some() { "CREATE TABLE AS".to_string() } else { "CREATE TABLE".to_string() });
+            }
+            return Err(already_exists(&name));
+        }
+        match &create.query {
+            Some(query) => create_table_as(session, txn, &name, create, query, cancel),
+            None => {
+                let columns = column_definitions(&create.columns)?;
+                add_table(session, txn, &name, columns)?;
+                Ok("CREATE TABLE".to_string())
+            }
+        }
+    })?;
+    let mut result = QueryResult::command(tag);
+    result.notices = notices;
+    Ok(result)
+}
+
+fn column_definitions(defs: &[ast::ColumnDef]) -> Result<Vec<ColumnMeta>> {
+    let mut columns: Vec<ColumnMeta> = Vec::with_capacity(defs.len());
+    for def in defs {
+        let name = ident_name(&def.name);
+        if columns.iter().any(|c| c.name == name) {
+            return Err(Error::new(SqlState::DUPLICATE_COLUMN, format!("column \"{name}\" specified more than once")));
+        }
+        let data_type = sql_type(&def.data_type)?;
+        let mut not_null = false;
+        for option in &def.options {
+            match &option.option {
+                ast::ColumnOption::NotNull => not_null = true,
+                ast::ColumnOption::Null => not_null = false,
+                ast::ColumnOption::Collation(c) => {
+                    let c = c.to_string();
+                    let plain = c.trim_matches('"');
+                    if data_type != DataType::Text || !matches!(plain, "C" | "POSIX" | "default") {
+                        return Err(Error::new(
+                            SqlState::UNDEFINED_OBJECT,
+                            format!("collation \"{plain}\" for encoding \"UTF8\" does not exist"),
+                        ));
+                    }
+                }
+                other => return Err(Error::not_supported(format!("column option {other} is not supported yet"))),
+            }
+        }
+        columns.push(ColumnMeta { name, data_type, not_null });
+    }
+    Ok(columns)
+}
+
+fn add_table(session: &Session, txn: &mut WriteTxn, name: &str, columns: Vec<ColumnMeta>) -> Result<TableMeta> {
+    let rel = txn.create_relation(&session.db)?;
+    let table = TableMeta { oid: rel.rel_number, name: name.to_string(), columns, rel_number: rel.rel_number, row_count: 0 };
+    txn.catalog.tables.insert(name.to_string(), table.clone());
+    Ok(table)
+}
+
+pub(crate) fn insert_target_for(table: &TableMeta, xid: u64) -> InsertTarget {
+    InsertTarget {
+        rel: table.locator(),
+        layout: RowLayout::new(&table.column_types()),
+        xid,
+        table_name: table.name.clone(),
+        not_null: table
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.not_null)
+            .map(|(i, c)| (i, c.name.clone()))
+            .collect(),
+    }
+}
+
+fn create_table_as(
+    session: &Session,
+    txn: &mut WriteTxn,
+    name: &str,
+    create: &ast::CreateTable,
+    query: &ast::Query,
+    cancel: &CancelToken,
+) -> Result<String> {
+    let planned = plan(session, &txn.catalog, query)?;
+    let renames: Vec<String> = create.columns.iter().map(|c| ident_name(&c.name)).collect();
+    if renames.len() > planned.columns.len() {
+        return Err(Error::syntax("too many column names were specified"));
+    }
+    let mut columns: Vec<ColumnMeta> = Vec::with_capacity(planned.columns.len());
+    for (i, col) in planned.columns.iter().enumerate() {
+        let name = renames.get(i).cloned().unwrap_or_else(|| col.name.clone());
+        if columns.iter().any(|c| c.name == name) {
+            return Err(Error::new(SqlState::DUPLICATE_COLUMN, format!("column \"{name}\" specified more than once")));
+        }
+        columns.push(ColumnMeta { name, data_type: col.data_type, not_null: false });
+    }
+    let table = add_table(session, txn, name, columns)?;
+    let target = insert_target_for(&table, txn.xid);
+    let inserted = execute_insert(&planned.plan, &exec_context(session, cancel), &target)?;
+    txn.catalog.table_mut(name)?.row_count = inserted;
+    Ok(format!("SELECT {inserted}"))
+}
+
+fn drop_tables(session: &mut Session, names: &[ast::ObjectName], if_exists: bool) -> Result<QueryResult> {
+    let mut notices = Vec::new();
+    let db = session.db.clone();
+    db.write(|txn| {
+        for name in names {
+            let name = object_name(name)?;
+            match txn.catalog.tables.remove(&name) {
+                Some(table) => txn.drop_relation(table.locator()),
+                None if if_exists => notices.push(format!("NOTICE:  table \"{name}\" does not exist, skipping")),
+                None => return Err(weft_access::catalog::undefined_table(&name)),
+            }
+        }
+        Ok(())
+    })?;
+    let mut result = QueryResult::command("DROP TABLE");
+    result.notices = notices;
+    Ok(result)
+}
+
+fn truncate(session: &mut Session, targets: &[ast::TruncateTableTarget]) -> Result<QueryResult> {
+    let db = session.db.clone();
+    db.write(|txn| {
+        for target in targets {
+            let name = object_name(&target.name)?;
+            let old = txn.catalog.table(&name)?.locator();
+            let new = txn.create_relation(&db)?;
+            let table = txn.catalog.table_mut(&name)?;
+            table.rel_number = new.rel_number;
+            table.row_count = 0;
+            txn.drop_relation(old);
+        }
+        Ok(())
+    })?;
+    Ok(QueryResult::command("TRUNCATE TABLE"))
+}
+
+/// PostgreSQL's assignment coercion of a value into a column of type `to`.
+pub(crate) fn assignment_coerce(expr: Expr, to: DataType, column: &str) -> Result<Expr> {
+    let from = expr.data_type();
+    if from == to {
+        return Ok(expr);
+    }
+    if is_null_literal(&expr) {
+        return Ok(Expr::Literal { value: Datum::Null, data_type: to });
+    }
+    let string_literal = matches!(expr, Expr::Literal { value: Datum::Text(_), .. });
+    if string_literal || (from.is_numeric_family() && to.is_numeric_family()) || to == DataType::Text {
+        return ex::coerce(expr, to, true);
+    }
+    Err(Error::new(
+        SqlState::DATATYPE_MISMATCH,
+        format!("column \"{column}\" is of type {} but expression is of type {}", to.name(), from.name()),
+    )
+    .with_hint("You will need to rewrite or cast the expression."))
+}
+
+/// Target column indexes of an INSERT / COPY column list (all columns when empty).
+pub(crate) fn target_columns(table: &TableMeta, names: &[String]) -> Result<Vec<usize>> {
+    if names.is_empty() {
+        return Ok((0..table.columns.len()).collect());
+    }
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
+        let name = name.clone();
+        let index = table.column_index(&name).ok_or_else(|| {
+            Error::new(
+                SqlState::UNDEFINED_COLUMN,
+                format!("column \"{name}\" of relation \"{}\" does not exist", table.name),
+            )
+        })?;
+        if out.contains(&index) {
+            return Err(Error::new(SqlState::DUPLICATE_COLUMN, format!("column \"{name}\" specified more than once")));
+        }
+        out.push(index);
+    }
+    Ok(out)
+}
+
+fn insert_into(session: &mut Session, insert: &ast::Insert, cancel: &CancelToken) -> Result<QueryResult> {
+    if insert.on.is_some() || insert.returning.is_some() {
+        return Err(Error::not_supported("INSERT ... ON CONFLICT / RETURNING is not supported yet"));
+    }
+    let table_name = match &insert.table {
+        ast::TableObject::TableName(name) => object_name(name)?,
+        other => return Err(Error::not_supported(format!("INSERT INTO {other}"))),
+    };
+    let source = insert.source.as_ref().ok_or_else(|| Error::not_supported("INSERT without a query"))?;
+    let db = session.db.clone();
+    let inserted = db.write(|txn| {
+        let table = txn.catalog.table(&table_name)?.clone();
+        let names = insert.columns.iter().map(object_name).collect::<Result<Vec<_>>>()?;
+        let targets = target_columns(&table, &names)?;
+        let plan = insert_plan(session, txn, &table, &targets, source)?;
+        let target = insert_target_for(&table, txn.xid);
+        let inserted = execute_insert(&plan, &exec_context(session, cancel), &target)?;
+        txn.touch(table.locator());
+        txn.catalog.table_mut(&table_name)?.row_count += inserted;
+        Ok(inserted)
+    })?;
+    Ok(QueryResult::command(format!("INSERT 0 {inserted}")))
+}
+
+/// The plan whose rows are full table rows for an INSERT.
+fn insert_plan(session: &Session, txn: &WriteTxn, table: &TableMeta, targets: &[usize], source: &ast::Query) -> Result<Plan> {
+    let arity_error = |values: usize| {
+        if values > targets.len() {
+            Error::syntax("INSERT has more expressions than target columns")
+        } else {
+            Error::syntax("INSERT has more target columns than expressions")
+        }
+    };
+    // VALUES binds each value against its column's type, so quoted strings and NULLs
+    // take the column's type as in PostgreSQL.
+    if let (ast::SetExpr::Values(values), None, None) = (source.body.as_ref(), &source.order_by, &source.limit_clause) {
+        let scope = Scope::default();
+        let mut rows = Vec::with_capacity(values.rows.len());
+        for row in &values.rows {
+            if row.len() != targets.len() {
+                return Err(arity_error(row.len()));
+            }
+            let mut full: Vec<Expr> = table
+                .columns
+                .iter()
+                .map(|c| Expr::Literal { value: Datum::Null, data_type: c.data_type })
+                .collect();
+            for (value, &column) in row.iter().zip(targets) {
+                let meta = &table.columns[column];
+                if matches!(value, ast::Expr::Identifier(i) if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none()) {
+                    continue;
+                }
+                let bound = Binder::new(&scope).bind(value)?;
+                full[column] = assignment_coerce(bound, meta.data_type, &meta.name)?;
+            }
+            rows.push(full);
+        }
+        return Ok(Plan::Pipeline(Pipeline { source: Source::Values(rows), steps: Vec::new(), workers: 0 }));
+    }
+    let planned = plan(session, &txn.catalog, source)?;
+    if planned.columns.len() != targets.len() {
+        return Err(arity_error(planned.columns.len()));
+    }
+    let mut projection: Vec<Expr> =
+        table.columns.iter().map(|c| Expr::Literal { value: Datum::Null, data_type: c.data_type }).collect();
+    for (index, (&column, info)) in targets.iter().zip(&planned.columns).enumerate() {
+        let meta = &table.columns[column];
+        let input = Expr::Column { index, data_type: info.data_type };
+        projection[column] = assignment_coerce(input, meta.data_type, &meta.name)?;
+    }
+    Ok(append_step(planned.plan, Step::Project(projection)))
+}
+
+/// Add a final row step to a plan.
+pub(crate) fn append_step(plan: Plan, step: Step) -> Plan {
+    match plan {
+        Plan::Pipeline(mut pipeline) => {
+            pipeline.steps.push(step);
+            Plan::Pipeline(pipeline)
+        }
+        Plan::Aggregate { input, group_by, aggregates, mut output } => {
+            output.push(step);
+            Plan::Aggregate { input, group_by, aggregates, output }
+        }
+        other => Plan::Pipeline(Pipeline { source: Source::Subquery(Box::new(other)), steps: vec![step], workers: 0 }),
+    }
+}
+
+fn set_statement(session: &mut Session, set: &ast::Set) -> Result<QueryResult> {
+    match set {
+        ast::Set::SingleAssignment { variable, values, .. } => {
+            let name = object_name(variable)?;
+            let value = match values.as_slice() {
+                [ast::Expr::Identifier(i)] if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none() => {
+                    session.settings.reset(&name)?;
+                    return Ok(QueryResult::command("SET"));
+                }
+                [single] => setting_value_text(single)?,
+                many => many.iter().map(setting_value_text).collect::<Result<Vec<_>>>()?.join(", "),
+            };
+            session.settings.set(&name, &value)?;
+            Ok(QueryResult::command("SET"))
+        }
+        ast::Set::SetTimeZone { value, .. } => {
+            session.settings.set("TimeZone", &setting_value_text(value)?)?;
+            Ok(QueryResult::command("SET"))
+        }
+        other => Err(Error::not_supported(format!("{other}"))),
+    }
+}
+
+fn setting_value_text(expr: &ast::Expr) -> Result<String> {
+    Ok(match expr {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => s.clone(),
+            ast::Value::Number(n, _) => n.clone(),
+            ast::Value::Boolean(b) => if *b { "on".into() } else { "off".into() },
+            other => other.to_string(),
+        },
+        ast::Expr::Identifier(i) => i.value.clone(),
+        ast::Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => format!("-{}", setting_value_text(expr)?),
+        other => other.to_string(),
+    })
+}
+
+fn show(session: &mut Session, variable: &[ast::Ident]) -> Result<QueryResult> {
+    let name = variable.iter().map(|i| i.value.clone()).collect::<Vec<_>>().join(" ");
+    if name.eq_ignore_ascii_case("all") {
+        let columns = ["name", "setting", "description"]
+            .iter()
+            .map(|n| ColumnInfo { name: n.to_string(), data_type: DataType::Text })
+            .collect();
+        let rows = session
+            .settings
+            .all()
+            .into_iter()
+            .map(|(n, v, d)| vec![Datum::Text(n), Datum::Text(v), Datum::Text(d)])
+            .collect::<Vec<_>>();
+        let tag = format!("SHOW {}", rows.len());
+        return Ok(QueryResult::rows(columns, rows, tag));
+    }
+    let value = session.settings.show(&name)?;
+    let column = ColumnInfo { name: name.to_lowercase(), data_type: DataType::Text };
+    Ok(QueryResult::rows(vec![column], vec![vec![Datum::Text(value)]], "SHOW"))
+}

@@ -1,0 +1,93 @@
+//! Runs every `tests/slt/*.slt` file, each in its own fresh database, twice: once with
+//! default settings, and once with settings that force the parallel paths on small data
+//! (DuckDB's `verify_parallelism`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use weft_sql::{Database, Datum, Error, Session};
+
+struct Weft {
+    session: Session,
+    _db: Arc<Database>,
+}
+
+#[derive(Debug)]
+struct SltError(Error);
+
+impl std::fmt::Display for SltError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} [{}]", self.0.message, self.0.sqlstate.0)
+    }
+}
+
+impl std::error::Error for SltError {}
+
+fn render(d: &Datum) -> String {
+    match d.to_pg_text() {
+        None => "NULL".to_string(),
+        Some(s) if s.is_empty() => "(empty)".to_string(),
+        Some(s) => s,
+    }
+}
+
+impl sqllogictest::DB for Weft {
+    type Error = SltError;
+    type ColumnType = sqllogictest::DefaultColumnType;
+
+    fn run(&mut self, sql: &str) -> Result<sqllogictest::DBOutput<Self::ColumnType>, SltError> {
+        let result = self.session.execute(sql).map_err(SltError)?;
+        if result.returns_rows {
+            Ok(sqllogictest::DBOutput::Rows {
+                types: vec![sqllogictest::DefaultColumnType::Any; result.columns.len()],
+                rows: result.rows.iter().map(|r| r.iter().map(render).collect()).collect(),
+            })
+        } else {
+            let count = result.tag.rsplit(' ').next().and_then(|n| n.parse().ok()).unwrap_or(0);
+            Ok(sqllogictest::DBOutput::StatementComplete(count))
+        }
+    }
+}
+
+fn slt_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/slt");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/slt exists")
+        .map(|e| e.expect("readable dir entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "slt"))
+        .collect();
+    files.sort();
+    files
+}
+
+fn run_all(startup: &[(String, String)]) {
+    let mut failures = Vec::new();
+    for file in slt_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), startup).unwrap();
+        let mut runner = sqllogictest::Runner::new(|| {
+            let db = db.clone();
+            async move { Ok(Weft { session: db.session(), _db: db }) }
+        });
+        runner.with_column_validator(sqllogictest::default_column_validator);
+        if let Err(e) = runner.run_file(&file) {
+            failures.push(format!("{}: {}", file.display(), e.display(false)));
+        }
+    }
+    assert!(failures.is_empty(), "{} slt failures:\n{}", failures.len(), failures.join("\n\n"));
+}
+
+#[test]
+fn slt_default_settings() {
+    run_all(&[]);
+}
+
+#[test]
+fn slt_forced_parallelism() {
+    run_all(&[
+        ("shared_buffers".into(), "1MB".into()),
+        ("max_worker_processes".into(), "8".into()),
+        ("min_parallel_table_scan_size".into(), "0".into()),
+        ("max_parallel_workers_per_gather".into(), "4".into()),
+    ]);
+}

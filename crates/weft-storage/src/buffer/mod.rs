@@ -1,0 +1,674 @@
+//! The buffer pool (PostgreSQL's `bufmgr.c`): a fixed array of page frames,
+//! one descriptor each, a page table ([`BufferMapping`]) from page to frame,
+//! clock-sweep replacement with usage counts, and rings for bulk access.
+//!
+//! # Reading a page (`read_buffer`)
+//!
+//! ```text
+//! lookup(tag) ──hit──▶ lock header, tag still ours? ──yes──▶ pin ──▶ VALID? ──yes──▶ done
+//!     │                        │no: retry                           │no
+//!     miss                                                           ▼
+//!     ▼                                                     start input I/O (or wait
+//! victim := ring slot or clock sweep (pinned by us)         for the thread doing it)
+//!     ▼
+//! DIRTY? write it (checksum set on a copy) ──error──▶ unpin, return the error
+//!     ▼
+//! insert(tag → victim) ──taken──▶ unpin victim, retry (the other thread's buffer wins)
+//!     ▼
+//! lock header: still only our pin and clean? ──no──▶ remove(tag), unpin, retry
+//!     ▼ yes
+//! re-tag, set IO_IN_PROGRESS, remove(old tag), unlock
+//!     ▼
+//! read from disk (checksum verified) ──▶ VALID, clear IO_IN_PROGRESS, wake waiters
+//! ```
+//!
+//! Writing a buffer out (`flush_buffer`) sets IO_IN_PROGRESS, clears
+//! JUST_DIRTIED, copies the page under the shared content lock, and writes the
+//! copy; DIRTY is cleared afterwards only if nobody dirtied the page again
+//! meanwhile. An evictor writes its victim this way too, and any thread that
+//! finds I/O in progress waits for it, so a page is never read from disk while
+//! a newer copy is still on its way there.
+
+mod desc;
+mod strategy;
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use parking_lot::{MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLockReadGuard, RwLockWriteGuard};
+use weft_common::{Error, Result, SqlState};
+
+use crate::mapping::{BufferMapping, PartitionedHashMapping};
+use crate::smgr::StorageManager;
+use crate::sync::{Arc, AtomicU64, Mutex, Ordering, RwLock};
+use crate::{page, BlockNumber, BufferTag, ForkNumber, Page, RelFileLocator, PAGE_SIZE};
+use desc::*;
+
+pub use strategy::{BufferAccessStrategy, BULK_READ_RING_BYTES, BULK_WRITE_RING_BYTES};
+
+/// Fewest frames a pool has, whatever the configuration (PostgreSQL's minimum
+/// `shared_buffers`): operations such as a B-tree split pin several pages.
+pub const POOL_FRAMES_MIN: usize = 16;
+
+/// SQLSTATE 53400, `configuration_limit_exceeded`, which PostgreSQL reports
+/// when every buffer is pinned.
+pub const CONFIGURATION_LIMIT_EXCEEDED: SqlState = SqlState("53400");
+
+/// Which page table the pool uses (`SET buffer_mapping`).
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum BufferMappingKind {
+    /// 128 partitions, each a lock around a hash map.
+    #[default]
+    Hash,
+}
+
+#[derive(Clone, Debug)]
+pub struct BufferPoolConfig {
+    pub shared_buffers_bytes: usize,
+    pub mapping: BufferMappingKind,
+}
+
+impl Default for BufferPoolConfig {
+    fn default() -> Self {
+        BufferPoolConfig { shared_buffers_bytes: 128 * 1024 * 1024, mapping: BufferMappingKind::Hash }
+    }
+}
+
+/// Counters since the pool was created.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BufferPoolStats {
+    /// Pins satisfied without I/O.
+    pub hits: u64,
+    /// Pages read from disk.
+    pub reads: u64,
+    /// Pages written to disk.
+    pub writes: u64,
+    /// Frames taken from one page for another.
+    pub evictions: u64,
+    /// Blocks added by `extend`.
+    pub extends: u64,
+}
+
+#[derive(Default)]
+struct StatCounters {
+    hits: AtomicU64,
+    reads: AtomicU64,
+    writes: AtomicU64,
+    evictions: AtomicU64,
+    extends: AtomicU64,
+}
+
+fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Descriptors and frames, shared with every [`Buffer`] pin.
+struct Arena {
+    descs: Box<[BufferDesc]>,
+    /// Frame `i` belongs to descriptor `i`; the lock is the content lock.
+    frames: Box<[RwLock<Box<Page>>]>,
+}
+
+/// Why a page is being pinned.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Fill {
+    /// An ordinary read.
+    Read,
+    /// A block `extend` just allocated: it is read like any other (past the
+    /// end of the file that returns zeros without I/O, and if another thread
+    /// already wrote the block and it was evicted, returns that), then marked
+    /// dirty so the file grows. Zero-filling instead would clobber a write
+    /// made by a thread that saw the new size before the extender got here.
+    Extend,
+}
+
+/// Shared page cache in front of a [`StorageManager`].
+pub struct BufferPool {
+    smgr: Arc<StorageManager>,
+    arena: Arc<Arena>,
+    mapping: Box<dyn BufferMapping>,
+    clock_hand: AtomicU64,
+    /// Logical size of each fork, including extended blocks not yet written.
+    nblocks: Mutex<HashMap<(RelFileLocator, ForkNumber), BlockNumber>>,
+    /// Relations written since their last fsync.
+    pending_sync: Mutex<HashSet<RelFileLocator>>,
+    stats: StatCounters,
+}
+
+impl fmt::Debug for BufferPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BufferPool")
+            .field("nbuffers", &self.nbuffers())
+            .field("mapping", &self.mapping.name())
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+fn no_unpinned_buffers() -> Error {
+    Error::new(CONFIGURATION_LIMIT_EXCEEDED, "no unpinned buffers available")
+}
+
+impl BufferPool {
+    pub fn new(smgr: Arc<StorageManager>, config: BufferPoolConfig) -> Arc<BufferPool> {
+        let nbuffers = (config.shared_buffers_bytes / PAGE_SIZE).max(POOL_FRAMES_MIN);
+        let mapping: Box<dyn BufferMapping> = match config.mapping {
+            BufferMappingKind::Hash => Box::new(PartitionedHashMapping::new(nbuffers)),
+        };
+        let arena = Arena {
+            descs: (0..nbuffers).map(|_| BufferDesc::new()).collect(),
+            frames: (0..nbuffers).map(|_| RwLock::new(Box::new([0u8; PAGE_SIZE]))).collect(),
+        };
+        Arc::new(BufferPool {
+            smgr,
+            arena: Arc::new(arena),
+            mapping,
+            clock_hand: AtomicU64::new(0),
+            nblocks: Mutex::new(HashMap::new()),
+            pending_sync: Mutex::new(HashSet::new()),
+            stats: StatCounters::default(),
+        })
+    }
+
+    pub fn smgr(&self) -> &Arc<StorageManager> {
+        &self.smgr
+    }
+
+    /// Number of frames.
+    pub fn nbuffers(&self) -> usize {
+        self.arena.descs.len()
+    }
+
+    /// Name of the page table in use.
+    pub fn mapping_name(&self) -> &'static str {
+        self.mapping.name()
+    }
+
+    pub fn stats(&self) -> BufferPoolStats {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        BufferPoolStats {
+            hits: get(&self.stats.hits),
+            reads: get(&self.stats.reads),
+            writes: get(&self.stats.writes),
+            evictions: get(&self.stats.evictions),
+            extends: get(&self.stats.extends),
+        }
+    }
+
+    /// Returns the page `tag`, pinned, reading it from disk on a miss.
+    pub fn read_buffer(&self, tag: BufferTag, strategy: Option<&mut BufferAccessStrategy>) -> Result<Buffer> {
+        self.pin_page(tag, strategy, Fill::Read)
+    }
+
+    /// Adds a block to the fork: the next block number is taken atomically,
+    /// and returned pinned, zeroed (a new page: call `page::init`), valid and
+    /// dirty. The block counts in `nblocks` as soon as it is allocated, so
+    /// another thread may pin (and change) it before the caller locks it:
+    /// check `page::is_new` under the exclusive lock before `page::init`.
+    /// If no buffer can be had the number is still used up; the hole reads as
+    /// a new page.
+    pub fn extend(
+        &self,
+        rel: RelFileLocator,
+        fork: ForkNumber,
+        strategy: Option<&mut BufferAccessStrategy>,
+    ) -> Result<Buffer> {
+        let block = {
+            let mut sizes = self.nblocks.lock();
+            let n = match sizes.get(&(rel, fork)) {
+                Some(&n) => n,
+                None => self.smgr.nblocks(rel, fork)?,
+            };
+            if n == BlockNumber::MAX {
+                let path = self.smgr.file_path(rel, fork);
+                return Err(Error::new(
+                    SqlState::PROGRAM_LIMIT_EXCEEDED,
+                    format!("cannot extend file \"{}\" beyond {} blocks", path.display(), BlockNumber::MAX),
+                ));
+            }
+            sizes.insert((rel, fork), n + 1);
+            n
+        };
+        bump(&self.stats.extends);
+        self.pin_page(BufferTag { rel, fork, block }, strategy, Fill::Extend)
+    }
+
+    /// Logical size of the fork, including extended blocks not yet written.
+    pub fn nblocks(&self, rel: RelFileLocator, fork: ForkNumber) -> Result<BlockNumber> {
+        let mut sizes = self.nblocks.lock();
+        if let Some(&n) = sizes.get(&(rel, fork)) {
+            return Ok(n);
+        }
+        let n = self.smgr.nblocks(rel, fork)?;
+        sizes.insert((rel, fork), n);
+        Ok(n)
+    }
+
+    /// True if the page is in the pool (valid). For tests and statistics.
+    pub fn is_resident(&self, tag: BufferTag) -> bool {
+        let Some(id) = self.mapping.lookup(&tag) else { return false };
+        let desc = &self.arena.descs[id];
+        let header = desc.header.lock();
+        *header == Some(tag) && desc.load() & VALID != 0
+    }
+
+    fn pin_page(&self, tag: BufferTag, mut strategy: Option<&mut BufferAccessStrategy>, fill: Fill) -> Result<Buffer> {
+        loop {
+            if let Some(id) = self.mapping.lookup(&tag) {
+                if self.pin_if_tagged(id, &tag, strategy.is_some()) {
+                    return self.complete_pin(id, tag, fill);
+                }
+                // Evicted or being re-tagged under us: look again.
+                std::thread::yield_now();
+                continue;
+            }
+            let victim = self.get_victim(strategy.as_deref_mut())?;
+            if let Some(buffer) = self.claim_victim(victim, tag, fill)? {
+                return Ok(buffer);
+            }
+        }
+    }
+
+    /// Pins buffer `id` if it still holds `tag`.
+    fn pin_if_tagged(&self, id: usize, tag: &BufferTag, with_strategy: bool) -> bool {
+        let desc = &self.arena.descs[id];
+        let header = desc.header.lock();
+        if header.as_ref() != Some(tag) {
+            return false;
+        }
+        desc.pin(with_strategy);
+        true
+    }
+
+    fn new_buffer(&self, id: usize, tag: BufferTag) -> Buffer {
+        Buffer { arena: self.arena.clone(), id, tag }
+    }
+
+    /// `id` is pinned and tagged `tag`: make it valid (reading it, or waiting
+    /// for the thread that does) and hand out the pin.
+    fn complete_pin(&self, id: usize, tag: BufferTag, fill: Fill) -> Result<Buffer> {
+        let buffer = self.new_buffer(id, tag);
+        if self.start_input_io(id) {
+            self.fill_and_finish_io(id, tag, fill)?;
+        } else {
+            bump(&self.stats.hits);
+            if fill == Fill::Extend {
+                // Another thread pinned the new block first; keep what it
+                // wrote. Dirty, so that the file grows.
+                self.arena.descs[id].set_flags(DIRTY | JUST_DIRTIED);
+            }
+        }
+        Ok(buffer)
+    }
+
+    /// Waits for I/O in progress; returns true if the caller must now fill the
+    /// buffer (IO_IN_PROGRESS is then set for it), false if it is valid.
+    fn start_input_io(&self, id: usize) -> bool {
+        let desc = &self.arena.descs[id];
+        let mut header = desc.header.lock();
+        loop {
+            let state = desc.load();
+            if state & IO_IN_PROGRESS != 0 {
+                desc.io_done.wait(&mut header);
+                continue;
+            }
+            if state & VALID != 0 {
+                return false;
+            }
+            desc.set_flags(IO_IN_PROGRESS);
+            return true;
+        }
+    }
+
+    /// Ends an I/O: clears IO_IN_PROGRESS, sets or clears other flags, wakes waiters.
+    fn finish_io(&self, id: usize, f: impl Fn(u64) -> u64) {
+        let desc = &self.arena.descs[id];
+        let _header = desc.header.lock();
+        desc.update(|state| f(state) & !IO_IN_PROGRESS);
+        desc.io_done.notify_all();
+    }
+
+    /// Reads the page of a buffer whose input I/O we started.
+    fn fill_and_finish_io(&self, id: usize, tag: BufferTag, fill: Fill) -> Result<()> {
+        let result = {
+            let mut frame = self.arena.frames[id].write();
+            let result = self.smgr.read_block(tag.rel, tag.fork, tag.block, &mut frame);
+            if result.is_err() {
+                frame.fill(0);
+            }
+            result
+        };
+        match (&result, fill) {
+            (Ok(()), Fill::Read) => {
+                bump(&self.stats.reads);
+                self.finish_io(id, |s| (s | VALID) & !IO_ERROR);
+            }
+            (Ok(()), Fill::Extend) => self.finish_io(id, |s| (s | VALID | DIRTY) & !IO_ERROR),
+            (Err(_), _) => self.finish_io(id, |s| s | IO_ERROR),
+        }
+        result
+    }
+
+    /// A pinned buffer to recycle: from the ring if it has a reusable one,
+    /// else from the clock sweep.
+    fn get_victim(&self, strategy: Option<&mut BufferAccessStrategy>) -> Result<usize> {
+        let nbuffers = self.nbuffers();
+        if let Some(ring) = strategy {
+            if let Some(id) = ring.advance(nbuffers) {
+                if let SweepOutcome::Pinned = self.arena.descs[id].sweep(1, false) {
+                    return Ok(id);
+                }
+            }
+            let id = self.clock_sweep()?;
+            ring.remember(id);
+            return Ok(id);
+        }
+        self.clock_sweep()
+    }
+
+    /// PostgreSQL's `StrategyGetBuffer` without a free list: move the hand,
+    /// decrement usage counts, take the first unpinned buffer at usage 0.
+    /// Gives up once it has passed every buffer pinned without any usage
+    /// count going down in between.
+    fn clock_sweep(&self) -> Result<usize> {
+        let nbuffers = self.nbuffers();
+        let mut tries_left = nbuffers;
+        loop {
+            let id = (self.clock_hand.fetch_add(1, Ordering::Relaxed) % nbuffers as u64) as usize;
+            match self.arena.descs[id].sweep(0, true) {
+                SweepOutcome::Pinned => return Ok(id),
+                SweepOutcome::Decremented => tries_left = nbuffers,
+                SweepOutcome::Busy => {
+                    tries_left -= 1;
+                    if tries_left == 0 {
+                        return Err(no_unpinned_buffers());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Tries to turn pinned `victim` into the buffer for `tag`. `Ok(None)`
+    /// means "start over" (the victim has been given back).
+    fn claim_victim(&self, victim: usize, tag: BufferTag, fill: Fill) -> Result<Option<Buffer>> {
+        let desc = &self.arena.descs[victim];
+        if let Err(e) = self.flush_buffer(victim) {
+            desc.unpin();
+            return Err(e);
+        }
+        if self.mapping.insert(tag, victim).is_err() {
+            // Another thread is bringing the page in: use its buffer.
+            desc.unpin();
+            return Ok(None);
+        }
+        {
+            let mut header = desc.header.lock();
+            let state = desc.load();
+            if refcount(state) != 1 || state & (DIRTY | IO_IN_PROGRESS) != 0 {
+                // Someone pinned the old page (and maybe dirtied it) meanwhile.
+                drop(header);
+                self.mapping.remove(&tag, victim);
+                desc.unpin();
+                return Ok(None);
+            }
+            let old = header.replace(tag);
+            desc.update(|s| (s & REFCOUNT_MASK) | USAGE_ONE | TAG_VALID | IO_IN_PROGRESS);
+            if let Some(old) = old {
+                debug_assert!(state & TAG_VALID != 0);
+                let removed = self.mapping.remove(&old, victim);
+                debug_assert!(removed, "mapping lost {old:?}");
+                bump(&self.stats.evictions);
+            }
+        }
+        let buffer = self.new_buffer(victim, tag);
+        self.fill_and_finish_io(victim, tag, fill)?;
+        Ok(Some(buffer))
+    }
+
+    /// Writes buffer `id` (pinned by the caller) if it is dirty; waits for a
+    /// write already under way instead of starting a second one.
+    fn flush_buffer(&self, id: usize) -> Result<()> {
+        let desc = &self.arena.descs[id];
+        let tag = {
+            let mut header = desc.header.lock();
+            loop {
+                let state = desc.load();
+                if state & IO_IN_PROGRESS != 0 {
+                    desc.io_done.wait(&mut header);
+                    continue;
+                }
+                if state & DIRTY == 0 {
+                    return Ok(());
+                }
+                match *header {
+                    Some(tag) => {
+                        desc.update(|s| (s | IO_IN_PROGRESS) & !JUST_DIRTIED);
+                        break tag;
+                    }
+                    None => {
+                        // Invalidated (relation dropped) while dirty: nothing to write.
+                        desc.clear_flags(DIRTY | JUST_DIRTIED);
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        let mut copy: Box<Page> = Box::new([0u8; PAGE_SIZE]);
+        copy.copy_from_slice(&self.arena.frames[id].read()[..]);
+        if !page::is_new(&copy) {
+            page::set_checksum(&mut copy, tag.block);
+        }
+        let result = self.smgr.write_block(tag.rel, tag.fork, tag.block, &copy);
+        match &result {
+            Ok(()) => {
+                bump(&self.stats.writes);
+                self.pending_sync.lock().insert(tag.rel);
+                self.finish_io(id, |s| if s & JUST_DIRTIED == 0 { s & !(DIRTY | IO_ERROR) } else { s & !IO_ERROR });
+            }
+            Err(_) => self.finish_io(id, |s| s | IO_ERROR),
+        }
+        result
+    }
+
+    /// Buffers worth visiting for `rel`: the mapping's list, or all of them.
+    fn candidate_buffers(&self, rel: RelFileLocator) -> Vec<usize> {
+        match self.mapping.relation_buffers(rel) {
+            Some(entries) => entries.into_iter().map(|(_, id)| id).collect(),
+            None => (0..self.nbuffers()).collect(),
+        }
+    }
+
+    /// Writes every dirty buffer whose tag satisfies `wanted`.
+    fn flush_matching(&self, ids: Vec<usize>, wanted: impl Fn(&BufferTag) -> bool) -> Result<()> {
+        for id in ids {
+            let desc = &self.arena.descs[id];
+            {
+                let header = desc.header.lock();
+                match *header {
+                    Some(tag) if wanted(&tag) && desc.load() & DIRTY != 0 => desc.add_pin(),
+                    _ => continue,
+                }
+            }
+            let result = self.flush_buffer(id);
+            desc.unpin();
+            result?;
+        }
+        Ok(())
+    }
+
+    /// Writes every dirty buffer of `rel` (all forks) and fsyncs its files.
+    pub fn flush_relation(&self, rel: RelFileLocator) -> Result<()> {
+        self.flush_matching(self.candidate_buffers(rel), |tag| tag.rel == rel)?;
+        self.pending_sync.lock().remove(&rel);
+        self.smgr.sync(rel).inspect_err(|_| {
+            self.pending_sync.lock().insert(rel);
+        })
+    }
+
+    /// Writes every dirty buffer and fsyncs every file written since its last fsync.
+    pub fn flush_all(&self) -> Result<()> {
+        self.flush_matching((0..self.nbuffers()).collect(), |_| true)?;
+        let rels: Vec<RelFileLocator> = self.pending_sync.lock().drain().collect();
+        for (i, rel) in rels.iter().enumerate() {
+            if let Err(e) = self.smgr.sync(*rel) {
+                self.pending_sync.lock().extend(rels[i..].iter().copied());
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Forgets buffer `id` if its tag satisfies `doomed`, without writing it;
+    /// waits for I/O in progress first. Pins are not waited for: a holder
+    /// keeps reading its copy, its changes are discarded.
+    fn invalidate_if(&self, id: usize, doomed: &impl Fn(&BufferTag) -> bool) {
+        let desc = &self.arena.descs[id];
+        let mut header = desc.header.lock();
+        loop {
+            match *header {
+                Some(tag) if doomed(&tag) => {}
+                _ => return,
+            }
+            if desc.load() & IO_IN_PROGRESS != 0 {
+                desc.io_done.wait(&mut header);
+                continue;
+            }
+            break;
+        }
+        if let Some(tag) = header.take() {
+            desc.update(|s| s & REFCOUNT_MASK);
+            self.mapping.remove(&tag, id);
+        }
+    }
+
+    /// Forgets every buffer of `rel` without writing (DROP, TRUNCATE) and its
+    /// cached sizes. The caller must keep other users of `rel` out meanwhile.
+    pub fn drop_relation_buffers(&self, rel: RelFileLocator) {
+        let doomed = |tag: &BufferTag| tag.rel == rel;
+        for id in self.candidate_buffers(rel) {
+            self.invalidate_if(id, &doomed);
+        }
+        self.nblocks.lock().retain(|(r, _), _| *r != rel);
+        self.pending_sync.lock().remove(&rel);
+    }
+
+    /// Cuts a fork to `nblocks` blocks: forgets the buffers past it without
+    /// writing them, then truncates the file.
+    pub fn truncate_relation(&self, rel: RelFileLocator, fork: ForkNumber, nblocks: BlockNumber) -> Result<()> {
+        let doomed = |tag: &BufferTag| tag.rel == rel && tag.fork == fork && tag.block >= nblocks;
+        for id in self.candidate_buffers(rel) {
+            self.invalidate_if(id, &doomed);
+        }
+        let mut sizes = self.nblocks.lock();
+        self.smgr.truncate(rel, fork, nblocks)?;
+        sizes.insert((rel, fork), nblocks);
+        Ok(())
+    }
+
+    /// Checks the pool's invariants; meaningful only while no other thread
+    /// uses the pool. With `expect_unpinned`, also that no pins are held.
+    pub fn check_invariants(&self, expect_unpinned: bool) -> std::result::Result<(), String> {
+        let mut tagged = 0;
+        for (id, desc) in self.arena.descs.iter().enumerate() {
+            let header = desc.header.lock();
+            let state = desc.load();
+            if state & IO_IN_PROGRESS != 0 {
+                return Err(format!("buffer {id}: I/O in progress"));
+            }
+            if expect_unpinned && refcount(state) != 0 {
+                return Err(format!("buffer {id}: pinned {} times", refcount(state)));
+            }
+            if usage_count(state) > USAGE_COUNT_MAX {
+                return Err(format!("buffer {id}: usage count {}", usage_count(state)));
+            }
+            match *header {
+                Some(tag) => {
+                    tagged += 1;
+                    if state & TAG_VALID == 0 {
+                        return Err(format!("buffer {id}: tag without TAG_VALID"));
+                    }
+                    if self.mapping.lookup(&tag) != Some(id) {
+                        return Err(format!("buffer {id}: {tag:?} not mapped to it"));
+                    }
+                    if state & VALID != 0 {
+                        page::verify(&self.arena.frames[id].read())
+                            .map_err(|e| format!("buffer {id} ({tag:?}): {e}"))?;
+                    }
+                }
+                None => {
+                    if state & (TAG_VALID | VALID | DIRTY) != 0 {
+                        return Err(format!("buffer {id}: untagged but state {state:#x}"));
+                    }
+                }
+            }
+        }
+        if self.mapping.len() != tagged {
+            return Err(format!("mapping has {} entries for {tagged} tagged buffers", self.mapping.len()));
+        }
+        Ok(())
+    }
+}
+
+/// Shared access to a pinned page (its content lock, held shared).
+pub type PageReadGuard<'a> = MappedRwLockReadGuard<'a, Page>;
+/// Exclusive access to a pinned page (its content lock, held exclusively).
+pub type PageWriteGuard<'a> = MappedRwLockWriteGuard<'a, Page>;
+
+/// A pin on one buffer; dropping it unpins. While pinned, the buffer keeps
+/// its page. Do not take a second content lock on the same page in one
+/// thread while holding the first: content locks are not re-entrant.
+pub struct Buffer {
+    arena: Arc<Arena>,
+    id: usize,
+    tag: BufferTag,
+}
+
+impl Buffer {
+    pub fn tag(&self) -> BufferTag {
+        self.tag
+    }
+
+    pub fn block_number(&self) -> BlockNumber {
+        self.tag.block
+    }
+
+    /// Index of the frame (for diagnostics).
+    pub fn buffer_id(&self) -> usize {
+        self.id
+    }
+
+    /// Takes the content lock shared.
+    pub fn read(&self) -> PageReadGuard<'_> {
+        RwLockReadGuard::map(self.arena.frames[self.id].read(), |frame| &**frame)
+    }
+
+    /// Takes the content lock exclusively and marks the buffer dirty.
+    pub fn write(&self) -> PageWriteGuard<'_> {
+        let guard = self.arena.frames[self.id].write();
+        // Dirty before any change: a write that copies the page after this
+        // point sees JUST_DIRTIED and leaves DIRTY set.
+        self.arena.descs[self.id].set_flags(DIRTY | JUST_DIRTIED);
+        RwLockWriteGuard::map(guard, |frame| &mut **frame)
+    }
+}
+
+impl Clone for Buffer {
+    /// Another pin on the same buffer.
+    fn clone(&self) -> Buffer {
+        self.arena.descs[self.id].add_pin();
+        Buffer { arena: self.arena.clone(), id: self.id, tag: self.tag }
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        self.arena.descs[self.id].unpin();
+    }
+}
+
+impl fmt::Debug for Buffer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Buffer").field("id", &self.id).field("tag", &self.tag).finish()
+    }
+}

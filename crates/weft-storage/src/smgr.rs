@@ -1,0 +1,287 @@
+//! The storage manager: one file per relation fork, read and written a block
+//! at a time (PostgreSQL's `smgr`/`md.c`, without 1 GB segments).
+//!
+//! Paths are `<data_dir>/base/<db_oid>/<rel_number>` for the main fork and
+//! `<rel_number>_fsm`, `_vm`, `_init` for the others. Only the default
+//! tablespace exists, so `spc_oid` is not part of a path.
+//!
+//! Open files are cached (at most [`OPEN_FILES_MAX`]) as `Arc<File>` and used
+//! with positioned I/O (`pread`/`pwrite` through `FileExt`), which needs no
+//! seek position, so any number of threads may use one file at once. Evicting
+//! a handle from the cache never invalidates one a thread is still using.
+//!
+//! Blocks are checksummed by the caller before `write_block` and verified by
+//! `read_block`. A block past the end of the file, or in a hole left by
+//! writing past the end, reads as a new (all-zero) page.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::ErrorKind;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use weft_common::{Error, Result, SqlState};
+
+use crate::sync::{Arc, RwLock};
+use crate::{page, BlockNumber, ForkNumber, Page, RelFileLocator, DEFAULT_TABLESPACE_OID, PAGE_SIZE};
+
+/// Most file handles kept open at once.
+pub const OPEN_FILES_MAX: usize = 1024;
+
+/// Key of the handle cache: what the path depends on.
+type FileKey = (u32, u32, ForkNumber);
+
+fn file_key(rel: RelFileLocator, fork: ForkNumber) -> FileKey {
+    (rel.db_oid, rel.rel_number, fork)
+}
+
+/// Files of relation forks under one data directory.
+pub struct StorageManager {
+    base_dir: PathBuf,
+    files: RwLock<HashMap<FileKey, Arc<File>>>,
+}
+
+impl std::fmt::Debug for StorageManager {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StorageManager").field("base_dir", &self.base_dir).finish()
+    }
+}
+
+/// An error on a file, with PostgreSQL's SQLSTATE for a missing file.
+fn file_error(context: String, err: &std::io::Error) -> Error {
+    let error = Error::io(context, err);
+    if err.kind() == ErrorKind::NotFound {
+        Error { sqlstate: SqlState::UNDEFINED_FILE, ..error }
+    } else {
+        error
+    }
+}
+
+fn block_offset(block: BlockNumber) -> u64 {
+    block as u64 * PAGE_SIZE as u64
+}
+
+impl StorageManager {
+    /// Opens (creating `base/` if needed) the data directory.
+    pub fn open(data_dir: &Path) -> Result<Arc<StorageManager>> {
+        let base_dir = data_dir.join("base");
+        std::fs::create_dir_all(&base_dir)
+            .map_err(|e| Error::io(format!("could not create directory \"{}\"", base_dir.display()), &e))?;
+        Ok(Arc::new(StorageManager { base_dir, files: RwLock::new(HashMap::new()) }))
+    }
+
+    pub fn file_path(&self, rel: RelFileLocator, fork: ForkNumber) -> PathBuf {
+        self.base_dir.join(rel.db_oid.to_string()).join(format!("{}{}", rel.rel_number, fork.file_suffix()))
+    }
+
+    /// Makes room for `key` in the handle cache by closing some other handle.
+    fn make_room(files: &mut HashMap<FileKey, Arc<File>>, key: FileKey) {
+        if files.len() >= OPEN_FILES_MAX && !files.contains_key(&key) {
+            if let Some(victim) = files.keys().next().copied() {
+                files.remove(&victim);
+            }
+        }
+    }
+
+    /// The open file of a fork; an error if it does not exist.
+    fn handle(&self, rel: RelFileLocator, fork: ForkNumber) -> Result<Arc<File>> {
+        let key = file_key(rel, fork);
+        if let Some(file) = self.files.read().get(&key) {
+            return Ok(file.clone());
+        }
+        let path = self.file_path(rel, fork);
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| file_error(format!("could not open file \"{}\"", path.display()), &e))?;
+        // Insert-if-absent: a handle cached meanwhile (by `create` after an
+        // `unlink`) is newer than ours, which may be of an unlinked file.
+        let mut files = self.files.write();
+        Self::make_room(&mut files, key);
+        Ok(files.entry(key).or_insert_with(|| Arc::new(file)).clone())
+    }
+
+    /// Creates the file of a fork; an error if it already exists. The new
+    /// directory entry is fsynced, so the file survives a crash once `sync`ed.
+    pub fn create(&self, rel: RelFileLocator, fork: ForkNumber) -> Result<()> {
+        let path = self.file_path(rel, fork);
+        let dir = path.parent().unwrap_or(&self.base_dir).to_path_buf();
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::io(format!("could not create directory \"{}\"", dir.display()), &e))?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| Error::io(format!("could not create file \"{}\"", path.display()), &e))?;
+        {
+            let key = file_key(rel, fork);
+            let mut files = self.files.write();
+            Self::make_room(&mut files, key);
+            files.insert(key, Arc::new(file));
+        }
+        File::open(&dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io(format!("could not fsync directory \"{}\"", dir.display()), &e))
+    }
+
+    pub fn exists(&self, rel: RelFileLocator, fork: ForkNumber) -> bool {
+        self.file_path(rel, fork).exists()
+    }
+
+    /// Removes the files of every fork of `rel`; missing files are fine.
+    pub fn unlink(&self, rel: RelFileLocator) -> Result<()> {
+        for fork in ForkNumber::ALL {
+            self.files.write().remove(&file_key(rel, fork));
+            let path = self.file_path(rel, fork);
+            match std::fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::io(format!("could not remove file \"{}\"", path.display()), &e)),
+            }
+            // A thread that opened the file before it was removed may have cached it.
+            self.files.write().remove(&file_key(rel, fork));
+        }
+        Ok(())
+    }
+
+    /// Number of blocks, from the file size (a partial last block is not counted).
+    pub fn nblocks(&self, rel: RelFileLocator, fork: ForkNumber) -> Result<BlockNumber> {
+        let file = self.handle(rel, fork)?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(format!("could not stat file \"{}\"", self.file_path(rel, fork).display()), &e))?
+            .len();
+        let blocks = len / PAGE_SIZE as u64;
+        BlockNumber::try_from(blocks).map_err(|_| {
+            Error::new(
+                SqlState::DATA_CORRUPTED,
+                format!("file \"{}\" is too large", self.file_path(rel, fork).display()),
+            )
+        })
+    }
+
+    /// Reads one block and verifies its checksum. A block past the end of the
+    /// file reads as zeros (a new page).
+    pub fn read_block(&self, rel: RelFileLocator, fork: ForkNumber, block: BlockNumber, buf: &mut Page) -> Result<()> {
+        let file = self.handle(rel, fork)?;
+        let offset = block_offset(block);
+        let mut done = 0;
+        while done < PAGE_SIZE {
+            match file.read_at(&mut buf[done..], offset + done as u64) {
+                Ok(0) => break,
+                Ok(n) => done += n,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let path = self.file_path(rel, fork);
+                    return Err(file_error(format!("could not read block {block} in file \"{}\"", path.display()), &e));
+                }
+            }
+        }
+        buf[done..].fill(0);
+        if !page::verify_checksum(buf, block) {
+            let path = self.file_path(rel, fork);
+            return Err(Error::new(
+                SqlState::DATA_CORRUPTED,
+                format!("invalid page in block {block} of relation {}", path.display()),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Writes one block whose checksum the caller has set; may write past the
+    /// end of the file (the gap reads as new pages).
+    pub fn write_block(&self, rel: RelFileLocator, fork: ForkNumber, block: BlockNumber, buf: &Page) -> Result<()> {
+        let file = self.handle(rel, fork)?;
+        file.write_all_at(buf, block_offset(block)).map_err(|e| {
+            let path = self.file_path(rel, fork);
+            file_error(format!("could not write block {block} in file \"{}\"", path.display()), &e)
+        })
+    }
+
+    /// Cuts (or extends with zeros) the fork to `nblocks` blocks.
+    pub fn truncate(&self, rel: RelFileLocator, fork: ForkNumber, nblocks: BlockNumber) -> Result<()> {
+        let file = self.handle(rel, fork)?;
+        file.set_len(block_offset(nblocks)).map_err(|e| {
+            let path = self.file_path(rel, fork);
+            file_error(format!("could not truncate file \"{}\" to {nblocks} blocks", path.display()), &e)
+        })
+    }
+
+    /// fsyncs every existing fork of `rel`.
+    pub fn sync(&self, rel: RelFileLocator) -> Result<()> {
+        for fork in ForkNumber::ALL {
+            if !self.exists(rel, fork) {
+                continue;
+            }
+            let file = match self.handle(rel, fork) {
+                Ok(file) => file,
+                Err(e) if e.sqlstate == SqlState::UNDEFINED_FILE => continue,
+                Err(e) => return Err(e),
+            };
+            file.sync_all().map_err(|e| {
+                let path = self.file_path(rel, fork);
+                file_error(format!("could not fsync file \"{}\"", path.display()), &e)
+            })?;
+        }
+        Ok(())
+    }
+
+    /// Every relation file under `base/`, sorted; names that are not relation
+    /// files are skipped. Found files carry `spc_oid = DEFAULT_TABLESPACE_OID`.
+    pub fn list_relation_files(&self) -> Result<Vec<(RelFileLocator, ForkNumber, PathBuf)>> {
+        let read_dir = |dir: &Path| {
+            std::fs::read_dir(dir).map_err(|e| Error::io(format!("could not open directory \"{}\"", dir.display()), &e))
+        };
+        let mut found = Vec::new();
+        for db_entry in read_dir(&self.base_dir)? {
+            let db_entry = db_entry.map_err(|e| Error::io(format!("could not read directory \"{}\"", self.base_dir.display()), &e))?;
+            let Some(db_oid) = db_entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+            let db_dir = db_entry.path();
+            if !db_dir.is_dir() {
+                continue;
+            }
+            for entry in read_dir(&db_dir)? {
+                let entry = entry.map_err(|e| Error::io(format!("could not read directory \"{}\"", db_dir.display()), &e))?;
+                let Some((rel_number, fork)) = entry.file_name().to_str().and_then(parse_file_name) else { continue };
+                let rel = RelFileLocator { spc_oid: DEFAULT_TABLESPACE_OID, db_oid, rel_number };
+                found.push((rel, fork, entry.path()));
+            }
+        }
+        found.sort();
+        Ok(found)
+    }
+}
+
+/// `"16384"` → (16384, Main), `"16384_vm"` → (16384, VisibilityMap).
+fn parse_file_name(name: &str) -> Option<(u32, ForkNumber)> {
+    let (number, fork) = match name.split_once('_') {
+        None => (name, ForkNumber::Main),
+        Some((number, suffix)) => {
+            let fork = ForkNumber::ALL.into_iter().find(|f| f.file_suffix().get(1..) == Some(suffix))?;
+            (number, fork)
+        }
+    };
+    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((number.parse().ok()?, fork))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_parse() {
+        assert_eq!(parse_file_name("16384"), Some((16384, ForkNumber::Main)));
+        assert_eq!(parse_file_name("16384_fsm"), Some((16384, ForkNumber::Fsm)));
+        assert_eq!(parse_file_name("16384_vm"), Some((16384, ForkNumber::VisibilityMap)));
+        assert_eq!(parse_file_name("16384_init"), Some((16384, ForkNumber::Init)));
+        assert_eq!(parse_file_name("16384_x"), None);
+        assert_eq!(parse_file_name("_vm"), None);
+        assert_eq!(parse_file_name("+1"), None);
+        assert_eq!(parse_file_name("16384.1"), None);
+    }
+}

@@ -1,0 +1,79 @@
+//! `weft demo`: the parallel tuplesort text's table, built and queried in a temporary data
+//! directory, then read again after closing and reopening the database (durability at a
+//! glance). Each statement is echoed with the prompt, then its result and its time, as a
+//! psql session with `\timing on` would show them.
+
+use std::path::Path;
+
+use weft::workload;
+use weft_sql::Database;
+
+use crate::output::OutputOptions;
+use crate::runner::{Location, Outcome, Runner};
+
+/// Run the demo; the exit status is 1 when a statement failed.
+pub fn run(rows: u64, settings: &[(String, String)]) -> i32 {
+    let temporary = match tempfile::Builder::new().prefix("weft-demo-").tempdir() {
+        Ok(dir) => dir,
+        Err(error) => {
+            eprintln!("weft: error: could not create a temporary directory: {error}");
+            return 1;
+        }
+    };
+    let data_dir = temporary.path().join("data");
+    outln!("weft demo: parallel_sort_test with generate_series(0, {rows}) in {}\n", data_dir.display());
+
+    let statements = [
+        workload::create_parallel_sort_test(rows),
+        workload::COUNT_AND_SUM.to_string(),
+        "SELECT * FROM parallel_sort_test LIMIT 5".to_string(),
+        "SELECT randint % 4 AS bucket, count(*), min(padding1), max(padding2)\n\
+         FROM parallel_sort_test\n\
+         GROUP BY randint % 4\n\
+         HAVING count(*) > 1\n\
+         ORDER BY bucket"
+            .to_string(),
+    ];
+    let mut failures = match run_session(&data_dir, settings, &statements) {
+        Ok(failures) => failures,
+        Err(message) => {
+            eprintln!("weft: error: {message}");
+            return 1;
+        }
+    };
+
+    outln!("-- the database is closed and opened again\n");
+    failures += match run_session(&data_dir, settings, &[workload::COUNT_AND_SUM.to_string()]) {
+        Ok(failures) => failures,
+        Err(message) => {
+            eprintln!("weft: error: {message}");
+            return 1;
+        }
+    };
+    // `temporary` is removed here.
+    if failures == 0 {
+        0
+    } else {
+        eprintln!("weft demo: {failures} statement(s) failed");
+        1
+    }
+}
+
+/// Open the database, run the statements echoing each, close it. Returns the failure count.
+fn run_session(data_dir: &Path, settings: &[(String, String)], statements: &[String]) -> Result<usize, String> {
+    let database = Database::open(data_dir, settings)
+        .map_err(|error| format!("could not open data directory \"{}\": {}", data_dir.display(), error.message))?;
+    let mut runner = Runner::new(database.session(), OutputOptions::default());
+    runner.timing = true;
+    let mut failures = 0;
+    for sql in statements {
+        outln!("weft=> {};", sql.replace('\n', "\nweft-> "));
+        if runner.execute(sql, Location::NONE) == Outcome::Failed {
+            failures += 1;
+        }
+        outln!();
+    }
+    drop(runner);
+    drop(database);
+    Ok(failures)
+}
