@@ -214,6 +214,9 @@ pub fn scan_block(
     if page::is_new(&guard) {
         return Ok(true);
     }
+    // Tuples of one page nearly always share an xmin: check visibility once per run.
+    let mut last_xmin = Xid::MAX;
+    let mut last_visible = false;
     for (offset, item) in page::items(&guard) {
         if item.len() < XMIN_BYTES {
             return Err(Error::new(
@@ -222,7 +225,11 @@ pub fn scan_block(
             ));
         }
         let xmin = u64::from_le_bytes(item[..XMIN_BYTES].try_into().expect("length checked"));
-        if !snapshot.is_visible(xmin) {
+        if xmin != last_xmin {
+            last_xmin = xmin;
+            last_visible = snapshot.is_visible(xmin);
+        }
+        if !last_visible {
             continue;
         }
         if !visit(Tid { block, offset }, &item[XMIN_BYTES..])? {

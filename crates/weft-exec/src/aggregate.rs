@@ -8,6 +8,7 @@
 //! Not yet: spilling to disk when the groups exceed `work_mem` (the hash-join issue brings
 //! hash aggregation under a budget).
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use parking_lot::Mutex;
@@ -203,6 +204,13 @@ fn add_numeric(sum: Option<Numeric>, value: Numeric) -> Result<Numeric> {
 
 pub(crate) type Groups = HashMap<GroupKey, Vec<Accumulator>>;
 
+/// One participant's aggregation state. Without GROUP BY there is one group and no
+/// hashing at all.
+pub(crate) enum LocalAggregate {
+    Ungrouped(Vec<Accumulator>),
+    Grouped(Groups),
+}
+
 /// The shared state of a hash aggregate.
 pub(crate) struct AggregateSink<'a> {
     group_by: &'a [Expr],
@@ -240,32 +248,46 @@ impl<'a> AggregateSink<'a> {
 }
 
 impl Sink for AggregateSink<'_> {
-    type Local = Groups;
+    type Local = LocalAggregate;
 
-    fn local(&self) -> Result<Groups> {
-        Ok(HashMap::new())
+    fn local(&self) -> Result<LocalAggregate> {
+        Ok(if self.group_by.is_empty() {
+            LocalAggregate::Ungrouped(self.fresh_accumulators()?)
+        } else {
+            LocalAggregate::Grouped(HashMap::new())
+        })
     }
 
-    fn push(&self, local: &mut Groups, row: Row) -> Result<bool> {
-        let mut key = Vec::with_capacity(self.group_by.len());
-        for expr in self.group_by {
-            key.push(expr.eval(&row, self.eval)?);
-        }
-        let key = GroupKey(key);
-        let accumulators = match local.get_mut(&key) {
-            Some(accs) => accs,
-            None => local.entry(key).or_insert(self.fresh_accumulators()?),
+    #[inline]
+    fn push(&self, local: &mut LocalAggregate, row: &[Datum]) -> Result<bool> {
+        let accumulators = match local {
+            LocalAggregate::Ungrouped(accumulators) => accumulators,
+            LocalAggregate::Grouped(groups) => {
+                let mut key = Vec::with_capacity(self.group_by.len());
+                for expr in self.group_by {
+                    key.push(expr.eval(row, self.eval)?);
+                }
+                match groups.entry(GroupKey(key)) {
+                    Entry::Occupied(entry) => entry.into_mut(),
+                    Entry::Vacant(entry) => entry.insert(self.fresh_accumulators()?),
+                }
+            }
         };
         for (acc, call) in accumulators.iter_mut().zip(self.aggregates) {
             match &call.arg {
                 None => acc.update(Datum::Null, true)?,
-                Some(arg) => acc.update(arg.eval(&row, self.eval)?, false)?,
+                Some(Expr::Column { index, .. }) => acc.update(row[*index].clone(), false)?,
+                Some(arg) => acc.update(arg.eval(row, self.eval)?, false)?,
             }
         }
         Ok(true)
     }
 
-    fn finish(&self, local: Groups) -> Result<()> {
+    fn finish(&self, local: LocalAggregate) -> Result<()> {
+        let local = match local {
+            LocalAggregate::Ungrouped(accumulators) => HashMap::from([(GroupKey(Vec::new()), accumulators)]),
+            LocalAggregate::Grouped(groups) => groups,
+        };
         let mut shared = self.groups.lock();
         if shared.is_empty() {
             *shared = local;

@@ -35,7 +35,7 @@ pub(crate) trait Sink: Sync {
     type Local: Send;
     fn local(&self) -> Result<Self::Local>;
     /// Take one row; `Ok(false)` asks the pipeline to stop (a limit was reached).
-    fn push(&self, local: &mut Self::Local, row: Row) -> Result<bool>;
+    fn push(&self, local: &mut Self::Local, row: &[Datum]) -> Result<bool>;
     /// Hand a participant's local state to the shared state, once.
     fn finish(&self, local: Self::Local) -> Result<()>;
 }
@@ -110,7 +110,7 @@ pub struct InsertTarget {
 }
 
 impl InsertTarget {
-    fn check_not_null(&self, row: &Row) -> Result<()> {
+    fn check_not_null(&self, row: &[Datum]) -> Result<()> {
         for (index, name) in &self.not_null {
             if row[*index].is_null() {
                 let shown: Vec<String> =
@@ -137,7 +137,7 @@ pub fn execute_insert(plan: &Plan, ctx: &ExecContext, target: &InsertTarget) -> 
             let mut local = sink.local()?;
             for row in rows {
                 ctx.cancel.check()?;
-                sink.push(&mut local, row)?;
+                sink.push(&mut local, &row)?;
             }
             sink.finish(local)?;
         }
@@ -158,8 +158,7 @@ pub(crate) fn apply_steps_to_all(rows: Vec<Row>, steps: &[Step], eval: &EvalCont
     Ok(out)
 }
 
-/// Push one row through the steps; `None` when a filter drops it.
-#[inline]
+/// Push one owned row through the steps; `None` when a filter drops it.
 fn apply_steps(mut row: Row, steps: &[Step], eval: &EvalContext) -> Result<Option<Row>> {
     for step in steps {
         match step {
@@ -178,6 +177,47 @@ fn apply_steps(mut row: Row, steps: &[Step], eval: &EvalContext) -> Result<Optio
         }
     }
     Ok(Some(row))
+}
+
+/// Per-participant buffers for pushing borrowed rows through steps without allocating a
+/// row per tuple: projections alternate between the two buffers.
+struct StepBuffers {
+    buffers: [Vec<Datum>; 2],
+}
+
+impl StepBuffers {
+    fn new() -> StepBuffers {
+        StepBuffers { buffers: [Vec::new(), Vec::new()] }
+    }
+
+    /// Run `row` through `steps` and hand the result to `sink`; a filtered row is skipped.
+    #[inline]
+    fn process(&mut self, row: &[Datum], steps: &[Step], eval: &EvalContext, sink: impl FnOnce(&[Datum]) -> Result<bool>) -> Result<bool> {
+        // `current`: None = the input row, Some(i) = buffers[i].
+        let mut current: Option<usize> = None;
+        for step in steps {
+            match step {
+                Step::Filter(predicate) => {
+                    let input = match current { None => row, Some(i) => &self.buffers[i][..] };
+                    if !matches!(predicate.eval(input, eval)?, Datum::Bool(true)) {
+                        return Ok(true);
+                    }
+                }
+                Step::Project(exprs) => {
+                    let target = match current { Some(0) => 1, _ => 0 };
+                    let (first, second) = self.buffers.split_at_mut(1);
+                    let (out, other) = if target == 0 { (&mut first[0], &second[0]) } else { (&mut second[0], &first[0]) };
+                    let input = match current { None => row, Some(_) => &other[..] };
+                    out.clear();
+                    for expr in exprs {
+                        out.push(expr.eval(input, eval)?);
+                    }
+                    current = Some(target);
+                }
+            }
+        }
+        sink(match current { None => row, Some(i) => &self.buffers[i][..] })
+    }
 }
 
 /// Rows handed out in chunks from a shared index (VALUES, materialized subqueries).
@@ -227,25 +267,26 @@ impl<'p> SourceState<'p> {
 
     /// Feed this participant's share of rows to `emit` until the source is exhausted or
     /// `emit` returns false.
-    fn run(&self, ctx: &ExecContext, mut emit: impl FnMut(Row) -> Result<bool>) -> Result<()> {
+    fn run(&self, ctx: &ExecContext, mut emit: impl FnMut(&[Datum]) -> Result<bool>) -> Result<()> {
         match self {
             SourceState::Single(taken) => {
                 if !taken.swap(true, Ordering::Relaxed) {
-                    emit(Vec::new())?;
+                    emit(&[])?;
                 }
                 Ok(())
             }
             SourceState::Heap { source, cursor } => {
                 let mut strategy = BufferAccessStrategy::bulk_read();
+                let mut row: Vec<Datum> = Vec::with_capacity(source.columns.len());
                 while let Some(blocks) = cursor.next_chunk() {
                     for block in blocks {
                         ctx.cancel.check()?;
                         let go_on = scan_block(ctx.pool, source.rel, block, &mut strategy, &source.snapshot, |_, tuple| {
-                            let mut row = Vec::with_capacity(source.columns.len());
+                            row.clear();
                             for &col in &source.columns {
                                 row.push(source.layout.get(tuple, col)?);
                             }
-                            emit(row)
+                            emit(&row)
                         })?;
                         if !go_on {
                             return Ok(());
@@ -267,7 +308,7 @@ impl<'p> SourceState<'p> {
                         DataType::Int4 => Datum::Int4(value as i32),
                         _ => Datum::Int8(value),
                     };
-                    if !emit(vec![datum])? {
+                    if !emit(std::slice::from_ref(&datum))? {
                         return Ok(());
                     }
                 }
@@ -279,7 +320,7 @@ impl<'p> SourceState<'p> {
                     return Ok(());
                 }
                 for row in &rows[first..(first + ROW_CHUNK).min(rows.len())] {
-                    if !emit(row.clone())? {
+                    if !emit(row)? {
                         return Ok(());
                     }
                 }
@@ -307,10 +348,8 @@ pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink
     let steps = &pipeline.steps;
     ctx.workers.run(pipeline.workers, ctx.leader_participates, ctx.cancel, |_participant| {
         let mut local = sink.local()?;
-        state.run(ctx, |row| match apply_steps(row, steps, ctx.eval)? {
-            Some(row) => sink.push(&mut local, row),
-            None => Ok(true),
-        })?;
+        let mut buffers = StepBuffers::new();
+        state.run(ctx, |row| buffers.process(row, steps, ctx.eval, |out| sink.push(&mut local, out)))?;
         sink.finish(local)
     })?;
     Ok(())
@@ -344,8 +383,8 @@ impl Sink for CollectSink {
         Ok(Vec::new())
     }
 
-    fn push(&self, local: &mut Vec<Row>, row: Row) -> Result<bool> {
-        local.push(row);
+    fn push(&self, local: &mut Vec<Row>, row: &[Datum]) -> Result<bool> {
+        local.push(row.to_vec());
         match self.wanted {
             None => Ok(true),
             Some(wanted) => Ok(self.collected.fetch_add(1, Ordering::Relaxed) + 1 < wanted),
@@ -377,9 +416,9 @@ impl<'a> Sink for InsertSink<'a> {
         }
     }
 
-    fn push(&self, local: &mut HeapInserter<'a>, row: Row) -> Result<bool> {
-        self.target.check_not_null(&row)?;
-        self.target.layout.encode(&row, local.scratch())?;
+    fn push(&self, local: &mut HeapInserter<'a>, row: &[Datum]) -> Result<bool> {
+        self.target.check_not_null(row)?;
+        self.target.layout.encode(row, local.scratch())?;
         local.insert_scratch()?;
         Ok(true)
     }
@@ -405,7 +444,7 @@ pub fn insert_rows(ctx: &ExecContext, target: &InsertTarget, rows: impl Iterator
         if i % 1024 == 0 {
             ctx.cancel.check()?;
         }
-        sink.push(&mut local, row?)?;
+        sink.push(&mut local, &row?)?;
     }
     sink.finish(local)?;
     Ok(sink.inserted.load(Ordering::Relaxed))

@@ -249,7 +249,7 @@ pub fn special_mut(page: &mut Page) -> &mut [u8] {
 fn compute_checksum(page: &Page, blkno: BlockNumber) -> u32 {
     let crc = crc32c::crc32c(&page[..CHECKSUM_AT]);
     let crc = crc32c::crc32c_append(crc, &[0u8; 4]);
-    let crc = crc32c::crc32c_append(crc, &page[CHECKSUM_AT + 4..PAGE_SIZE - 1]);
+    let crc = crc32c::crc32c_append(crc, &page[CHECKSUM_AT + 4..]);
     crc32c::crc32c_append(crc, &blkno.to_le_bytes())
 }
 

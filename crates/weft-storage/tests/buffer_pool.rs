@@ -24,13 +24,21 @@ fn pool_with(smgr: &Arc<StorageManager>, frames: usize) -> Arc<BufferPool> {
     )
 }
 
+/// Copies of the stamp in item 1: a torn or half-copied page shows up as a mismatch.
+const STAMP_COPIES: usize = 64;
+
 /// Puts `stamp` in item 1, initialising a new page first.
 fn stamp_page(p: &mut Page, stamp: u64) {
+    let bytes: Vec<u8> = std::iter::repeat_n(stamp.to_le_bytes(), STAMP_COPIES).flatten().collect();
     if page::is_new(p) {
         page::init(p, 8);
-        page::add_item(p, &stamp.to_le_bytes()).unwrap();
+        page::add_item(p, &bytes).unwrap();
     } else {
-        page::item_mut(p, 1).unwrap().copy_from_slice(&stamp.to_le_bytes());
+        // Copy by copy, so a concurrent reader of the bytes would see a mix.
+        let item = page::item_mut(p, 1).unwrap();
+        for chunk in item.chunks_exact_mut(8) {
+            chunk.copy_from_slice(&stamp.to_le_bytes());
+        }
     }
 }
 
@@ -38,7 +46,13 @@ fn page_stamp(p: &Page) -> Option<u64> {
     if page::is_new(p) {
         return None;
     }
-    Some(u64::from_le_bytes(page::item(p, 1).expect("stamped page has item 1").try_into().unwrap()))
+    let item = page::item(p, 1).expect("stamped page has item 1");
+    assert_eq!(item.len(), 8 * STAMP_COPIES);
+    let first = u64::from_le_bytes(item[..8].try_into().unwrap());
+    for chunk in item.chunks_exact(8) {
+        assert_eq!(u64::from_le_bytes(chunk.try_into().unwrap()), first, "torn stamp");
+    }
+    Some(first)
 }
 
 /// Writes `blocks` stamped pages straight through the storage manager.
@@ -380,4 +394,56 @@ fn dropped_buffers_are_not_written() {
     assert_eq!(page_stamp(&buffer.read()), Some(1));
     drop(buffer);
     pool.check_invariants(true).unwrap();
+}
+
+/// A write that lands while the page is being written out must leave it dirty
+/// (PostgreSQL's BM_JUST_DIRTIED): after each round of racing writes and
+/// flushes, one more flush must bring the disk up to the last write.
+#[test]
+fn write_during_flush_keeps_the_page_dirty() {
+    const ROUNDS: u64 = 150;
+    const WRITES_PER_ROUND: u64 = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let smgr = StorageManager::open(dir.path()).unwrap();
+    write_relation(&smgr, rel(0), 1, 0);
+    let pool = pool_with(&smgr, 16);
+    let tag = BufferTag::new(rel(0), ForkNumber::Main, 0);
+    let barrier = std::sync::Barrier::new(3);
+    let writing = std::sync::atomic::AtomicBool::new(true);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for round in 0..ROUNDS {
+                let buffer = pool.read_buffer(tag, None).unwrap();
+                for i in 0..WRITES_PER_ROUND {
+                    stamp_page(&mut buffer.write(), round * 1000 + i);
+                    // Spread the writes over a few flushes.
+                    for _ in 0..(i * 97 + round * 31) % 2000 {
+                        std::hint::spin_loop();
+                    }
+                }
+                drop(buffer);
+                writing.store(false, Ordering::Release);
+                barrier.wait(); // round written
+                barrier.wait(); // round checked
+                writing.store(true, Ordering::Release);
+            }
+        });
+        s.spawn(|| {
+            for _ in 0..ROUNDS {
+                while writing.load(Ordering::Acquire) {
+                    pool.write_relation_buffers(rel(0)).unwrap();
+                }
+                barrier.wait();
+                barrier.wait();
+            }
+        });
+        let mut disk: Box<Page> = Box::new([0u8; PAGE_SIZE]);
+        for round in 0..ROUNDS {
+            barrier.wait();
+            pool.write_relation_buffers(rel(0)).unwrap();
+            smgr.read_block(rel(0), ForkNumber::Main, 0, &mut disk).unwrap();
+            assert_eq!(page_stamp(&disk), Some(round * 1000 + WRITES_PER_ROUND - 1), "round {round}");
+            barrier.wait();
+        }
+    });
 }

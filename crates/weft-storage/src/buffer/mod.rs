@@ -464,7 +464,7 @@ impl BufferPool {
             Ok(()) => {
                 bump(&self.stats.writes);
                 self.pending_sync.lock().insert(tag.rel);
-                self.finish_io(id, |s| if s & JUST_DIRTIED == 0 { s & !(DIRTY | IO_ERROR) } else { s & !IO_ERROR });
+                self.finish_io(id, |s| s & !(DIRTY | IO_ERROR));
             }
             Err(_) => self.finish_io(id, |s| s | IO_ERROR),
         }
@@ -497,9 +497,16 @@ impl BufferPool {
         Ok(())
     }
 
+    /// Writes every dirty buffer of `rel` (all forks) without fsyncing
+    /// (PostgreSQL's `FlushRelationBuffers`); the files stay pending for
+    /// `flush_all`.
+    pub fn write_relation_buffers(&self, rel: RelFileLocator) -> Result<()> {
+        self.flush_matching(self.candidate_buffers(rel), |tag| tag.rel == rel)
+    }
+
     /// Writes every dirty buffer of `rel` (all forks) and fsyncs its files.
     pub fn flush_relation(&self, rel: RelFileLocator) -> Result<()> {
-        self.flush_matching(self.candidate_buffers(rel), |tag| tag.rel == rel)?;
+        self.write_relation_buffers(rel)?;
         self.pending_sync.lock().remove(&rel);
         self.smgr.sync(rel).inspect_err(|_| {
             self.pending_sync.lock().insert(rel);
