@@ -87,6 +87,8 @@ impl AggregateCall {
             (Sum, Some(Float8)) => Float8,
             (Avg, Some(Int4)) | (Avg, Some(Int8)) | (Avg, Some(Numeric)) => Numeric,
             (Avg, Some(Float8)) => Float8,
+            // PostgreSQL has no min/max over boolean (it has bool_and/bool_or).
+            (Min, Some(Bool)) | (Max, Some(Bool)) => return None,
             (Min, Some(t)) | (Max, Some(t)) => t,
             _ => return None,
         })

@@ -551,8 +551,16 @@ fn number_literal(text: &str) -> Result<Expr> {
             return Ok(Expr::Literal { value: Datum::Int8(v), data_type: DataType::Int8 });
         }
     }
-    let n = Numeric::parse(text)?;
-    Ok(Expr::Literal { value: Datum::Numeric(n), data_type: DataType::Numeric })
+    match Numeric::parse(text) {
+        Ok(n) => Ok(Expr::Literal { value: Datum::Numeric(n), data_type: DataType::Numeric }),
+        // weft's numeric holds 38 digits; a larger constant (1e300) is kept as float8,
+        // which is what such constants are nearly always cast to.
+        Err(e) if e.sqlstate == SqlState::NUMERIC_VALUE_OUT_OF_RANGE => match text.parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(Expr::Literal { value: Datum::Float8(v), data_type: DataType::Float8 }),
+            _ => Err(e),
+        },
+        Err(e) => Err(e),
+    }
 }
 
 /// A type name in SQL → weft's type.

@@ -33,6 +33,9 @@ pub struct PlanContext<'a> {
 pub struct PlannedQuery {
     pub plan: Plan,
     pub columns: Vec<ColumnInfo>,
+    /// ORDER BY expressions that are not output columns: the plan computes them after the
+    /// visible columns, and they are projected away after the sort.
+    pub hidden: Vec<ast::Expr>,
 }
 
 /// A generated row counts as this many bytes of table when deciding on parallelism, so
@@ -46,15 +49,29 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
     if query.fetch.is_some() || !query.locks.is_empty() {
         return Err(Error::not_supported("FETCH / FOR UPDATE are not supported"));
     }
+    let order_exprs: &[ast::OrderByExpr] = match query.order_by.as_ref().map(|o| &o.kind) {
+        Some(ast::OrderByKind::Expressions(exprs)) => exprs,
+        _ => &[],
+    };
     let mut planned = match query.body.as_ref() {
-        SetExpr::Select(select) => plan_select(select, ctx)?,
+        SetExpr::Select(select) => plan_select(select, order_exprs, ctx)?,
         SetExpr::Values(values) => plan_values(values, ctx)?,
         SetExpr::Query(inner) => plan_query(inner, ctx)?,
         SetExpr::SetOperation { .. } => return Err(Error::not_supported("UNION / INTERSECT / EXCEPT are not supported yet")),
         other => return Err(Error::not_supported(format!("query form not supported: {other}"))),
     };
     if let Some(order_by) = &query.order_by {
-        planned.plan = plan_order_by(planned.plan, &planned.columns, order_by, query.body.as_ref())?;
+        planned.plan = plan_order_by(planned.plan, &planned.columns, &planned.hidden, order_by, query.body.as_ref())?;
+        if !planned.hidden.is_empty() {
+            let visible = planned
+                .columns
+                .iter()
+                .enumerate()
+                .map(|(index, c)| Expr::Column { index, data_type: c.data_type })
+                .collect();
+            planned.plan = crate::statements::append_step(planned.plan, Step::Project(visible));
+            planned.hidden.clear();
+        }
     }
     if let Some(limit) = &query.limit_clause {
         let (limit, offset) = match limit {
@@ -88,7 +105,7 @@ fn limit_value(expr: &ast::Expr, what: &str, ctx: &PlanContext) -> Result<Option
     }
 }
 
-fn plan_order_by(input: Plan, columns: &[ColumnInfo], order_by: &ast::OrderBy, body: &SetExpr) -> Result<Plan> {
+fn plan_order_by(input: Plan, columns: &[ColumnInfo], hidden: &[ast::Expr], order_by: &ast::OrderBy, body: &SetExpr) -> Result<Plan> {
     let ast::OrderByKind::Expressions(exprs) = &order_by.kind else {
         return Err(Error::not_supported("ORDER BY ALL"));
     };
@@ -125,11 +142,10 @@ fn plan_order_by(input: Plan, columns: &[ColumnInfo], order_by: &ast::OrderBy, b
             }
             other => match select_items.iter().position(|e| *e == other) {
                 Some(position) => position,
-                None => {
-                    return Err(Error::not_supported(
-                        "ORDER BY an expression that is not in the select list is not supported yet",
-                    ))
-                }
+                None => match hidden.iter().position(|e| e == other) {
+                    Some(j) => columns.len() + j,
+                    None => return Err(Error::internal(format!("ORDER BY {other} was not planned"))),
+                },
             },
         };
         let descending = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
@@ -177,7 +193,11 @@ fn plan_values(values: &ast::Values, ctx: &PlanContext) -> Result<PlannedQuery> 
         columns.push(ColumnInfo { name: format!("column{}", col + 1), data_type });
     }
     let _ = ctx;
-    Ok(PlannedQuery { plan: Plan::Pipeline(Pipeline { source: Source::Values(rows), steps: Vec::new(), workers: 0 }), columns })
+    Ok(PlannedQuery {
+        plan: Plan::Pipeline(Pipeline { source: Source::Values(rows), steps: Vec::new(), workers: 0 }),
+        columns,
+        hidden: Vec::new(),
+    })
 }
 
 /// The FROM clause: its source, the scope it defines, and the table layout if it is a heap.
@@ -311,7 +331,7 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
     Ok(From { source, scope })
 }
 
-fn plan_select(select: &ast::Select, ctx: &PlanContext) -> Result<PlannedQuery> {
+fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanContext) -> Result<PlannedQuery> {
     if select.distinct.is_some() {
         return Err(Error::not_supported("SELECT DISTINCT is not supported yet"));
     }
@@ -349,6 +369,22 @@ fn plan_select(select: &ast::Select, ctx: &PlanContext) -> Result<PlannedQuery> 
                 }
             }
             other => return Err(Error::not_supported(format!("select item {other}"))),
+        }
+    }
+
+    // ORDER BY items that are neither positions, output names nor select items are
+    // computed as hidden trailing columns.
+    let visible = items.len();
+    let mut hidden = Vec::new();
+    for item in order_by {
+        let e = &item.expr;
+        let is_position = matches!(e, ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)));
+        let is_output_name =
+            matches!(e, ast::Expr::Identifier(i) if items[..visible].iter().any(|(_, n)| *n == ident_name(i)));
+        let is_select_item = items[..visible].iter().any(|(x, _)| x == e);
+        if !is_position && !is_output_name && !is_select_item && !hidden.contains(e) {
+            hidden.push(e.clone());
+            items.push((e.clone(), "?column?".to_string()));
         }
     }
 
@@ -406,7 +442,8 @@ fn plan_select(select: &ast::Select, ctx: &PlanContext) -> Result<PlannedQuery> 
         }
         steps.push(Step::Project(exprs));
         let workers = workers_for(&source, volatile);
-        return Ok(PlannedQuery { plan: Plan::Pipeline(Pipeline { source, steps, workers }), columns });
+        columns.truncate(visible);
+        return Ok(PlannedQuery { plan: Plan::Pipeline(Pipeline { source, steps, workers }), columns, hidden });
     }
 
     // Aggregate query. GROUP BY items may name output columns or positions, as in PostgreSQL.
@@ -456,10 +493,11 @@ fn plan_select(select: &ast::Select, ctx: &PlanContext) -> Result<PlannedQuery> 
         output.push(Step::Filter(h));
     }
     output.push(Step::Project(outputs));
-    let _ = &mut calls;
+    columns.truncate(visible);
     Ok(PlannedQuery {
         plan: Plan::Aggregate { input: Pipeline { source, steps, workers }, group_by, aggregates: calls, output },
         columns,
+        hidden,
     })
 }
 

@@ -185,8 +185,9 @@ impl ScalarFunction {
             (F::HashInt8, [Datum::Int8(v)]) => Ok(Datum::Int4(weft_common::hash::hashint8(*v))),
             (F::HashText, [Datum::Text(s)]) => Ok(Datum::Int4(weft_common::hash::hashtext(s))),
             (F::Length, [Datum::Text(s)]) => Ok(Datum::Int4(char_count_i32(s)?)),
-            (F::Lower, [Datum::Text(s)]) => Ok(Datum::Text(s.to_lowercase())),
-            (F::Upper, [Datum::Text(s)]) => Ok(Datum::Text(s.to_uppercase())),
+            // The C collation: only ASCII letters change case, as PostgreSQL does under LC_CTYPE=C.
+            (F::Lower, [Datum::Text(s)]) => Ok(Datum::Text(s.to_ascii_lowercase())),
+            (F::Upper, [Datum::Text(s)]) => Ok(Datum::Text(s.to_ascii_uppercase())),
             (F::Repeat, [Datum::Text(s), Datum::Int4(n)]) => repeat(s, *n).map(Datum::Text),
             (F::Substr, [Datum::Text(s), Datum::Int4(start)]) => Ok(Datum::Text(substr(s, *start, None)?)),
             (F::Substr, [Datum::Text(s), Datum::Int4(start), Datum::Int4(len)]) => {
