@@ -188,6 +188,33 @@ impl RowLayout {
         }
     }
 
+    #[inline(always)]
+    fn fixed_offset(&self, col: usize) -> usize {
+        match self.slots[col] {
+            Slot::Fixed(off) => off,
+            Slot::Var(_) => panic!("column {col} is not fixed-width"),
+        }
+    }
+
+    /// A non-null int8 column read without a `Datum`. The caller checked the type and
+    /// [`is_null`](Self::is_null); a short tuple panics (bounds check), never misreads.
+    #[inline(always)]
+    pub fn get_i64_unchecked(&self, tuple: &[u8], col: usize) -> i64 {
+        i64::from_le_bytes(fixed(tuple, self.fixed_offset(col)))
+    }
+
+    /// A non-null int4 column; see [`get_i64_unchecked`](Self::get_i64_unchecked).
+    #[inline(always)]
+    pub fn get_i32(&self, tuple: &[u8], col: usize) -> i32 {
+        i32::from_le_bytes(fixed(tuple, self.fixed_offset(col)))
+    }
+
+    /// A non-null float8 column; see [`get_i64_unchecked`](Self::get_i64_unchecked).
+    #[inline(always)]
+    pub fn get_f64(&self, tuple: &[u8], col: usize) -> f64 {
+        f64::from_bits(u64::from_le_bytes(fixed(tuple, self.fixed_offset(col))))
+    }
+
     /// The bytes of the `index`-th variable-width column.
     pub fn var_bytes<'a>(&self, tuple: &'a [u8], index: usize) -> Result<&'a [u8]> {
         let mut pos = self.var_start;

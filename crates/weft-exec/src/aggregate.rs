@@ -13,6 +13,7 @@ use std::collections::HashMap;
 
 use parking_lot::Mutex;
 use weft_common::numeric::Numeric;
+use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result};
 
 use crate::execute::Sink;
@@ -92,6 +93,48 @@ impl Accumulator {
                     *current = Some(value);
                 }
             }
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn update_count_star(&mut self) {
+        if let Accumulator::Count(n) = self {
+            *n += 1;
+        }
+    }
+
+    /// Update with a non-null integer input, without building a `Datum` where possible.
+    #[inline]
+    fn update_int(&mut self, v: i64, as_datum: fn(i64) -> Datum) -> Result<()> {
+        match self {
+            Accumulator::Count(n) => *n += 1,
+            Accumulator::SumInt { sum, any, .. } => {
+                *sum += v as i128; // i128 cannot overflow from i64 additions before 2^64 rows
+                *any = true;
+            }
+            Accumulator::AvgInt { sum, count } => {
+                *sum += v as i128;
+                *count += 1;
+            }
+            _ => return self.update(as_datum(v), false),
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn update_float(&mut self, v: f64) -> Result<()> {
+        match self {
+            Accumulator::Count(n) => *n += 1,
+            Accumulator::SumFloat { sum, any } => {
+                *sum += v;
+                *any = true;
+            }
+            Accumulator::AvgFloat { sum, count } => {
+                *sum += v;
+                *count += 1;
+            }
+            _ => return self.update(Datum::Float8(v), false),
         }
         Ok(())
     }
@@ -217,11 +260,21 @@ pub(crate) struct AggregateSink<'a> {
     aggregates: &'a [AggregateCall],
     eval: &'a EvalContext,
     groups: Mutex<Groups>,
+    /// Set when the sink reads heap tuples directly (see `accepts_raw`).
+    raw: std::sync::OnceLock<RawInputs>,
+}
+
+/// Per aggregate: the table column it reads straight from tuple bytes (`None` for
+/// count(*)), for ungrouped aggregates over fixed-width numeric columns — the shape of
+/// `SELECT count(*), sum(x) FROM big`, which then runs without building rows.
+struct RawInputs {
+    layout: RowLayout,
+    columns: Vec<Option<(usize, DataType)>>,
 }
 
 impl<'a> AggregateSink<'a> {
     pub(crate) fn new(group_by: &'a [Expr], aggregates: &'a [AggregateCall], eval: &'a EvalContext) -> Self {
-        AggregateSink { group_by, aggregates, eval, groups: Mutex::new(HashMap::new()) }
+        AggregateSink { group_by, aggregates, eval, groups: Mutex::new(HashMap::new()), raw: std::sync::OnceLock::new() }
     }
 
     fn fresh_accumulators(&self) -> Result<Vec<Accumulator>> {
@@ -278,6 +331,48 @@ impl Sink for AggregateSink<'_> {
                 None => acc.update(Datum::Null, true)?,
                 Some(Expr::Column { index, .. }) => acc.update(row[*index].clone(), false)?,
                 Some(arg) => acc.update(arg.eval(row, self.eval)?, false)?,
+            }
+        }
+        Ok(true)
+    }
+
+    fn accepts_raw(&self, layout: &RowLayout, columns: &[usize]) -> bool {
+        if !self.group_by.is_empty() {
+            return false;
+        }
+        let mut inputs = Vec::with_capacity(self.aggregates.len());
+        for call in self.aggregates {
+            match &call.arg {
+                None => inputs.push(None),
+                Some(Expr::Column { index, data_type: t @ (DataType::Int4 | DataType::Int8 | DataType::Float8) }) => {
+                    inputs.push(Some((columns[*index], *t)))
+                }
+                Some(_) => return false,
+            }
+        }
+        self.raw.set(RawInputs { layout: layout.clone(), columns: inputs }).is_ok()
+    }
+
+    #[inline]
+    fn push_raw(&self, local: &mut LocalAggregate, tuple: &[u8]) -> Result<bool> {
+        let (LocalAggregate::Ungrouped(accumulators), Some(raw)) = (local, self.raw.get()) else {
+            return Err(Error::internal("raw aggregate input without its setup"));
+        };
+        for (acc, input) in accumulators.iter_mut().zip(&raw.columns) {
+            match *input {
+                None => acc.update_count_star(),
+                Some((col, ty)) => {
+                    if raw.layout.is_null(tuple, col) {
+                        continue;
+                    }
+                    match ty {
+                        DataType::Float8 => acc.update_float(raw.layout.get_f64(tuple, col))?,
+                        DataType::Int4 => {
+                            acc.update_int(raw.layout.get_i32(tuple, col) as i64, |v| Datum::Int4(v as i32))?
+                        }
+                        _ => acc.update_int(raw.layout.get_i64_unchecked(tuple, col), Datum::Int8)?,
+                    }
+                }
             }
         }
         Ok(true)

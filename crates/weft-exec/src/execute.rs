@@ -38,6 +38,18 @@ pub(crate) trait Sink: Sync {
     fn push(&self, local: &mut Self::Local, row: &[Datum]) -> Result<bool>;
     /// Hand a participant's local state to the shared state, once.
     fn finish(&self, local: Self::Local) -> Result<()>;
+
+    /// Can this sink read the tuples of a heap scan directly (no steps in between)?
+    /// `columns` maps the pipeline's row positions to table columns. Called once, before
+    /// any participant starts; a sink that says yes gets `push_raw` instead of `push`.
+    fn accepts_raw(&self, _layout: &RowLayout, _columns: &[usize]) -> bool {
+        false
+    }
+
+    /// Take one heap tuple in the table's tuple format.
+    fn push_raw(&self, _local: &mut Self::Local, _tuple: &[u8]) -> Result<bool> {
+        Err(Error::internal("push_raw on a sink that does not accept raw tuples"))
+    }
 }
 
 /// Run a plan to completion and return its rows.
@@ -265,6 +277,24 @@ impl<'p> SourceState<'p> {
         })
     }
 
+    /// A heap source's share of visible tuples, undecoded.
+    fn run_raw(&self, ctx: &ExecContext, mut emit: impl FnMut(&[u8]) -> Result<bool>) -> Result<()> {
+        let SourceState::Heap { source, cursor } = self else {
+            return Err(Error::internal("raw tuples from a source that is not a heap scan"));
+        };
+        let mut strategy = BufferAccessStrategy::bulk_read();
+        while let Some(blocks) = cursor.next_chunk() {
+            for block in blocks {
+                ctx.cancel.check()?;
+                let go_on = scan_block(ctx.pool, source.rel, block, &mut strategy, &source.snapshot, |_, tuple| emit(tuple))?;
+                if !go_on {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Feed this participant's share of rows to `emit` until the source is exhausted or
     /// `emit` returns false.
     fn run(&self, ctx: &ExecContext, mut emit: impl FnMut(&[Datum]) -> Result<bool>) -> Result<()> {
@@ -275,25 +305,22 @@ impl<'p> SourceState<'p> {
                 }
                 Ok(())
             }
-            SourceState::Heap { source, cursor } => {
-                let mut strategy = BufferAccessStrategy::bulk_read();
-                let mut row: Vec<Datum> = Vec::with_capacity(source.columns.len());
-                while let Some(blocks) = cursor.next_chunk() {
-                    for block in blocks {
-                        ctx.cancel.check()?;
-                        let go_on = scan_block(ctx.pool, source.rel, block, &mut strategy, &source.snapshot, |_, tuple| {
+            SourceState::Heap { .. } => {
+                let mut row: Vec<Datum> = Vec::new();
+                let SourceState::Heap { source, .. } = self else { unreachable!() };
+                self.run_raw(ctx, |tuple| {
                             row.clear();
                             for &col in &source.columns {
-                                row.push(source.layout.get(tuple, col)?);
+                                // Fixed-width columns without a Result in between: this loop
+                                // runs once per column per tuple of every scan.
+                                let datum = match source.layout.get_fixed(tuple, col) {
+                                    Some(datum) => datum,
+                                    None => source.layout.get(tuple, col)?,
+                                };
+                                row.push(datum);
                             }
                             emit(&row)
-                        })?;
-                        if !go_on {
-                            return Ok(());
-                        }
-                    }
-                }
-                Ok(())
+                })
             }
             SourceState::Series { next_index, count, start, step, data_type } => loop {
                 ctx.cancel.check()?;
@@ -346,10 +373,19 @@ pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink
     let participants = pipeline.workers + 1;
     let state = SourceState::new(&pipeline.source, ctx, participants)?;
     let steps = &pipeline.steps;
+    // A heap scan straight into a sink that decodes tuples itself skips building rows.
+    let raw = match (&state, &pipeline.source) {
+        (SourceState::Heap { .. }, Source::Heap(heap)) => steps.is_empty() && sink.accepts_raw(&heap.layout, &heap.columns),
+        _ => false,
+    };
     ctx.workers.run(pipeline.workers, ctx.leader_participates, ctx.cancel, |_participant| {
         let mut local = sink.local()?;
-        let mut buffers = StepBuffers::new();
-        state.run(ctx, |row| buffers.process(row, steps, ctx.eval, |out| sink.push(&mut local, out)))?;
+        if raw {
+            state.run_raw(ctx, |tuple| sink.push_raw(&mut local, tuple))?;
+        } else {
+            let mut buffers = StepBuffers::new();
+            state.run(ctx, |row| buffers.process(row, steps, ctx.eval, |out| sink.push(&mut local, out)))?;
+        }
         sink.finish(local)
     })?;
     Ok(())

@@ -66,6 +66,7 @@ const _: () = assert!(PAGE_SIZE <= (LP_OFFSET_MASK as usize) + 1);
 const _: () = assert!(MAX_ITEM_SIZE <= LP_OFFSET_MASK as usize);
 const _: () = assert!(PAGE_SIZE <= u16::MAX as usize + 1);
 
+#[inline]
 fn get_u16(page: &Page, at: usize) -> u16 {
     u16::from_le_bytes([page[at], page[at + 1]])
 }
@@ -74,6 +75,7 @@ fn put_u16(page: &mut Page, at: usize, value: u16) {
     page[at..at + 2].copy_from_slice(&value.to_le_bytes());
 }
 
+#[inline]
 fn get_u32(page: &Page, at: usize) -> u32 {
     u32::from_le_bytes([page[at], page[at + 1], page[at + 2], page[at + 3]])
 }
@@ -171,6 +173,7 @@ pub fn add_item(page: &mut Page, item: &[u8]) -> Option<OffsetNumber> {
 }
 
 /// Byte range of item `off`, given already-checked bounds.
+#[inline]
 fn item_range(page: &Page, b: Bounds, off: OffsetNumber) -> Option<std::ops::Range<usize>> {
     if off == 0 || off > b.item_count() {
         return None;
@@ -215,6 +218,7 @@ pub struct Items<'a> {
 impl<'a> Iterator for Items<'a> {
     type Item = (OffsetNumber, &'a [u8]);
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         while self.next <= self.count {
             let off = self.next;

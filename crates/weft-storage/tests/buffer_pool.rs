@@ -401,7 +401,7 @@ fn dropped_buffers_are_not_written() {
 /// flushes, one more flush must bring the disk up to the last write.
 #[test]
 fn write_during_flush_keeps_the_page_dirty() {
-    const ROUNDS: u64 = 150;
+    const ROUNDS: u64 = 500;
     const WRITES_PER_ROUND: u64 = 40;
     let dir = tempfile::tempdir().unwrap();
     let smgr = StorageManager::open(dir.path()).unwrap();
@@ -438,12 +438,17 @@ fn write_during_flush_keeps_the_page_dirty() {
             }
         });
         let mut disk: Box<Page> = Box::new([0u8; PAGE_SIZE]);
+        let mut stale_rounds = Vec::new();
         for round in 0..ROUNDS {
             barrier.wait();
             pool.write_relation_buffers(rel(0)).unwrap();
             smgr.read_block(rel(0), ForkNumber::Main, 0, &mut disk).unwrap();
-            assert_eq!(page_stamp(&disk), Some(round * 1000 + WRITES_PER_ROUND - 1), "round {round}");
+            // No panic here: the other threads would wait at the barrier forever.
+            if page_stamp(&disk) != Some(round * 1000 + WRITES_PER_ROUND - 1) {
+                stale_rounds.push(round);
+            }
             barrier.wait();
         }
+        assert!(stale_rounds.is_empty(), "disk missed the last write in rounds {stale_rounds:?}");
     });
 }

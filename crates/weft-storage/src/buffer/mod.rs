@@ -464,7 +464,7 @@ impl BufferPool {
             Ok(()) => {
                 bump(&self.stats.writes);
                 self.pending_sync.lock().insert(tag.rel);
-                self.finish_io(id, |s| s & !(DIRTY | IO_ERROR));
+                self.finish_io(id, |s| if s & JUST_DIRTIED == 0 { s & !(DIRTY | IO_ERROR) } else { s & !IO_ERROR });
             }
             Err(_) => self.finish_io(id, |s| s | IO_ERROR),
         }

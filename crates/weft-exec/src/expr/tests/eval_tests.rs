@@ -198,9 +198,10 @@ fn string_functions() {
     assert_eq!(call("length", vec![text("héllo")]).unwrap(), "5");
     assert_eq!(call("length", vec![text("")]).unwrap(), "0");
     assert_eq!(call("length", vec![text("日本語")]).unwrap(), "3");
-    // select lower('ÀÉÎ Hello'), upper('àéî hello')  =>  àéî hello|ÀÉÎ HELLO
-    assert_eq!(call("lower", vec![text("ÀÉÎ Hello")]).unwrap(), "àéî hello");
-    assert_eq!(call("upper", vec![text("àéî hello")]).unwrap(), "ÀÉÎ HELLO");
+    // In a database with LC_CTYPE=C (weft's only collation), PostgreSQL changes the case of
+    // ASCII letters only: select lower('ÀÉÎ Hello'), upper('àéî hello')  =>  ÀÉÎ hello|àéî HELLO
+    assert_eq!(call("lower", vec![text("ÀÉÎ Hello")]).unwrap(), "ÀÉÎ hello");
+    assert_eq!(call("upper", vec![text("àéî hello")]).unwrap(), "àéî HELLO");
     // select repeat('ab', 3), repeat('', 5), repeat('x', 0), repeat('ab', -1)  =>  ababab|||
     assert_eq!(call("repeat", vec![text("ab"), i4(3)]).unwrap(), "ababab");
     assert_eq!(call("repeat", vec![text(""), i4(5)]).unwrap(), "");
