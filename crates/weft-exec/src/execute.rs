@@ -8,6 +8,7 @@
 //! launched (maybe none) changes speed, never the result.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use weft_access::heap::{scan_block, HeapInserter, HeapScanCursor};
@@ -28,6 +29,32 @@ pub struct ExecContext<'a> {
     pub cancel: &'a CancelToken,
     pub eval: &'a EvalContext,
     pub leader_participates: bool,
+    /// One entry per pipeline run, in the order they finished (for EXPLAIN ANALYZE and
+    /// the benchmark's serial fraction).
+    pub stats: Mutex<Vec<PipelineStats>>,
+}
+
+/// How one pipeline's participants shared its time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PipelineStats {
+    pub workers_planned: usize,
+    pub workers_launched: usize,
+    /// From building the source's shared state to the last participant's finish.
+    pub wall: Duration,
+    /// Time during which every participant was working (the intersection of their
+    /// busy intervals); the rest of `wall` had at most all-but-one at work.
+    pub all_busy: Duration,
+}
+
+impl PipelineStats {
+    /// The fraction of the pipeline's time not spent with every participant busy: what
+    /// limits the speedup from more participants (Amdahl's serial fraction).
+    pub fn serial_fraction(&self) -> f64 {
+        if self.wall.is_zero() {
+            return 0.0;
+        }
+        1.0 - self.all_busy.as_secs_f64() / self.wall.as_secs_f64()
+    }
 }
 
 /// Where a sink's rows go, seen from one participant.
@@ -370,6 +397,8 @@ fn series_count(start: i64, stop: i64, step: i64) -> Result<i64> {
 }
 
 pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink: &S) -> Result<()> {
+    let started = Instant::now();
+    let intervals: Mutex<Vec<(Instant, Instant)>> = Mutex::new(Vec::new());
     let participants = pipeline.workers + 1;
     let state = SourceState::new(&pipeline.source, ctx, participants)?;
     let steps = &pipeline.steps;
@@ -378,7 +407,8 @@ pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink
         (SourceState::Heap { .. }, Source::Heap(heap)) => steps.is_empty() && sink.accepts_raw(&heap.layout, &heap.columns),
         _ => false,
     };
-    ctx.workers.run(pipeline.workers, ctx.leader_participates, ctx.cancel, |_participant| {
+    let run = ctx.workers.run(pipeline.workers, ctx.leader_participates, ctx.cancel, |_participant| {
+        let begin = Instant::now();
         let mut local = sink.local()?;
         if raw {
             state.run_raw(ctx, |tuple| sink.push_raw(&mut local, tuple))?;
@@ -386,8 +416,24 @@ pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink
             let mut buffers = StepBuffers::new();
             state.run(ctx, |row| buffers.process(row, steps, ctx.eval, |out| sink.push(&mut local, out)))?;
         }
-        sink.finish(local)
+        sink.finish(local)?;
+        intervals.lock().push((begin, Instant::now()));
+        Ok(())
     })?;
+    let wall = started.elapsed();
+    let intervals = intervals.into_inner();
+    let last_start = intervals.iter().map(|i| i.0).max();
+    let first_end = intervals.iter().map(|i| i.1).min();
+    let all_busy = match (last_start, first_end) {
+        (Some(s), Some(e)) if e > s => e - s,
+        _ => Duration::ZERO,
+    };
+    ctx.stats.lock().push(PipelineStats {
+        workers_planned: run.workers_planned,
+        workers_launched: run.workers_launched,
+        wall,
+        all_busy,
+    });
     Ok(())
 }
 

@@ -6,5 +6,5 @@ pub mod execute;
 pub mod expr;
 pub mod plan;
 
-pub use execute::{execute, execute_insert, insert_rows, ExecContext, InsertTarget};
+pub use execute::{execute, execute_insert, insert_rows, ExecContext, InsertTarget, PipelineStats};
 pub use plan::{AggregateCall, AggregateFunction, HeapSource, Pipeline, Plan, Row, SortKey, Source, Step};

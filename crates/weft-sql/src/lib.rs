@@ -13,3 +13,4 @@ mod statements;
 
 pub use api::{CancelHandle, ColumnInfo, Database, QueryResult, RelationDescription, RelationInfo, Session};
 pub use weft_common::{DataType, Datum, Error, Result, SqlState};
+pub use weft_exec::PipelineStats;

@@ -9,6 +9,7 @@ use sqlparser::parser::Parser;
 use weft_common::parallel::CancelToken;
 use weft_common::{Error, Result, SqlState};
 use weft_exec::expr::EvalContext;
+use weft_exec::PipelineStats;
 
 use crate::api::{QueryResult, RelationDescription, RelationInfo};
 use crate::database::Database;
@@ -20,6 +21,8 @@ pub struct Session {
     pub(crate) settings: Settings,
     pub(crate) eval: EvalContext,
     cancel: Arc<Mutex<CancelToken>>,
+    /// Pipelines of the last SELECT: participants and how their time overlapped.
+    pub(crate) last_pipeline_stats: Vec<PipelineStats>,
 }
 
 /// Cancels the statement a session is running, from another thread (Ctrl-C, a cancel
@@ -42,6 +45,7 @@ impl Database {
             settings: self.startup_settings.clone(),
             eval: EvalContext::new(),
             cancel: Arc::new(Mutex::new(CancelToken::new())),
+            last_pipeline_stats: Vec::new(),
         }
     }
 }
@@ -101,6 +105,11 @@ impl Session {
 
     pub fn cancel_handle(&self) -> CancelHandle {
         CancelHandle { current: self.cancel.clone() }
+    }
+
+    /// How the pipelines of the last SELECT used their participants.
+    pub fn last_pipeline_stats(&self) -> &[PipelineStats] {
+        &self.last_pipeline_stats
     }
 
     pub fn settings(&self) -> &Settings {

@@ -54,6 +54,7 @@ pub(crate) fn exec_context<'a>(session: &'a Session, cancel: &'a CancelToken) ->
         cancel,
         eval: &session.eval,
         leader_participates: session.settings.boolean("parallel_leader_participation"),
+        stats: Default::default(),
     }
 }
 
@@ -72,7 +73,10 @@ pub(crate) fn plan(session: &Session, catalog: &weft_access::Catalog, query: &as
 fn select(session: &mut Session, query: &ast::Query, cancel: &CancelToken) -> Result<QueryResult> {
     let catalog = session.db.catalog();
     let planned = plan(session, &catalog, query)?;
-    let rows = run_plan(&planned.plan, &exec_context(session, cancel))?;
+    let ctx = exec_context(session, cancel);
+    let rows = run_plan(&planned.plan, &ctx)?;
+    let stats = ctx.stats.into_inner();
+    session.last_pipeline_stats = stats;
     let tag = format!("SELECT {}", rows.len());
     Ok(QueryResult::rows(planned.columns, rows, tag))
 }

@@ -43,6 +43,10 @@ struct Samples {
     load: Vec<Duration>,
     scan_serial: Vec<Duration>,
     scan_parallel: Vec<Duration>,
+    /// weft only: serial fraction of the 2-participant scan (time not all participants
+    /// were working / wall time of the scan pipeline), and the workers it launched.
+    serial_fraction: Vec<f64>,
+    workers_launched: Vec<usize>,
     /// `count|sum` as psql -At prints it, from the last run.
     answer: Option<String>,
 }
@@ -105,6 +109,12 @@ fn weft_run(options: &LoadOptions, samples: &mut Samples) -> Result<(), String> 
         timed(&mut session, workload::COUNT_AND_SUM)?;
         for _ in 0..QUERY_REPEATS {
             target.push(timed(&mut session, workload::COUNT_AND_SUM)?);
+            if setup == WEFT_PARALLEL {
+                if let Some(stats) = session.last_pipeline_stats().last() {
+                    samples.serial_fraction.push(stats.serial_fraction());
+                    samples.workers_launched.push(stats.workers_launched);
+                }
+            }
         }
     }
     let result = session.execute(workload::COUNT_AND_SUM).map_err(|e| e.to_psql_string())?;
@@ -162,6 +172,12 @@ fn print_summary(rows: u64, runs: usize, weft: &Samples, pg: Option<&Samples>) {
     }
     let speedup = format_ratio(median(&weft.scan_serial), median(&weft.scan_parallel));
     outln!("weft 2-participant speedup (1 participant / 2 participants): {speedup}");
+    let serial_fraction = median_f64(&weft.serial_fraction);
+    let launched = weft.workers_launched.iter().min().copied().unwrap_or(0);
+    outln!(
+        "weft 2-participant scan: serial fraction {} (workers launched: {launched})",
+        serial_fraction.map(|f| format!("{:.1}%", f * 100.0)).unwrap_or_else(|| "-".into())
+    );
     match (&weft.answer, pg.and_then(|p| p.answer.as_ref())) {
         (Some(w), Some(p)) if w == p => outln!("results match: count|sum = {w}"),
         (Some(w), None) => outln!("weft: count|sum = {w}"),
@@ -182,8 +198,19 @@ fn print_summary(rows: u64, runs: usize, weft: &Samples, pg: Option<&Samples>) {
     }
     outln!(
         "\nMedians of {runs} run(s) (queries: {QUERY_REPEATS} timed executions per run after one warm-up) on {cores} \
-         core(s). weft 2-participant speedup: {speedup}. PostgreSQL 15 ran with fsync=off, shared_buffers=128MB."
+         core(s). weft 2-participant speedup: {speedup}; serial fraction of the 2-participant scan: {}. \
+         PostgreSQL 15 ran with fsync=off, shared_buffers=128MB.",
+        serial_fraction.map(|f| format!("{:.1}%", f * 100.0)).unwrap_or_else(|| "-".into())
     );
+}
+
+fn median_f64(samples: &[f64]) -> Option<f64> {
+    if samples.is_empty() {
+        return None;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(|a, b| a.total_cmp(b));
+    Some(sorted[sorted.len() / 2])
 }
 
 fn median(samples: &[Duration]) -> Option<Duration> {
