@@ -29,6 +29,8 @@ use weft_storage::{BufferMappingKind, BufferPool, BufferPoolConfig, ForkNumber, 
 use crate::settings::{parse_conf, Settings};
 
 pub const CONF_FILE_NAME: &str = "weft.conf";
+/// Held (flock) for as long as a process has the data directory open.
+pub const LOCK_FILE_NAME: &str = "weft.lock";
 
 pub struct Database {
     pub(crate) data_dir: PathBuf,
@@ -37,6 +39,9 @@ pub struct Database {
     catalog: RwLock<Arc<Catalog>>,
     write_lock: Mutex<()>,
     pub(crate) startup_settings: Settings,
+    /// The open lock file; its lock is released when the database is dropped or the
+    /// process dies.
+    _lock: fs::File,
 }
 
 /// The state of one writing statement, handed to its body by [`Database::write`].
@@ -75,6 +80,7 @@ impl Database {
     pub fn open(dir: &Path, startup_settings: &[(String, String)]) -> Result<Arc<Database>> {
         fs::create_dir_all(dir)
             .map_err(|e| Error::io(format!("could not create data directory \"{}\"", dir.display()), &e))?;
+        let lock = lock_data_dir(dir)?;
         let mut pairs = Vec::new();
         let conf_path = dir.join(CONF_FILE_NAME);
         if let Ok(text) = fs::read_to_string(&conf_path) {
@@ -109,6 +115,7 @@ impl Database {
             catalog: RwLock::new(Arc::new(catalog)),
             write_lock: Mutex::new(()),
             startup_settings: settings,
+            _lock: lock,
         }))
     }
 
@@ -178,6 +185,28 @@ impl Database {
         // marks aborted: the rows stay invisible either way.
         let _ = catalog.publish(&self.data_dir);
         *self.catalog.write() = Arc::new(catalog);
+    }
+}
+
+/// Two processes writing one data directory would corrupt it: take an exclusive lock.
+fn lock_data_dir(dir: &Path) -> Result<fs::File> {
+    let path = dir.join(LOCK_FILE_NAME);
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| Error::io(format!("could not open lock file \"{}\"", path.display()), &e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(fs::TryLockError::WouldBlock) => Err(Error::new(
+            weft_common::SqlState("55006"),
+            format!("data directory \"{}\" is in use by another weft process", dir.display()),
+        )
+        .with_hint("Close the other session, or give another directory with -D.")),
+        Err(fs::TryLockError::Error(e)) => {
+            Err(Error::io(format!("could not lock file \"{}\"", path.display()), &e))
+        }
     }
 }
 

@@ -1,0 +1,112 @@
+//! The embedding API end to end: reopen, locking, corruption, cancellation, errors that
+//! leave the session usable.
+
+use std::time::Duration;
+
+use weft_sql::{Database, Datum, SqlState};
+
+fn count(session: &mut weft_sql::Session, sql: &str) -> i64 {
+    match session.execute(sql).unwrap().rows[0][0] {
+        Datum::Int8(n) => n,
+        ref other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn reopening_restores_tables_and_settings_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("weft.conf"), "shared_buffers = '1MB'\nwork_mem = '256kB'\n").unwrap();
+    {
+        let db = Database::open(dir.path(), &[]).unwrap();
+        let mut s = db.session();
+        s.execute("CREATE TABLE a (x int NOT NULL, y text)").unwrap();
+        s.execute("INSERT INTO a SELECT i, md5(i::text) FROM generate_series(1, 20000) i").unwrap();
+        s.execute("CREATE TABLE b AS SELECT x * 2 AS z FROM a WHERE x <= 10").unwrap();
+        s.execute("CREATE TABLE gone (q int)").unwrap();
+        s.execute("DROP TABLE gone").unwrap();
+        assert_eq!(s.execute("SHOW work_mem").unwrap().rows[0][0], Datum::Text("256kB".into()));
+    }
+    let db = Database::open(dir.path(), &[]).unwrap();
+    let mut s = db.session();
+    assert_eq!(count(&mut s, "SELECT count(*) FROM a"), 20000);
+    assert_eq!(count(&mut s, "SELECT sum(z) FROM b"), 110);
+    assert_eq!(s.execute("SELECT * FROM gone").unwrap_err().sqlstate, SqlState::UNDEFINED_TABLE);
+    let names: Vec<String> = s.list_relations().into_iter().map(|r| r.name).collect();
+    assert_eq!(names, vec!["a".to_string(), "b".to_string()]);
+    let described = s.describe("a").unwrap();
+    assert_eq!(described.columns[0], ("x".to_string(), "integer".to_string(), false));
+    assert_eq!(s.execute("SHOW shared_buffers").unwrap().rows[0][0], Datum::Text("1MB".into()));
+}
+
+#[test]
+fn a_data_directory_is_opened_by_one_database_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), &[]).unwrap();
+    let second = Database::open(dir.path(), &[]);
+    let err = second.err().expect("second open must fail");
+    assert_eq!(err.sqlstate.0, "55006");
+    drop(db);
+    Database::open(dir.path(), &[]).unwrap();
+}
+
+#[test]
+fn a_corrupted_page_is_an_error_naming_file_and_block() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = {
+        let db = Database::open(dir.path(), &[]).unwrap();
+        let mut s = db.session();
+        s.execute("CREATE TABLE c AS SELECT i FROM generate_series(1, 5000) i").unwrap();
+        let rel = db.catalog().table("c").unwrap().rel_number;
+        dir.path().join("base").join("5").join(rel.to_string())
+    };
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[8192 + 4000] ^= 0x40; // a byte in block 1
+    std::fs::write(&file, &bytes).unwrap();
+    let db = Database::open(dir.path(), &[]).unwrap();
+    let mut s = db.session();
+    let err = s.execute("SELECT count(*) FROM c").unwrap_err();
+    assert_eq!(err.sqlstate, SqlState::DATA_CORRUPTED);
+    assert!(err.message.contains("block 1"), "{}", err.message);
+    assert!(err.message.contains(&file.display().to_string()), "{}", err.message);
+    // The session goes on.
+    assert_eq!(count(&mut s, "SELECT count(*) FROM generate_series(1, 3) i"), 3);
+}
+
+#[test]
+fn cancel_stops_a_running_statement_and_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), &[("max_worker_processes".into(), "4".into())]).unwrap();
+    let mut s = db.session();
+    s.execute("CREATE TABLE keep (x int)").unwrap();
+    let handle = s.cancel_handle();
+    let canceller = std::thread::spawn(move || {
+        for _ in 0..200 {
+            std::thread::sleep(Duration::from_millis(10));
+            handle.cancel();
+        }
+    });
+    let err = s
+        .execute("CREATE TABLE big AS SELECT i, md5(i::text) FROM generate_series(1, 200000000) i")
+        .unwrap_err();
+    canceller.join().unwrap();
+    assert_eq!(err.sqlstate, SqlState::QUERY_CANCELED);
+    assert_eq!(s.execute("SELECT * FROM big").unwrap_err().sqlstate, SqlState::UNDEFINED_TABLE);
+    assert_eq!(count(&mut s, "SELECT count(*) FROM keep"), 0);
+    // No file of the cancelled table remains.
+    let files: Vec<_> = std::fs::read_dir(dir.path().join("base").join("5")).unwrap().collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+}
+
+#[test]
+fn errors_leave_the_session_usable() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), &[]).unwrap();
+    let mut s = db.session();
+    for bad in ["SELEC 1", "SELECT * FROM nowhere", "SELECT 1/0", "INSERT INTO nowhere VALUES (1)", "SELECT 'x'::int", ""] {
+        let _ = s.execute(bad);
+    }
+    let err = s.execute("SELEC 1").unwrap_err();
+    assert_eq!(err.sqlstate, SqlState::SYNTAX_ERROR);
+    assert_eq!(err.message, "syntax error at or near \"SELEC\"");
+    assert_eq!(count(&mut s, "SELECT count(*) FROM generate_series(1, 10) i"), 10);
+}
