@@ -17,7 +17,10 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use weft_common::{Error, Result, SqlState};
-use weft_storage::{page, BlockNumber, BufferAccessStrategy, BufferPool, BufferTag, ForkNumber, OffsetNumber, Page, RelFileLocator, PAGE_SIZE};
+use weft_storage::{
+    page, BlockNumber, Buffer, BufferAccessStrategy, BufferPool, BufferTag, ForkNumber, OffsetNumber, Page, RelFileLocator,
+    PAGE_SIZE, READ_BATCH_BLOCKS_MAX,
+};
 
 use crate::snapshot::{Snapshot, Xid};
 
@@ -207,10 +210,59 @@ pub fn scan_block(
     block: BlockNumber,
     strategy: &mut BufferAccessStrategy,
     snapshot: &Snapshot,
-    mut visit: impl FnMut(Tid, &[u8]) -> Result<bool>,
+    visit: impl FnMut(Tid, &[u8]) -> Result<bool>,
 ) -> Result<bool> {
     let buffer = pool.read_buffer(BufferTag { rel, fork: ForkNumber::Main, block }, Some(strategy))?;
+    scan_buffer(&buffer, snapshot, visit)
+}
+
+/// Visit the visible tuples of consecutive blocks `blocks`, read in batches with one
+/// system call per run of blocks not in the pool. Stops early when `visit` returns false.
+/// With a ring `strategy` the scan recycles its own few buffers (a big table); without,
+/// its pages stay in the pool like any other (a table that fits comfortably).
+pub fn scan_blocks(
+    pool: &BufferPool,
+    rel: RelFileLocator,
+    blocks: Range<BlockNumber>,
+    mut strategy: Option<&mut BufferAccessStrategy>,
+    snapshot: &Snapshot,
+    mut visit: impl FnMut(Tid, &[u8]) -> Result<bool>,
+) -> Result<bool> {
+    let mut first = blocks.start;
+    while first < blocks.end {
+        let count = (blocks.end - first).min(READ_BATCH_BLOCKS_MAX);
+        let buffers = pool.read_buffers(rel, ForkNumber::Main, first, count, strategy.as_deref_mut())?;
+        for buffer in &buffers {
+            if !scan_buffer(buffer, snapshot, &mut visit)? {
+                return Ok(false);
+            }
+        }
+        first += count;
+    }
+    Ok(true)
+}
+
+/// Load one byte of every cache line of the page, so the page comes into the cache at
+/// memory bandwidth (the loads are independent, so many are in flight at once) instead of
+/// at memory latency (the tuple walk's loads depend on line pointers, one miss at a time,
+/// and hardware prefetchers stop at 4 KiB boundaries). This took the pool-resident scan
+/// from memory-latency bound to about twice as fast.
+#[inline]
+fn warm_page(page: &Page) {
+    const CACHE_LINE_BYTES: usize = 64;
+    let mut touched = 0u8;
+    for line in page.chunks_exact(CACHE_LINE_BYTES) {
+        touched ^= line[0];
+    }
+    std::hint::black_box(touched);
+}
+
+/// Visit the visible tuples of one pinned heap page.
+pub fn scan_buffer(buffer: &Buffer, snapshot: &Snapshot, mut visit: impl FnMut(Tid, &[u8]) -> Result<bool>) -> Result<bool> {
+    let block = buffer.block_number();
+    let rel = buffer.tag().rel;
     let guard = buffer.read();
+    warm_page(&guard);
     if page::is_new(&guard) {
         return Ok(true);
     }

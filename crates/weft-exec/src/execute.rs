@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering}
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use weft_access::heap::{scan_block, HeapInserter, HeapScanCursor};
+use weft_access::heap::{scan_blocks, HeapInserter, HeapScanCursor};
 use weft_common::parallel::{CancelToken, WorkerPool};
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result};
@@ -309,14 +309,13 @@ impl<'p> SourceState<'p> {
         let SourceState::Heap { source, cursor } = self else {
             return Err(Error::internal("raw tuples from a source that is not a heap scan"));
         };
-        let mut strategy = BufferAccessStrategy::bulk_read();
+        // PostgreSQL's rule: a table larger than a quarter of the pool is scanned through a
+        // small ring, so that it does not evict everything else; a smaller one is cached.
+        let mut ring = (source.nblocks as usize > ctx.pool.nbuffers() / 4).then(BufferAccessStrategy::bulk_read);
         while let Some(blocks) = cursor.next_chunk() {
-            for block in blocks {
-                ctx.cancel.check()?;
-                let go_on = scan_block(ctx.pool, source.rel, block, &mut strategy, &source.snapshot, |_, tuple| emit(tuple))?;
-                if !go_on {
-                    return Ok(());
-                }
+            ctx.cancel.check()?;
+            if !scan_blocks(ctx.pool, source.rel, blocks, ring.as_mut(), &source.snapshot, |_, tuple| emit(tuple))? {
+                return Ok(());
             }
         }
         Ok(())

@@ -11,7 +11,7 @@ mod sync;
 
 pub use buffer::{
     Buffer, BufferAccessStrategy, BufferMappingKind, BufferPool, BufferPoolConfig, BufferPoolStats, PageReadGuard,
-    PageWriteGuard,
+    PageWriteGuard, READ_BATCH_BLOCKS_MAX,
 };
 pub use mapping::{BufferMapping, PartitionedHashMapping};
 pub use smgr::StorageManager;

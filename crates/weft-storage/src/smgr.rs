@@ -11,7 +11,9 @@
 //! a handle from the cache never invalidates one a thread is still using.
 //!
 //! Blocks are checksummed by the caller before `write_block` and verified by
-//! `read_block`. A block past the end of the file, or in a hole left by
+//! `read_block`. `read_blocks_unverified` reads a run of consecutive blocks
+//! with one `pread` (for the buffer pool's batched reads, which verify each
+//! page with `verify_block` as they copy it into its frame). A block past the end of the file, or in a hole left by
 //! writing past the end, reads as a new (all-zero) page.
 
 use std::collections::HashMap;
@@ -166,28 +168,42 @@ impl StorageManager {
     /// file reads as zeros (a new page).
     pub fn read_block(&self, rel: RelFileLocator, fork: ForkNumber, block: BlockNumber, buf: &mut Page) -> Result<()> {
         let file = self.handle(rel, fork)?;
-        let offset = block_offset(block);
-        let mut done = 0;
-        while done < PAGE_SIZE {
-            match file.read_at(&mut buf[done..], offset + done as u64) {
-                Ok(0) => break,
-                Ok(n) => done += n,
-                Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let path = self.file_path(rel, fork);
-                    return Err(file_error(format!("could not read block {block} in file \"{}\"", path.display()), &e));
-                }
-            }
-        }
-        buf[done..].fill(0);
-        if !page::verify_checksum(buf, block) {
+        read_full_at(&file, buf, block_offset(block)).map_err(|e| {
             let path = self.file_path(rel, fork);
-            return Err(Error::new(
-                SqlState::DATA_CORRUPTED,
-                format!("invalid page in block {block} of relation {}", path.display()),
-            ));
+            file_error(format!("could not read block {block} in file \"{}\"", path.display()), &e)
+        })?;
+        self.verify_block(rel, fork, block, buf)
+    }
+
+    /// Reads the consecutive blocks `first ..` into `buf` (a whole number of
+    /// pages) with one positioned read (more only if the kernel returns less
+    /// without reaching the end of the file). Bytes past the end of the file
+    /// read as zeros. Checksums are *not* verified: call
+    /// [`verify_block`](Self::verify_block) on each page.
+    pub fn read_blocks_unverified(
+        &self,
+        rel: RelFileLocator,
+        fork: ForkNumber,
+        first: BlockNumber,
+        buf: &mut [u8],
+    ) -> Result<()> {
+        debug_assert!(!buf.is_empty() && buf.len().is_multiple_of(PAGE_SIZE));
+        let file = self.handle(rel, fork)?;
+        read_full_at(&file, buf, block_offset(first)).map_err(|e| {
+            let path = self.file_path(rel, fork);
+            let last = first as u64 + (buf.len() / PAGE_SIZE) as u64 - 1;
+            file_error(format!("could not read blocks {first}..{last} in file \"{}\"", path.display()), &e)
+        })
+    }
+
+    /// `Ok` if `page`, read from `block`, has a valid checksum (or is new);
+    /// otherwise `XX001 invalid page in block N of relation PATH`.
+    pub fn verify_block(&self, rel: RelFileLocator, fork: ForkNumber, block: BlockNumber, page: &Page) -> Result<()> {
+        if page::verify_checksum(page, block) {
+            return Ok(());
         }
-        Ok(())
+        let path = self.file_path(rel, fork);
+        Err(Error::new(SqlState::DATA_CORRUPTED, format!("invalid page in block {block} of relation {}", path.display())))
     }
 
     /// Writes one block whose checksum the caller has set; may write past the
@@ -252,6 +268,21 @@ impl StorageManager {
         found.sort();
         Ok(found)
     }
+}
+
+/// Fills `buf` from `offset`, retrying short reads; zeros past the end of the file.
+fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf[done..].fill(0);
+    Ok(())
 }
 
 /// `"16384"` → (16384, Main), `"16384_vm"` → (16384, VisibilityMap).

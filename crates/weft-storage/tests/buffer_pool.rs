@@ -10,7 +10,7 @@ use weft_common::SqlState;
 use weft_storage::page;
 use weft_storage::{
     BufferAccessStrategy, BufferMappingKind, BufferPool, BufferPoolConfig, BufferTag, ForkNumber, Page,
-    RelFileLocator, StorageManager, PAGE_SIZE,
+    RelFileLocator, StorageManager, PAGE_SIZE, READ_BATCH_BLOCKS_MAX,
 };
 
 fn rel(n: u32) -> RelFileLocator {
@@ -171,6 +171,28 @@ impl Stress {
         }
     }
 
+    /// Batched reads of random ranges (some crossing the end of the
+    /// relation), with and without a ring, checked page by page.
+    fn run_batch_reader(&self, seed: u64) {
+        let mut rng = Xorshift(seed.wrapping_mul(0x2545_f491_4f6c_dd1d).wrapping_add(7));
+        let mut ring = BufferAccessStrategy::bulk_read();
+        for op in 0..stress_ops_per_thread() / 4 {
+            let r = rng.below(STRESS_RELATIONS as u64) as usize;
+            let locator = rel(r as u32);
+            let _shared = self.rel_locks[r].read();
+            let n = self.pool.nblocks(locator, ForkNumber::Main).unwrap();
+            let first = rng.below(n as u64 + 4) as u32;
+            let count = 1 + rng.below(READ_BATCH_BLOCKS_MAX as u64) as u32;
+            let strategy = if op % 2 == 0 { Some(&mut ring) } else { None };
+            let buffers = self.pool.read_buffers(locator, ForkNumber::Main, first, count, strategy).unwrap();
+            assert_eq!(buffers.len(), count as usize);
+            for (i, buffer) in buffers.iter().enumerate() {
+                assert_eq!(buffer.block_number(), first + i as u32);
+                self.check(r, buffer.block_number(), &buffer.read());
+            }
+        }
+    }
+
     /// DROP-like work under the relation's exclusive lock.
     fn exclusive_op(&self, r: usize, dice: u64, rng: &mut Xorshift) {
         let locator = rel(r as u32);
@@ -198,11 +220,13 @@ impl Stress {
     }
 }
 
-#[test]
-fn concurrent_stress_against_model() {
+/// Runs `STRESS_THREADS` threads on a pool of `frames`, the first
+/// `batch_readers` of them doing batched reads, the others the usual mix;
+/// checks the pool, then rereads everything from disk against the model.
+fn stress_against_model(frames: usize, batch_readers: u64) {
     let dir = tempfile::tempdir().unwrap();
     let smgr = StorageManager::open(dir.path()).unwrap();
-    let pool = pool_with(&smgr, 16);
+    let pool = pool_with(&smgr, frames);
     let stress = Stress {
         smgr: smgr.clone(),
         pool: pool.clone(),
@@ -220,7 +244,11 @@ fn concurrent_stress_against_model() {
     std::thread::scope(|s| {
         for t in 0..STRESS_THREADS {
             let stress = &stress;
-            s.spawn(move || stress.run_thread(t));
+            if t < batch_readers {
+                s.spawn(move || stress.run_batch_reader(t));
+            } else {
+                s.spawn(move || stress.run_thread(t));
+            }
         }
     });
     pool.check_invariants(true).unwrap();
@@ -245,6 +273,19 @@ fn concurrent_stress_against_model() {
         assert!(model.keys().all(|&(rr, b)| rr != r || b < size), "model has blocks past relation {r}'s end");
     }
     fresh.check_invariants(true).unwrap();
+}
+
+#[test]
+fn concurrent_stress_against_model() {
+    stress_against_model(16, 0);
+}
+
+/// Four threads batch-read overlapping ranges (up to `READ_BATCH_BLOCKS_MAX`
+/// pins each, hence the larger pool, still smaller than the relations) while
+/// four others write, extend, flush, drop and truncate.
+#[test]
+fn concurrent_batch_reads_against_model() {
+    stress_against_model(96, 4);
 }
 
 #[test]

@@ -76,7 +76,7 @@ pub fn load(options: &LoadOptions) -> i32 {
         }
         print_run(run, "weft", &weft_samples);
         if postgres {
-            if let Err(message) = postgres_run(options.rows, &mut pg_samples) {
+            if let Err(message) = postgres_run(options.rows, &shared_settings(options), &mut pg_samples) {
                 eprintln!("weft bench: PostgreSQL run {run} failed: {message}");
                 return 1;
             }
@@ -133,8 +133,20 @@ fn timed(session: &mut Session, sql: &str) -> Result<Duration, String> {
     Ok(started.elapsed())
 }
 
-fn postgres_run(rows: u64, samples: &mut Samples) -> Result<(), String> {
-    let cluster = PgCluster::start().map_err(|e| e.to_string())?;
+/// Settings both systems understand alike, passed to PostgreSQL too so that a comparison
+/// at, say, `--set shared_buffers=2GB` runs both with the same buffer pool.
+fn shared_settings(options: &LoadOptions) -> Vec<(String, String)> {
+    options
+        .settings
+        .iter()
+        .filter(|(name, _)| matches!(name.as_str(), "shared_buffers" | "work_mem" | "maintenance_work_mem"))
+        .cloned()
+        .collect()
+}
+
+fn postgres_run(rows: u64, settings: &[(String, String)], samples: &mut Samples) -> Result<(), String> {
+    let settings: Vec<(&str, &str)> = settings.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let cluster = PgCluster::start_with(&settings).map_err(|e| e.to_string())?;
     let load = cluster.time_statement(&[], &workload::create_parallel_sort_test(rows), 1).map_err(|e| e.to_string())?;
     samples.load.extend(load);
     let warm_up_and_repeat = |setup: &[&str]| -> Result<Vec<Duration>, String> {
@@ -199,7 +211,7 @@ fn print_summary(rows: u64, runs: usize, weft: &Samples, pg: Option<&Samples>) {
     outln!(
         "\nMedians of {runs} run(s) (queries: {QUERY_REPEATS} timed executions per run after one warm-up) on {cores} \
          core(s). weft 2-participant speedup: {speedup}; serial fraction of the 2-participant scan: {}. \
-         PostgreSQL 15 ran with fsync=off, shared_buffers=128MB.",
+         PostgreSQL 15 ran with fsync=off and shared_buffers as weft's.",
         serial_fraction.map(|f| format!("{:.1}%", f * 100.0)).unwrap_or_else(|| "-".into())
     );
 }

@@ -50,6 +50,14 @@ pub use strategy::{BufferAccessStrategy, BULK_READ_RING_BYTES, BULK_WRITE_RING_B
 /// `shared_buffers`): operations such as a B-tree split pin several pages.
 pub const POOL_FRAMES_MIN: usize = 16;
 
+/// Most blocks one [`BufferPool::read_buffers`] call pins (PostgreSQL's
+/// `MAX_IO_COMBINE_LIMIT` is 16 at the default 128 kB `io_combine_limit`).
+pub const READ_BATCH_BLOCKS_MAX: u32 = 16;
+
+// A scan that holds one batch while reading the next must find a whole batch
+// of its own unpinned buffers in the ring.
+const _: () = assert!(BULK_READ_RING_BYTES / PAGE_SIZE >= 2 * READ_BATCH_BLOCKS_MAX as usize);
+
 /// SQLSTATE 53400, `configuration_limit_exceeded`, which PostgreSQL reports
 /// when every buffer is pinned.
 pub const CONFIGURATION_LIMIT_EXCEEDED: SqlState = SqlState("53400");
@@ -121,6 +129,17 @@ enum Fill {
     /// dirty so the file grows. Zero-filling instead would clobber a write
     /// made by a thread that saw the new size before the extender got here.
     Extend,
+}
+
+/// What `try_start_input_io` found.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum InputIo {
+    /// The buffer was invalid; IO_IN_PROGRESS is now set for the caller.
+    Started,
+    /// The buffer is valid.
+    Valid,
+    /// Another thread's I/O is in progress on it.
+    Busy,
 }
 
 /// Shared page cache in front of a [`StorageManager`].
@@ -199,6 +218,166 @@ impl BufferPool {
     /// Returns the page `tag`, pinned, reading it from disk on a miss.
     pub fn read_buffer(&self, tag: BufferTag, strategy: Option<&mut BufferAccessStrategy>) -> Result<Buffer> {
         self.pin_page(tag, strategy, Fill::Read)
+    }
+
+    /// Pins blocks `first .. first + count` of one fork, in order, reading the
+    /// ones not in the pool with as few system calls as possible: one `pread`
+    /// per run of consecutive blocks that this call has to read, into a
+    /// scratch buffer (the strategy's, or one per call), from which each page
+    /// is verified and copied into its frame. Per block the semantics are
+    /// those of [`read_buffer`](Self::read_buffer): checksums are verified, a
+    /// block past the end of the file reads as a new page, a block another
+    /// thread is reading is waited for rather than read twice, and errors
+    /// name the file and the block. On an error no buffer of the batch stays
+    /// pinned or with I/O in progress; pages read successfully stay valid.
+    ///
+    /// Works in two passes, as PostgreSQL's `StartReadBuffers`/`WaitReadBuffers`:
+    /// first every block is pinned (a miss re-tags a victim *without*
+    /// starting I/O on it, so nothing waits on this call while it may still
+    /// have to write out a dirty victim, which takes that victim's content
+    /// lock), then the blocks are walked in order, starting input I/O on each
+    /// that is still invalid and reading each run of them at once. I/O is in
+    /// progress only on the run being read, never while waiting for another
+    /// thread's I/O.
+    ///
+    /// A strategy's ring is grown to at least `2 * count` buffers.
+    ///
+    /// # Panics
+    ///
+    /// If `count > READ_BATCH_BLOCKS_MAX` or `first + count` overflows a block number.
+    pub fn read_buffers(
+        &self,
+        rel: RelFileLocator,
+        fork: ForkNumber,
+        first: BlockNumber,
+        count: u32,
+        mut strategy: Option<&mut BufferAccessStrategy>,
+    ) -> Result<Vec<Buffer>> {
+        assert!(count <= READ_BATCH_BLOCKS_MAX, "read_buffers: count {count} > {READ_BATCH_BLOCKS_MAX}");
+        assert!(first.checked_add(count).is_some(), "read_buffers: block {first} + {count} overflows");
+        if let Some(ring) = strategy.as_deref_mut() {
+            ring.reserve_slots(2 * count as usize);
+        }
+        // Pass 1: pin every block. Dropping `buffers` (on an error) unpins.
+        let mut buffers = Vec::with_capacity(count as usize);
+        for block in first..first + count {
+            let tag = BufferTag { rel, fork, block };
+            let id = self.pin_for_batch(tag, strategy.as_deref_mut())?;
+            buffers.push(self.new_buffer(id, tag));
+        }
+        // Pass 2: make them valid, a run of our own reads at a time.
+        let mut local_scratch = Vec::new();
+        let scratch = match strategy {
+            Some(ring) => &mut ring.scratch,
+            None => &mut local_scratch,
+        };
+        let mut run_start: Option<usize> = None;
+        for i in 0..buffers.len() {
+            let id = buffers[i].id;
+            match self.try_start_input_io(id) {
+                InputIo::Started => {
+                    run_start.get_or_insert(i);
+                }
+                outcome => {
+                    if let Some(start) = run_start.take() {
+                        self.read_run(&buffers[start..i], scratch)?;
+                    }
+                    // No I/O of ours is in progress now, so waiting is safe.
+                    if outcome == InputIo::Valid || !self.start_input_io(id) {
+                        bump(&self.stats.hits);
+                    } else {
+                        run_start = Some(i);
+                    }
+                }
+            }
+        }
+        if let Some(start) = run_start {
+            self.read_run(&buffers[start..], scratch)?;
+        }
+        Ok(buffers)
+    }
+
+    /// Pass 1 of `read_buffers` for one block: returns a buffer tagged `tag`
+    /// and pinned by us, valid or not, with no I/O of ours in progress.
+    fn pin_for_batch(&self, tag: BufferTag, mut strategy: Option<&mut BufferAccessStrategy>) -> Result<usize> {
+        loop {
+            if let Some(id) = self.mapping.lookup(&tag) {
+                if self.pin_if_tagged(id, &tag, strategy.is_some()) {
+                    return Ok(id);
+                }
+                std::thread::yield_now();
+                continue;
+            }
+            let victim = self.get_victim(strategy.as_deref_mut())?;
+            if self.retag_victim(victim, tag, false)? {
+                return Ok(victim);
+            }
+        }
+    }
+
+    /// Like `start_input_io` but never waits: `Busy` if another thread's I/O
+    /// is in progress on the buffer.
+    fn try_start_input_io(&self, id: usize) -> InputIo {
+        let desc = &self.arena.descs[id];
+        let _header = desc.header.lock();
+        let state = desc.load();
+        if state & IO_IN_PROGRESS != 0 {
+            InputIo::Busy
+        } else if state & VALID != 0 {
+            InputIo::Valid
+        } else {
+            desc.set_flags(IO_IN_PROGRESS);
+            InputIo::Started
+        }
+    }
+
+    /// Reads `run` (consecutive blocks of one fork, input I/O started by us
+    /// on each) with one positioned read into `scratch`, then verifies and
+    /// copies each page into its frame and ends its I/O. Every buffer of the
+    /// run has its I/O ended, valid or with IO_ERROR, whatever happens; the
+    /// first error is returned.
+    fn read_run(&self, run: &[Buffer], scratch: &mut Vec<u8>) -> Result<()> {
+        let BufferTag { rel, fork, block: first } = run[0].tag;
+        debug_assert!(run.iter().enumerate().all(|(i, b)| b.tag == BufferTag { rel, fork, block: first + i as u32 }));
+        let bytes = run.len() * PAGE_SIZE;
+        if scratch.len() < bytes {
+            scratch.resize(bytes, 0);
+        }
+        let data = &mut scratch[..bytes];
+        if self.smgr.read_blocks_unverified(rel, fork, first, data).is_err() {
+            // Read them one at a time, so that the error names its block.
+            let mut first_error = None;
+            for buffer in run {
+                if let Err(e) = self.fill_and_finish_io(buffer.id, buffer.tag, Fill::Read) {
+                    first_error.get_or_insert(e);
+                }
+            }
+            return first_error.map_or(Ok(()), Err);
+        }
+        let mut first_error = None;
+        for (buffer, page) in run.iter().zip(data.chunks_exact(PAGE_SIZE)) {
+            let page: &Page = page.try_into().expect("chunk of PAGE_SIZE");
+            let verified = self.smgr.verify_block(rel, fork, buffer.tag.block, page);
+            {
+                let mut frame = self.arena.frames[buffer.id].write();
+                if verified.is_ok() {
+                    frame.copy_from_slice(page);
+                } else {
+                    frame.fill(0);
+                }
+            }
+            match verified {
+                Ok(()) => {
+                    bump(&self.stats.reads);
+                    self.finish_io(buffer.id, |s| (s | VALID) & !IO_ERROR);
+                }
+                Err(e) => {
+                    self.finish_io(buffer.id, |s| s | IO_ERROR);
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Adds a block to the fork: the next block number is taken atomically,
@@ -392,6 +571,19 @@ impl BufferPool {
     /// Tries to turn pinned `victim` into the buffer for `tag`. `Ok(None)`
     /// means "start over" (the victim has been given back).
     fn claim_victim(&self, victim: usize, tag: BufferTag, fill: Fill) -> Result<Option<Buffer>> {
+        if !self.retag_victim(victim, tag, true)? {
+            return Ok(None);
+        }
+        let buffer = self.new_buffer(victim, tag);
+        self.fill_and_finish_io(victim, tag, fill)?;
+        Ok(Some(buffer))
+    }
+
+    /// Writes pinned `victim` out if dirty and re-tags it `tag`, still pinned
+    /// once by us, invalid, with IO_IN_PROGRESS set iff `start_io`.
+    /// `Ok(false)` means "start over" (the victim has been given back); on an
+    /// error it has been given back too.
+    fn retag_victim(&self, victim: usize, tag: BufferTag, start_io: bool) -> Result<bool> {
         let desc = &self.arena.descs[victim];
         if let Err(e) = self.flush_buffer(victim) {
             desc.unpin();
@@ -400,30 +592,27 @@ impl BufferPool {
         if self.mapping.insert(tag, victim).is_err() {
             // Another thread is bringing the page in: use its buffer.
             desc.unpin();
-            return Ok(None);
+            return Ok(false);
         }
-        {
-            let mut header = desc.header.lock();
-            let state = desc.load();
-            if refcount(state) != 1 || state & (DIRTY | IO_IN_PROGRESS) != 0 {
-                // Someone pinned the old page (and maybe dirtied it) meanwhile.
-                drop(header);
-                self.mapping.remove(&tag, victim);
-                desc.unpin();
-                return Ok(None);
-            }
-            let old = header.replace(tag);
-            desc.update(|s| (s & REFCOUNT_MASK) | USAGE_ONE | TAG_VALID | IO_IN_PROGRESS);
-            if let Some(old) = old {
-                debug_assert!(state & TAG_VALID != 0);
-                let removed = self.mapping.remove(&old, victim);
-                debug_assert!(removed, "mapping lost {old:?}");
-                bump(&self.stats.evictions);
-            }
+        let mut header = desc.header.lock();
+        let state = desc.load();
+        if refcount(state) != 1 || state & (DIRTY | IO_IN_PROGRESS) != 0 {
+            // Someone pinned the old page (and maybe dirtied it) meanwhile.
+            drop(header);
+            self.mapping.remove(&tag, victim);
+            desc.unpin();
+            return Ok(false);
         }
-        let buffer = self.new_buffer(victim, tag);
-        self.fill_and_finish_io(victim, tag, fill)?;
-        Ok(Some(buffer))
+        let old = header.replace(tag);
+        let io = if start_io { IO_IN_PROGRESS } else { 0 };
+        desc.update(|s| (s & REFCOUNT_MASK) | USAGE_ONE | TAG_VALID | io);
+        if let Some(old) = old {
+            debug_assert!(state & TAG_VALID != 0);
+            let removed = self.mapping.remove(&old, victim);
+            debug_assert!(removed, "mapping lost {old:?}");
+            bump(&self.stats.evictions);
+        }
+        Ok(true)
     }
 
     /// Writes buffer `id` (pinned by the caller) if it is dirty; waits for a

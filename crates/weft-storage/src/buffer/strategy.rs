@@ -11,6 +11,13 @@
 //!
 //! A ring is capped at an eighth of the pool (at least one buffer), as
 //! PostgreSQL caps it.
+//!
+//! A strategy also owns the scratch buffer that `BufferPool::read_buffers`
+//! reads a run of blocks into (allocated on first use, at most
+//! `READ_BATCH_BLOCKS_MAX` pages), and `read_buffers` grows its ring to at
+//! least twice the batch, so that a caller still holding the previous batch
+//! while reading the next one recycles its own ring instead of going to the
+//! clock sweep.
 
 /// Bytes of the ring for bulk reads (sequential scans).
 pub const BULK_READ_RING_BYTES: usize = 256 * 1024;
@@ -18,17 +25,29 @@ pub const BULK_READ_RING_BYTES: usize = 256 * 1024;
 pub const BULK_WRITE_RING_BYTES: usize = 16 * 1024 * 1024;
 
 /// A ring of buffers owned by one scanning or loading participant.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct BufferAccessStrategy {
     slots: Vec<Option<usize>>,
     current: usize,
+    /// Where batched reads land before being copied into frames.
+    pub(crate) scratch: Vec<u8>,
+}
+
+impl std::fmt::Debug for BufferAccessStrategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BufferAccessStrategy")
+            .field("slots", &self.slots)
+            .field("current", &self.current)
+            .field("scratch_bytes", &self.scratch.len())
+            .finish()
+    }
 }
 
 impl BufferAccessStrategy {
     /// A ring of `ring_bytes` (rounded down to pages, at least one).
     pub fn with_ring_bytes(ring_bytes: usize) -> BufferAccessStrategy {
         let slots = (ring_bytes / crate::PAGE_SIZE).max(1);
-        BufferAccessStrategy { slots: vec![None; slots], current: 0 }
+        BufferAccessStrategy { slots: vec![None; slots], current: 0, scratch: Vec::new() }
     }
 
     /// A 256 kB ring, for scans.
@@ -44,6 +63,13 @@ impl BufferAccessStrategy {
     /// Ring size in buffers before the pool's cap.
     pub fn ring_buffers(&self) -> usize {
         self.slots.len()
+    }
+
+    /// Grows the ring to at least `slots` buffers (before the pool's cap).
+    pub(crate) fn reserve_slots(&mut self, slots: usize) {
+        if self.slots.len() < slots {
+            self.slots.resize(slots, None);
+        }
     }
 
     /// Advances to the next slot of a ring capped at `nbuffers / 8`; returns
