@@ -103,9 +103,8 @@ impl Database {
         remove_orphans(&smgr, &catalog)?;
 
         let shared_buffers = settings.memory_bytes("shared_buffers");
-        let mapping = match settings.text("buffer_mapping").as_str() {
-            _ => BufferMappingKind::Hash,
-        };
+        // `buffer_mapping` accepts only "hash" until the ART page table lands.
+        let mapping = BufferMappingKind::Hash;
         let pool = BufferPool::new(smgr, BufferPoolConfig { shared_buffers_bytes: shared_buffers, mapping });
         let workers = WorkerPool::new(settings.integer("max_worker_processes").max(0) as usize);
         Ok(Arc::new(Database {
