@@ -142,34 +142,6 @@ impl<'a> HeapInserter<'a> {
     }
 }
 
-/// Insert a single encoded row, reusing free space on the relation's last page.
-pub fn insert_one(pool: &BufferPool, rel: RelFileLocator, xid: Xid, row: &[u8]) -> Result<Tid> {
-    let mut item = Vec::with_capacity(XMIN_BYTES + row.len());
-    item.extend_from_slice(&xid.to_le_bytes());
-    item.extend_from_slice(row);
-    if item.len() > page::MAX_ITEM_SIZE {
-        return Err(row_too_big(row.len()));
-    }
-    let nblocks = pool.nblocks(rel, ForkNumber::Main)?;
-    if nblocks > 0 {
-        let block = nblocks - 1;
-        let buffer = pool.read_buffer(BufferTag { rel, fork: ForkNumber::Main, block }, None)?;
-        let mut guard = buffer.write();
-        if page::is_new(&guard) {
-            page::init(&mut guard, 0);
-        }
-        if let Some(offset) = page::add_item(&mut guard, &item) {
-            return Ok(Tid { block, offset });
-        }
-    }
-    let buffer = pool.extend(rel, ForkNumber::Main, None)?;
-    let block = buffer.block_number();
-    let mut guard = buffer.write();
-    page::init(&mut guard, 0);
-    let offset = page::add_item(&mut guard, &item).ok_or_else(|| Error::internal("row did not fit an empty page"))?;
-    Ok(Tid { block, offset })
-}
-
 /// The shared block cursor of a (parallel) sequential scan.
 pub struct HeapScanCursor {
     next_block: AtomicU32,

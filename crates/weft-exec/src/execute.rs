@@ -18,7 +18,7 @@ use weft_common::{DataType, Datum, Error, Result};
 use weft_storage::{BufferAccessStrategy, BufferPool, RelFileLocator};
 
 use crate::aggregate::AggregateSink;
-use crate::expr::{EvalContext, Expr};
+use crate::expr::EvalContext;
 use crate::expr::compare::compare_datums;
 use crate::plan::{Pipeline, Plan, Row, SortKey, Source, Step};
 
@@ -509,11 +509,6 @@ impl<'a> Sink for InsertSink<'a> {
         self.inserted.fetch_add(rows, Ordering::Relaxed);
         Ok(())
     }
-}
-
-/// Evaluate a constant expression (no input row).
-pub fn eval_constant(expr: &Expr, eval: &EvalContext) -> Result<Datum> {
-    expr.eval(&[], eval)
 }
 
 /// Insert rows produced by an iterator (COPY FROM), serially, with the same checks as

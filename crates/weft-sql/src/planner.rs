@@ -93,7 +93,10 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
 /// A LIMIT/OFFSET value: a constant bigint; NULL means no limit.
 fn limit_value(expr: &ast::Expr, what: &str, ctx: &PlanContext) -> Result<Option<u64>> {
     let scope = Scope::default();
-    let bound = ex::coerce(Binder::new(&scope).bind(expr)?, DataType::Int8, false)?;
+    let bound = Binder::new(&scope).bind(expr)?;
+    // A quoted constant is parsed as bigint, as PostgreSQL's unknown-type literal.
+    let string_literal = matches!(bound, Expr::Literal { value: Datum::Text(_), .. });
+    let bound = ex::coerce(bound, DataType::Int8, string_literal)?;
     match bound.eval(&[], ctx.eval)? {
         Datum::Null => Ok(None),
         Datum::Int8(v) if v >= 0 => Ok(Some(v as u64)),

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use weft_common::units::{format_memory, parse_memory};
+use weft_common::units::{format_memory, parse_memory, parse_memory_in_range};
 use weft_common::{Error, Result, SqlState};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,8 +17,9 @@ pub enum Context {
 
 #[derive(Clone, Copy, Debug)]
 enum Kind {
-    /// Memory size; the unit of a bare number in bytes (1024 for kB, 8192 for blocks).
-    Memory { unit_bytes: usize },
+    /// Memory size; the unit of a bare number in bytes (1024 for kB, 8192 for blocks), and
+    /// PostgreSQL's minimum in those units.
+    Memory { unit_bytes: usize, min_units: i64 },
     Integer { min: i64, max: i64 },
     Bool,
     /// Free text (accepted and shown back).
@@ -40,14 +41,14 @@ const BLOCK: usize = 8192;
 /// Every setting weft knows. `max_worker_processes`'s default is the core count and is
 /// filled in at start-up.
 const DEFINITIONS: &[Definition] = &[
-    Definition { name: "shared_buffers", kind: Kind::Memory { unit_bytes: BLOCK }, default: "128MB", context: Context::Startup, description: "Sets the number of shared memory buffers used by the server." },
+    Definition { name: "shared_buffers", kind: Kind::Memory { unit_bytes: BLOCK, min_units: 16 }, default: "128MB", context: Context::Startup, description: "Sets the number of shared memory buffers used by the server." },
     Definition { name: "max_worker_processes", kind: Kind::Integer { min: 0, max: 262143 }, default: "0", context: Context::Startup, description: "Maximum number of concurrent worker threads." },
     Definition { name: "buffer_mapping", kind: Kind::Enum(&["hash"]), default: "hash", context: Context::Startup, description: "Page table of the buffer manager." },
-    Definition { name: "work_mem", kind: Kind::Memory { unit_bytes: KB }, default: "4MB", context: Context::Session, description: "Sets the maximum memory to be used for query workspaces." },
-    Definition { name: "maintenance_work_mem", kind: Kind::Memory { unit_bytes: KB }, default: "64MB", context: Context::Session, description: "Sets the maximum memory to be used for maintenance operations." },
+    Definition { name: "work_mem", kind: Kind::Memory { unit_bytes: KB, min_units: 64 }, default: "4MB", context: Context::Session, description: "Sets the maximum memory to be used for query workspaces." },
+    Definition { name: "maintenance_work_mem", kind: Kind::Memory { unit_bytes: KB, min_units: 1024 }, default: "64MB", context: Context::Session, description: "Sets the maximum memory to be used for maintenance operations." },
     Definition { name: "max_parallel_workers_per_gather", kind: Kind::Integer { min: 0, max: 1024 }, default: "2", context: Context::Session, description: "Sets the maximum number of parallel processes per executor node." },
     Definition { name: "parallel_leader_participation", kind: Kind::Bool, default: "on", context: Context::Session, description: "Controls whether Gather and Gather Merge also run subplans." },
-    Definition { name: "min_parallel_table_scan_size", kind: Kind::Memory { unit_bytes: BLOCK }, default: "8MB", context: Context::Session, description: "Sets the minimum amount of table data for a parallel scan." },
+    Definition { name: "min_parallel_table_scan_size", kind: Kind::Memory { unit_bytes: BLOCK, min_units: 0 }, default: "8MB", context: Context::Session, description: "Sets the minimum amount of table data for a parallel scan." },
     Definition { name: "client_min_messages", kind: Kind::Enum(&["debug5", "debug4", "debug3", "debug2", "debug1", "log", "notice", "warning", "error"]), default: "notice", context: Context::Session, description: "Sets the message levels that are sent to the client." },
     Definition { name: "application_name", kind: Kind::Text, default: "", context: Context::Session, description: "Sets the application name to be reported." },
     Definition { name: "search_path", kind: Kind::Text, default: "\"$user\", public", context: Context::Session, description: "Sets the schema search order for names that are not schema-qualified." },
@@ -72,8 +73,8 @@ fn invalid(def: &Definition, value: &str) -> Error {
 fn normalize(def: &Definition, value: &str) -> Result<String> {
     let trimmed = value.trim();
     Ok(match def.kind {
-        Kind::Memory { unit_bytes } => {
-            let bytes = parse_memory(trimmed, unit_bytes, def.name)?;
+        Kind::Memory { unit_bytes, min_units } => {
+            let bytes = parse_memory_in_range(trimmed, unit_bytes, def.name, min_units, i32::MAX as i64)?;
             format_memory(bytes)
         }
         Kind::Integer { min, max } => {
@@ -195,7 +196,7 @@ impl Settings {
 
     pub fn memory_bytes(&self, name: &str) -> usize {
         let def = definition(name).expect("memory setting is defined");
-        let Kind::Memory { unit_bytes } = def.kind else { panic!("{name} is not a memory setting") };
+        let Kind::Memory { unit_bytes, .. } = def.kind else { panic!("{name} is not a memory setting") };
         parse_memory(&self.value(def), unit_bytes, def.name).expect("stored settings are valid")
     }
 

@@ -208,7 +208,9 @@ fn drop_tables(session: &mut Session, names: &[ast::ObjectName], if_exists: bool
             match txn.catalog.tables.remove(&name) {
                 Some(table) => txn.drop_relation(table.locator()),
                 None if if_exists => notices.push(format!("NOTICE:  table \"{name}\" does not exist, skipping")),
-                None => return Err(weft_access::catalog::undefined_table(&name)),
+                None => {
+                    return Err(Error::new(SqlState::UNDEFINED_TABLE, format!("table \"{name}\" does not exist")))
+                }
             }
         }
         Ok(())
