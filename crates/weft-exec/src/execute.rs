@@ -146,6 +146,10 @@ pub struct InsertTarget {
     pub table_name: String,
     /// (column index, column name) of NOT NULL columns.
     pub not_null: Vec<(usize, String)>,
+    /// Let the first participant fill the relation's last page before starting new ones.
+    /// Must be false when the plan scans the target itself: the scan holds that page's
+    /// shared lock while the insert would rewrite it (see `Plan::reads_relation`).
+    pub fill_last_page: bool,
 }
 
 impl InsertTarget {
@@ -490,7 +494,7 @@ impl<'a> Sink for InsertSink<'a> {
     type Local = HeapInserter<'a>;
 
     fn local(&self) -> Result<HeapInserter<'a>> {
-        if self.last_page_taken.swap(true, Ordering::Relaxed) {
+        if !self.target.fill_last_page || self.last_page_taken.swap(true, Ordering::Relaxed) {
             Ok(HeapInserter::new(self.pool, self.target.rel, self.target.xid))
         } else {
             HeapInserter::appending(self.pool, self.target.rel, self.target.xid)

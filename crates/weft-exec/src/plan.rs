@@ -107,6 +107,27 @@ pub enum Plan {
     Sort { input: Box<Plan>, keys: Vec<SortKey> },
 }
 
+impl Plan {
+    /// Does any heap scan of this plan read `rel`? (An INSERT that reads its own target
+    /// must not rewrite the page its scan is visiting.)
+    pub fn reads_relation(&self, rel: RelFileLocator) -> bool {
+        match self {
+            Plan::Pipeline(pipeline) | Plan::Aggregate { input: pipeline, .. } => pipeline.source.reads_relation(rel),
+            Plan::Limit { input, .. } | Plan::Sort { input, .. } => input.reads_relation(rel),
+        }
+    }
+}
+
+impl Source {
+    fn reads_relation(&self, rel: RelFileLocator) -> bool {
+        match self {
+            Source::Heap(heap) => heap.rel == rel,
+            Source::Subquery(plan) => plan.reads_relation(rel),
+            Source::Single | Source::Series { .. } | Source::Values(_) => false,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SortKey {
     pub column: usize,

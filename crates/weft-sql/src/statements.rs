@@ -168,6 +168,7 @@ pub(crate) fn insert_target_for(table: &TableMeta, xid: u64) -> InsertTarget {
             .filter(|(_, c)| c.not_null)
             .map(|(i, c)| (i, c.name.clone()))
             .collect(),
+        fill_last_page: true,
     }
 }
 
@@ -294,7 +295,8 @@ fn insert_into(session: &mut Session, insert: &ast::Insert, cancel: &CancelToken
         let names = insert.columns.iter().map(object_name).collect::<Result<Vec<_>>>()?;
         let targets = target_columns(&table, &names)?;
         let plan = insert_plan(session, txn, &table, &targets, source)?;
-        let target = insert_target_for(&table, txn.xid);
+        let mut target = insert_target_for(&table, txn.xid);
+        target.fill_last_page = !plan.reads_relation(table.locator());
         let inserted = execute_insert(&plan, &exec_context(session, cancel), &target)?;
         txn.touch(table.locator());
         txn.catalog.table_mut(&table_name)?.row_count += inserted;
