@@ -156,11 +156,13 @@ pub fn free_space(page: &Page) -> usize {
     bounds(page).map_or(0, |b| (b.upper - b.lower).saturating_sub(LINE_POINTER_SIZE))
 }
 
-/// Append an item; returns its offset number, or `None` if it does not fit
-/// (or the page is new or damaged).
+/// Append an item; returns its offset number, or `None` if it does not fit, is
+/// empty, or the page is new or damaged.
 pub fn add_item(page: &mut Page, item: &[u8]) -> Option<OffsetNumber> {
     let b = bounds(page)?;
-    if item.len() > (b.upper - b.lower).saturating_sub(LINE_POINTER_SIZE) {
+    // Empty items are refused: with fewer than LINE_POINTER_SIZE bytes left, `free_space`
+    // is 0, yet an empty item's line pointer would not fit.
+    if item.is_empty() || item.len() + LINE_POINTER_SIZE > b.upper - b.lower {
         return None;
     }
     let start = b.upper - item.len();

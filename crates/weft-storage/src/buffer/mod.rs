@@ -40,7 +40,7 @@ use weft_common::{Error, Result, SqlState};
 
 use crate::mapping::{BufferMapping, PartitionedHashMapping};
 use crate::smgr::StorageManager;
-use crate::sync::{Arc, AtomicU64, Mutex, Ordering, RwLock};
+use crate::sync::{Arc, AtomicU64, AtomicUsize, Mutex, Ordering, RwLock};
 use crate::{page, BlockNumber, BufferTag, ForkNumber, Page, RelFileLocator, PAGE_SIZE};
 use desc::*;
 
@@ -148,6 +148,10 @@ pub struct BufferPool {
     arena: Arc<Arena>,
     mapping: Box<dyn BufferMapping>,
     clock_hand: AtomicU64,
+    /// Frames `never_used..nbuffers` have never held a page: handed out before any
+    /// eviction (PostgreSQL's free list, for the frames it starts with), also to ring
+    /// scans, so a big scan on a fresh pool leaves as much of its table resident as fits.
+    never_used: AtomicUsize,
     /// Logical size of each fork, including extended blocks not yet written.
     nblocks: Mutex<HashMap<(RelFileLocator, ForkNumber), BlockNumber>>,
     /// Relations written since their last fsync.
@@ -184,6 +188,7 @@ impl BufferPool {
             arena: Arc::new(arena),
             mapping,
             clock_hand: AtomicU64::new(0),
+            never_used: AtomicUsize::new(0),
             nblocks: Mutex::new(HashMap::new()),
             pending_sync: Mutex::new(HashSet::new()),
             stats: StatCounters::default(),
@@ -533,6 +538,10 @@ impl BufferPool {
     /// else from the clock sweep.
     fn get_victim(&self, strategy: Option<&mut BufferAccessStrategy>) -> Result<usize> {
         let nbuffers = self.nbuffers();
+        if let Some(id) = self.take_never_used(nbuffers) {
+            // Not remembered in a ring: the page stays in the pool after the scan.
+            return Ok(id);
+        }
         if let Some(ring) = strategy {
             if let Some(id) = ring.advance(nbuffers) {
                 if let SweepOutcome::Pinned = self.arena.descs[id].sweep(1, false) {
@@ -544,6 +553,27 @@ impl BufferPool {
             return Ok(id);
         }
         self.clock_sweep()
+    }
+
+    /// A pinned frame that never held a page, while any remain.
+    fn take_never_used(&self, nbuffers: usize) -> Option<usize> {
+        if self.never_used.load(Ordering::Relaxed) >= nbuffers {
+            return None;
+        }
+        loop {
+            let id = self.never_used.fetch_add(1, Ordering::Relaxed);
+            if id >= nbuffers {
+                return None;
+            }
+            let desc = &self.arena.descs[id];
+            // Claimed meanwhile by the clock sweep: skip it (it is in use now).
+            if desc.load() & TAG_VALID != 0 {
+                continue;
+            }
+            if let SweepOutcome::Pinned = desc.sweep(0, false) {
+                return Some(id);
+            }
+        }
     }
 
     /// PostgreSQL's `StrategyGetBuffer` without a free list: move the hand,
