@@ -229,19 +229,61 @@ fn warm_page(page: &Page) {
     std::hint::black_box(touched);
 }
 
+/// Like [`scan_blocks`], but hands over one page at a time: the page's bytes and the byte
+/// ranges of its visible tuples (without xmin). A consumer that aggregates can then loop
+/// over a page's tuples once per aggregate, with no call per tuple.
+pub fn scan_blocks_by_page(
+    pool: &BufferPool,
+    rel: RelFileLocator,
+    blocks: Range<BlockNumber>,
+    mut strategy: Option<&mut BufferAccessStrategy>,
+    snapshot: &Snapshot,
+    mut visit_page: impl FnMut(&[u8], &[Range<usize>]) -> Result<bool>,
+) -> Result<bool> {
+    let mut ranges: Vec<Range<usize>> = Vec::with_capacity(256);
+    let mut first = blocks.start;
+    while first < blocks.end {
+        let count = (blocks.end - first).min(READ_BATCH_BLOCKS_MAX);
+        let buffers = pool.read_buffers(rel, ForkNumber::Main, first, count, strategy.as_deref_mut())?;
+        for buffer in &buffers {
+            let guard = buffer.read();
+            let base = guard.as_ptr() as usize;
+            ranges.clear();
+            for_each_visible(&guard, buffer.block_number(), rel, snapshot, |_, tuple| {
+                let start = tuple.as_ptr() as usize - base;
+                ranges.push(start..start + tuple.len());
+                Ok(true)
+            })?;
+            if !ranges.is_empty() && !visit_page(&guard[..], &ranges)? {
+                return Ok(false);
+            }
+        }
+        first += count;
+    }
+    Ok(true)
+}
+
 /// Visit the visible tuples of one pinned heap page.
-pub fn scan_buffer(buffer: &Buffer, snapshot: &Snapshot, mut visit: impl FnMut(Tid, &[u8]) -> Result<bool>) -> Result<bool> {
-    let block = buffer.block_number();
-    let rel = buffer.tag().rel;
+pub fn scan_buffer(buffer: &Buffer, snapshot: &Snapshot, visit: impl FnMut(Tid, &[u8]) -> Result<bool>) -> Result<bool> {
     let guard = buffer.read();
-    warm_page(&guard);
-    if page::is_new(&guard) {
+    for_each_visible(&guard, buffer.block_number(), buffer.tag().rel, snapshot, visit)
+}
+
+fn for_each_visible(
+    guard: &Page,
+    block: BlockNumber,
+    rel: RelFileLocator,
+    snapshot: &Snapshot,
+    mut visit: impl FnMut(Tid, &[u8]) -> Result<bool>,
+) -> Result<bool> {
+    warm_page(guard);
+    if page::is_new(guard) {
         return Ok(true);
     }
     // Tuples of one page nearly always share an xmin: check visibility once per run.
     let mut last_xmin = Xid::MAX;
     let mut last_visible = false;
-    for (offset, item) in page::items(&guard) {
+    for (offset, item) in page::items(guard) {
         if item.len() < XMIN_BYTES {
             return Err(Error::new(
                 SqlState::DATA_CORRUPTED,

@@ -7,11 +7,12 @@
 //! never wait for one another inside a pipeline, so the number of workers actually
 //! launched (maybe none) changes speed, never the result.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use weft_access::heap::{scan_blocks, HeapInserter, HeapScanCursor};
+use weft_access::heap::{scan_blocks, scan_blocks_by_page, HeapInserter, HeapScanCursor};
 use weft_common::parallel::{CancelToken, WorkerPool};
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result};
@@ -76,6 +77,18 @@ pub(crate) trait Sink: Sync {
     /// Take one heap tuple in the table's tuple format.
     fn push_raw(&self, _local: &mut Self::Local, _tuple: &[u8]) -> Result<bool> {
         Err(Error::internal("push_raw on a sink that does not accept raw tuples"))
+    }
+
+    /// Take the visible tuples of one page (`tuples` are byte ranges into `page`). The
+    /// default feeds them to `push_raw` one by one; a sink can do better by looping over
+    /// the page once per output column.
+    fn push_raw_page(&self, local: &mut Self::Local, page: &[u8], tuples: &[Range<usize>]) -> Result<bool> {
+        for range in tuples {
+            if !self.push_raw(local, &page[range.clone()])? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }
 
@@ -325,6 +338,21 @@ impl<'p> SourceState<'p> {
         Ok(())
     }
 
+    /// A heap source's share of visible tuples, a page at a time.
+    fn run_raw_pages(&self, ctx: &ExecContext, mut emit: impl FnMut(&[u8], &[Range<usize>]) -> Result<bool>) -> Result<()> {
+        let SourceState::Heap { source, cursor } = self else {
+            return Err(Error::internal("raw tuples from a source that is not a heap scan"));
+        };
+        let mut ring = (source.nblocks as usize > ctx.pool.nbuffers() / 4).then(BufferAccessStrategy::bulk_read);
+        while let Some(blocks) = cursor.next_chunk() {
+            ctx.cancel.check()?;
+            if !scan_blocks_by_page(ctx.pool, source.rel, blocks, ring.as_mut(), &source.snapshot, &mut emit)? {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
     /// Feed this participant's share of rows to `emit` until the source is exhausted or
     /// `emit` returns false.
     fn run(&self, ctx: &ExecContext, mut emit: impl FnMut(&[Datum]) -> Result<bool>) -> Result<()> {
@@ -414,7 +442,7 @@ pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink
         let begin = Instant::now();
         let mut local = sink.local()?;
         if raw {
-            state.run_raw(ctx, |tuple| sink.push_raw(&mut local, tuple))?;
+            state.run_raw_pages(ctx, |page, tuples| sink.push_raw_page(&mut local, page, tuples))?;
         } else {
             let mut buffers = StepBuffers::new();
             state.run(ctx, |row| buffers.process(row, steps, ctx.eval, |out| sink.push(&mut local, out)))?;
