@@ -21,6 +21,8 @@ const QUERIES: &[&str] = &[
     "SELECT k, count(*), count(v), count(f), count(s), sum(v), sum(id), avg(id), avg(f), min(f), max(f), min(s), max(s) FROM t GROUP BY k",
     "SELECT b, sum(k), avg(v) FROM t GROUP BY b",
     "SELECT sum(v), avg(v), sum(f), sum(id::bigint * 1000000000000) FROM t",
+    // Plain columns only: the page-at-a-time raw aggregate path.
+    "SELECT count(*), count(f), count(s), sum(k), sum(v), avg(k), min(k), max(v), sum(f), avg(f), min(f), max(f), min(id), max(id) FROM t",
     "SELECT id, v / 1000 + id, f * 2, -f, s || '-' || id, length(s), upper(s), coalesce(s, 'none') FROM t WHERE id % 97 = 1",
     "SELECT id, f, f::int8, f::int4 FROM t WHERE f IS NOT NULL AND id % 101 = 3 AND abs(f) < 1e9",
     "SELECT id, CASE WHEN f > 0 THEN 'pos' WHEN f < 0 THEN 'neg' ELSE 'other' END, CASE k WHEN 1 THEN 'one' WHEN 2 THEN 'two' END FROM t WHERE id < 40",
