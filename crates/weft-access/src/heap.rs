@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use weft_common::{Error, Result, SqlState};
 use weft_storage::{
-    page, BlockNumber, Buffer, BufferAccessStrategy, BufferPool, BufferTag, ForkNumber, OffsetNumber, Page, RelFileLocator,
+    page, BlockNumber, BufferAccessStrategy, BufferPool, BufferTag, ForkNumber, OffsetNumber, Page, RelFileLocator,
     PAGE_SIZE, READ_BATCH_BLOCKS_MAX,
 };
 
@@ -113,12 +113,6 @@ impl<'a> HeapInserter<'a> {
         Ok(())
     }
 
-    /// Insert one encoded row (without xmin).
-    pub fn insert(&mut self, row: &[u8]) -> Result<()> {
-        self.scratch().extend_from_slice(row);
-        self.insert_scratch()
-    }
-
     fn flush_page(&mut self) -> Result<()> {
         if self.page_has_rows {
             let buffer = match self.existing_block {
@@ -160,10 +154,6 @@ impl HeapScanCursor {
         HeapScanCursor { next_block: AtomicU32::new(0), nblocks, chunk_blocks }
     }
 
-    pub fn nblocks(&self) -> BlockNumber {
-        self.nblocks
-    }
-
     /// The next range of blocks to scan, or `None` when the table is exhausted.
     pub fn next_chunk(&self) -> Option<Range<BlockNumber>> {
         let start = self.next_block.fetch_add(self.chunk_blocks, Ordering::Relaxed);
@@ -172,46 +162,6 @@ impl HeapScanCursor {
         }
         Some(start..(start + self.chunk_blocks).min(self.nblocks))
     }
-}
-
-/// Visit the visible tuples of one block. `visit` gets each row (without xmin) and returns
-/// `false` to stop early.
-pub fn scan_block(
-    pool: &BufferPool,
-    rel: RelFileLocator,
-    block: BlockNumber,
-    strategy: &mut BufferAccessStrategy,
-    snapshot: &Snapshot,
-    visit: impl FnMut(Tid, &[u8]) -> Result<bool>,
-) -> Result<bool> {
-    let buffer = pool.read_buffer(BufferTag { rel, fork: ForkNumber::Main, block }, Some(strategy))?;
-    scan_buffer(&buffer, snapshot, visit)
-}
-
-/// Visit the visible tuples of consecutive blocks `blocks`, read in batches with one
-/// system call per run of blocks not in the pool. Stops early when `visit` returns false.
-/// With a ring `strategy` the scan recycles its own few buffers (a big table); without,
-/// its pages stay in the pool like any other (a table that fits comfortably).
-pub fn scan_blocks(
-    pool: &BufferPool,
-    rel: RelFileLocator,
-    blocks: Range<BlockNumber>,
-    mut strategy: Option<&mut BufferAccessStrategy>,
-    snapshot: &Snapshot,
-    mut visit: impl FnMut(Tid, &[u8]) -> Result<bool>,
-) -> Result<bool> {
-    let mut first = blocks.start;
-    while first < blocks.end {
-        let count = (blocks.end - first).min(READ_BATCH_BLOCKS_MAX);
-        let buffers = pool.read_buffers(rel, ForkNumber::Main, first, count, strategy.as_deref_mut())?;
-        for buffer in &buffers {
-            if !scan_buffer(buffer, snapshot, &mut visit)? {
-                return Ok(false);
-            }
-        }
-        first += count;
-    }
-    Ok(true)
 }
 
 /// Load one byte of every cache line of the page, so the page comes into the cache at
@@ -229,9 +179,12 @@ fn warm_page(page: &Page) {
     std::hint::black_box(touched);
 }
 
-/// Like [`scan_blocks`], but hands over one page at a time: the page's bytes and the byte
-/// ranges of its visible tuples (without xmin). A consumer that aggregates can then loop
-/// over a page's tuples once per aggregate, with no call per tuple.
+/// Visit the visible tuples of consecutive blocks `blocks` a page at a time: the page's
+/// bytes and the byte ranges of its visible tuples (without xmin), so a consumer that
+/// aggregates can loop over a page's tuples once per aggregate, with no call per tuple.
+/// Blocks are read in batches with one system call per run of blocks not in the pool.
+/// With a ring `strategy` the scan recycles its own few buffers (a big table); without,
+/// its pages stay in the pool like any other. Stops early when `visit_page` returns false.
 pub fn scan_blocks_by_page(
     pool: &BufferPool,
     rel: RelFileLocator,
@@ -263,12 +216,7 @@ pub fn scan_blocks_by_page(
     Ok(true)
 }
 
-/// Visit the visible tuples of one pinned heap page.
-pub fn scan_buffer(buffer: &Buffer, snapshot: &Snapshot, visit: impl FnMut(Tid, &[u8]) -> Result<bool>) -> Result<bool> {
-    let guard = buffer.read();
-    for_each_visible(&guard, buffer.block_number(), buffer.tag().rel, snapshot, visit)
-}
-
+/// Visit the visible tuples of one locked heap page.
 fn for_each_visible(
     guard: &Page,
     block: BlockNumber,

@@ -354,31 +354,6 @@ impl Sink for AggregateSink<'_> {
         self.raw.set(RawInputs { layout: layout.clone(), columns: inputs }).is_ok()
     }
 
-    #[inline]
-    fn push_raw(&self, local: &mut LocalAggregate, tuple: &[u8]) -> Result<bool> {
-        let (LocalAggregate::Ungrouped(accumulators), Some(raw)) = (local, self.raw.get()) else {
-            return Err(Error::internal("raw aggregate input without its setup"));
-        };
-        for (acc, input) in accumulators.iter_mut().zip(&raw.columns) {
-            match *input {
-                None => acc.update_count_star(),
-                Some((col, ty)) => {
-                    if raw.layout.is_null(tuple, col) {
-                        continue;
-                    }
-                    match ty {
-                        DataType::Float8 => acc.update_float(raw.layout.get_f64(tuple, col))?,
-                        DataType::Int4 => {
-                            acc.update_int(raw.layout.get_i32(tuple, col) as i64, |v| Datum::Int4(v as i32))?
-                        }
-                        _ => acc.update_int(raw.layout.get_i64_unchecked(tuple, col), Datum::Int8)?,
-                    }
-                }
-            }
-        }
-        Ok(true)
-    }
-
     /// One loop over the page's tuples per aggregate, dispatching on the aggregate and
     /// column type once per page instead of once per tuple.
     fn push_raw_page(&self, local: &mut LocalAggregate, page: &[u8], tuples: &[Range<usize>]) -> Result<bool> {

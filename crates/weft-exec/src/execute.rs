@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering}
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use weft_access::heap::{scan_blocks, scan_blocks_by_page, HeapInserter, HeapScanCursor};
+use weft_access::heap::{scan_blocks_by_page, HeapInserter, HeapScanCursor};
 use weft_common::parallel::{CancelToken, WorkerPool};
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result};
@@ -69,26 +69,14 @@ pub(crate) trait Sink: Sync {
 
     /// Can this sink read the tuples of a heap scan directly (no steps in between)?
     /// `columns` maps the pipeline's row positions to table columns. Called once, before
-    /// any participant starts; a sink that says yes gets `push_raw` instead of `push`.
+    /// any participant starts; a sink that says yes gets `push_raw_page` instead of `push`.
     fn accepts_raw(&self, _layout: &RowLayout, _columns: &[usize]) -> bool {
         false
     }
 
-    /// Take one heap tuple in the table's tuple format.
-    fn push_raw(&self, _local: &mut Self::Local, _tuple: &[u8]) -> Result<bool> {
-        Err(Error::internal("push_raw on a sink that does not accept raw tuples"))
-    }
-
-    /// Take the visible tuples of one page (`tuples` are byte ranges into `page`). The
-    /// default feeds them to `push_raw` one by one; a sink can do better by looping over
-    /// the page once per output column.
-    fn push_raw_page(&self, local: &mut Self::Local, page: &[u8], tuples: &[Range<usize>]) -> Result<bool> {
-        for range in tuples {
-            if !self.push_raw(local, &page[range.clone()])? {
-                return Ok(false);
-            }
-        }
-        Ok(true)
+    /// Take the visible tuples of one page (`tuples` are byte ranges into `page`).
+    fn push_raw_page(&self, _local: &mut Self::Local, _page: &[u8], _tuples: &[Range<usize>]) -> Result<bool> {
+        Err(Error::internal("raw tuples sent to a sink that does not accept them"))
     }
 }
 
@@ -201,38 +189,19 @@ pub fn execute_insert(plan: &Plan, ctx: &ExecContext, target: &InsertTarget) -> 
     Ok(sink.inserted.load(Ordering::Relaxed))
 }
 
-pub(crate) fn apply_steps_to_all(rows: Vec<Row>, steps: &[Step], eval: &EvalContext) -> Result<Vec<Row>> {
+fn apply_steps_to_all(rows: Vec<Row>, steps: &[Step], eval: &EvalContext) -> Result<Vec<Row>> {
     if steps.is_empty() {
         return Ok(rows);
     }
+    let mut buffers = StepBuffers::new();
     let mut out = Vec::with_capacity(rows.len());
-    for row in rows {
-        if let Some(row) = apply_steps(row, steps, eval)? {
-            out.push(row);
-        }
+    for row in &rows {
+        buffers.process(row, steps, eval, |kept| {
+            out.push(kept.to_vec());
+            Ok(true)
+        })?;
     }
     Ok(out)
-}
-
-/// Push one owned row through the steps; `None` when a filter drops it.
-fn apply_steps(mut row: Row, steps: &[Step], eval: &EvalContext) -> Result<Option<Row>> {
-    for step in steps {
-        match step {
-            Step::Filter(predicate) => {
-                if !matches!(predicate.eval(&row, eval)?, Datum::Bool(true)) {
-                    return Ok(None);
-                }
-            }
-            Step::Project(exprs) => {
-                let mut projected = Vec::with_capacity(exprs.len());
-                for expr in exprs {
-                    projected.push(expr.eval(&row, eval)?);
-                }
-                row = projected;
-            }
-        }
-    }
-    Ok(Some(row))
 }
 
 /// Per-participant buffers for pushing borrowed rows through steps without allocating a
@@ -321,28 +290,13 @@ impl<'p> SourceState<'p> {
         })
     }
 
-    /// A heap source's share of visible tuples, undecoded.
-    fn run_raw(&self, ctx: &ExecContext, mut emit: impl FnMut(&[u8]) -> Result<bool>) -> Result<()> {
-        let SourceState::Heap { source, cursor } = self else {
-            return Err(Error::internal("raw tuples from a source that is not a heap scan"));
-        };
-        // PostgreSQL's rule: a table larger than a quarter of the pool is scanned through a
-        // small ring, so that it does not evict everything else; a smaller one is cached.
-        let mut ring = (source.nblocks as usize > ctx.pool.nbuffers() / 4).then(BufferAccessStrategy::bulk_read);
-        while let Some(blocks) = cursor.next_chunk() {
-            ctx.cancel.check()?;
-            if !scan_blocks(ctx.pool, source.rel, blocks, ring.as_mut(), &source.snapshot, |_, tuple| emit(tuple))? {
-                return Ok(());
-            }
-        }
-        Ok(())
-    }
-
     /// A heap source's share of visible tuples, a page at a time.
     fn run_raw_pages(&self, ctx: &ExecContext, mut emit: impl FnMut(&[u8], &[Range<usize>]) -> Result<bool>) -> Result<()> {
         let SourceState::Heap { source, cursor } = self else {
             return Err(Error::internal("raw tuples from a source that is not a heap scan"));
         };
+        // PostgreSQL's rule: a table larger than a quarter of the pool is scanned through a
+        // small ring, so that it does not evict everything else; a smaller one is cached.
         let mut ring = (source.nblocks as usize > ctx.pool.nbuffers() / 4).then(BufferAccessStrategy::bulk_read);
         while let Some(blocks) = cursor.next_chunk() {
             ctx.cancel.check()?;
@@ -363,21 +317,26 @@ impl<'p> SourceState<'p> {
                 }
                 Ok(())
             }
-            SourceState::Heap { .. } => {
-                let mut row: Vec<Datum> = Vec::new();
-                let SourceState::Heap { source, .. } = self else { unreachable!() };
-                self.run_raw(ctx, |tuple| {
-                            row.clear();
-                            for &col in &source.columns {
-                                // Fixed-width columns without a Result in between: this loop
-                                // runs once per column per tuple of every scan.
-                                let datum = match source.layout.get_fixed(tuple, col) {
-                                    Some(datum) => datum,
-                                    None => source.layout.get(tuple, col)?,
-                                };
-                                row.push(datum);
-                            }
-                            emit(&row)
+            SourceState::Heap { source, .. } => {
+                let mut row: Vec<Datum> = Vec::with_capacity(source.columns.len());
+                self.run_raw_pages(ctx, |page, tuples| {
+                    for range in tuples {
+                        let tuple = &page[range.clone()];
+                        row.clear();
+                        for &col in &source.columns {
+                            // Fixed-width columns without a Result in between: this loop
+                            // runs once per column per tuple of every scan.
+                            let datum = match source.layout.get_fixed(tuple, col) {
+                                Some(datum) => datum,
+                                None => source.layout.get(tuple, col)?,
+                            };
+                            row.push(datum);
+                        }
+                        if !emit(&row)? {
+                            return Ok(false);
+                        }
+                    }
+                    Ok(true)
                 })
             }
             SourceState::Series { next_index, count, start, step, data_type } => loop {

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use weft_exec::expr::{Expr, ScalarFunction};
+use weft_exec::expr::Expr;
 
 /// Visit every node of `expr`, parents first.
 pub fn walk(expr: &Expr, f: &mut impl FnMut(&Expr)) {
@@ -67,8 +67,8 @@ pub fn columns_used(expr: &Expr, out: &mut std::collections::BTreeSet<usize>) {
 pub fn is_volatile(expr: &Expr) -> bool {
     let mut volatile = false;
     walk(expr, &mut |e| {
-        if let Expr::Function { func: ScalarFunction::Random | ScalarFunction::SetSeed, .. } = e {
-            volatile = true;
+        if let Expr::Function { func, .. } = e {
+            volatile |= func.is_volatile();
         }
     });
     volatile

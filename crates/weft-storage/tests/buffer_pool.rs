@@ -9,20 +9,14 @@ use parking_lot::{Mutex, RwLock};
 use weft_common::SqlState;
 use weft_storage::page;
 use weft_storage::{
-    BufferAccessStrategy, BufferMappingKind, BufferPool, BufferPoolConfig, BufferTag, ForkNumber, Page,
+    BufferAccessStrategy, BufferPool, BufferTag, ForkNumber, Page,
     RelFileLocator, StorageManager, PAGE_SIZE, READ_BATCH_BLOCKS_MAX,
 };
 
-fn rel(n: u32) -> RelFileLocator {
-    RelFileLocator::new(1663, 5, 16384 + n)
-}
+mod common;
+use common::{pool_with, rel, Xorshift};
 
-fn pool_with(smgr: &Arc<StorageManager>, frames: usize) -> Arc<BufferPool> {
-    BufferPool::new(
-        smgr.clone(),
-        BufferPoolConfig { shared_buffers_bytes: frames * PAGE_SIZE, mapping: BufferMappingKind::Hash },
-    )
-}
+
 
 /// Copies of the stamp in item 1: a torn or half-copied page shows up as a mismatch.
 const STAMP_COPIES: usize = 64;
@@ -67,20 +61,6 @@ fn write_relation(smgr: &StorageManager, r: RelFileLocator, blocks: u32, stamp_b
     }
 }
 
-struct Xorshift(u64);
-
-impl Xorshift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 const STRESS_RELATIONS: usize = 3;
 const STRESS_BLOCKS: u32 = 64;

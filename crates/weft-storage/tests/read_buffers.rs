@@ -2,25 +2,18 @@
 //! across resident/non-resident mixes, the end of the file, corruption, pin
 //! exhaustion, rings, and concurrent batches that must not read a page twice.
 
-use std::sync::Arc;
 
 use weft_common::SqlState;
 use weft_storage::page;
 use weft_storage::{
-    BufferAccessStrategy, BufferMappingKind, BufferPool, BufferPoolConfig, BufferTag, ForkNumber, Page,
+    BufferAccessStrategy, BufferPool, BufferTag, ForkNumber, Page,
     RelFileLocator, StorageManager, PAGE_SIZE, READ_BATCH_BLOCKS_MAX,
 };
 
-fn rel(n: u32) -> RelFileLocator {
-    RelFileLocator::new(1663, 5, 16384 + n)
-}
+mod common;
+use common::{pool_with, rel, Xorshift};
 
-fn pool_with(smgr: &Arc<StorageManager>, frames: usize) -> Arc<BufferPool> {
-    BufferPool::new(
-        smgr.clone(),
-        BufferPoolConfig { shared_buffers_bytes: frames * PAGE_SIZE, mapping: BufferMappingKind::Hash },
-    )
-}
+
 
 fn tag(r: RelFileLocator, block: u32) -> BufferTag {
     BufferTag::new(r, ForkNumber::Main, block)
@@ -60,16 +53,6 @@ fn corrupt_block(smgr: &StorageManager, r: RelFileLocator, block: u32) {
     std::fs::write(&path, &bytes).unwrap();
 }
 
-struct Xorshift(u64);
-
-impl Xorshift {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
 
 /// Every range `first .. first + count` over a relation with some pages
 /// resident (some of them dirty with changes not on disk) returns, block by
