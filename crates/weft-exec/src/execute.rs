@@ -20,8 +20,8 @@ use weft_storage::{BufferAccessStrategy, BufferPool, RelFileLocator};
 
 use crate::aggregate::AggregateSink;
 use crate::expr::EvalContext;
-use crate::expr::compare::compare_datums;
-use crate::plan::{Pipeline, Plan, Row, SortKey, Source, Step};
+use crate::plan::{Pipeline, Plan, Row, Source, Step};
+use crate::sort::SortSettings;
 
 /// What a statement's execution may use.
 pub struct ExecContext<'a> {
@@ -33,6 +33,12 @@ pub struct ExecContext<'a> {
     /// One entry per pipeline run, in the order they finished (for EXPLAIN ANALYZE and
     /// the benchmark's serial fraction).
     pub stats: Mutex<Vec<PipelineStats>>,
+    /// Budget, strategy, tracing and temp directory of sorts.
+    pub sort: SortSettings,
+    /// NOTICE / LOG lines for the client (`trace_sort`), in order.
+    pub notices: Mutex<Vec<String>>,
+    /// One report per sort that ran, in the order they finished (EXPLAIN ANALYZE).
+    pub sort_reports: Mutex<Vec<weft_sort::SortReport>>,
 }
 
 /// How one pipeline's participants shared its time.
@@ -111,32 +117,8 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
             };
             Ok(rows.into_iter().skip(start).take(end - start).collect())
         }
-        Plan::Sort { input, keys } => {
-            let mut rows = execute(input, ctx)?;
-            rows.sort_by(|a, b| compare_rows(a, b, keys));
-            Ok(rows)
-        }
+        Plan::Sort(sort) => crate::sort::execute_sort(sort, ctx),
     }
-}
-
-fn compare_rows(a: &Row, b: &Row, keys: &[SortKey]) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    for key in keys {
-        let (x, y) = (&a[key.column], &b[key.column]);
-        let ordering = match (x.is_null(), y.is_null()) {
-            (true, true) => Ordering::Equal,
-            (true, false) => if key.nulls_first { Ordering::Less } else { Ordering::Greater },
-            (false, true) => if key.nulls_first { Ordering::Greater } else { Ordering::Less },
-            (false, false) => {
-                let o = compare_datums(x, y);
-                if key.descending { o.reverse() } else { o }
-            }
-        };
-        if ordering != Ordering::Equal {
-            return ordering;
-        }
-    }
-    Ordering::Equal
 }
 
 /// Where inserted rows go: a heap relation, written by the statement's xid.

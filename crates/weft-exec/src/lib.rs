@@ -5,6 +5,9 @@ mod aggregate;
 pub mod execute;
 pub mod expr;
 pub mod plan;
+mod sort;
 
+pub use sort::SortSettings;
+pub use weft_sort::{SortReport, SortStrategy};
 pub use execute::{execute, execute_insert, insert_rows, ExecContext, InsertTarget, PipelineStats};
-pub use plan::{AggregateCall, AggregateFunction, HeapSource, Pipeline, Plan, Row, SortKey, Source, Step};
+pub use plan::{AggregateCall, AggregateFunction, HeapSource, Pipeline, Plan, Row, SortKey, SortPlan, Source, Step};

@@ -102,9 +102,9 @@ pub enum Plan {
     /// `output` (HAVING filter, final projection) is applied.
     Aggregate { input: Pipeline, group_by: Vec<Expr>, aggregates: Vec<AggregateCall>, output: Vec<Step> },
     Limit { input: Box<Plan>, limit: Option<u64>, offset: u64 },
-    /// In-memory sort of the input's rows by output columns. (The tuplesort issue replaces
-    /// this with the parallel external sort of `weft-sort`.)
-    Sort { input: Box<Plan>, keys: Vec<SortKey> },
+    /// Sort the input's rows by some of its columns (`weft-sort`: in memory, external, or
+    /// top-N; in parallel when the input is a parallel pipeline).
+    Sort(SortPlan),
 }
 
 impl Plan {
@@ -113,7 +113,8 @@ impl Plan {
     pub fn reads_relation(&self, rel: RelFileLocator) -> bool {
         match self {
             Plan::Pipeline(pipeline) | Plan::Aggregate { input: pipeline, .. } => pipeline.source.reads_relation(rel),
-            Plan::Limit { input, .. } | Plan::Sort { input, .. } => input.reads_relation(rel),
+            Plan::Limit { input, .. } => input.reads_relation(rel),
+            Plan::Sort(sort) => sort.input.reads_relation(rel),
         }
     }
 }
@@ -133,4 +134,17 @@ pub struct SortKey {
     pub column: usize,
     pub descending: bool,
     pub nulls_first: bool,
+}
+
+#[derive(Clone, Debug)]
+pub struct SortPlan {
+    pub input: Box<Plan>,
+    pub keys: Vec<SortKey>,
+    /// The types of the input's columns (the sort stores rows in the tuple format).
+    pub types: Vec<DataType>,
+    /// Only the first `bound` rows are wanted (ORDER BY ... LIMIT): a top-N sort.
+    pub bound: Option<u64>,
+    /// Columns kept in the output: the first `output_width` (trailing ones were computed
+    /// only to sort by).
+    pub output_width: usize,
 }

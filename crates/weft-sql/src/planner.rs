@@ -14,7 +14,7 @@ use weft_access::Snapshot;
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_exec::expr::{self as ex, EvalContext, Expr};
-use weft_exec::plan::{HeapSource, Pipeline, Plan, SortKey, Source, Step};
+use weft_exec::plan::{HeapSource, Pipeline, Plan, SortKey, SortPlan, Source, Step};
 use weft_storage::{BufferPool, ForkNumber};
 
 use crate::api::ColumnInfo;
@@ -36,6 +36,8 @@ pub struct PlannedQuery {
     /// ORDER BY expressions that are not output columns: the plan computes them after the
     /// visible columns, and they are projected away after the sort.
     pub hidden: Vec<ast::Expr>,
+    /// The types of the hidden columns.
+    pub hidden_types: Vec<DataType>,
 }
 
 /// A generated row counts as this many bytes of table when deciding on parallelism, so
@@ -61,17 +63,9 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
         other => return Err(Error::not_supported(format!("query form not supported: {other}"))),
     };
     if let Some(order_by) = &query.order_by {
-        planned.plan = plan_order_by(planned.plan, &planned.columns, &planned.hidden, order_by, query.body.as_ref())?;
-        if !planned.hidden.is_empty() {
-            let visible = planned
-                .columns
-                .iter()
-                .enumerate()
-                .map(|(index, c)| Expr::Column { index, data_type: c.data_type })
-                .collect();
-            planned.plan = crate::statements::append_step(planned.plan, Step::Project(visible));
-            planned.hidden.clear();
-        }
+        planned.plan = plan_order_by(planned.plan, &planned.columns, &planned.hidden, &planned.hidden_types, order_by, query.body.as_ref())?;
+        planned.hidden.clear();
+        planned.hidden_types.clear();
     }
     if let Some(limit) = &query.limit_clause {
         let (limit, offset) = match limit {
@@ -85,6 +79,10 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
         };
         let limit = limit.map(|e| limit_value(e, "LIMIT", ctx)).transpose()?.flatten();
         let offset = offset.map(|e| limit_value(e, "OFFSET", ctx)).transpose()?.flatten().unwrap_or(0);
+        if let (Plan::Sort(sort), Some(limit)) = (&mut planned.plan, limit) {
+            // Only the first offset + limit rows of the sort are wanted: a top-N sort.
+            sort.bound = Some(limit.saturating_add(offset));
+        }
         planned.plan = Plan::Limit { input: Box::new(planned.plan), limit, offset };
     }
     Ok(planned)
@@ -108,7 +106,12 @@ fn limit_value(expr: &ast::Expr, what: &str, ctx: &PlanContext) -> Result<Option
     }
 }
 
-fn plan_order_by(input: Plan, columns: &[ColumnInfo], hidden: &[ast::Expr], order_by: &ast::OrderBy, body: &SetExpr) -> Result<Plan> {
+fn plan_order_by(
+    input: Plan,
+    columns: &[ColumnInfo],
+    hidden: &[ast::Expr],
+    hidden_types: &[DataType],
+    order_by: &ast::OrderBy, body: &SetExpr) -> Result<Plan> {
     let ast::OrderByKind::Expressions(exprs) = &order_by.kind else {
         return Err(Error::not_supported("ORDER BY ALL"));
     };
@@ -159,7 +162,8 @@ fn plan_order_by(input: Plan, columns: &[ColumnInfo], hidden: &[ast::Expr], orde
         let nulls_first = item.options.nulls_first.unwrap_or(descending);
         keys.push(SortKey { column, descending, nulls_first });
     }
-    Ok(Plan::Sort { input: Box::new(input), keys })
+    let types = columns.iter().map(|c| c.data_type).chain(hidden_types.iter().copied()).collect();
+    Ok(Plan::Sort(SortPlan { input: Box::new(input), keys, types, bound: None, output_width: columns.len() }))
 }
 
 fn plan_values(values: &ast::Values, ctx: &PlanContext) -> Result<PlannedQuery> {
@@ -200,6 +204,7 @@ fn plan_values(values: &ast::Values, ctx: &PlanContext) -> Result<PlannedQuery> 
         plan: Plan::Pipeline(Pipeline { source: Source::Values(rows), steps: Vec::new(), workers: 0 }),
         columns,
         hidden: Vec::new(),
+        hidden_types: Vec::new(),
     })
 }
 
@@ -445,8 +450,8 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         }
         steps.push(Step::Project(exprs));
         let workers = workers_for(&source, volatile);
-        columns.truncate(visible);
-        return Ok(PlannedQuery { plan: Plan::Pipeline(Pipeline { source, steps, workers }), columns, hidden });
+        let hidden_types = columns.drain(visible..).map(|c| c.data_type).collect();
+        return Ok(PlannedQuery { plan: Plan::Pipeline(Pipeline { source, steps, workers }), columns, hidden, hidden_types });
     }
 
     // Aggregate query. GROUP BY items may name output columns or positions, as in PostgreSQL.
@@ -496,11 +501,12 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         output.push(Step::Filter(h));
     }
     output.push(Step::Project(outputs));
-    columns.truncate(visible);
+    let hidden_types = columns.drain(visible..).map(|c| c.data_type).collect();
     Ok(PlannedQuery {
         plan: Plan::Aggregate { input: Pipeline { source, steps, workers }, group_by, aggregates: calls, output },
         columns,
         hidden,
+        hidden_types,
     })
 }
 

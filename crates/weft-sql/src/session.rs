@@ -23,6 +23,9 @@ pub struct Session {
     cancel: Arc<Mutex<CancelToken>>,
     /// Pipelines of the last SELECT: participants and how their time overlapped.
     pub(crate) last_pipeline_stats: Vec<PipelineStats>,
+    /// NOTICE / LOG lines raised by the running statement's execution (`trace_sort`),
+    /// handed to its result.
+    pub(crate) pending_notices: Mutex<Vec<String>>,
 }
 
 /// Cancels the statement a session is running, from another thread (Ctrl-C, a cancel
@@ -46,6 +49,7 @@ impl Database {
             eval: EvalContext::new(),
             cancel: Arc::new(Mutex::new(CancelToken::new())),
             last_pipeline_stats: Vec::new(),
+            pending_notices: Mutex::new(Vec::new()),
         }
     }
 }
@@ -78,7 +82,10 @@ impl Session {
         for statement in &statements {
             let token = CancelToken::new();
             *self.cancel.lock() = token.clone();
-            let mut result = self.execute_statement(statement, &token)?;
+            let outcome = self.execute_statement(statement, &token);
+            // Execution notices come first: they were raised before the statement's own.
+            notices.append(&mut self.pending_notices.lock());
+            let mut result = outcome?;
             notices.append(&mut result.notices);
             last = result;
         }

@@ -49,6 +49,8 @@ const DEFINITIONS: &[Definition] = &[
     Definition { name: "max_parallel_workers_per_gather", kind: Kind::Integer { min: 0, max: 1024 }, default: "2", context: Context::Session, description: "Sets the maximum number of parallel processes per executor node." },
     Definition { name: "parallel_leader_participation", kind: Kind::Bool, default: "on", context: Context::Session, description: "Controls whether Gather and Gather Merge also run subplans." },
     Definition { name: "min_parallel_table_scan_size", kind: Kind::Memory { unit_bytes: BLOCK, min_units: 0 }, default: "8MB", context: Context::Session, description: "Sets the minimum amount of table data for a parallel scan." },
+    Definition { name: "parallel_sort_strategy", kind: Kind::Enum(&["partition", "leader_merge"]), default: "partition", context: Context::Session, description: "How participants' sorted runs are merged: by key range in every participant, or by the leader alone." },
+    Definition { name: "trace_sort", kind: Kind::Bool, default: "off", context: Context::Session, description: "Emit information about resource usage in sorting." },
     Definition { name: "client_min_messages", kind: Kind::Enum(&["debug5", "debug4", "debug3", "debug2", "debug1", "log", "notice", "warning", "error"]), default: "notice", context: Context::Session, description: "Sets the message levels that are sent to the client." },
     Definition { name: "application_name", kind: Kind::Text, default: "", context: Context::Session, description: "Sets the application name to be reported." },
     Definition { name: "search_path", kind: Kind::Text, default: "\"$user\", public", context: Context::Session, description: "Sets the schema search order for names that are not schema-qualified." },

@@ -55,6 +55,15 @@ pub(crate) fn exec_context<'a>(session: &'a Session, cancel: &'a CancelToken) ->
         eval: &session.eval,
         leader_participates: session.settings.boolean("parallel_leader_participation"),
         stats: Default::default(),
+        sort: weft_exec::SortSettings {
+            work_mem: session.settings.memory_bytes("work_mem"),
+            strategy: weft_exec::SortStrategy::from_name(&session.settings.text("parallel_sort_strategy"))
+                .unwrap_or(weft_exec::SortStrategy::Partition),
+            trace: session.settings.boolean("trace_sort"),
+            temp_dir: session.db.data_dir.join("tmp"),
+        },
+        notices: Default::default(),
+        sort_reports: Default::default(),
     }
 }
 
@@ -74,7 +83,9 @@ fn select(session: &mut Session, query: &ast::Query, cancel: &CancelToken) -> Re
     let catalog = session.db.catalog();
     let planned = plan(session, &catalog, query)?;
     let ctx = exec_context(session, cancel);
-    let rows = run_plan(&planned.plan, &ctx)?;
+    let outcome = run_plan(&planned.plan, &ctx);
+    session.pending_notices.lock().append(&mut ctx.notices.lock());
+    let rows = outcome?;
     let stats = ctx.stats.into_inner();
     session.last_pipeline_stats = stats;
     let tag = format!("SELECT {}", rows.len());
@@ -195,7 +206,10 @@ fn create_table_as(
     }
     let table = add_table(session, txn, name, columns)?;
     let target = insert_target_for(&table, txn.xid);
-    let inserted = execute_insert(&planned.plan, &exec_context(session, cancel), &target)?;
+    let ctx = exec_context(session, cancel);
+    let outcome = execute_insert(&planned.plan, &ctx, &target);
+    session.pending_notices.lock().append(&mut ctx.notices.lock());
+    let inserted = outcome?;
     txn.catalog.table_mut(name)?.row_count = inserted;
     Ok(format!("SELECT {inserted}"))
 }
@@ -297,7 +311,10 @@ fn insert_into(session: &mut Session, insert: &ast::Insert, cancel: &CancelToken
         let plan = insert_plan(session, txn, &table, &targets, source)?;
         let mut target = insert_target_for(&table, txn.xid);
         target.fill_last_page = !plan.reads_relation(table.locator());
-        let inserted = execute_insert(&plan, &exec_context(session, cancel), &target)?;
+        let ctx = exec_context(session, cancel);
+        let outcome = execute_insert(&plan, &ctx, &target);
+        session.pending_notices.lock().append(&mut ctx.notices.lock());
+        let inserted = outcome?;
         txn.touch(table.locator());
         txn.catalog.table_mut(&table_name)?.row_count += inserted;
         Ok(inserted)
