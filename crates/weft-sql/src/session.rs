@@ -26,6 +26,8 @@ pub struct Session {
     /// NOTICE / LOG lines raised by the running statement's execution (`trace_sort`),
     /// handed to its result.
     pub(crate) pending_notices: Mutex<Vec<String>>,
+    /// Sorts of the last statement that ran a plan (SELECT, CREATE TABLE AS, INSERT).
+    pub(crate) last_sort_reports: Mutex<Vec<weft_exec::SortReport>>,
 }
 
 /// Cancels the statement a session is running, from another thread (Ctrl-C, a cancel
@@ -50,6 +52,7 @@ impl Database {
             cancel: Arc::new(Mutex::new(CancelToken::new())),
             last_pipeline_stats: Vec::new(),
             pending_notices: Mutex::new(Vec::new()),
+            last_sort_reports: Mutex::new(Vec::new()),
         }
     }
 }
@@ -117,6 +120,11 @@ impl Session {
     /// How the pipelines of the last SELECT used their participants.
     pub fn last_pipeline_stats(&self) -> &[PipelineStats] {
         &self.last_pipeline_stats
+    }
+
+    /// What the sorts of the last SELECT / CREATE TABLE AS / INSERT did.
+    pub fn last_sort_reports(&self) -> Vec<weft_exec::SortReport> {
+        self.last_sort_reports.lock().clone()
     }
 
     pub fn settings(&self) -> &Settings {

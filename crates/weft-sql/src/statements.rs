@@ -67,6 +67,12 @@ pub(crate) fn exec_context<'a>(session: &'a Session, cancel: &'a CancelToken) ->
     }
 }
 
+/// Hand what an execution recorded to the session: notices for the result, sort reports.
+pub(crate) fn finish_context(session: &Session, ctx: &ExecContext) {
+    session.pending_notices.lock().append(&mut ctx.notices.lock());
+    *session.last_sort_reports.lock() = std::mem::take(&mut *ctx.sort_reports.lock());
+}
+
 pub(crate) fn plan(session: &Session, catalog: &weft_access::Catalog, query: &ast::Query) -> Result<PlannedQuery> {
     let snapshot = catalog.snapshot();
     let ctx = PlanContext {
@@ -84,7 +90,7 @@ fn select(session: &mut Session, query: &ast::Query, cancel: &CancelToken) -> Re
     let planned = plan(session, &catalog, query)?;
     let ctx = exec_context(session, cancel);
     let outcome = run_plan(&planned.plan, &ctx);
-    session.pending_notices.lock().append(&mut ctx.notices.lock());
+    finish_context(session, &ctx);
     let rows = outcome?;
     let stats = ctx.stats.into_inner();
     session.last_pipeline_stats = stats;
@@ -208,7 +214,7 @@ fn create_table_as(
     let target = insert_target_for(&table, txn.xid);
     let ctx = exec_context(session, cancel);
     let outcome = execute_insert(&planned.plan, &ctx, &target);
-    session.pending_notices.lock().append(&mut ctx.notices.lock());
+    finish_context(session, &ctx);
     let inserted = outcome?;
     txn.catalog.table_mut(name)?.row_count = inserted;
     Ok(format!("SELECT {inserted}"))
@@ -313,7 +319,7 @@ fn insert_into(session: &mut Session, insert: &ast::Insert, cancel: &CancelToken
         target.fill_last_page = !plan.reads_relation(table.locator());
         let ctx = exec_context(session, cancel);
         let outcome = execute_insert(&plan, &ctx, &target);
-        session.pending_notices.lock().append(&mut ctx.notices.lock());
+        finish_context(session, &ctx);
         let inserted = outcome?;
         txn.touch(table.locator());
         txn.catalog.table_mut(&table_name)?.row_count += inserted;
