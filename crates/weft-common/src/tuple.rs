@@ -118,6 +118,23 @@ impl RowLayout {
         Ok(())
     }
 
+    /// Byte offset of a fixed-width column, `None` for a variable-width one.
+    pub fn fixed_offset_of(&self, col: usize) -> Option<usize> {
+        match self.slots[col] {
+            Slot::Fixed(off) => Some(off),
+            Slot::Var(_) => None,
+        }
+    }
+
+    /// Index among the variable-width columns (for [`var_bytes`](Self::var_bytes)),
+    /// `None` for a fixed-width column.
+    pub fn var_index_of(&self, col: usize) -> Option<usize> {
+        match self.slots[col] {
+            Slot::Var(index) => Some(index),
+            Slot::Fixed(_) => None,
+        }
+    }
+
     #[inline]
     pub fn is_null(&self, tuple: &[u8], col: usize) -> bool {
         tuple[col / 8] & (1 << (col % 8)) != 0

@@ -1,6 +1,17 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod cardinality;
+pub mod keys;
+mod memtuples;
+mod merge;
 pub mod report;
+mod sort;
+mod tape;
+mod topn;
 
+pub use keys::{SortColumn, SortKeys};
+pub use merge::Merger;
 pub use report::{ParticipantReport, SortMethod, SortReport, SortSpace, SortStrategy};
+pub use sort::{merge_order, ParticipantSort, Partitioning, SharedSort, SortOptions, SortedRuns, TraceFn};
+pub use tape::TempFileSet;

@@ -1,0 +1,350 @@
+//! Sort keys over encoded tuples: full comparison and the abbreviated key.
+//!
+//! Tuples stay in the tuple format of `weft_common::tuple` the whole way through the
+//! sort (memory, tapes, merge): keys are read in place, never decoded into `Datum`s.
+//!
+//! The abbreviated key is a `u64` computed once per tuple from the first sort key, such
+//! that `abbrev(a) < abbrev(b)` implies `a < b` (it is order-preserving, not injective):
+//! equal abbreviations fall back to the full comparison. Direction and NULL placement are
+//! folded in, so comparing abbreviations is always an unsigned `<`.
+
+use std::cmp::Ordering;
+
+use weft_common::numeric::Numeric;
+use weft_common::tuple::RowLayout;
+use weft_common::{DataType, Error, Result};
+
+/// One ORDER BY item: a column of the sorted rows and its direction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SortColumn {
+    pub column: usize,
+    pub descending: bool,
+    pub nulls_first: bool,
+}
+
+impl SortColumn {
+    /// PostgreSQL's default: NULLS LAST for ascending, NULLS FIRST for descending.
+    pub fn new(column: usize, descending: bool) -> SortColumn {
+        SortColumn { column, descending, nulls_first: descending }
+    }
+}
+
+/// Where a key's value sits in a tuple, resolved once per sort.
+#[derive(Clone, Copy, Debug)]
+enum Access {
+    Bool(usize),
+    Int4(usize),
+    Int8(usize),
+    Float8(usize),
+    Numeric(usize),
+    /// Index among the variable-width columns.
+    Text(usize),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Key {
+    column: usize,
+    access: Access,
+    descending: bool,
+    nulls_first: bool,
+}
+
+/// The layout of the sorted tuples and the keys they are ordered by.
+#[derive(Clone, Debug)]
+pub struct SortKeys {
+    layout: RowLayout,
+    keys: Vec<Key>,
+}
+
+impl SortKeys {
+    pub fn new(layout: RowLayout, columns: &[SortColumn]) -> Result<SortKeys> {
+        let mut keys = Vec::with_capacity(columns.len());
+        for c in columns {
+            if c.column >= layout.len() {
+                return Err(Error::internal(format!("sort key column {} out of {}", c.column, layout.len())));
+            }
+            let fixed = layout.fixed_offset_of(c.column);
+            let access = match (layout.types()[c.column], fixed) {
+                (DataType::Bool, Some(off)) => Access::Bool(off),
+                (DataType::Int4, Some(off)) => Access::Int4(off),
+                (DataType::Int8, Some(off)) => Access::Int8(off),
+                (DataType::Float8, Some(off)) => Access::Float8(off),
+                (DataType::Numeric, Some(off)) => Access::Numeric(off),
+                (DataType::Text, None) => Access::Text(layout.var_index_of(c.column).expect("variable-width column")),
+                (ty, _) => return Err(Error::internal(format!("cannot sort by a column of type {}", ty.name()))),
+            };
+            keys.push(Key { column: c.column, access, descending: c.descending, nulls_first: c.nulls_first });
+        }
+        Ok(SortKeys { layout, keys })
+    }
+
+    pub fn layout(&self) -> &RowLayout {
+        &self.layout
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// Is the first key text (the only type whose abbreviation can stop discriminating)?
+    pub fn first_key_is_text(&self) -> bool {
+        matches!(self.keys.first().map(|k| k.access), Some(Access::Text(_)))
+    }
+
+    /// The bytes of the first key when it is text (for the cardinality check).
+    pub fn first_key_text<'a>(&self, tuple: &'a [u8]) -> &'a [u8] {
+        match self.keys.first() {
+            Some(Key { access: Access::Text(index), column, .. }) if !self.layout.is_null(tuple, *column) => {
+                text_bytes(&self.layout, tuple, *index)
+            }
+            _ => &[],
+        }
+    }
+
+    /// Compare two tuples by every key.
+    #[inline]
+    pub fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+        for key in &self.keys {
+            let ordering = self.compare_key(key, a, b);
+            if ordering != Ordering::Equal {
+                return ordering;
+            }
+        }
+        Ordering::Equal
+    }
+
+    /// Compare by every key but the first: what is left once equal abbreviations of an
+    /// abbreviation that is exact (integers, bool) have settled the first key.
+    #[inline]
+    pub fn compare_after_first(&self, a: &[u8], b: &[u8]) -> Ordering {
+        for key in &self.keys[1..] {
+            let ordering = self.compare_key(key, a, b);
+            if ordering != Ordering::Equal {
+                return ordering;
+            }
+        }
+        Ordering::Equal
+    }
+
+    #[inline(always)]
+    fn compare_key(&self, key: &Key, a: &[u8], b: &[u8]) -> Ordering {
+        let layout = &self.layout;
+        match (layout.is_null(a, key.column), layout.is_null(b, key.column)) {
+            (true, true) => return Ordering::Equal,
+            (true, false) => return if key.nulls_first { Ordering::Less } else { Ordering::Greater },
+            (false, true) => return if key.nulls_first { Ordering::Greater } else { Ordering::Less },
+            (false, false) => {}
+        }
+        let ordering = match key.access {
+            Access::Bool(off) => a[off].cmp(&b[off]),
+            Access::Int4(off) => read_i32(a, off).cmp(&read_i32(b, off)),
+            Access::Int8(off) => read_i64(a, off).cmp(&read_i64(b, off)),
+            Access::Float8(off) => compare_float8(read_f64(a, off), read_f64(b, off)),
+            Access::Numeric(off) => read_numeric(a, off).cmp_value(&read_numeric(b, off)),
+            Access::Text(index) => text_bytes(layout, a, index).cmp(text_bytes(layout, b, index)),
+        };
+        if key.descending { ordering.reverse() } else { ordering }
+    }
+
+    /// Is equality of abbreviations equality of the first key? True for bool and
+    /// integers (NULL is then told apart by [`abbreviate`](Self::abbreviate)'s caller).
+    pub fn abbreviation_is_exact(&self) -> bool {
+        matches!(self.keys.first().map(|k| k.access), Some(Access::Bool(_) | Access::Int4(_)))
+    }
+
+    /// The order-preserving `u64` of the first key (0 when there are no keys).
+    #[inline]
+    pub fn abbreviate(&self, tuple: &[u8]) -> u64 {
+        let Some(key) = self.keys.first() else { return 0 };
+        let value = if self.layout.is_null(tuple, key.column) {
+            // NULL goes to an end of the range; a value mapping to the same end ties
+            // with it and the full comparison decides.
+            return if key.nulls_first { 0 } else { u64::MAX };
+        } else {
+            match key.access {
+                Access::Bool(off) => tuple[off] as u64 + 1,
+                // int4 leaves room at both ends, so that NULL never ties with a value.
+                Access::Int4(off) => (read_i32(tuple, off) as i64 - i32::MIN as i64) as u64 + 1,
+                Access::Int8(off) => (read_i64(tuple, off) as u64) ^ (1 << 63),
+                Access::Float8(off) => float8_abbrev(read_f64(tuple, off)),
+                Access::Numeric(off) => float8_abbrev(read_numeric(tuple, off).to_f64()),
+                Access::Text(index) => text_abbrev(text_bytes(&self.layout, tuple, index)),
+            }
+        };
+        if key.descending {
+            // Keep NULL's end reserved: reflect values inside [1, MAX-1] where possible.
+            !value
+        } else {
+            value
+        }
+    }
+}
+
+/// `float8_cmp_internal`: NaN is larger than every other value and equal to itself;
+/// `-0 = 0`.
+#[inline]
+pub fn compare_float8(a: f64, b: f64) -> Ordering {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+    }
+}
+
+/// Map a float8 to a `u64` whose unsigned order is PostgreSQL's order.
+#[inline]
+fn float8_abbrev(v: f64) -> u64 {
+    if v.is_nan() {
+        return u64::MAX - 1;
+    }
+    // -0 and 0 compare equal, so they must abbreviate equally.
+    let bits = if v == 0.0 { 0 } else { v.to_bits() };
+    let mapped = if bits >> 63 == 1 { !bits } else { bits | (1 << 63) };
+    // Keep u64::MAX and 0 for NULL and NaN at the ends: squeeze values into [1, MAX-2].
+    mapped.clamp(1, u64::MAX - 2)
+}
+
+/// The first eight bytes, big-endian: byte order of the prefix.
+#[inline]
+fn text_abbrev(bytes: &[u8]) -> u64 {
+    let mut prefix = [0u8; 8];
+    let n = bytes.len().min(8);
+    prefix[..n].copy_from_slice(&bytes[..n]);
+    u64::from_be_bytes(prefix)
+}
+
+#[inline(always)]
+fn read_i32(tuple: &[u8], off: usize) -> i32 {
+    i32::from_le_bytes(tuple[off..off + 4].try_into().expect("4 bytes"))
+}
+
+#[inline(always)]
+fn read_i64(tuple: &[u8], off: usize) -> i64 {
+    i64::from_le_bytes(tuple[off..off + 8].try_into().expect("8 bytes"))
+}
+
+#[inline(always)]
+fn read_f64(tuple: &[u8], off: usize) -> f64 {
+    f64::from_bits(read_i64(tuple, off) as u64)
+}
+
+fn read_numeric(tuple: &[u8], off: usize) -> Numeric {
+    Numeric {
+        mantissa: i128::from_le_bytes(tuple[off..off + 16].try_into().expect("16 bytes")),
+        scale: u16::from_le_bytes(tuple[off + 16..off + 18].try_into().expect("2 bytes")),
+    }
+}
+
+/// A text column of a tuple this sort encoded itself (so well formed).
+#[inline(always)]
+fn text_bytes<'a>(layout: &RowLayout, tuple: &'a [u8], index: usize) -> &'a [u8] {
+    layout.var_bytes(tuple, index).unwrap_or(&[])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use weft_common::Datum;
+
+    fn encode(layout: &RowLayout, row: &[Datum]) -> Vec<u8> {
+        let mut out = Vec::new();
+        layout.encode(row, &mut out).unwrap();
+        out
+    }
+
+    fn float_strategy() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            any::<f64>(),
+            Just(f64::NAN),
+            Just(-0.0),
+            Just(0.0),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+            (-3i32..3).prop_map(|v| v as f64),
+        ]
+    }
+
+    fn datum_strategy(ty: DataType) -> BoxedStrategy<Datum> {
+        let value: BoxedStrategy<Datum> = match ty {
+            DataType::Bool => any::<bool>().prop_map(Datum::Bool).boxed(),
+            DataType::Int4 => prop_oneof![any::<i32>(), -3i32..3, Just(i32::MIN), Just(i32::MAX)].prop_map(Datum::Int4).boxed(),
+            DataType::Int8 => prop_oneof![any::<i64>(), -3i64..3, Just(i64::MIN), Just(i64::MAX)].prop_map(Datum::Int8).boxed(),
+            DataType::Float8 => float_strategy().prop_map(Datum::Float8).boxed(),
+            DataType::Text => "(abcdefgh){0,2}[a-c\u{e9}]{0,3}".prop_map(Datum::Text).boxed(),
+            _ => unreachable!(),
+        };
+        prop_oneof![1 => Just(Datum::Null), 6 => value].boxed()
+    }
+
+    /// The reference order, written independently of the encoded-tuple code.
+    fn reference(a: &Datum, b: &Datum, descending: bool, nulls_first: bool) -> Ordering {
+        match (a.is_null(), b.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => if nulls_first { Ordering::Less } else { Ordering::Greater },
+            (false, true) => if nulls_first { Ordering::Greater } else { Ordering::Less },
+            _ => {
+                let o = match (a, b) {
+                    (Datum::Bool(x), Datum::Bool(y)) => x.cmp(y),
+                    (Datum::Int4(x), Datum::Int4(y)) => x.cmp(y),
+                    (Datum::Int8(x), Datum::Int8(y)) => x.cmp(y),
+                    (Datum::Float8(x), Datum::Float8(y)) => compare_float8(*x, *y),
+                    (Datum::Text(x), Datum::Text(y)) => x.as_bytes().cmp(y.as_bytes()),
+                    _ => unreachable!(),
+                };
+                if descending { o.reverse() } else { o }
+            }
+        }
+    }
+
+    fn type_strategy() -> impl Strategy<Value = DataType> {
+        prop_oneof![Just(DataType::Bool), Just(DataType::Int4), Just(DataType::Int8), Just(DataType::Float8), Just(DataType::Text)]
+    }
+
+    proptest! {
+        #[test]
+        fn abbreviation_preserves_order(
+            (ty, pairs) in type_strategy().prop_flat_map(|ty| {
+                (Just(ty), prop::collection::vec((datum_strategy(ty), datum_strategy(ty)), 1..50))
+            }),
+            descending in any::<bool>(),
+            nulls_first in any::<bool>(),
+        ) {
+            let layout = RowLayout::new(&[DataType::Int4, ty]);
+            let keys = SortKeys::new(layout.clone(), &[SortColumn { column: 1, descending, nulls_first }]).unwrap();
+            for (a, b) in pairs {
+                let (ta, tb) = (encode(&layout, &[Datum::Int4(0), a.clone()]), encode(&layout, &[Datum::Int4(0), b.clone()]));
+                let expected = reference(&a, &b, descending, nulls_first);
+                prop_assert_eq!(keys.compare(&ta, &tb), expected, "{:?} vs {:?}", a, b);
+                let (x, y) = (keys.abbreviate(&ta), keys.abbreviate(&tb));
+                if x < y { prop_assert_eq!(expected, Ordering::Less, "{:?} vs {:?}", a, b); }
+                if x > y { prop_assert_eq!(expected, Ordering::Greater, "{:?} vs {:?}", a, b); }
+                if keys.abbreviation_is_exact() && x == y { prop_assert_eq!(expected, Ordering::Equal); }
+            }
+        }
+    }
+
+    #[test]
+    fn float_order_is_postgres_order() {
+        let layout = RowLayout::new(&[DataType::Float8]);
+        let keys = SortKeys::new(layout.clone(), &[SortColumn::new(0, false)]).unwrap();
+        let values = [f64::NEG_INFINITY, -1.5, -0.0, 0.0, 2.0, f64::INFINITY, f64::NAN];
+        let tuples: Vec<Vec<u8>> = values.iter().map(|v| encode(&layout, &[Datum::Float8(*v)])).collect();
+        for i in 0..tuples.len() {
+            for j in 0..tuples.len() {
+                let expected = if values[i].is_nan() || values[j].is_nan() {
+                    values[i].is_nan().cmp(&values[j].is_nan())
+                } else {
+                    values[i].partial_cmp(&values[j]).unwrap()
+                };
+                assert_eq!(keys.compare(&tuples[i], &tuples[j]), expected);
+            }
+        }
+        assert_eq!(keys.abbreviate(&tuples[2]), keys.abbreviate(&tuples[3]), "-0 and 0 abbreviate alike");
+    }
+}

@@ -1,0 +1,143 @@
+//! Tuples held in memory: an arena of 1 MiB chunks plus an array of (abbreviated key,
+//! location) pairs, which is what the in-memory sort permutes.
+//!
+//! Invariant: `bytes()` is what the buffer holds (chunk capacities and the pair array's
+//! capacity), so a participant keeps it within its budget by asking before each push.
+
+use std::cmp::Ordering;
+
+use crate::keys::SortKeys;
+
+/// Arena chunks: 1 MiB, or a sixteenth of a small budget.
+const MAX_CHUNK_BYTES: usize = 1 << 20;
+const MIN_CHUNK_BYTES: usize = 4 << 10;
+/// Bytes of the length word stored before each tuple in the arena.
+const LEN_BYTES: usize = 4;
+
+/// One tuple in the sort array: 16 bytes, so that sorting moves little memory.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SortTuple {
+    pub abbrev: u64,
+    /// `chunk << 32 | offset` of the tuple's length word in the arena.
+    location: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct MemTuples {
+    chunk_size: usize,
+    /// Minimum growth of the pair array, in entries.
+    array_step_min: usize,
+    chunks: Vec<Vec<u8>>,
+    tuples: Vec<SortTuple>,
+    chunk_bytes: usize,
+}
+
+impl MemTuples {
+    /// Buffers sized for a budget of `budget` bytes.
+    pub fn new(budget: usize) -> MemTuples {
+        MemTuples {
+            chunk_size: (budget / 16).clamp(MIN_CHUNK_BYTES, MAX_CHUNK_BYTES),
+            array_step_min: (budget / 256).clamp(64, 4096),
+            ..MemTuples::default()
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.tuples.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tuples.is_empty()
+    }
+
+    /// Memory held, by capacity.
+    pub fn bytes(&self) -> usize {
+        self.chunk_bytes + self.tuples.capacity() * std::mem::size_of::<SortTuple>()
+    }
+
+    /// Memory `push(tuple)` would add (0 if it fits in what is already held).
+    pub fn growth_for(&self, tuple_len: usize) -> usize {
+        let need = tuple_len + LEN_BYTES;
+        let chunk = match self.chunks.last() {
+            Some(last) if last.capacity() - last.len() >= need => 0,
+            _ => need.max(self.chunk_size),
+        };
+        let array = if self.tuples.len() == self.tuples.capacity() { self.array_step() * 16 } else { 0 };
+        chunk + array
+    }
+
+    fn array_step(&self) -> usize {
+        // Grow the array by an eighth (at least 4096 entries): close to the budget
+        // without reallocating often.
+        (self.tuples.capacity() / 8).max(self.array_step_min)
+    }
+
+    pub fn push(&mut self, tuple: &[u8], abbrev: u64) {
+        let need = tuple.len() + LEN_BYTES;
+        let fits = matches!(self.chunks.last(), Some(last) if last.capacity() - last.len() >= need);
+        if !fits {
+            let chunk = Vec::with_capacity(need.max(self.chunk_size));
+            self.chunk_bytes += chunk.capacity();
+            self.chunks.push(chunk);
+        }
+        let chunk_index = self.chunks.len() - 1;
+        let chunk = &mut self.chunks[chunk_index];
+        let offset = chunk.len();
+        chunk.extend_from_slice(&(tuple.len() as u32).to_le_bytes());
+        chunk.extend_from_slice(tuple);
+        if self.tuples.len() == self.tuples.capacity() {
+            self.tuples.reserve_exact(self.array_step());
+        }
+        self.tuples.push(SortTuple { abbrev, location: (chunk_index as u64) << 32 | offset as u64 });
+    }
+
+    #[inline(always)]
+    pub fn tuple(&self, t: &SortTuple) -> &[u8] {
+        let chunk = &self.chunks[(t.location >> 32) as usize];
+        let offset = (t.location & 0xffff_ffff) as usize;
+        let len = u32::from_le_bytes(chunk[offset..offset + LEN_BYTES].try_into().expect("4 bytes")) as usize;
+        &chunk[offset + LEN_BYTES..offset + LEN_BYTES + len]
+    }
+
+    pub fn get(&self, index: usize) -> &[u8] {
+        self.tuple(&self.tuples[index])
+    }
+
+    pub fn sort_tuples(&self) -> &[SortTuple] {
+        &self.tuples
+    }
+
+    /// Forget abbreviations (after the cardinality check gave up on them).
+    pub fn clear_abbreviations(&mut self) {
+        for t in &mut self.tuples {
+            t.abbrev = 0;
+        }
+    }
+
+    /// Sort by (abbreviation, full key). With an exact abbreviation, equal abbreviations
+    /// mean equal first keys and only the remaining keys are compared.
+    pub fn sort(&mut self, keys: &SortKeys, exact: bool) {
+        let mut tuples = std::mem::take(&mut self.tuples);
+        let this = &*self;
+        let compare = |a: &SortTuple, b: &SortTuple| -> Ordering {
+            match a.abbrev.cmp(&b.abbrev) {
+                Ordering::Equal if exact => {
+                    if keys.len() == 1 {
+                        Ordering::Equal
+                    } else {
+                        keys.compare_after_first(this.tuple(a), this.tuple(b))
+                    }
+                }
+                Ordering::Equal => keys.compare(this.tuple(a), this.tuple(b)),
+                other => other,
+            }
+        };
+        tuples.sort_unstable_by(compare);
+        self.tuples = tuples;
+    }
+
+    /// Drop everything, returning the memory.
+    pub fn clear(&mut self) {
+        *self = MemTuples { chunk_size: self.chunk_size, array_step_min: self.array_step_min, ..MemTuples::default() };
+    }
+}

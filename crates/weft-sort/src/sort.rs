@@ -1,0 +1,666 @@
+//! The parallel contract, after PostgreSQL's tuplesort.h:
+//!
+//! 1. The caller creates one [`SharedSort`] for up to N participants.
+//! 2. Each participant takes a [`ParticipantSort`] ([`SharedSort::participant`]), pushes
+//!    its share of tuples and calls [`ParticipantSort::finish`], which leaves exactly one
+//!    sorted, materialized run (in memory when its share fit its budget, else on its own
+//!    tape) in the shared state. `finish` consumes the participant: no tuple can be added
+//!    after its run exists.
+//! 3. Once every participant has finished, [`SharedSort::into_runs`] (which consumes the
+//!    shared sort, so no participant can still be pushing) gives [`SortedRuns`]: the
+//!    unified tapes. The output is either one merge of every run
+//!    ([`SortedRuns::merge_all`], PostgreSQL's leader merge), or, with the partition
+//!    strategy, [`SortedRuns::partition`] into key ranges that participants merge
+//!    independently ([`SortedRuns::merge_range`]) and whose outputs concatenate.
+//!
+//! Dropping `SortedRuns` (or the shared sort, on an error) removes the temp file set.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use weft_common::parallel::CancelToken;
+use weft_common::{Error, Result};
+
+use crate::cardinality::AbbreviationCheck;
+use crate::keys::SortKeys;
+use crate::memtuples::MemTuples;
+use crate::merge::{MergeInput, Merger};
+use crate::report::{ParticipantReport, SortMethod, SortReport, SortSpace, SortStrategy};
+use crate::tape::{IndexEntry, RunReader, TapeRun, TapeWriter, TempFileSet};
+use crate::topn::TopN;
+
+/// Receives `trace_sort` lines.
+pub type TraceFn = Arc<dyn Fn(String) + Send + Sync>;
+
+#[derive(Clone)]
+pub struct SortOptions {
+    /// Memory budget of each participant, in bytes.
+    pub budget: usize,
+    /// Only the first `bound` tuples of the output are wanted (top-N). Each participant
+    /// keeps its own best `bound`, so the merged output may be longer: the caller stops
+    /// after `bound` tuples.
+    pub bound: Option<u64>,
+    pub strategy: SortStrategy,
+    /// Parent directory of the sort's temp file set.
+    pub temp_dir: PathBuf,
+    pub cancel: CancelToken,
+    pub trace: Option<TraceFn>,
+}
+
+/// Per-input read buffer of a merge: PostgreSQL reads 256 kB (32 blocks) per tape.
+const MERGE_BUFFER_BYTES: usize = 256 * 1024;
+/// Merge order limits (PostgreSQL's MINORDER and MAXORDER).
+const MIN_MERGE_ORDER: usize = 6;
+const MAX_MERGE_ORDER: usize = 500;
+/// Rows between two cancellation checks.
+const CANCEL_CHECK_ROWS: u64 = 4096;
+
+/// How many runs one merge may read at once within `budget`.
+pub fn merge_order(budget: usize) -> usize {
+    (budget / MERGE_BUFFER_BYTES).clamp(MIN_MERGE_ORDER, MAX_MERGE_ORDER)
+}
+
+fn read_buffer_bytes(budget: usize, width: usize) -> usize {
+    (budget / width.max(1)).clamp(32 * 1024, 16 << 20)
+}
+
+/// A participant's one run.
+#[derive(Clone)]
+enum Run {
+    Memory(Arc<MemTuples>),
+    Tape(TapeRun),
+}
+
+impl Run {
+    fn count(&self) -> u64 {
+        match self {
+            Run::Memory(m) => m.len() as u64,
+            Run::Tape(t) => t.count,
+        }
+    }
+}
+
+pub struct SharedSort {
+    keys: Arc<SortKeys>,
+    options: SortOptions,
+    participants: usize,
+    temp: Mutex<Option<Arc<TempFileSet>>>,
+    runs: Mutex<Vec<(usize, Run)>>,
+    reports: Mutex<Vec<ParticipantReport>>,
+    next_index: AtomicUsize,
+    started: Instant,
+}
+
+impl SharedSort {
+    /// A sort for up to `participants` participants (fewer may show up).
+    pub fn new(keys: SortKeys, options: SortOptions, participants: usize) -> SharedSort {
+        let shared = SharedSort {
+            keys: Arc::new(keys),
+            options,
+            participants,
+            temp: Mutex::new(None),
+            runs: Mutex::new(Vec::new()),
+            reports: Mutex::new(Vec::new()),
+            next_index: AtomicUsize::new(0),
+            started: Instant::now(),
+        };
+        shared.trace(format!(
+            "begin tuple sort: nkeys = {}, workMem = {}, participants = {}, bound = {}, strategy = {}",
+            shared.keys.len(),
+            shared.options.budget / 1024,
+            participants,
+            shared.options.bound.map_or("none".to_string(), |b| b.to_string()),
+            shared.options.strategy.name(),
+        ));
+        shared
+    }
+
+    fn trace(&self, line: String) {
+        if let Some(trace) = &self.options.trace {
+            trace(line);
+        }
+    }
+
+    fn temp_files(&self) -> Result<Arc<TempFileSet>> {
+        let mut temp = self.temp.lock();
+        if let Some(set) = temp.as_ref() {
+            return Ok(set.clone());
+        }
+        let set = Arc::new(TempFileSet::create(&self.options.temp_dir)?);
+        *temp = Some(set.clone());
+        Ok(set)
+    }
+
+    pub fn keys(&self) -> &SortKeys {
+        &self.keys
+    }
+
+    /// Join the sort as the next participant.
+    pub fn participant(&self) -> ParticipantSort<'_> {
+        let index = self.next_index.fetch_add(1, Ordering::Relaxed);
+        let topn = match self.options.bound {
+            // A bound whose tuples clearly cannot fit is sorted normally.
+            Some(bound) if (bound as usize).saturating_mul(64) <= self.options.budget => Some(TopN::new(bound as usize)),
+            _ => None,
+        };
+        let check = self.keys.first_key_is_text().then(AbbreviationCheck::new);
+        ParticipantSort {
+            shared: self,
+            index,
+            mem: MemTuples::new(self.options.budget),
+            topn,
+            writer: None,
+            runs: Vec::new(),
+            rows: 0,
+            abbreviating: true,
+            check,
+            peak_memory: 0,
+            started: Instant::now(),
+        }
+    }
+
+    /// All participants have finished: unify their runs.
+    pub fn into_runs(self) -> SortedRuns {
+        let mut runs = self.runs.into_inner();
+        runs.sort_by_key(|(index, _)| *index);
+        let mut reports = self.reports.into_inner();
+        reports.sort_by_key(|r| r.index);
+        SortedRuns {
+            keys: self.keys,
+            runs: runs.into_iter().map(|(_, run)| run).filter(|run| run.count() > 0).collect(),
+            reports,
+            temp: self.temp.into_inner(),
+            budget: self.options.budget,
+            strategy: self.options.strategy,
+            trace: self.options.trace,
+            cancel: self.options.cancel,
+            run_phase: self.started.elapsed(),
+            participants: self.participants,
+        }
+    }
+}
+
+/// One participant's share of a sort.
+pub struct ParticipantSort<'s> {
+    shared: &'s SharedSort,
+    index: usize,
+    mem: MemTuples,
+    topn: Option<TopN>,
+    writer: Option<TapeWriter>,
+    runs: Vec<TapeRun>,
+    rows: u64,
+    abbreviating: bool,
+    check: Option<AbbreviationCheck>,
+    peak_memory: usize,
+    started: Instant,
+}
+
+impl<'s> ParticipantSort<'s> {
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Add one tuple (in the sort's layout).
+    pub fn push(&mut self, tuple: &[u8]) -> Result<()> {
+        self.rows += 1;
+        if self.rows % CANCEL_CHECK_ROWS == 0 {
+            self.shared.options.cancel.check()?;
+        }
+        let keys = &*self.shared.keys;
+        let mut abbrev = if self.abbreviating { keys.abbreviate(tuple) } else { 0 };
+        if let Some(check) = self.check.as_mut() {
+            if !check.observe(abbrev, keys.first_key_text(tuple)) {
+                self.abbreviating = false;
+                self.mem.clear_abbreviations();
+                abbrev = 0;
+                self.check = None;
+                self.shared.trace(format!(
+                    "participant {}: abbreviated keys abandoned after {} rows: they do not tell keys apart",
+                    self.index, self.rows
+                ));
+            } else if check.settled() {
+                self.check = None;
+            }
+        }
+        if let Some(topn) = self.topn.as_mut() {
+            topn.push(keys, tuple, abbrev);
+            if topn.bytes() <= self.shared.options.budget {
+                self.peak_memory = self.peak_memory.max(topn.bytes());
+                return Ok(());
+            }
+            // The bounded tuples outgrew the budget: sort everything normally.
+            let topn = self.topn.take().expect("present");
+            for (abbrev, tuple) in topn.into_tuples() {
+                self.add_to_memory(&tuple, if self.abbreviating { abbrev } else { 0 })?;
+            }
+            return Ok(());
+        }
+        self.add_to_memory(tuple, abbrev)
+    }
+
+    fn add_to_memory(&mut self, tuple: &[u8], abbrev: u64) -> Result<()> {
+        let growth = self.mem.growth_for(tuple.len());
+        if self.mem.bytes() + growth > self.shared.options.budget && !self.mem.is_empty() {
+            self.spill()?;
+        }
+        self.mem.push(tuple, abbrev);
+        self.peak_memory = self.peak_memory.max(self.mem.bytes());
+        Ok(())
+    }
+
+    fn exact(&self) -> bool {
+        self.abbreviating && self.shared.keys.abbreviation_is_exact()
+    }
+
+    /// Sort what is in memory and write it out as a run.
+    fn spill(&mut self) -> Result<()> {
+        let shared = self.shared;
+        if self.writer.is_none() {
+            shared.trace(format!(
+                "participant {} switching to external sort after {} rows ({} kB in memory)",
+                self.index,
+                self.rows,
+                self.mem.bytes() / 1024
+            ));
+            self.writer = Some(TapeWriter::new(shared.temp_files()?, &format!("p{}", self.index))?);
+        }
+        let began = Instant::now();
+        self.mem.sort(&shared.keys, self.exact());
+        let writer = self.writer.as_mut().expect("created");
+        for (i, t) in self.mem.sort_tuples().iter().enumerate() {
+            if i as u64 % CANCEL_CHECK_ROWS == 0 {
+                shared.options.cancel.check()?;
+            }
+            writer.write(self.mem.tuple(t))?;
+        }
+        let run = writer.end_run()?;
+        shared.trace(format!(
+            "participant {} finished writing run {}: {} rows, {} kB, {:.3} s",
+            self.index,
+            self.runs.len() + 1,
+            run.count,
+            (run.end - run.start) / 1024,
+            began.elapsed().as_secs_f64()
+        ));
+        self.runs.push(run);
+        self.mem.clear();
+        Ok(())
+    }
+
+    /// Leave this participant's one run in the shared state.
+    pub fn finish(mut self) -> Result<()> {
+        let shared = self.shared;
+        let budget = shared.options.budget;
+        let (run, method, space, space_bytes, runs_written) = if let Some(topn) = self.topn.take() {
+            let sorted = topn.into_sorted(&shared.keys);
+            (Run::Memory(Arc::new(sorted)), SortMethod::TopNHeapsort, SortSpace::Memory, self.peak_memory as u64, 0)
+        } else if self.runs.is_empty() {
+            self.mem.sort(&shared.keys, self.exact());
+            let mem = std::mem::take(&mut self.mem);
+            (Run::Memory(Arc::new(mem)), SortMethod::Quicksort, SortSpace::Memory, self.peak_memory as u64, 0)
+        } else {
+            if !self.mem.is_empty() {
+                self.spill()?;
+            }
+            let runs_written = self.runs.len();
+            let temp = shared.temp_files()?;
+            let before = temp.bytes_written();
+            let runs = std::mem::take(&mut self.runs);
+            let run = merge_to_one(shared, &temp, self.index, runs, budget)?;
+            let disk = run.end - run.start + (temp.bytes_written() - before);
+            (Run::Tape(run), SortMethod::ExternalMerge, SortSpace::Disk, disk, runs_written)
+        };
+        let elapsed = self.started.elapsed();
+        shared.trace(format!(
+            "participant {} done: {} rows, {} runs written, {} {} kB, {:.3} s",
+            self.index,
+            self.rows,
+            runs_written,
+            method.name(),
+            space_bytes / 1024,
+            elapsed.as_secs_f64()
+        ));
+        shared.reports.lock().push(ParticipantReport {
+            index: self.index,
+            rows: self.rows,
+            runs_written,
+            method,
+            space,
+            space_bytes,
+            elapsed,
+        });
+        shared.runs.lock().push((self.index, run));
+        Ok(())
+    }
+}
+
+/// Merge a participant's runs into one, in as many passes as the merge order needs.
+fn merge_to_one(shared: &SharedSort, temp: &Arc<TempFileSet>, index: usize, mut runs: Vec<TapeRun>, budget: usize) -> Result<TapeRun> {
+    let order = merge_order(budget);
+    let mut pass = 0;
+    while runs.len() > 1 {
+        pass += 1;
+        let began = Instant::now();
+        let mut writer = TapeWriter::new(temp.clone(), &format!("p{index}.pass{pass}"))?;
+        let mut merged = Vec::with_capacity(runs.len().div_ceil(order));
+        for group in runs.chunks(order) {
+            let buffer = read_buffer_bytes(budget, group.len());
+            let inputs = group.iter().map(|run| MergeInput::Tape(RunReader::new(run, run.start, run.count, buffer))).collect();
+            let mut merger = Merger::new(shared.keys.clone(), inputs)?;
+            let mut n = 0u64;
+            while let Some(tuple) = merger.next()? {
+                writer.write(tuple)?;
+                n += 1;
+                if n % CANCEL_CHECK_ROWS == 0 {
+                    shared.options.cancel.check()?;
+                }
+            }
+            merged.push(writer.end_run()?);
+        }
+        shared.trace(format!(
+            "participant {index}: merge pass {pass}: {} runs into {} (merge order {order}), {:.3} s",
+            runs.len(),
+            merged.len(),
+            began.elapsed().as_secs_f64()
+        ));
+        // The inputs are consumed: give their disk space back now.
+        let mut removed: Vec<&PathBuf> = runs.iter().map(|r| &*r.path).collect();
+        removed.dedup();
+        for path in removed {
+            let _ = std::fs::remove_file(path);
+        }
+        runs = merged;
+    }
+    runs.pop().ok_or_else(|| Error::internal("external sort without runs"))
+}
+
+/// Where a key range starts within one run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RunPosition {
+    pub ordinal: u64,
+    /// Byte offset in the run's file (tape runs only).
+    offset: u64,
+}
+
+/// The cut points of every run: `bounds[run][range]` is where `range` starts in `run`;
+/// `bounds[run][ranges]` is the run's end.
+#[derive(Clone, Debug)]
+pub struct Partitioning {
+    bounds: Vec<Vec<RunPosition>>,
+    ranges: usize,
+}
+
+impl Partitioning {
+    pub fn ranges(&self) -> usize {
+        self.ranges
+    }
+
+    /// Tuples in one range, over all runs.
+    pub fn range_len(&self, range: usize) -> u64 {
+        self.bounds.iter().map(|b| b[range + 1].ordinal - b[range].ordinal).sum()
+    }
+}
+
+/// The participants' runs, unified: what the output is merged from.
+pub struct SortedRuns {
+    keys: Arc<SortKeys>,
+    runs: Vec<Run>,
+    reports: Vec<ParticipantReport>,
+    /// Holds the temp files until the output has been read.
+    temp: Option<Arc<TempFileSet>>,
+    budget: usize,
+    strategy: SortStrategy,
+    trace: Option<TraceFn>,
+    cancel: CancelToken,
+    run_phase: Duration,
+    participants: usize,
+}
+
+/// Samples taken from each run per range when choosing splitters.
+const SAMPLES_PER_RANGE: usize = 128;
+
+struct Sample<'a> {
+    run: usize,
+    ordinal: u64,
+    offset: u64,
+    tuple: &'a [u8],
+    weight: f64,
+}
+
+impl SortedRuns {
+    pub fn run_count(&self) -> usize {
+        self.runs.len()
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.runs.iter().map(Run::count).sum()
+    }
+
+    fn trace(&self, line: String) {
+        if let Some(trace) = &self.trace {
+            trace(line);
+        }
+    }
+
+    fn input(&self, run: usize, start: RunPosition, end: RunPosition, width: usize) -> MergeInput {
+        match &self.runs[run] {
+            Run::Memory(m) => MergeInput::memory(m.clone(), start.ordinal as usize, end.ordinal as usize),
+            Run::Tape(t) => {
+                let buffer = read_buffer_bytes(self.budget, width);
+                MergeInput::Tape(RunReader::new(t, start.offset, end.ordinal - start.ordinal, buffer))
+            }
+        }
+    }
+
+    fn start_of(&self, run: usize) -> RunPosition {
+        match &self.runs[run] {
+            Run::Memory(_) => RunPosition { ordinal: 0, offset: 0 },
+            Run::Tape(t) => RunPosition { ordinal: 0, offset: t.start },
+        }
+    }
+
+    fn end_of(&self, run: usize) -> RunPosition {
+        match &self.runs[run] {
+            Run::Memory(m) => RunPosition { ordinal: m.len() as u64, offset: 0 },
+            Run::Tape(t) => RunPosition { ordinal: t.count, offset: t.end },
+        }
+    }
+
+    /// PostgreSQL's way: one merge of every participant's run.
+    pub fn merge_all(&self) -> Result<Merger> {
+        let width = self.runs.len();
+        self.trace(format!("leader merge of {width} runs"));
+        let inputs = (0..width).map(|r| self.input(r, self.start_of(r), self.end_of(r), width)).collect();
+        Merger::new(self.keys.clone(), inputs)
+    }
+
+    /// Cut every run into `ranges` key ranges of about equal size. A splitter is a
+    /// (key, run, ordinal) triple, so equal keys can be cut anywhere: ranges stay balanced
+    /// even when one key fills the table.
+    pub fn partition(&self, ranges: usize) -> Result<Partitioning> {
+        let ranges = ranges.max(1);
+        let keys = &*self.keys;
+        let mut samples: Vec<Sample> = Vec::new();
+        for (r, run) in self.runs.iter().enumerate() {
+            match run {
+                Run::Memory(m) => {
+                    let n = m.len();
+                    let take = n.min(SAMPLES_PER_RANGE * ranges);
+                    for i in 0..take {
+                        let ordinal = (i * n / take) as u64;
+                        samples.push(Sample { run: r, ordinal, offset: 0, tuple: m.get(ordinal as usize), weight: n as f64 / take as f64 });
+                    }
+                }
+                Run::Tape(t) => {
+                    let n = t.index.len();
+                    let take = n.min(SAMPLES_PER_RANGE * ranges);
+                    for i in 0..take {
+                        let entry = &t.index[i * n / take];
+                        samples.push(Sample {
+                            run: r,
+                            ordinal: entry.ordinal,
+                            offset: entry.offset,
+                            tuple: &entry.tuple,
+                            weight: t.count as f64 / take as f64,
+                        });
+                    }
+                }
+            }
+        }
+        samples.sort_unstable_by(|a, b| {
+            keys.compare(a.tuple, b.tuple).then(a.run.cmp(&b.run)).then(a.ordinal.cmp(&b.ordinal))
+        });
+        let total: f64 = samples.iter().map(|s| s.weight).sum();
+        let mut splitters: Vec<&Sample> = Vec::with_capacity(ranges - 1);
+        let mut cumulative = 0.0;
+        for sample in &samples {
+            // The first sample at or past each j/ranges quantile of the weight.
+            while splitters.len() + 1 < ranges && cumulative >= total * (splitters.len() + 1) as f64 / ranges as f64 {
+                splitters.push(sample);
+            }
+            cumulative += sample.weight;
+        }
+        let mut bounds = Vec::with_capacity(self.runs.len());
+        for r in 0..self.runs.len() {
+            let mut run_bounds = Vec::with_capacity(ranges + 1);
+            run_bounds.push(self.start_of(r));
+            for s in &splitters {
+                let position = if r == s.run {
+                    RunPosition { ordinal: s.ordinal, offset: s.offset }
+                } else {
+                    // Runs before the splitter's run put their equal keys before it.
+                    let equal_goes_left = r < s.run;
+                    self.bound_in_run(r, s.tuple, equal_goes_left)?
+                };
+                run_bounds.push(position);
+            }
+            // Fewer splitters than ranges - 1 (tiny input): the last ranges are empty.
+            while run_bounds.len() < ranges {
+                run_bounds.push(self.end_of(r));
+            }
+            run_bounds.push(self.end_of(r));
+            bounds.push(run_bounds);
+        }
+        let partitioning = Partitioning { bounds, ranges };
+        self.trace(format!(
+            "partitioned {} runs into {} key ranges of {:?} rows",
+            self.runs.len(),
+            ranges,
+            (0..ranges).map(|j| partitioning.range_len(j)).collect::<Vec<_>>()
+        ));
+        Ok(partitioning)
+    }
+
+    /// The first position of run `r` whose tuple is after `key` (`equal_goes_left`) or not
+    /// before it.
+    fn bound_in_run(&self, r: usize, key: &[u8], equal_goes_left: bool) -> Result<RunPosition> {
+        let keys = &*self.keys;
+        let goes_left = |tuple: &[u8]| match keys.compare(tuple, key) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Equal => equal_goes_left,
+            std::cmp::Ordering::Greater => false,
+        };
+        match &self.runs[r] {
+            Run::Memory(m) => {
+                let (mut lo, mut hi) = (0usize, m.len());
+                while lo < hi {
+                    let mid = (lo + hi) / 2;
+                    if goes_left(m.get(mid)) {
+                        lo = mid + 1;
+                    } else {
+                        hi = mid;
+                    }
+                }
+                Ok(RunPosition { ordinal: lo as u64, offset: 0 })
+            }
+            Run::Tape(t) => {
+                // The last sparse-index entry still left of the cut, then read forward.
+                let after = t.index.partition_point(|e: &IndexEntry| goes_left(&e.tuple));
+                if after == 0 {
+                    return Ok(RunPosition { ordinal: 0, offset: t.start });
+                }
+                let entry = &t.index[after - 1];
+                let mut reader = RunReader::new(t, entry.offset, t.count - entry.ordinal, 64 * 1024);
+                let mut position = RunPosition { ordinal: entry.ordinal, offset: entry.offset };
+                while reader.advance()? {
+                    if !goes_left(reader.current().expect("advanced")) {
+                        break;
+                    }
+                    position = RunPosition { ordinal: position.ordinal + 1, offset: reader.offset_after_current() };
+                }
+                Ok(position)
+            }
+        }
+    }
+
+    /// A merge of one key range of every run.
+    pub fn merge_range(&self, partitioning: &Partitioning, range: usize) -> Result<Merger> {
+        let width = self.runs.len();
+        let inputs = (0..width)
+            .filter(|&r| partitioning.bounds[r][range + 1].ordinal > partitioning.bounds[r][range].ordinal)
+            .map(|r| self.input(r, partitioning.bounds[r][range], partitioning.bounds[r][range + 1], width))
+            .collect();
+        Merger::new(self.keys.clone(), inputs)
+    }
+
+    pub fn cancel(&self) -> &CancelToken {
+        &self.cancel
+    }
+
+    /// What the sort did; `merge_phase` and `serial_merge` are measured by the caller,
+    /// which ran the merge.
+    pub fn report(&self, merge_phase: Duration, serial_merge: Duration) -> SortReport {
+        let method = if self.reports.iter().any(|r| r.method == SortMethod::ExternalMerge) {
+            SortMethod::ExternalMerge
+        } else if self.reports.iter().any(|r| r.method == SortMethod::TopNHeapsort) {
+            SortMethod::TopNHeapsort
+        } else {
+            SortMethod::Quicksort
+        };
+        let space = if method == SortMethod::ExternalMerge { SortSpace::Disk } else { SortSpace::Memory };
+        let space_bytes = self.reports.iter().filter(|r| r.space == space).map(|r| r.space_bytes).sum();
+        let merge_passes = self
+            .reports
+            .iter()
+            .map(|r| if r.runs_written > 1 { passes(r.runs_written, merge_order(self.budget)) } else { 0 })
+            .max()
+            .unwrap_or(0);
+        let report = SortReport {
+            method,
+            space,
+            space_bytes,
+            strategy: self.strategy,
+            participants: self.reports.clone(),
+            merge_width: self.runs.len(),
+            merge_passes,
+            temp_bytes: self.temp.as_ref().map_or(0, |t| t.bytes_written()),
+            run_phase: self.run_phase,
+            merge_phase,
+            serial_merge,
+        };
+        self.trace(format!(
+            "sort done: {} participants of {} planned, {} rows, {}, run phase {:.3} s, merge phase {:.3} s ({:.3} s serial)",
+            self.reports.len(),
+            self.participants,
+            self.rows(),
+            report.explain_line(),
+            self.run_phase.as_secs_f64(),
+            merge_phase.as_secs_f64(),
+            serial_merge.as_secs_f64()
+        ));
+        report
+    }
+}
+
+/// Merge passes to bring `runs` down to one at `order` runs per merge.
+fn passes(mut runs: usize, order: usize) -> usize {
+    let mut n = 0;
+    while runs > 1 {
+        runs = runs.div_ceil(order);
+        n += 1;
+    }
+    n
+}

@@ -1,0 +1,261 @@
+//! Temp files and the runs written to them.
+//!
+//! A sort owns one [`TempFileSet`]: a directory under the data directory's `tmp/` that is
+//! removed when the set is dropped, however the sort ends (success, error, cancel, panic
+//! unwinding). Each participant writes its own files in it; any participant may open any
+//! file read-only once its writer has finished (tape unification: the leader, or in the
+//! partitioned merge every participant, reads runs that others wrote).
+//!
+//! A run on tape is a byte range of one file holding `count` tuples, each a `u32` length
+//! followed by the tuple. While writing, every `INDEX_EVERY`-th tuple is copied into a
+//! sparse index (ordinal, file offset, tuple) so that the partitioned merge can sample
+//! splitters and find where a key falls in the run without reading it all.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use weft_common::{Error, Result};
+
+/// Tuples between two entries of a run's sparse index.
+pub(crate) const INDEX_EVERY: u64 = 256;
+
+static NEXT_SET: AtomicU64 = AtomicU64::new(0);
+
+/// A directory of temp files, removed on drop.
+pub struct TempFileSet {
+    dir: PathBuf,
+    created: AtomicU64,
+    written: AtomicU64,
+}
+
+impl TempFileSet {
+    /// Create `<parent>/sort.<pid>.<n>`.
+    pub fn create(parent: &Path) -> Result<TempFileSet> {
+        let dir = parent.join(format!("sort.{}.{}", std::process::id(), NEXT_SET.fetch_add(1, Ordering::Relaxed)));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::io(format!("could not create temporary directory \"{}\"", dir.display()), &e))?;
+        Ok(TempFileSet { dir, created: AtomicU64::new(0), written: AtomicU64::new(0) })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Total bytes written to files of this set.
+    pub fn bytes_written(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
+    }
+
+    /// A new file named after its writer.
+    pub(crate) fn new_file(&self, owner: &str) -> Result<(File, Arc<PathBuf>)> {
+        let n = self.created.fetch_add(1, Ordering::Relaxed);
+        let path = self.dir.join(format!("{owner}.{n}"));
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| Error::io(format!("could not create temporary file \"{}\"", path.display()), &e))?;
+        Ok((file, Arc::new(path)))
+    }
+}
+
+impl Drop for TempFileSet {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// One entry of a run's sparse index.
+#[derive(Clone, Debug)]
+pub(crate) struct IndexEntry {
+    pub ordinal: u64,
+    pub offset: u64,
+    pub tuple: Vec<u8>,
+}
+
+/// A sorted run in a temp file.
+#[derive(Clone, Debug)]
+pub(crate) struct TapeRun {
+    pub path: Arc<PathBuf>,
+    pub file: Arc<File>,
+    pub start: u64,
+    pub end: u64,
+    pub count: u64,
+    pub index: Vec<IndexEntry>,
+}
+
+/// Writes runs, one after another, into one file.
+pub(crate) struct TapeWriter {
+    set: Arc<TempFileSet>,
+    path: Arc<PathBuf>,
+    file: Arc<File>,
+    out: BufWriter<FileWriter>,
+    position: u64,
+    run_start: u64,
+    run_count: u64,
+    index: Vec<IndexEntry>,
+}
+
+/// `Write` over a shared file handle, at explicit offsets (the handle is also read).
+struct FileWriter {
+    file: Arc<File>,
+    offset: u64,
+}
+
+impl Write for FileWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write_at(buf, self.offset)?;
+        self.offset += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+const WRITE_BUFFER: usize = 1 << 20;
+
+impl TapeWriter {
+    pub fn new(set: Arc<TempFileSet>, owner: &str) -> Result<TapeWriter> {
+        let (file, path) = set.new_file(owner)?;
+        let file = Arc::new(file);
+        let out = BufWriter::with_capacity(WRITE_BUFFER, FileWriter { file: file.clone(), offset: 0 });
+        Ok(TapeWriter { set, path, file, out, position: 0, run_start: 0, run_count: 0, index: Vec::new() })
+    }
+
+    fn io_error(&self, e: std::io::Error) -> Error {
+        Error::io(format!("could not write to file \"{}\"", self.path.display()), &e)
+    }
+
+    #[inline]
+    pub fn write(&mut self, tuple: &[u8]) -> Result<()> {
+        if self.run_count % INDEX_EVERY == 0 {
+            self.index.push(IndexEntry { ordinal: self.run_count, offset: self.position, tuple: tuple.to_vec() });
+        }
+        let len = (tuple.len() as u32).to_le_bytes();
+        if let Err(e) = self.out.write_all(&len).and_then(|_| self.out.write_all(tuple)) {
+            return Err(self.io_error(e));
+        }
+        self.position += 4 + tuple.len() as u64;
+        self.run_count += 1;
+        Ok(())
+    }
+
+    /// Close the current run and start the next one at the end of the file.
+    pub fn end_run(&mut self) -> Result<TapeRun> {
+        // Readers use their own positioned reads: what is buffered must reach the file.
+        self.out.flush().map_err(|e| self.io_error(e))?;
+        let run = TapeRun {
+            path: self.path.clone(),
+            file: self.file.clone(),
+            start: self.run_start,
+            end: self.position,
+            count: self.run_count,
+            index: std::mem::take(&mut self.index),
+        };
+        self.set.written.fetch_add(self.position - self.run_start, Ordering::Relaxed);
+        self.run_start = self.position;
+        self.run_count = 0;
+        Ok(run)
+    }
+}
+
+/// Reads a byte range of a run tuple by tuple through one buffer.
+pub(crate) struct RunReader {
+    file: Arc<File>,
+    path: Arc<PathBuf>,
+    /// Next file offset to read into the buffer.
+    next_offset: u64,
+    end: u64,
+    buffer: Vec<u8>,
+    /// Valid bytes in `buffer`, and where the next tuple's length word starts.
+    filled: usize,
+    position: usize,
+    /// The current tuple: a range of `buffer`.
+    current: Option<(usize, usize)>,
+    remaining: u64,
+}
+
+impl RunReader {
+    /// Read `count` tuples starting at byte `start` of the run's file, through a buffer
+    /// of `buffer_bytes`.
+    pub fn new(run: &TapeRun, start: u64, count: u64, buffer_bytes: usize) -> RunReader {
+        RunReader {
+            file: run.file.clone(),
+            path: run.path.clone(),
+            next_offset: start,
+            end: run.end,
+            buffer: vec![0; buffer_bytes.max(64)],
+            filled: 0,
+            position: 0,
+            current: None,
+            remaining: count,
+        }
+    }
+
+    pub fn current(&self) -> Option<&[u8]> {
+        self.current.map(|(s, e)| &self.buffer[s..e])
+    }
+
+    /// Make sure `need` bytes from `position` are in the buffer (refilling it), or fail.
+    fn ensure(&mut self, need: usize) -> Result<()> {
+        if self.filled - self.position >= need {
+            return Ok(());
+        }
+        self.buffer.copy_within(self.position..self.filled, 0);
+        self.filled -= self.position;
+        self.position = 0;
+        if self.buffer.len() < need {
+            self.buffer.resize(need, 0);
+        }
+        while self.filled < need {
+            let want = (self.buffer.len() - self.filled).min((self.end - self.next_offset) as usize);
+            if want == 0 {
+                return Err(Error::new(
+                    weft_common::SqlState::DATA_CORRUPTED,
+                    format!("unexpected end of temporary file \"{}\"", self.path.display()),
+                ));
+            }
+            let n = self
+                .file
+                .read_at(&mut self.buffer[self.filled..self.filled + want], self.next_offset)
+                .map_err(|e| Error::io(format!("could not read from file \"{}\"", self.path.display()), &e))?;
+            if n == 0 {
+                return Err(Error::new(
+                    weft_common::SqlState::DATA_CORRUPTED,
+                    format!("unexpected end of temporary file \"{}\"", self.path.display()),
+                ));
+            }
+            self.filled += n;
+            self.next_offset += n as u64;
+        }
+        Ok(())
+    }
+
+    /// Move to the next tuple; `false` once the range is exhausted.
+    pub fn advance(&mut self) -> Result<bool> {
+        if self.remaining == 0 {
+            self.current = None;
+            return Ok(false);
+        }
+        self.ensure(4)?;
+        let len = u32::from_le_bytes(self.buffer[self.position..self.position + 4].try_into().expect("4 bytes")) as usize;
+        self.ensure(4 + len)?;
+        let start = self.position + 4;
+        self.current = Some((start, start + len));
+        self.position = start + len;
+        self.remaining -= 1;
+        Ok(true)
+    }
+
+    /// File offset of the tuple after the current one.
+    pub fn offset_after_current(&self) -> u64 {
+        self.next_offset - (self.filled - self.position) as u64
+    }
+}

@@ -1,0 +1,346 @@
+//! The sort against `slice::sort_by` over random inputs: every key type, directions and
+//! NULL placement, sizes from empty to multi-pass external, 1 to 8 participants (more
+//! than this machine's cores), both merge strategies, bounded and unbounded; and the temp
+//! directory empty afterwards.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use weft_common::parallel::CancelToken;
+use weft_common::tuple::RowLayout;
+use weft_common::{DataType, Datum};
+use weft_sort::{SharedSort, SortColumn, SortKeys, SortOptions, SortStrategy};
+
+const TYPES: [DataType; 5] = [DataType::Bool, DataType::Int4, DataType::Int8, DataType::Float8, DataType::Text];
+
+fn value(ty: DataType) -> BoxedStrategy<Datum> {
+    let v: BoxedStrategy<Datum> = match ty {
+        DataType::Bool => any::<bool>().prop_map(Datum::Bool).boxed(),
+        DataType::Int4 => prop_oneof![any::<i32>(), 0i32..20].prop_map(Datum::Int4).boxed(),
+        DataType::Int8 => prop_oneof![any::<i64>(), 0i64..20].prop_map(Datum::Int8).boxed(),
+        DataType::Float8 => prop_oneof![
+            any::<f64>(),
+            Just(f64::NAN),
+            Just(-0.0),
+            Just(0.0),
+            Just(f64::INFINITY),
+            Just(f64::NEG_INFINITY),
+            (0i32..5).prop_map(f64::from)
+        ]
+        .prop_map(Datum::Float8)
+        .boxed(),
+        _ => prop_oneof!["[a-c]{0,3}", "prefix-same-[a-c]{0,4}", "[a-z\u{e9}]{0,40}"].prop_map(Datum::Text).boxed(),
+    };
+    prop_oneof![1 => Just(Datum::Null), 8 => v].boxed()
+}
+
+fn reference_compare(a: &[Datum], b: &[Datum], keys: &[SortColumn]) -> Ordering {
+    for k in keys {
+        let (x, y) = (&a[k.column], &b[k.column]);
+        let o = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => if k.nulls_first { Ordering::Less } else { Ordering::Greater },
+            (false, true) => if k.nulls_first { Ordering::Greater } else { Ordering::Less },
+            _ => {
+                let o = match (x, y) {
+                    (Datum::Bool(p), Datum::Bool(q)) => p.cmp(q),
+                    (Datum::Int4(p), Datum::Int4(q)) => p.cmp(q),
+                    (Datum::Int8(p), Datum::Int8(q)) => p.cmp(q),
+                    (Datum::Float8(p), Datum::Float8(q)) => match (p.is_nan(), q.is_nan()) {
+                        (true, true) => Ordering::Equal,
+                        (true, false) => Ordering::Greater,
+                        (false, true) => Ordering::Less,
+                        _ => p.partial_cmp(q).unwrap(),
+                    },
+                    (Datum::Text(p), Datum::Text(q)) => p.as_bytes().cmp(q.as_bytes()),
+                    _ => unreachable!(),
+                };
+                if k.descending { o.reverse() } else { o }
+            }
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
+}
+
+#[derive(Debug, Clone)]
+struct Case {
+    types: Vec<DataType>,
+    rows: Vec<Vec<Datum>>,
+    keys: Vec<SortColumn>,
+    participants: usize,
+    budget: usize,
+    strategy: SortStrategy,
+    bound: Option<u64>,
+    /// Participant that gets no rows (tests an empty share).
+    idle: Option<usize>,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (prop::collection::vec(prop::sample::select(&TYPES[..]), 1..4), prop_oneof![Just(0usize), 1usize..50, 50usize..3000, Just(6000usize)])
+        .prop_flat_map(|(types, n)| {
+            let row = types.iter().map(|t| value(*t)).collect::<Vec<_>>();
+            let ncols = types.len();
+            (
+                Just(types),
+                prop::collection::vec(row, n..=n),
+                prop::collection::vec((0..ncols, any::<bool>(), any::<bool>()), 1..4),
+                1usize..9,
+                prop_oneof![Just(8 * 1024usize), Just(64 * 1024), Just(1 << 20), Just(64 << 20)],
+                prop_oneof![Just(SortStrategy::Partition), Just(SortStrategy::LeaderMerge)],
+                prop_oneof![3 => Just(None), 1 => (0u64..100).prop_map(Some)],
+                prop_oneof![Just(None), (0usize..8).prop_map(Some)],
+            )
+        })
+        .prop_map(|(types, rows, keys, participants, budget, strategy, bound, idle)| Case {
+            types,
+            rows,
+            keys: keys.into_iter().map(|(column, descending, nulls_first)| SortColumn { column, descending, nulls_first }).collect(),
+            participants,
+            budget,
+            strategy,
+            bound,
+            idle,
+        })
+}
+
+/// Run the sort with one thread per participant, then merge per the strategy.
+fn run(case: &Case, temp: &std::path::Path, cancel: CancelToken) -> weft_common::Result<Vec<Vec<u8>>> {
+    let layout = RowLayout::new(&case.types);
+    let keys = SortKeys::new(layout.clone(), &case.keys).unwrap();
+    let options = SortOptions {
+        budget: case.budget,
+        bound: case.bound,
+        strategy: case.strategy,
+        temp_dir: temp.to_path_buf(),
+        cancel,
+        trace: None,
+    };
+    let shared = SharedSort::new(keys, options, case.participants);
+    let encoded: Vec<Vec<u8>> = case
+        .rows
+        .iter()
+        .map(|r| {
+            let mut out = Vec::new();
+            layout.encode(r, &mut out).unwrap();
+            out
+        })
+        .collect();
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..case.participants)
+            .map(|p| {
+                let shared = &shared;
+                let encoded = &encoded;
+                let case = &case;
+                scope.spawn(move || -> weft_common::Result<()> {
+                    let mut sort = shared.participant();
+                    let share = sort.index();
+                    // An idle participant only makes sense when another one takes the rows.
+                    let idle = case.idle.filter(|&idle| idle < case.participants && case.participants > 1);
+                    if idle != Some(share) {
+                        for (i, t) in encoded.iter().enumerate() {
+                            let owner = if idle.is_some() {
+                                let others: Vec<usize> = (0..case.participants).filter(|q| Some(*q) != idle).collect();
+                                others[i % others.len()]
+                            } else {
+                                i % case.participants
+                            };
+                            if owner == share {
+                                sort.push(t)?;
+                            }
+                        }
+                    }
+                    let _ = p;
+                    sort.finish()
+                })
+            })
+            .collect();
+        handles.into_iter().try_for_each(|h| h.join().unwrap())
+    })?;
+    let runs = shared.into_runs();
+    let mut out = Vec::new();
+    match case.strategy {
+        SortStrategy::LeaderMerge => {
+            let mut merger = runs.merge_all()?;
+            while let Some(t) = merger.next()? {
+                out.push(t.to_vec());
+            }
+        }
+        SortStrategy::Partition => {
+            let partitioning = runs.partition(case.participants)?;
+            // Ranges merged concurrently, outputs concatenated in range order.
+            let parts: Vec<weft_common::Result<Vec<Vec<u8>>>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..partitioning.ranges())
+                    .map(|range| {
+                        let runs = &runs;
+                        let partitioning = &partitioning;
+                        scope.spawn(move || {
+                            let mut merger = runs.merge_range(partitioning, range)?;
+                            let mut part = Vec::new();
+                            while let Some(t) = merger.next()? {
+                                part.push(t.to_vec());
+                            }
+                            Ok(part)
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            for part in parts {
+                out.extend(part?);
+            }
+        }
+    }
+    let _report = runs.report(Default::default(), Default::default());
+    // With a bound, each participant kept its own first `bound`: the caller stops there.
+    if let Some(bound) = case.bound {
+        out.truncate(bound as usize);
+    }
+    Ok(out)
+}
+
+fn check(case: &Case) -> Result<(), TestCaseError> {
+    let temp = tempfile::tempdir().unwrap();
+    let layout = RowLayout::new(&case.types);
+    let out = run(case, temp.path(), CancelToken::new()).unwrap();
+    let decoded: Vec<Vec<Datum>> = out.iter().map(|t| layout.decode(t).unwrap()).collect();
+    let mut expected = case.rows.clone();
+    expected.sort_by(|a, b| reference_compare(a, b, &case.keys));
+    let wanted = case.bound.map_or(expected.len(), |b| (b as usize).min(expected.len()));
+    prop_assert_eq!(decoded.len(), wanted);
+    for pair in decoded.windows(2) {
+        prop_assert_ne!(reference_compare(&pair[0], &pair[1], &case.keys), Ordering::Greater, "out of order: {:?}", pair);
+    }
+    // Same rows: compare the multisets (as text, so NaN equals NaN).
+    let text = |rows: &[Vec<Datum>]| {
+        let mut v: Vec<String> = rows.iter().map(|r| format!("{r:?}")).collect();
+        v.sort();
+        v
+    };
+    if case.bound.is_none() {
+        prop_assert_eq!(text(&decoded), text(&expected));
+    } else {
+        // Top-N: the key sequence equals the reference's first N.
+        for (got, want) in decoded.iter().zip(&expected) {
+            prop_assert_eq!(reference_compare(got, want, &case.keys), Ordering::Equal);
+        }
+    }
+    prop_assert_eq!(std::fs::read_dir(temp.path()).unwrap().count(), 0, "temp files left behind");
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #[test]
+    fn sorts_like_slice_sort(case in case()) {
+        check(&case)?;
+    }
+}
+
+fn int_case(values: Vec<i64>, participants: usize, budget: usize, strategy: SortStrategy) -> Case {
+    Case {
+        types: vec![DataType::Int8, DataType::Text],
+        rows: values.into_iter().map(|v| vec![Datum::Int8(v), Datum::Text(format!("row {v}"))]).collect(),
+        keys: vec![SortColumn::new(0, false)],
+        participants,
+        budget,
+        strategy,
+        bound: None,
+        idle: None,
+    }
+}
+
+#[test]
+fn shapes_of_input() {
+    let n = 20_000i64;
+    let inputs: Vec<(&str, Vec<i64>)> = vec![
+        ("sorted", (0..n).collect()),
+        ("reverse", (0..n).rev().collect()),
+        ("all duplicates", vec![7; n as usize]),
+        ("two values", (0..n).map(|i| i % 2).collect()),
+        ("empty", vec![]),
+    ];
+    for (name, values) in inputs {
+        for strategy in [SortStrategy::Partition, SortStrategy::LeaderMerge] {
+            for participants in [1, 3, 8] {
+                // 8 kB forces many runs and several merge passes per participant.
+                for budget in [8 * 1024, 1 << 20, 64 << 20] {
+                    let case = int_case(values.clone(), participants, budget, strategy);
+                    check(&case).unwrap_or_else(|e| panic!("{name} {strategy:?} p={participants} budget={budget}: {e}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn duplicate_heavy_keys_partition_evenly() {
+    let temp = tempfile::tempdir().unwrap();
+    let case = int_case(vec![5; 40_000], 4, 64 * 1024, SortStrategy::Partition);
+    let layout = RowLayout::new(&case.types);
+    let keys = SortKeys::new(layout.clone(), &case.keys).unwrap();
+    let options = SortOptions {
+        budget: case.budget,
+        bound: None,
+        strategy: case.strategy,
+        temp_dir: temp.path().to_path_buf(),
+        cancel: CancelToken::new(),
+        trace: None,
+    };
+    let shared = SharedSort::new(keys, options, 4);
+    std::thread::scope(|scope| {
+        for p in 0..4 {
+            let shared = &shared;
+            let case = &case;
+            let layout = &layout;
+            scope.spawn(move || {
+                let mut sort = shared.participant();
+                let mut buf = Vec::new();
+                for row in case.rows.iter().skip(p).step_by(4) {
+                    buf.clear();
+                    layout.encode(row, &mut buf).unwrap();
+                    sort.push(&buf).unwrap();
+                }
+                sort.finish().unwrap();
+            });
+        }
+    });
+    let runs = shared.into_runs();
+    let partitioning = runs.partition(4).unwrap();
+    for range in 0..4 {
+        let len = partitioning.range_len(range);
+        assert!((8_000..=12_000).contains(&len), "range {range} has {len} of 40000 rows");
+    }
+}
+
+#[test]
+fn cancel_stops_the_sort_and_removes_temp_files() {
+    let temp = tempfile::tempdir().unwrap();
+    let cancel = CancelToken::new();
+    cancel.cancel();
+    let case = int_case((0..50_000).collect(), 3, 8 * 1024, SortStrategy::Partition);
+    let err = run(&case, temp.path(), cancel).unwrap_err();
+    assert_eq!(err.sqlstate, weft_common::SqlState::QUERY_CANCELED);
+    assert_eq!(std::fs::read_dir(temp.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn abandoned_abbreviation_still_sorts() {
+    let rows: Vec<Vec<Datum>> =
+        (0..30_000).map(|i| vec![Datum::Text(format!("https://example.com/page/{}", (i * 7919) % 30_000))]).collect();
+    let case = Case {
+        types: vec![DataType::Text],
+        rows,
+        keys: vec![SortColumn::new(0, false)],
+        participants: 2,
+        budget: 64 << 20,
+        strategy: SortStrategy::Partition,
+        bound: None,
+        idle: None,
+    };
+    check(&case).unwrap();
+    let _ = Arc::new(());
+}
