@@ -136,6 +136,14 @@ pub struct InsertTarget {
 }
 
 impl InsertTarget {
+    /// [`check_not_null`](Self::check_not_null) for a row in the table's tuple format.
+    fn check_not_null_encoded(&self, tuple: &[u8]) -> Result<()> {
+        if self.not_null.iter().any(|(index, _)| self.layout.is_null(tuple, *index)) {
+            return self.check_not_null(&self.layout.decode(tuple)?);
+        }
+        Ok(())
+    }
+
     fn check_not_null(&self, row: &[Datum]) -> Result<()> {
         for (index, name) in &self.not_null {
             if row[*index].is_null() {
@@ -158,6 +166,17 @@ pub fn execute_insert(plan: &Plan, ctx: &ExecContext, target: &InsertTarget) -> 
     let sink = InsertSink { pool: ctx.pool, target, inserted: AtomicU64::new(0), last_page_taken: AtomicBool::new(false) };
     match plan {
         Plan::Pipeline(pipeline) => run_pipeline(pipeline, ctx, &sink)?,
+        // Sorted tuples already in the table's format go to its pages as they are.
+        Plan::Sort(sort) if crate::sort::output_is_full_row(sort, target.layout.types()) => {
+            let mut local = sink.local()?;
+            crate::sort::execute_sort_encoded(sort, ctx, |tuple| {
+                sink.target.check_not_null_encoded(tuple)?;
+                local.scratch().extend_from_slice(tuple);
+                local.insert_scratch()?;
+                Ok(true)
+            })?;
+            sink.finish(local)?;
+        }
         other => {
             let rows = execute(other, ctx)?;
             let mut local = sink.local()?;
@@ -376,7 +395,9 @@ pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink
     let steps = &pipeline.steps;
     // A heap scan straight into a sink that decodes tuples itself skips building rows.
     let raw = match (&state, &pipeline.source) {
-        (SourceState::Heap { .. }, Source::Heap(heap)) => steps.is_empty() && sink.accepts_raw(&heap.layout, &heap.columns),
+        (SourceState::Heap { .. }, Source::Heap(heap)) => {
+            (steps.is_empty() || is_identity(steps, heap.columns.len())) && sink.accepts_raw(&heap.layout, &heap.columns)
+        }
         _ => false,
     };
     let run = ctx.workers.run(pipeline.workers, ctx.leader_participates, ctx.cancel, |_participant| {
@@ -407,6 +428,17 @@ pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink
         all_busy,
     });
     Ok(())
+}
+
+/// Is `steps` one projection that passes a row of `width` columns through unchanged
+/// (`SELECT *`)?
+fn is_identity(steps: &[Step], width: usize) -> bool {
+    match steps {
+        [Step::Project(exprs)] => {
+            exprs.len() == width && exprs.iter().enumerate().all(|(i, e)| matches!(e, crate::expr::Expr::Column { index, .. } if *index == i))
+        }
+        _ => false,
+    }
 }
 
 /// Collects result rows; with a limit, participants stop once enough rows exist.

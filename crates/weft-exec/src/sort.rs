@@ -1,13 +1,24 @@
 //! ORDER BY: a pipeline feeding `weft-sort`, one participant sort per pipeline participant.
+//!
+//! Run phase: every participant of the input pipeline encodes its rows once, in the sort's
+//! tuple format (or, scanning a table in its own layout, hands over the page's tuples
+//! as they are), and leaves one sorted run. Output phase: with the leader-merge strategy
+//! (or a top-N bound, or one run) a single merge; with the partition strategy each
+//! participant merges key ranges of all runs and the ranges are concatenated.
 
+use std::ops::Range;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use weft_common::Result;
-use weft_sort::SortStrategy;
+use parking_lot::Mutex;
+use weft_common::tuple::RowLayout;
+use weft_common::{Datum, Result};
+use weft_sort::{Merger, ParticipantSort, SharedSort, SortColumn, SortKeys, SortOptions, SortStrategy, SortedRuns};
 
-use crate::execute::{execute, ExecContext};
-use crate::expr::compare::compare_datums;
-use crate::plan::{Row, SortKey, SortPlan};
+use crate::execute::{execute, run_pipeline, ExecContext, Sink};
+use crate::plan::{Plan, Row, SortPlan};
 
 /// The session's settings that shape a sort.
 #[derive(Clone, Debug)]
@@ -21,34 +32,202 @@ pub struct SortSettings {
     pub temp_dir: PathBuf,
 }
 
+/// Sort and return the rows, cut to the plan's output width.
 pub(crate) fn execute_sort(sort: &SortPlan, ctx: &ExecContext) -> Result<Vec<Row>> {
-    let mut rows = execute(&sort.input, ctx)?;
-    rows.sort_by(|a, b| compare_rows(a, b, &sort.keys));
-    if let Some(bound) = sort.bound {
-        rows.truncate(bound.min(usize::MAX as u64) as usize);
-    }
-    for row in &mut rows {
-        row.truncate(sort.output_width);
-    }
-    Ok(rows)
+    let layout = RowLayout::new(&sort.types);
+    let parts = run_sort(sort, ctx, |merger, limit| {
+        let mut rows = Vec::new();
+        while limit.is_none_or(|l| (rows.len() as u64) < l) {
+            let Some(tuple) = merger.next()? else { break };
+            let mut row = Vec::with_capacity(sort.types.len());
+            layout.decode_into(tuple, &mut row)?;
+            row.truncate(sort.output_width);
+            rows.push(row);
+        }
+        Ok(rows)
+    })?;
+    Ok(if parts.len() == 1 { parts.into_iter().next().unwrap_or_default() } else { parts.into_iter().flatten().collect() })
 }
 
-fn compare_rows(a: &Row, b: &Row, keys: &[SortKey]) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    for key in keys {
-        let (x, y) = (&a[key.column], &b[key.column]);
-        let ordering = match (x.is_null(), y.is_null()) {
-            (true, true) => Ordering::Equal,
-            (true, false) => if key.nulls_first { Ordering::Less } else { Ordering::Greater },
-            (false, true) => if key.nulls_first { Ordering::Greater } else { Ordering::Less },
-            (false, false) => {
-                let o = compare_datums(x, y);
-                if key.descending { o.reverse() } else { o }
+/// Sort and hand the encoded tuples, in order, to `consume` (which returns false to
+/// stop). For CREATE TABLE AS / INSERT whose table layout is the sort's: no decoding.
+pub(crate) fn execute_sort_encoded(sort: &SortPlan, ctx: &ExecContext, mut consume: impl FnMut(&[u8]) -> Result<bool>) -> Result<()> {
+    let parts = run_sort(sort, ctx, |merger, limit| {
+        // Each range's tuples, copied out length-prefixed so ranges merge in parallel.
+        let mut buffer = Vec::new();
+        let mut n = 0u64;
+        while limit.is_none_or(|l| n < l) {
+            let Some(tuple) = merger.next()? else { break };
+            buffer.extend_from_slice(&(tuple.len() as u32).to_le_bytes());
+            buffer.extend_from_slice(tuple);
+            n += 1;
+        }
+        Ok(buffer)
+    })?;
+    for (i, part) in parts.iter().enumerate() {
+        let mut at = 0;
+        while at < part.len() {
+            if at == 0 && i % 16 == 0 {
+                ctx.cancel.check()?;
             }
-        };
-        if ordering != Ordering::Equal {
-            return ordering;
+            let len = u32::from_le_bytes(part[at..at + 4].try_into().expect("4 bytes")) as usize;
+            if !consume(&part[at + 4..at + 4 + len])? {
+                return Ok(());
+            }
+            at += 4 + len;
         }
     }
-    Ordering::Equal
+    Ok(())
+}
+
+/// Is the sort's output exactly a row of `types` (nothing projected away)?
+pub(crate) fn output_is_full_row(sort: &SortPlan, types: &[weft_common::DataType]) -> bool {
+    sort.output_width == sort.types.len() && sort.types == types
+}
+
+/// Run phase, then output phase: `emit` turns one merge (of everything, or of one key
+/// range, with the number of tuples wanted) into a part; parts come back in order.
+fn run_sort<T: Send>(sort: &SortPlan, ctx: &ExecContext, emit: impl Fn(&mut Merger, Option<u64>) -> Result<T> + Sync) -> Result<Vec<T>> {
+    let layout = RowLayout::new(&sort.types);
+    let columns: Vec<SortColumn> = sort
+        .keys
+        .iter()
+        .map(|k| SortColumn { column: k.column, descending: k.descending, nulls_first: k.nulls_first })
+        .collect();
+    let keys = SortKeys::new(layout.clone(), &columns)?;
+    let trace_lines = Arc::new(Mutex::new(Vec::new()));
+    let trace: Option<weft_sort::TraceFn> = ctx.sort.trace.then(|| {
+        let lines = trace_lines.clone();
+        Arc::new(move |line: String| lines.lock().push(format!("LOG:  {line}"))) as weft_sort::TraceFn
+    });
+    let options = SortOptions {
+        budget: ctx.sort.work_mem,
+        bound: sort.bound,
+        strategy: ctx.sort.strategy,
+        temp_dir: ctx.sort.temp_dir.clone(),
+        cancel: ctx.cancel.clone(),
+        trace,
+    };
+    let outcome = sort_phases(sort, ctx, keys, layout, options, &emit);
+    ctx.notices.lock().append(&mut trace_lines.lock());
+    outcome
+}
+
+fn sort_phases<T: Send>(
+    sort: &SortPlan,
+    ctx: &ExecContext,
+    keys: SortKeys,
+    layout: RowLayout,
+    options: SortOptions,
+    emit: &(impl Fn(&mut Merger, Option<u64>) -> Result<T> + Sync),
+) -> Result<Vec<T>> {
+    let strategy = options.strategy;
+    let (shared, workers) = match sort.input.as_ref() {
+        Plan::Pipeline(pipeline) => {
+            let shared = SharedSort::new(keys, options, pipeline.workers + 1);
+            run_pipeline(pipeline, ctx, &SortSink { shared: &shared, layout })?;
+            (shared, pipeline.workers)
+        }
+        other => {
+            let rows = execute(other, ctx)?;
+            let shared = SharedSort::new(keys, options, 1);
+            let mut participant = shared.participant();
+            let mut scratch = Vec::new();
+            for row in &rows {
+                scratch.clear();
+                layout.encode(row, &mut scratch)?;
+                participant.push(&scratch)?;
+            }
+            participant.finish()?;
+            (shared, 0)
+        }
+    };
+    let runs = shared.into_runs();
+    let began = Instant::now();
+    let partitioned = strategy == SortStrategy::Partition && sort.bound.is_none() && runs.run_count() > 1 && workers > 0;
+    let (parts, serial) = if partitioned {
+        merge_partitioned(&runs, ctx, workers, emit)?
+    } else {
+        let mut merger = runs.merge_all()?;
+        let part = emit(&mut merger, sort.bound)?;
+        (vec![part], began.elapsed())
+    };
+    ctx.sort_reports.lock().push(runs.report(began.elapsed(), serial));
+    Ok(parts)
+}
+
+/// Each participant merges key ranges (claimed from a counter) of every run. Returns the
+/// parts in range order and the time during which not every participant was merging.
+fn merge_partitioned<T: Send>(
+    runs: &SortedRuns,
+    ctx: &ExecContext,
+    workers: usize,
+    emit: &(impl Fn(&mut Merger, Option<u64>) -> Result<T> + Sync),
+) -> Result<(Vec<T>, Duration)> {
+    let began = Instant::now();
+    let ranges = workers + 1;
+    let partitioning = runs.partition(ranges)?;
+    let next_range = AtomicUsize::new(0);
+    let parts: Mutex<Vec<Option<T>>> = Mutex::new((0..ranges).map(|_| None).collect());
+    let intervals: Mutex<Vec<(Instant, Instant)>> = Mutex::new(Vec::new());
+    ctx.workers.run(workers, ctx.leader_participates, ctx.cancel, |_participant| {
+        let start = Instant::now();
+        loop {
+            let range = next_range.fetch_add(1, Ordering::Relaxed);
+            if range >= ranges {
+                break;
+            }
+            let mut merger = runs.merge_range(&partitioning, range)?;
+            let part = emit(&mut merger, None)?;
+            parts.lock()[range] = Some(part);
+        }
+        intervals.lock().push((start, Instant::now()));
+        Ok(())
+    })?;
+    let wall = began.elapsed();
+    let intervals = intervals.into_inner();
+    let all_busy = match (intervals.iter().map(|i| i.0).max(), intervals.iter().map(|i| i.1).min()) {
+        (Some(s), Some(e)) if e > s && intervals.len() > 1 => e - s,
+        _ => Duration::ZERO,
+    };
+    let parts = parts.into_inner().into_iter().map(|p| p.ok_or_else(|| weft_common::Error::internal("a key range was not merged"))).collect::<Result<Vec<T>>>()?;
+    Ok((parts, wall.saturating_sub(all_busy)))
+}
+
+/// The run phase's sink: each pipeline participant is a sort participant.
+struct SortSink<'s> {
+    shared: &'s SharedSort,
+    layout: RowLayout,
+}
+
+impl<'s> Sink for SortSink<'s> {
+    type Local = (ParticipantSort<'s>, Vec<u8>);
+
+    fn local(&self) -> Result<Self::Local> {
+        Ok((self.shared.participant(), Vec::new()))
+    }
+
+    fn push(&self, (participant, scratch): &mut Self::Local, row: &[Datum]) -> Result<bool> {
+        scratch.clear();
+        self.layout.encode(row, scratch)?;
+        participant.push(scratch)?;
+        Ok(true)
+    }
+
+    fn finish(&self, (participant, _): Self::Local) -> Result<()> {
+        participant.finish()
+    }
+
+    /// A scan of a table whose rows are exactly the sorted rows: the page's tuples are
+    /// already in the sort's format.
+    fn accepts_raw(&self, layout: &RowLayout, columns: &[usize]) -> bool {
+        layout.types() == self.layout.types() && columns.iter().copied().eq(0..layout.len())
+    }
+
+    fn push_raw_page(&self, (participant, _): &mut Self::Local, page: &[u8], tuples: &[Range<usize>]) -> Result<bool> {
+        for range in tuples {
+            participant.push(&page[range.clone()])?;
+        }
+        Ok(true)
+    }
 }

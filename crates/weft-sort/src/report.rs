@@ -70,6 +70,8 @@ pub struct ParticipantReport {
     pub rows: u64,
     /// Runs written before this participant merged them into its one run (0 = in memory).
     pub runs_written: usize,
+    /// Merges it ran to bring its runs down to one.
+    pub merge_passes: usize,
     pub method: SortMethod,
     pub space: SortSpace,
     /// Peak memory or temp bytes, per `space`.

@@ -294,24 +294,24 @@ impl<'s> ParticipantSort<'s> {
     pub fn finish(mut self) -> Result<()> {
         let shared = self.shared;
         let budget = shared.options.budget;
-        let (run, method, space, space_bytes, runs_written) = if let Some(topn) = self.topn.take() {
+        let (run, method, space, space_bytes, runs_written, merge_passes) = if let Some(topn) = self.topn.take() {
             let sorted = topn.into_sorted(&shared.keys);
-            (Run::Memory(Arc::new(sorted)), SortMethod::TopNHeapsort, SortSpace::Memory, self.peak_memory as u64, 0)
+            (Run::Memory(Arc::new(sorted)), SortMethod::TopNHeapsort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
         } else if self.runs.is_empty() {
             self.mem.sort(&shared.keys, self.exact());
             let mem = std::mem::take(&mut self.mem);
-            (Run::Memory(Arc::new(mem)), SortMethod::Quicksort, SortSpace::Memory, self.peak_memory as u64, 0)
+            (Run::Memory(Arc::new(mem)), SortMethod::Quicksort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
         } else {
             if !self.mem.is_empty() {
                 self.spill()?;
             }
             let runs_written = self.runs.len();
             let temp = shared.temp_files()?;
-            let before = temp.bytes_written();
             let runs = std::mem::take(&mut self.runs);
-            let run = merge_to_one(shared, &temp, self.index, runs, budget)?;
-            let disk = run.end - run.start + (temp.bytes_written() - before);
-            (Run::Tape(run), SortMethod::ExternalMerge, SortSpace::Disk, disk, runs_written)
+            let (run, passes) = merge_to_one(shared, &temp, self.index, runs, budget)?;
+            // What this share occupies on disk once sorted (passes reuse freed space).
+            let disk = run.end - run.start;
+            (Run::Tape(run), SortMethod::ExternalMerge, SortSpace::Disk, disk, runs_written, passes)
         };
         let elapsed = self.started.elapsed();
         shared.trace(format!(
@@ -327,6 +327,7 @@ impl<'s> ParticipantSort<'s> {
             index: self.index,
             rows: self.rows,
             runs_written,
+            merge_passes,
             method,
             space,
             space_bytes,
@@ -337,44 +338,48 @@ impl<'s> ParticipantSort<'s> {
     }
 }
 
-/// Merge a participant's runs into one, in as many passes as the merge order needs.
-fn merge_to_one(shared: &SharedSort, temp: &Arc<TempFileSet>, index: usize, mut runs: Vec<TapeRun>, budget: usize) -> Result<TapeRun> {
+/// Merge a participant's runs into one, in as many passes as the merge order needs;
+/// returns the run and the number of passes.
+fn merge_to_one(shared: &SharedSort, temp: &Arc<TempFileSet>, index: usize, mut runs: Vec<TapeRun>, budget: usize) -> Result<(TapeRun, usize)> {
     let order = merge_order(budget);
     let mut pass = 0;
     while runs.len() > 1 {
         pass += 1;
         let began = Instant::now();
+        // Rewrite no more than needed: while there are more runs than one merge can
+        // read, merge the smallest few, just enough for the next pass (Huffman's rule).
+        let take = if runs.len() <= order { runs.len() } else { order.min(runs.len() - order + 1) };
+        runs.sort_by_key(|r| std::cmp::Reverse(r.end - r.start));
+        let group = runs.split_off(runs.len() - take);
+        let buffer = read_buffer_bytes(budget, group.len());
+        let inputs = group.iter().map(|run| MergeInput::Tape(RunReader::new(run, run.start, run.count, buffer))).collect();
+        let mut merger = Merger::new(shared.keys.clone(), inputs)?;
         let mut writer = TapeWriter::new(temp.clone(), &format!("p{index}.pass{pass}"))?;
-        let mut merged = Vec::with_capacity(runs.len().div_ceil(order));
-        for group in runs.chunks(order) {
-            let buffer = read_buffer_bytes(budget, group.len());
-            let inputs = group.iter().map(|run| MergeInput::Tape(RunReader::new(run, run.start, run.count, buffer))).collect();
-            let mut merger = Merger::new(shared.keys.clone(), inputs)?;
-            let mut n = 0u64;
-            while let Some(tuple) = merger.next()? {
-                writer.write(tuple)?;
-                n += 1;
-                if n % CANCEL_CHECK_ROWS == 0 {
-                    shared.options.cancel.check()?;
-                }
+        let mut n = 0u64;
+        while let Some(tuple) = merger.next()? {
+            writer.write(tuple)?;
+            n += 1;
+            if n % CANCEL_CHECK_ROWS == 0 {
+                shared.options.cancel.check()?;
             }
-            merged.push(writer.end_run()?);
         }
+        drop(merger);
+        runs.push(writer.end_run()?);
         shared.trace(format!(
-            "participant {index}: merge pass {pass}: {} runs into {} (merge order {order}), {:.3} s",
+            "participant {index}: merge pass {pass}: {take} runs into 1, {} left (merge order {order}), {:.3} s",
             runs.len(),
-            merged.len(),
             began.elapsed().as_secs_f64()
         ));
-        // The inputs are consumed: give their disk space back now.
-        let mut removed: Vec<&PathBuf> = runs.iter().map(|r| &*r.path).collect();
-        removed.dedup();
-        for path in removed {
+        // Files no remaining run lives in are consumed: give their space back now.
+        let mut consumed: Vec<&PathBuf> = group.iter().map(|r| &*r.path).filter(|p| runs.iter().all(|r| &*r.path != *p)).collect();
+        consumed.sort();
+        consumed.dedup();
+        for path in consumed {
             let _ = std::fs::remove_file(path);
         }
-        runs = merged;
     }
-    runs.pop().ok_or_else(|| Error::internal("external sort without runs"))
+    let run = runs.pop().ok_or_else(|| Error::internal("external sort without runs"))?;
+    Ok((run, pass))
 }
 
 /// Where a key range starts within one run.
@@ -622,12 +627,7 @@ impl SortedRuns {
         };
         let space = if method == SortMethod::ExternalMerge { SortSpace::Disk } else { SortSpace::Memory };
         let space_bytes = self.reports.iter().filter(|r| r.space == space).map(|r| r.space_bytes).sum();
-        let merge_passes = self
-            .reports
-            .iter()
-            .map(|r| if r.runs_written > 1 { passes(r.runs_written, merge_order(self.budget)) } else { 0 })
-            .max()
-            .unwrap_or(0);
+        let merge_passes = self.reports.iter().map(|r| r.merge_passes).max().unwrap_or(0);
         let report = SortReport {
             method,
             space,
@@ -653,14 +653,4 @@ impl SortedRuns {
         ));
         report
     }
-}
-
-/// Merge passes to bring `runs` down to one at `order` runs per merge.
-fn passes(mut runs: usize, order: usize) -> usize {
-    let mut n = 0;
-    while runs > 1 {
-        runs = runs.div_ceil(order);
-        n += 1;
-    }
-    n
 }
