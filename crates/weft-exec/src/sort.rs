@@ -35,7 +35,7 @@ pub struct SortSettings {
 /// Sort and return the rows, cut to the plan's output width.
 pub(crate) fn execute_sort(sort: &SortPlan, ctx: &ExecContext) -> Result<Vec<Row>> {
     let layout = RowLayout::new(&sort.types);
-    let parts = run_sort(sort, ctx, |merger, limit| {
+    let decode = |merger: &mut Merger, limit: Option<u64>| -> Result<Vec<Row>> {
         let mut rows = Vec::new();
         while limit.is_none_or(|l| (rows.len() as u64) < l) {
             let Some(tuple) = merger.next()? else { break };
@@ -45,39 +45,52 @@ pub(crate) fn execute_sort(sort: &SortPlan, ctx: &ExecContext) -> Result<Vec<Row
             rows.push(row);
         }
         Ok(rows)
-    })?;
-    Ok(if parts.len() == 1 { parts.into_iter().next().unwrap_or_default() } else { parts.into_iter().flatten().collect() })
+    };
+    Ok(match run_sort(sort, ctx, decode)? {
+        SortOutput::Merge(finished) => finished.merge(ctx, |merger, limit| decode(merger, limit))?,
+        SortOutput::Ranges(parts) => parts.into_iter().flatten().collect(),
+    })
 }
 
 /// Sort and hand the encoded tuples, in order, to `consume` (which returns false to
 /// stop). For CREATE TABLE AS / INSERT whose table layout is the sort's: no decoding.
 pub(crate) fn execute_sort_encoded(sort: &SortPlan, ctx: &ExecContext, mut consume: impl FnMut(&[u8]) -> Result<bool>) -> Result<()> {
-    let parts = run_sort(sort, ctx, |merger, limit| {
-        // Each range's tuples, copied out length-prefixed so ranges merge in parallel.
+    // Ranges merged in parallel are copied out, length-prefixed, and consumed in order.
+    let copy_out = |merger: &mut Merger, _: Option<u64>| -> Result<Vec<u8>> {
         let mut buffer = Vec::new();
-        let mut n = 0u64;
-        while limit.is_none_or(|l| n < l) {
-            let Some(tuple) = merger.next()? else { break };
+        while let Some(tuple) = merger.next()? {
             buffer.extend_from_slice(&(tuple.len() as u32).to_le_bytes());
             buffer.extend_from_slice(tuple);
-            n += 1;
         }
         Ok(buffer)
-    })?;
-    for (i, part) in parts.iter().enumerate() {
-        let mut at = 0;
-        while at < part.len() {
-            if at == 0 && i % 16 == 0 {
+    };
+    match run_sort(sort, ctx, copy_out)? {
+        SortOutput::Merge(finished) => finished.merge(ctx, |merger, limit| {
+            let mut n = 0u64;
+            while limit.is_none_or(|l| n < l) {
+                let Some(tuple) = merger.next()? else { break };
+                if !consume(tuple)? {
+                    break;
+                }
+                n += 1;
+            }
+            Ok(())
+        }),
+        SortOutput::Ranges(parts) => {
+            for part in &parts {
                 ctx.cancel.check()?;
+                let mut at = 0;
+                while at < part.len() {
+                    let len = u32::from_le_bytes(part[at..at + 4].try_into().expect("4 bytes")) as usize;
+                    if !consume(&part[at + 4..at + 4 + len])? {
+                        return Ok(());
+                    }
+                    at += 4 + len;
+                }
             }
-            let len = u32::from_le_bytes(part[at..at + 4].try_into().expect("4 bytes")) as usize;
-            if !consume(&part[at + 4..at + 4 + len])? {
-                return Ok(());
-            }
-            at += 4 + len;
+            Ok(())
         }
     }
-    Ok(())
 }
 
 /// Is the sort's output exactly a row of `types` (nothing projected away)?
@@ -85,9 +98,36 @@ pub(crate) fn output_is_full_row(sort: &SortPlan, types: &[weft_common::DataType
     sort.output_width == sort.types.len() && sort.types == types
 }
 
-/// Run phase, then output phase: `emit` turns one merge (of everything, or of one key
-/// range, with the number of tuples wanted) into a part; parts come back in order.
-fn run_sort<T: Send>(sort: &SortPlan, ctx: &ExecContext, emit: impl Fn(&mut Merger, Option<u64>) -> Result<T> + Sync) -> Result<Vec<T>> {
+/// How a sort's output is to be read.
+enum SortOutput<T, M = FinishedSort> {
+    /// One merge of every run, read by the caller as it consumes.
+    Merge(M),
+    /// Key ranges already merged in parallel, in order.
+    Ranges(Vec<T>),
+}
+
+/// The runs of a sort whose output is one merge.
+struct FinishedSort {
+    runs: SortedRuns,
+    bound: Option<u64>,
+    trace_lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl FinishedSort {
+    /// Merge every run into `read` (with the number of tuples wanted), then report.
+    fn merge<T>(self, ctx: &ExecContext, read: impl FnOnce(&mut Merger, Option<u64>) -> Result<T>) -> Result<T> {
+        let began = Instant::now();
+        let outcome = self.runs.merge_all().and_then(|mut merger| read(&mut merger, self.bound));
+        // The whole merge ran in the leader: all of it is serial.
+        ctx.sort_reports.lock().push(self.runs.report(began.elapsed(), began.elapsed()));
+        ctx.notices.lock().append(&mut self.trace_lines.lock());
+        outcome
+    }
+}
+
+/// Run phase, then, with the partition strategy, the parallel merge of key ranges
+/// (`emit` turns one range's merge into a part).
+fn run_sort<T: Send>(sort: &SortPlan, ctx: &ExecContext, emit: impl Fn(&mut Merger, Option<u64>) -> Result<T> + Sync) -> Result<SortOutput<T>> {
     let layout = RowLayout::new(&sort.types);
     let columns: Vec<SortColumn> = sort
         .keys
@@ -109,8 +149,17 @@ fn run_sort<T: Send>(sort: &SortPlan, ctx: &ExecContext, emit: impl Fn(&mut Merg
         trace,
     };
     let outcome = sort_phases(sort, ctx, keys, layout, options, &emit);
-    ctx.notices.lock().append(&mut trace_lines.lock());
-    outcome
+    match outcome {
+        Ok(SortOutput::Merge(runs)) => Ok(SortOutput::Merge(FinishedSort { runs, bound: sort.bound, trace_lines })),
+        Ok(SortOutput::Ranges(parts)) => {
+            ctx.notices.lock().append(&mut trace_lines.lock());
+            Ok(SortOutput::Ranges(parts))
+        }
+        Err(e) => {
+            ctx.notices.lock().append(&mut trace_lines.lock());
+            Err(e)
+        }
+    }
 }
 
 fn sort_phases<T: Send>(
@@ -120,7 +169,7 @@ fn sort_phases<T: Send>(
     layout: RowLayout,
     options: SortOptions,
     emit: &(impl Fn(&mut Merger, Option<u64>) -> Result<T> + Sync),
-) -> Result<Vec<T>> {
+) -> Result<SortOutput<T, SortedRuns>> {
     let strategy = options.strategy;
     let (shared, workers) = match sort.input.as_ref() {
         Plan::Pipeline(pipeline) => {
@@ -143,17 +192,14 @@ fn sort_phases<T: Send>(
         }
     };
     let runs = shared.into_runs();
-    let began = Instant::now();
     let partitioned = strategy == SortStrategy::Partition && sort.bound.is_none() && runs.run_count() > 1 && workers > 0;
-    let (parts, serial) = if partitioned {
-        merge_partitioned(&runs, ctx, workers, emit)?
-    } else {
-        let mut merger = runs.merge_all()?;
-        let part = emit(&mut merger, sort.bound)?;
-        (vec![part], began.elapsed())
-    };
+    if !partitioned {
+        return Ok(SortOutput::Merge(runs));
+    }
+    let began = Instant::now();
+    let (parts, serial) = merge_partitioned(&runs, ctx, workers, emit)?;
     ctx.sort_reports.lock().push(runs.report(began.elapsed(), serial));
-    Ok(parts)
+    Ok(SortOutput::Ranges(parts))
 }
 
 /// Each participant merges key ranges (claimed from a counter) of every run. Returns the

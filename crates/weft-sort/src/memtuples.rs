@@ -8,8 +8,10 @@ use std::cmp::Ordering;
 
 use crate::keys::SortKeys;
 
-/// Arena chunks: 1 MiB, or a sixteenth of a small budget.
-const MAX_CHUNK_BYTES: usize = 1 << 20;
+/// Arena chunks: a sixteenth of the budget, between 4 kB and 32 MiB. Chunks of 2 MiB and
+/// more are backed by huge pages where the kernel allows: the sorted order visits the
+/// arena at random, and with 4 kB pages nearly every visit would miss the TLB.
+const MAX_CHUNK_BYTES: usize = 32 << 20;
 const MIN_CHUNK_BYTES: usize = 4 << 10;
 /// Bytes of the length word stored before each tuple in the arena.
 const LEN_BYTES: usize = 4;
@@ -76,7 +78,8 @@ impl MemTuples {
         let need = tuple.len() + LEN_BYTES;
         let fits = matches!(self.chunks.last(), Some(last) if last.capacity() - last.len() >= need);
         if !fits {
-            let chunk = Vec::with_capacity(need.max(self.chunk_size));
+            let mut chunk = Vec::with_capacity(need.max(self.chunk_size));
+            weft_storage::memhint::advise_huge_pages(&mut chunk);
             self.chunk_bytes += chunk.capacity();
             self.chunks.push(chunk);
         }
@@ -101,6 +104,16 @@ impl MemTuples {
 
     pub fn get(&self, index: usize) -> &[u8] {
         self.tuple(&self.tuples[index])
+    }
+
+    /// Start loading the `index`-th tuple (if any) into cache: reading a sorted run visits
+    /// the arena at random, so the reader asks for tuples a few places ahead.
+    #[inline(always)]
+    pub fn prefetch(&self, index: usize) {
+        if let Some(t) = self.tuples.get(index) {
+            let chunk = &self.chunks[(t.location >> 32) as usize];
+            weft_storage::memhint::prefetch(&chunk[(t.location & 0xffff_ffff) as usize..]);
+        }
     }
 
     pub fn sort_tuples(&self) -> &[SortTuple] {

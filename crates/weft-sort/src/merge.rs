@@ -15,6 +15,9 @@ use crate::keys::SortKeys;
 use crate::memtuples::MemTuples;
 use crate::tape::RunReader;
 
+/// How many tuples ahead a reader of an in-memory run prefetches.
+pub(crate) const PREFETCH_AHEAD: usize = 12;
+
 /// One sorted input of a merge.
 pub(crate) enum MergeInput {
     /// A range of a participant's in-memory run.
@@ -39,8 +42,9 @@ impl MergeInput {
     #[inline]
     fn advance(&mut self) -> Result<bool> {
         match self {
-            MergeInput::Memory { next, end, current, .. } => {
+            MergeInput::Memory { run, next, end, current } => {
                 if *next < *end {
+                    run.prefetch(*next + PREFETCH_AHEAD);
                     *current = Some(*next);
                     *next += 1;
                     Ok(true)

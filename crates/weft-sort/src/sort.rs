@@ -274,6 +274,7 @@ impl<'s> ParticipantSort<'s> {
             if i as u64 % CANCEL_CHECK_ROWS == 0 {
                 shared.options.cancel.check()?;
             }
+            self.mem.prefetch(i + crate::merge::PREFETCH_AHEAD);
             writer.write(self.mem.tuple(t))?;
         }
         let run = writer.end_run()?;

@@ -1,10 +1,11 @@
 #![doc = include_str!("../README.md")]
-// No module needs `unsafe` today; a future one (e.g. an ART page table) must
-// be a named module with a safety contract and `#[allow(unsafe_code)]`.
+// `unsafe` lives only in named modules with a safety contract and
+// `#[allow(unsafe_code)]` (today: `memhint`).
 #![deny(unsafe_code)]
 
 pub mod buffer;
 pub mod mapping;
+pub mod memhint;
 pub mod page;
 pub mod smgr;
 mod sync;
