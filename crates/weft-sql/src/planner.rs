@@ -130,7 +130,7 @@ fn plan_order_by(
     for item in exprs {
         let column = match &item.expr {
             ast::Expr::Value(v) => match &v.value {
-                ast::Value::Number(n, _) => {
+                ast::Value::Number(n, _) if n.bytes().all(|b| b.is_ascii_digit()) => {
                     let position: usize = n.parse().unwrap_or(0);
                     if position == 0 || position > columns.len() {
                         return Err(Error::new(
@@ -140,7 +140,7 @@ fn plan_order_by(
                     }
                     position - 1
                 }
-                _ => return Err(Error::not_supported("ORDER BY a constant")),
+                _ => return Err(Error::new(SqlState::SYNTAX_ERROR, "non-integer constant in ORDER BY")),
             },
             ast::Expr::Identifier(ident) if columns.iter().any(|c| c.name == ident_name(ident)) => {
                 let name = ident_name(ident);
