@@ -110,3 +110,53 @@ fn errors_leave_the_session_usable() {
     assert_eq!(err.message, "syntax error at or near \"SELEC\"");
     assert_eq!(count(&mut s, "SELECT count(*) FROM generate_series(1, 10) i"), 10);
 }
+
+fn temp_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir.join("tmp")).unwrap().map(|e| e.unwrap().path()).collect()
+}
+
+#[test]
+fn a_cancelled_external_sort_removes_its_temp_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), &[("max_worker_processes".into(), "4".into())]).unwrap();
+    let mut s = db.session();
+    s.execute("CREATE TABLE t AS SELECT hashint8(i) r, md5(i::text) p FROM generate_series(1, 300000) i").unwrap();
+    s.execute("SET work_mem = '64kB'").unwrap();
+    s.execute("SET max_parallel_workers_per_gather = 3").unwrap();
+    s.execute("SET min_parallel_table_scan_size = 0").unwrap();
+    let handle = s.cancel_handle();
+    // Cancel repeatedly until the statement has surely started and been stopped.
+    let canceller = std::thread::spawn(move || {
+        for _ in 0..100 {
+            std::thread::sleep(Duration::from_millis(5));
+            handle.cancel();
+        }
+    });
+    let outcome = s.execute("SELECT count(*) FROM (SELECT * FROM t ORDER BY p) s");
+    canceller.join().unwrap();
+    // The statement may have finished before the first cancel on a fast machine; either
+    // way nothing may be left in tmp/.
+    if let Err(err) = outcome {
+        assert_eq!(err.sqlstate, SqlState::QUERY_CANCELED);
+    }
+    assert!(temp_files(dir.path()).is_empty(), "{:?}", temp_files(dir.path()));
+    // The session goes on, and a completed external sort also cleans up.
+    assert_eq!(count(&mut s, "SELECT count(*) FROM (SELECT * FROM t ORDER BY p DESC) s"), 300000);
+    assert!(temp_files(dir.path()).is_empty());
+}
+
+#[test]
+fn a_failing_sort_participant_stops_the_sort_and_removes_temp_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), &[("max_worker_processes".into(), "4".into())]).unwrap();
+    let mut s = db.session();
+    s.execute("CREATE TABLE t AS SELECT i FROM generate_series(1, 400000) i").unwrap();
+    s.execute("SET work_mem = '64kB'").unwrap();
+    s.execute("SET max_parallel_workers_per_gather = 3").unwrap();
+    s.execute("SET min_parallel_table_scan_size = 0").unwrap();
+    // One row fails late in the scan, after runs have been written.
+    let err = s.execute("SELECT i, 1 / (i - 399999) FROM t ORDER BY 2").unwrap_err();
+    assert_eq!(err.sqlstate, SqlState::DIVISION_BY_ZERO);
+    assert!(temp_files(dir.path()).is_empty(), "{:?}", temp_files(dir.path()));
+    assert_eq!(count(&mut s, "SELECT count(*) FROM t"), 400000);
+}
