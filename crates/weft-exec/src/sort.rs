@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use weft_common::tuple::RowLayout;
-use weft_common::{Datum, Result};
+use weft_common::{Datum, Error, Result};
 use weft_sort::{Merger, ParticipantSort, SharedSort, SortColumn, SortKeys, SortOptions, SortStrategy, SortedRuns};
 
 use crate::execute::{execute, run_pipeline, ExecContext, Sink};
@@ -46,25 +46,17 @@ pub(crate) fn execute_sort(sort: &SortPlan, ctx: &ExecContext) -> Result<Vec<Row
         }
         Ok(rows)
     };
-    Ok(match run_sort(sort, ctx, decode)? {
-        SortOutput::Merge(finished) => finished.merge(ctx, |merger, limit| decode(merger, limit))?,
-        SortOutput::Ranges(parts) => parts.into_iter().flatten().collect(),
+    Ok(match run_sort(sort, ctx)? {
+        SortOutput::Merge(finished) => finished.merge(ctx, decode)?,
+        // Every participant decodes whole ranges; the ranges concatenate in order.
+        SortOutput::Ranges(ranges) => ranges.merge_in_parallel(ctx, decode)?.into_iter().flatten().collect(),
     })
 }
 
 /// Sort and hand the encoded tuples, in order, to `consume` (which returns false to
 /// stop). For CREATE TABLE AS / INSERT whose table layout is the sort's: no decoding.
-pub(crate) fn execute_sort_encoded(sort: &SortPlan, ctx: &ExecContext, mut consume: impl FnMut(&[u8]) -> Result<bool>) -> Result<()> {
-    // Ranges merged in parallel are copied out, length-prefixed, and consumed in order.
-    let copy_out = |merger: &mut Merger, _: Option<u64>| -> Result<Vec<u8>> {
-        let mut buffer = Vec::new();
-        while let Some(tuple) = merger.next()? {
-            buffer.extend_from_slice(&(tuple.len() as u32).to_le_bytes());
-            buffer.extend_from_slice(tuple);
-        }
-        Ok(buffer)
-    };
-    match run_sort(sort, ctx, copy_out)? {
+pub(crate) fn execute_sort_encoded(sort: &SortPlan, ctx: &ExecContext, mut consume: impl FnMut(&[u8]) -> Result<bool> + Send) -> Result<()> {
+    match run_sort(sort, ctx)? {
         SortOutput::Merge(finished) => finished.merge(ctx, |merger, limit| {
             let mut n = 0u64;
             while limit.is_none_or(|l| n < l) {
@@ -76,20 +68,7 @@ pub(crate) fn execute_sort_encoded(sort: &SortPlan, ctx: &ExecContext, mut consu
             }
             Ok(())
         }),
-        SortOutput::Ranges(parts) => {
-            for part in &parts {
-                ctx.cancel.check()?;
-                let mut at = 0;
-                while at < part.len() {
-                    let len = u32::from_le_bytes(part[at..at + 4].try_into().expect("4 bytes")) as usize;
-                    if !consume(&part[at + 4..at + 4 + len])? {
-                        return Ok(());
-                    }
-                    at += 4 + len;
-                }
-            }
-            Ok(())
-        }
+        SortOutput::Ranges(ranges) => ranges.read_in_order(ctx, consume),
     }
 }
 
@@ -99,35 +78,260 @@ pub(crate) fn output_is_full_row(sort: &SortPlan, types: &[weft_common::DataType
 }
 
 /// How a sort's output is to be read.
-enum SortOutput<T, M = FinishedSort> {
+enum SortOutput {
     /// One merge of every run, read by the caller as it consumes.
-    Merge(M),
-    /// Key ranges already merged in parallel, in order.
-    Ranges(Vec<T>),
+    Merge(FinishedSort),
+    /// Key ranges to be merged by all participants.
+    Ranges(PartitionedSort),
+}
+
+/// What a finished run phase leaves for the output phase.
+struct SortState {
+    runs: SortedRuns,
+    trace_lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl SortState {
+    /// Record the sort's report and hand its trace lines to the statement.
+    fn report(&self, ctx: &ExecContext, merge_phase: Duration, serial: Duration) {
+        ctx.sort_reports.lock().push(self.runs.report(merge_phase, serial));
+        ctx.notices.lock().append(&mut self.trace_lines.lock());
+    }
 }
 
 /// The runs of a sort whose output is one merge.
 struct FinishedSort {
-    runs: SortedRuns,
+    state: SortState,
     bound: Option<u64>,
-    trace_lines: Arc<Mutex<Vec<String>>>,
 }
 
 impl FinishedSort {
     /// Merge every run into `read` (with the number of tuples wanted), then report.
     fn merge<T>(self, ctx: &ExecContext, read: impl FnOnce(&mut Merger, Option<u64>) -> Result<T>) -> Result<T> {
         let began = Instant::now();
-        let outcome = self.runs.merge_all().and_then(|mut merger| read(&mut merger, self.bound));
+        let outcome = self.state.runs.merge_all().and_then(|mut merger| read(&mut merger, self.bound));
         // The whole merge ran in the leader: all of it is serial.
-        ctx.sort_reports.lock().push(self.runs.report(began.elapsed(), began.elapsed()));
-        ctx.notices.lock().append(&mut self.trace_lines.lock());
+        self.state.report(ctx, began.elapsed(), began.elapsed());
         outcome
     }
 }
 
-/// Run phase, then, with the partition strategy, the parallel merge of key ranges
-/// (`emit` turns one range's merge into a part).
-fn run_sort<T: Send>(sort: &SortPlan, ctx: &ExecContext, emit: impl Fn(&mut Merger, Option<u64>) -> Result<T> + Sync) -> Result<SortOutput<T>> {
+/// Key ranges per participant: more ranges than participants let whoever is faster take
+/// more of them, and let the leader consume early ranges while workers merge later ones.
+const RANGES_PER_PARTICIPANT: usize = 4;
+
+/// The runs of a sort whose output is merged by key range, in parallel.
+struct PartitionedSort {
+    state: SortState,
+    workers: usize,
+}
+
+impl PartitionedSort {
+    fn ranges(&self) -> usize {
+        (self.workers + 1) * RANGES_PER_PARTICIPANT
+    }
+
+    /// Every participant merges ranges (claimed from a counter) into parts with `emit`;
+    /// returns the parts in range order.
+    fn merge_in_parallel<T: Send>(self, ctx: &ExecContext, emit: impl Fn(&mut Merger, Option<u64>) -> Result<T> + Sync) -> Result<Vec<T>> {
+        let began = Instant::now();
+        let busy = BusyIntervals::default();
+        let outcome = (|| {
+            let ranges = self.ranges();
+            let partitioning = self.state.runs.partition(ranges)?;
+            let next_range = AtomicUsize::new(0);
+            let parts: Mutex<Vec<Option<T>>> = Mutex::new((0..ranges).map(|_| None).collect());
+            ctx.workers.run(self.workers, ctx.leader_participates, ctx.cancel, |_participant| {
+                let _busy = busy.start();
+                loop {
+                    let range = next_range.fetch_add(1, Ordering::Relaxed);
+                    if range >= ranges {
+                        return Ok(());
+                    }
+                    let mut merger = self.state.runs.merge_range(&partitioning, range)?;
+                    let part = emit(&mut merger, None)?;
+                    parts.lock()[range] = Some(part);
+                }
+            })?;
+            parts.into_inner().into_iter().map(|p| p.ok_or_else(|| Error::internal("a key range was not merged"))).collect()
+        })();
+        self.state.report(ctx, began.elapsed(), busy.not_all_busy(began.elapsed()));
+        outcome
+    }
+
+    /// Hand every tuple, in order, to `consume`, which runs in the leader only (it writes
+    /// the table). The leader takes ranges from the first up and feeds them straight to
+    /// `consume`; workers take ranges from the last down and copy them out; where they
+    /// meet, the leader goes on with the workers' copies, in order. So the leader's
+    /// consuming overlaps the workers' merging, and nothing is copied twice when there
+    /// are no workers.
+    fn read_in_order(self, ctx: &ExecContext, consume: impl FnMut(&[u8]) -> Result<bool> + Send) -> Result<()> {
+        let began = Instant::now();
+        let busy = BusyIntervals::default();
+        let consume = Mutex::new(consume);
+        let outcome = (|| {
+            let ranges = self.ranges();
+            let partitioning = self.state.runs.partition(ranges)?;
+            let slots: Vec<RangeSlot> = (0..ranges).map(|_| RangeSlot::default()).collect();
+            // The next range the leader hands to `consume`, and whether it asked to stop.
+            let next_in_order = AtomicUsize::new(0);
+            let stopped = std::sync::atomic::AtomicBool::new(false);
+            let feed = |merger: &mut Merger| -> Result<()> {
+                let mut consume = consume.lock();
+                while let Some(tuple) = merger.next()? {
+                    if !(*consume)(tuple)? {
+                        stopped.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                }
+                Ok(())
+            };
+            let feed_copy = |buffer: &[u8]| -> Result<()> {
+                let mut consume = consume.lock();
+                for tuple in LengthPrefixed(buffer) {
+                    if !(*consume)(tuple)? {
+                        stopped.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                }
+                Ok(())
+            };
+            ctx.workers.run(self.workers, ctx.leader_participates, ctx.cancel, |participant| {
+                let _busy = busy.start();
+                if participant.is_leader {
+                    while !stopped.load(Ordering::Relaxed) {
+                        let range = next_in_order.load(Ordering::Relaxed);
+                        if range >= ranges {
+                            break;
+                        }
+                        if slots[range].claim(RangeSlot::LEADER).is_ok() {
+                            feed(&mut self.state.runs.merge_range(&partitioning, range)?)?;
+                        } else {
+                            feed_copy(&slots[range].wait_for_copy(ctx.cancel)?)?;
+                        }
+                        next_in_order.store(range + 1, Ordering::Relaxed);
+                    }
+                } else {
+                    for range in (0..ranges).rev() {
+                        if stopped.load(Ordering::Relaxed) {
+                            break;
+                        }
+                        match slots[range].claim(RangeSlot::WORKER) {
+                            Ok(()) => {}
+                            Err(RangeSlot::LEADER) => break, // the leader got here: the rest is its
+                            Err(_) => continue,              // another worker's
+                        }
+                        let mut merger = self.state.runs.merge_range(&partitioning, range)?;
+                        let mut copy = Vec::new();
+                        while let Some(tuple) = merger.next()? {
+                            copy.extend_from_slice(&(tuple.len() as u32).to_le_bytes());
+                            copy.extend_from_slice(tuple);
+                        }
+                        slots[range].publish(copy);
+                    }
+                }
+                Ok(())
+            })?;
+            // Without a participating leader the workers copied every range.
+            for slot in &slots[next_in_order.load(Ordering::Relaxed)..] {
+                if stopped.load(Ordering::Relaxed) {
+                    break;
+                }
+                feed_copy(&slot.wait_for_copy(ctx.cancel)?)?;
+            }
+            Ok(())
+        })();
+        self.state.report(ctx, began.elapsed(), busy.not_all_busy(began.elapsed()));
+        outcome
+    }
+}
+
+/// One key range of a partitioned merge: who merges it, and a worker's copy of it.
+#[derive(Default)]
+struct RangeSlot {
+    owner: std::sync::atomic::AtomicU8,
+    copy: Mutex<Option<Vec<u8>>>,
+    ready: parking_lot::Condvar,
+}
+
+impl RangeSlot {
+    const LEADER: u8 = 1;
+    const WORKER: u8 = 2;
+
+    /// Take the range, or learn who has it.
+    fn claim(&self, who: u8) -> std::result::Result<(), u8> {
+        self.owner.compare_exchange(0, who, Ordering::AcqRel, Ordering::Acquire).map(|_| ())
+    }
+
+    fn publish(&self, copy: Vec<u8>) {
+        *self.copy.lock() = Some(copy);
+        self.ready.notify_all();
+    }
+
+    /// Wait for the worker that claimed this range; a failed worker cancels the
+    /// statement, which ends the wait.
+    fn wait_for_copy(&self, cancel: &weft_common::parallel::CancelToken) -> Result<Vec<u8>> {
+        let mut copy = self.copy.lock();
+        loop {
+            if let Some(buffer) = copy.take() {
+                return Ok(buffer);
+            }
+            cancel.check()?;
+            self.ready.wait_for(&mut copy, Duration::from_millis(10));
+        }
+    }
+}
+
+/// Tuples copied out as `u32` length, bytes, ...
+struct LengthPrefixed<'a>(&'a [u8]);
+
+impl<'a> Iterator for LengthPrefixed<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.0.len() < 4 {
+            return None;
+        }
+        let len = u32::from_le_bytes(self.0[..4].try_into().expect("4 bytes")) as usize;
+        let (tuple, rest) = self.0[4..].split_at(len);
+        self.0 = rest;
+        Some(tuple)
+    }
+}
+
+/// Participants' busy intervals, for the time during which not all of them worked.
+#[derive(Default)]
+struct BusyIntervals(Mutex<Vec<(Instant, Instant)>>);
+
+struct BusyGuard<'a> {
+    intervals: &'a BusyIntervals,
+    start: Instant,
+}
+
+impl Drop for BusyGuard<'_> {
+    fn drop(&mut self) {
+        self.intervals.0.lock().push((self.start, Instant::now()));
+    }
+}
+
+impl BusyIntervals {
+    fn start(&self) -> BusyGuard<'_> {
+        BusyGuard { intervals: self, start: Instant::now() }
+    }
+
+    /// `wall` minus the time during which every participant was busy.
+    fn not_all_busy(&self, wall: Duration) -> Duration {
+        let intervals = self.0.lock();
+        let all_busy = match (intervals.iter().map(|i| i.0).max(), intervals.iter().map(|i| i.1).min()) {
+            (Some(s), Some(e)) if e > s && intervals.len() > 1 => e - s,
+            _ => Duration::ZERO,
+        };
+        wall.saturating_sub(all_busy)
+    }
+}
+
+/// The run phase: every participant of the input sorts its share into one run.
+fn run_sort(sort: &SortPlan, ctx: &ExecContext) -> Result<SortOutput> {
     let layout = RowLayout::new(&sort.types);
     let columns: Vec<SortColumn> = sort
         .keys
@@ -148,96 +352,44 @@ fn run_sort<T: Send>(sort: &SortPlan, ctx: &ExecContext, emit: impl Fn(&mut Merg
         cancel: ctx.cancel.clone(),
         trace,
     };
-    let outcome = sort_phases(sort, ctx, keys, layout, options, &emit);
-    match outcome {
-        Ok(SortOutput::Merge(runs)) => Ok(SortOutput::Merge(FinishedSort { runs, bound: sort.bound, trace_lines })),
-        Ok(SortOutput::Ranges(parts)) => {
-            ctx.notices.lock().append(&mut trace_lines.lock());
-            Ok(SortOutput::Ranges(parts))
-        }
+    let strategy = options.strategy;
+    let outcome = (|| {
+        let (shared, workers) = match sort.input.as_ref() {
+            Plan::Pipeline(pipeline) => {
+                let shared = SharedSort::new(keys, options, pipeline.workers + 1);
+                run_pipeline(pipeline, ctx, &SortSink { shared: &shared, layout })?;
+                (shared, pipeline.workers)
+            }
+            other => {
+                let rows = execute(other, ctx)?;
+                let shared = SharedSort::new(keys, options, 1);
+                let mut participant = shared.participant();
+                let mut scratch = Vec::new();
+                for row in &rows {
+                    scratch.clear();
+                    layout.encode(row, &mut scratch)?;
+                    participant.push(&scratch)?;
+                }
+                participant.finish()?;
+                (shared, 0)
+            }
+        };
+        Ok((shared.into_runs(), workers))
+    })();
+    let (runs, workers) = match outcome {
+        Ok(done) => done,
         Err(e) => {
             ctx.notices.lock().append(&mut trace_lines.lock());
-            Err(e)
-        }
-    }
-}
-
-fn sort_phases<T: Send>(
-    sort: &SortPlan,
-    ctx: &ExecContext,
-    keys: SortKeys,
-    layout: RowLayout,
-    options: SortOptions,
-    emit: &(impl Fn(&mut Merger, Option<u64>) -> Result<T> + Sync),
-) -> Result<SortOutput<T, SortedRuns>> {
-    let strategy = options.strategy;
-    let (shared, workers) = match sort.input.as_ref() {
-        Plan::Pipeline(pipeline) => {
-            let shared = SharedSort::new(keys, options, pipeline.workers + 1);
-            run_pipeline(pipeline, ctx, &SortSink { shared: &shared, layout })?;
-            (shared, pipeline.workers)
-        }
-        other => {
-            let rows = execute(other, ctx)?;
-            let shared = SharedSort::new(keys, options, 1);
-            let mut participant = shared.participant();
-            let mut scratch = Vec::new();
-            for row in &rows {
-                scratch.clear();
-                layout.encode(row, &mut scratch)?;
-                participant.push(&scratch)?;
-            }
-            participant.finish()?;
-            (shared, 0)
+            return Err(e);
         }
     };
-    let runs = shared.into_runs();
-    let partitioned = strategy == SortStrategy::Partition && sort.bound.is_none() && runs.run_count() > 1 && workers > 0;
-    if !partitioned {
-        return Ok(SortOutput::Merge(runs));
-    }
-    let began = Instant::now();
-    let (parts, serial) = merge_partitioned(&runs, ctx, workers, emit)?;
-    ctx.sort_reports.lock().push(runs.report(began.elapsed(), serial));
-    Ok(SortOutput::Ranges(parts))
-}
-
-/// Each participant merges key ranges (claimed from a counter) of every run. Returns the
-/// parts in range order and the time during which not every participant was merging.
-fn merge_partitioned<T: Send>(
-    runs: &SortedRuns,
-    ctx: &ExecContext,
-    workers: usize,
-    emit: &(impl Fn(&mut Merger, Option<u64>) -> Result<T> + Sync),
-) -> Result<(Vec<T>, Duration)> {
-    let began = Instant::now();
-    let ranges = workers + 1;
-    let partitioning = runs.partition(ranges)?;
-    let next_range = AtomicUsize::new(0);
-    let parts: Mutex<Vec<Option<T>>> = Mutex::new((0..ranges).map(|_| None).collect());
-    let intervals: Mutex<Vec<(Instant, Instant)>> = Mutex::new(Vec::new());
-    ctx.workers.run(workers, ctx.leader_participates, ctx.cancel, |_participant| {
-        let start = Instant::now();
-        loop {
-            let range = next_range.fetch_add(1, Ordering::Relaxed);
-            if range >= ranges {
-                break;
-            }
-            let mut merger = runs.merge_range(&partitioning, range)?;
-            let part = emit(&mut merger, None)?;
-            parts.lock()[range] = Some(part);
-        }
-        intervals.lock().push((start, Instant::now()));
-        Ok(())
-    })?;
-    let wall = began.elapsed();
-    let intervals = intervals.into_inner();
-    let all_busy = match (intervals.iter().map(|i| i.0).max(), intervals.iter().map(|i| i.1).min()) {
-        (Some(s), Some(e)) if e > s && intervals.len() > 1 => e - s,
-        _ => Duration::ZERO,
-    };
-    let parts = parts.into_inner().into_iter().map(|p| p.ok_or_else(|| weft_common::Error::internal("a key range was not merged"))).collect::<Result<Vec<T>>>()?;
-    Ok((parts, wall.saturating_sub(all_busy)))
+    let state = SortState { runs, trace_lines };
+    let partitioned = strategy == SortStrategy::Partition && sort.bound.is_none() && state.runs.run_count() > 1 && workers > 0;
+    Ok(if partitioned {
+        SortOutput::Ranges(PartitionedSort { state, workers })
+    } else {
+        SortOutput::Merge(FinishedSort { state, bound: sort.bound })
+    })
 }
 
 /// The run phase's sink: each pipeline participant is a sort participant.

@@ -127,7 +127,7 @@ fn weft_run(options: &LoadOptions, samples: &mut Samples) -> Result<(), String> 
     // `temporary` is removed here.
 }
 
-fn timed(session: &mut Session, sql: &str) -> Result<Duration, String> {
+pub(crate) fn timed(session: &mut Session, sql: &str) -> Result<Duration, String> {
     let started = Instant::now();
     session.execute(sql).map_err(|e| format!("{sql}\n{}", e.to_psql_string()))?;
     Ok(started.elapsed())
@@ -136,8 +136,12 @@ fn timed(session: &mut Session, sql: &str) -> Result<Duration, String> {
 /// Settings both systems understand alike, passed to PostgreSQL too so that a comparison
 /// at, say, `--set shared_buffers=2GB` runs both with the same buffer pool.
 fn shared_settings(options: &LoadOptions) -> Vec<(String, String)> {
-    options
-        .settings
+    shared_settings_of(&options.settings)
+}
+
+/// The `--set` settings that are passed to PostgreSQL as well (see `shared_settings`).
+pub(crate) fn shared_settings_of(settings: &[(String, String)]) -> Vec<(String, String)> {
+    settings
         .iter()
         .filter(|(name, _)| matches!(name.as_str(), "shared_buffers" | "work_mem" | "maintenance_work_mem"))
         .cloned()
@@ -216,7 +220,7 @@ fn print_summary(rows: u64, runs: usize, weft: &Samples, pg: Option<&Samples>) {
     );
 }
 
-fn median_f64(samples: &[f64]) -> Option<f64> {
+pub(crate) fn median_f64(samples: &[f64]) -> Option<f64> {
     if samples.is_empty() {
         return None;
     }
@@ -225,7 +229,7 @@ fn median_f64(samples: &[f64]) -> Option<f64> {
     Some(sorted[sorted.len() / 2])
 }
 
-fn median(samples: &[Duration]) -> Option<Duration> {
+pub(crate) fn median(samples: &[Duration]) -> Option<Duration> {
     if samples.is_empty() {
         return None;
     }
@@ -235,7 +239,7 @@ fn median(samples: &[Duration]) -> Option<Duration> {
     Some(if sorted.len() % 2 == 1 { sorted[middle] } else { (sorted[middle - 1] + sorted[middle]) / 2 })
 }
 
-fn format_ms(duration: Option<Duration>) -> String {
+pub(crate) fn format_ms(duration: Option<Duration>) -> String {
     match duration {
         Some(d) => format!("{:.1} ms", d.as_secs_f64() * 1000.0),
         None => "-".to_string(),
@@ -243,7 +247,7 @@ fn format_ms(duration: Option<Duration>) -> String {
 }
 
 /// `numerator / denominator`, as `1.85x`.
-fn format_ratio(numerator: Option<Duration>, denominator: Option<Duration>) -> String {
+pub(crate) fn format_ratio(numerator: Option<Duration>, denominator: Option<Duration>) -> String {
     match (numerator, denominator) {
         (Some(n), Some(d)) if !d.is_zero() => format!("{:.2}x", n.as_secs_f64() / d.as_secs_f64()),
         _ => "-".to_string(),

@@ -6,6 +6,7 @@
 //!      [-v NAME=VALUE]... [--set SETTING=VALUE]...
 //! weft demo [--rows N]
 //! weft bench load [--rows N] [--runs K] [--no-postgres]
+//! weft bench sort [--rows N] [--runs K] [--no-postgres] [--no-duckdb] [--strategies S,S]
 //! ```
 //!
 //! Exit status, as psql's: 0 done (errors in a script without `ON_ERROR_STOP` do not count),
@@ -23,6 +24,7 @@ macro_rules! outln {
 }
 
 mod bench;
+mod bench_sort;
 mod cancel;
 mod demo;
 mod meta;
@@ -121,6 +123,25 @@ enum BenchWorkload {
         #[arg(long = "no-postgres")]
         no_postgres: bool,
     },
+    /// ORDER BY into CREATE TABLE AS and ORDER BY ... LIMIT on parallel_sort_test: 1 and 2
+    /// participants, work_mem 1GB and 64MB, next to PostgreSQL 15 and DuckDB
+    Sort {
+        /// generate_series(0, ROWS)
+        #[arg(long, default_value_t = 10_000_000)]
+        rows: u64,
+        /// Runs per configuration, alternating weft, PostgreSQL and DuckDB
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+        /// Leave PostgreSQL out
+        #[arg(long = "no-postgres")]
+        no_postgres: bool,
+        /// Leave DuckDB out (otherwise installed with pip when missing)
+        #[arg(long = "no-duckdb")]
+        no_duckdb: bool,
+        /// parallel_sort_strategy values for weft's 2-participant sorts, comma-separated
+        #[arg(long, value_name = "S,S", default_value = "partition,leader_merge")]
+        strategies: String,
+    },
 }
 
 /// `-c` and `-f` in the order given.
@@ -151,6 +172,21 @@ fn real_main() -> i32 {
         Some(Command::Bench { workload: BenchWorkload::Load { rows, runs, no_postgres } }) => {
             let options = bench::LoadOptions { rows: *rows, runs: *runs, postgres: !no_postgres, settings };
             return bench::load(&options);
+        }
+        Some(Command::Bench { workload: BenchWorkload::Sort { rows, runs, no_postgres, no_duckdb, strategies } }) => {
+            let strategies = match bench_sort::parse_strategies(strategies) {
+                Ok(strategies) => strategies,
+                Err(message) => return usage_error(&message),
+            };
+            let options = bench_sort::SortOptions {
+                rows: *rows,
+                runs: *runs,
+                postgres: !no_postgres,
+                duckdb: !no_duckdb,
+                settings,
+                strategies,
+            };
+            return bench_sort::sort(&options);
         }
         None => {}
     }
