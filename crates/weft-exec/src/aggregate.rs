@@ -263,6 +263,9 @@ pub(crate) struct AggregateSink<'a> {
     groups: Mutex<Groups>,
     /// Set when the sink reads heap tuples directly (see `accepts_raw`).
     raw: std::sync::OnceLock<RawInputs>,
+    /// Groups handed over by participants' `finish`, summed (EXPLAIN ANALYZE's rows of
+    /// the partial aggregates).
+    partial_groups: std::sync::atomic::AtomicU64,
 }
 
 /// Per aggregate: the table column it reads straight from tuple bytes (`None` for
@@ -275,7 +278,19 @@ struct RawInputs {
 
 impl<'a> AggregateSink<'a> {
     pub(crate) fn new(group_by: &'a [Expr], aggregates: &'a [AggregateCall], eval: &'a EvalContext) -> Self {
-        AggregateSink { group_by, aggregates, eval, groups: Mutex::new(HashMap::new()), raw: std::sync::OnceLock::new() }
+        AggregateSink {
+            group_by,
+            aggregates,
+            eval,
+            groups: Mutex::new(HashMap::new()),
+            raw: std::sync::OnceLock::new(),
+            partial_groups: std::sync::atomic::AtomicU64::new(0),
+        }
+    }
+
+    /// Groups the participants handed over, summed over participants.
+    pub(crate) fn partial_groups(&self) -> u64 {
+        self.partial_groups.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     fn fresh_accumulators(&self) -> Result<Vec<Accumulator>> {
@@ -417,6 +432,7 @@ impl Sink for AggregateSink<'_> {
             LocalAggregate::Ungrouped(accumulators) => HashMap::from([(GroupKey(Vec::new()), accumulators)]),
             LocalAggregate::Grouped(groups) => groups,
         };
+        self.partial_groups.fetch_add(local.len() as u64, std::sync::atomic::Ordering::Relaxed);
         let mut shared = self.groups.lock();
         if shared.is_empty() {
             *shared = local;

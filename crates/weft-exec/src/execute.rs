@@ -39,11 +39,53 @@ pub struct ExecContext<'a> {
     pub notices: Mutex<Vec<String>>,
     /// One report per sort that ran, in the order they finished (EXPLAIN ANALYZE).
     pub sort_reports: Mutex<Vec<weft_sort::SortReport>>,
+    /// One entry per aggregate, limit and sort node run, in the order they finished
+    /// (EXPLAIN ANALYZE; pipelines are in `stats`).
+    pub nodes: Mutex<Vec<NodeStats>>,
+}
+
+/// The identity EXPLAIN ANALYZE matches statistics to plan nodes by: the node's address
+/// in the plan being executed (a `&Pipeline` for `PipelineStats`, a `&Plan` for
+/// `NodeStats`), stable while the plan is borrowed. A node the executor ran from a copy
+/// of the plan has no statistics under this identity.
+pub fn node_id<T>(node: &T) -> usize {
+    node as *const T as usize
+}
+
+/// What one aggregate, limit or sort node did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct NodeStats {
+    /// [`node_id`] of the `Plan`.
+    pub node: usize,
+    /// Rows the node returned.
+    pub rows: u64,
+    /// Aggregate: groups before the HAVING filter.
+    pub groups: u64,
+    /// Aggregate: groups the participants' partial aggregates handed over, summed.
+    pub partial_groups: u64,
+    /// From the node's start to its end (it returns all its rows at once).
+    pub elapsed: Duration,
+    /// Sort: the index in `ExecContext::sort_reports` of this sort's report.
+    pub sort_report: Option<usize>,
+}
+
+/// What one participant of a pipeline did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ParticipantStats {
+    /// Rows the source handed it, and rows its steps passed to the sink.
+    pub rows_in: u64,
+    pub rows_out: u64,
+    /// From the pipeline's start to this participant's start, first row out, and finish.
+    pub started: Duration,
+    pub first_row: Option<Duration>,
+    pub finished: Duration,
 }
 
 /// How one pipeline's participants shared its time.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PipelineStats {
+    /// [`node_id`] of the `Pipeline`.
+    pub node: usize,
     pub workers_planned: usize,
     pub workers_launched: usize,
     /// From building the source's shared state to the last participant's finish.
@@ -51,9 +93,21 @@ pub struct PipelineStats {
     /// Time during which every participant was working (the intersection of their
     /// busy intervals); the rest of `wall` had at most all-but-one at work.
     pub all_busy: Duration,
+    /// One entry per participant, in the order they finished.
+    pub participants: Vec<ParticipantStats>,
 }
 
 impl PipelineStats {
+    /// Rows the source produced, over all participants.
+    pub fn rows_in(&self) -> u64 {
+        self.participants.iter().map(|p| p.rows_in).sum()
+    }
+
+    /// Rows that reached the sink, over all participants.
+    pub fn rows_out(&self) -> u64 {
+        self.participants.iter().map(|p| p.rows_out).sum()
+    }
+
     /// The fraction of the pipeline's time not spent with every participant busy: what
     /// limits the speedup from more participants (Amdahl's serial fraction).
     pub fn serial_fraction(&self) -> f64 {
@@ -95,12 +149,25 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
             Ok(sink.into_rows())
         }
         Plan::Aggregate { input, group_by, aggregates, output } => {
+            let began = Instant::now();
             let sink = AggregateSink::new(group_by, aggregates, ctx.eval);
             run_pipeline(input, ctx, &sink)?;
+            let partial_groups = sink.partial_groups();
             let rows = sink.into_rows()?;
-            apply_steps_to_all(rows, output, ctx.eval)
+            let groups = rows.len() as u64;
+            let rows = apply_steps_to_all(rows, output, ctx.eval)?;
+            ctx.nodes.lock().push(NodeStats {
+                node: node_id(plan),
+                rows: rows.len() as u64,
+                groups,
+                partial_groups,
+                elapsed: began.elapsed(),
+                sort_report: None,
+            });
+            Ok(rows)
         }
         Plan::Limit { input, limit, offset } => {
+            let began = Instant::now();
             let wanted = limit.map(|l| l.saturating_add(*offset));
             let rows = match input.as_ref() {
                 Plan::Pipeline(pipeline) => {
@@ -115,9 +182,26 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
                 Some(l) => start.saturating_add(*l as usize).min(rows.len()),
                 None => rows.len(),
             };
-            Ok(rows.into_iter().skip(start).take(end - start).collect())
+            let rows: Vec<Row> = rows.into_iter().skip(start).take(end - start).collect();
+            ctx.nodes.lock().push(NodeStats { node: node_id(plan), rows: rows.len() as u64, elapsed: began.elapsed(), ..NodeStats::default() });
+            Ok(rows)
         }
-        Plan::Sort(sort) => crate::sort::execute_sort(sort, ctx),
+        Plan::Sort(sort) => {
+            let began = Instant::now();
+            let reports_before = ctx.sort_reports.lock().len();
+            let rows = crate::sort::execute_sort(sort, ctx)?;
+            // Sorts nested in the input finished before this one: the last report is its.
+            let reports_after = ctx.sort_reports.lock().len();
+            let sort_report = (reports_after > reports_before).then(|| reports_after - 1);
+            ctx.nodes.lock().push(NodeStats {
+                node: node_id(plan),
+                rows: rows.len() as u64,
+                elapsed: began.elapsed(),
+                sort_report,
+                ..NodeStats::default()
+            });
+            Ok(rows)
+        }
     }
 }
 
@@ -266,7 +350,7 @@ impl<'p> SourceState<'p> {
             Source::Heap(heap) => {
                 SourceState::Heap { source: heap, cursor: HeapScanCursor::new(heap.nblocks, participants) }
             }
-            Source::Series { start, stop, step, data_type } => {
+            Source::Series { start, stop, step, data_type, .. } => {
                 let count = series_count(*start, *stop, *step)?;
                 SourceState::Series {
                     next_index: AtomicI64::new(0),
@@ -287,7 +371,7 @@ impl<'p> SourceState<'p> {
                 }
                 SourceState::Rows { rows: out, next: AtomicUsize::new(0) }
             }
-            Source::Subquery(plan) => SourceState::Rows { rows: execute(plan, ctx)?, next: AtomicUsize::new(0) },
+            Source::Subquery { plan, .. } => SourceState::Rows { rows: execute(plan, ctx)?, next: AtomicUsize::new(0) },
         })
     }
 
@@ -390,6 +474,7 @@ fn series_count(start: i64, stop: i64, step: i64) -> Result<i64> {
 pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink: &S) -> Result<()> {
     let started = Instant::now();
     let intervals: Mutex<Vec<(Instant, Instant)>> = Mutex::new(Vec::new());
+    let participant_stats: Mutex<Vec<ParticipantStats>> = Mutex::new(Vec::new());
     let participants = pipeline.workers + 1;
     let state = SourceState::new(&pipeline.source, ctx, participants)?;
     let steps = &pipeline.steps;
@@ -403,14 +488,41 @@ pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink
     let run = ctx.workers.run(pipeline.workers, ctx.leader_participates, ctx.cancel, |_participant| {
         let begin = Instant::now();
         let mut local = sink.local()?;
+        // Counted in locals, summed once at the end (EXPLAIN ANALYZE's rows).
+        let (mut rows_in, mut rows_out) = (0u64, 0u64);
+        let mut first_row = None;
         if raw {
-            state.run_raw_pages(ctx, |page, tuples| sink.push_raw_page(&mut local, page, tuples))?;
+            state.run_raw_pages(ctx, |page, tuples| {
+                if rows_in == 0 && !tuples.is_empty() {
+                    first_row = Some(Instant::now());
+                }
+                rows_in += tuples.len() as u64;
+                sink.push_raw_page(&mut local, page, tuples)
+            })?;
+            rows_out = rows_in;
         } else {
             let mut buffers = StepBuffers::new();
-            state.run(ctx, |row| buffers.process(row, steps, ctx.eval, |out| sink.push(&mut local, out)))?;
+            state.run(ctx, |row| {
+                rows_in += 1;
+                buffers.process(row, steps, ctx.eval, |out| {
+                    if rows_out == 0 {
+                        first_row = Some(Instant::now());
+                    }
+                    rows_out += 1;
+                    sink.push(&mut local, out)
+                })
+            })?;
         }
         sink.finish(local)?;
-        intervals.lock().push((begin, Instant::now()));
+        let end = Instant::now();
+        intervals.lock().push((begin, end));
+        participant_stats.lock().push(ParticipantStats {
+            rows_in,
+            rows_out,
+            started: begin - started,
+            first_row: first_row.map(|f| f - started),
+            finished: end - started,
+        });
         Ok(())
     })?;
     let wall = started.elapsed();
@@ -422,10 +534,12 @@ pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink
         _ => Duration::ZERO,
     };
     ctx.stats.lock().push(PipelineStats {
+        node: node_id(pipeline),
         workers_planned: run.workers_planned,
         workers_launched: run.workers_launched,
         wall,
         all_busy,
+        participants: participant_stats.into_inner(),
     });
     Ok(())
 }

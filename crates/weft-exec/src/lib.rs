@@ -9,5 +9,5 @@ mod sort;
 
 pub use sort::SortSettings;
 pub use weft_sort::{SortReport, SortStrategy};
-pub use execute::{execute, execute_insert, insert_rows, ExecContext, InsertTarget, PipelineStats};
-pub use plan::{AggregateCall, AggregateFunction, HeapSource, Pipeline, Plan, Row, SortKey, SortPlan, Source, Step};
+pub use execute::{execute, execute_insert, insert_rows, node_id, ExecContext, InsertTarget, NodeStats, ParticipantStats, PipelineStats};
+pub use plan::{AggregateCall, AggregateFunction, HeapSource, Pipeline, Plan, Row, ScanLabel, SortKey, SortPlan, Source, Step};

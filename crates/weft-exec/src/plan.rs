@@ -22,11 +22,23 @@ pub enum Source {
     /// A sequential (and, with workers, parallel) scan of a heap table.
     Heap(HeapSource),
     /// `generate_series(start, stop, step)` over int4 or int8.
-    Series { start: i64, stop: i64, step: i64, data_type: DataType },
+    Series { start: i64, stop: i64, step: i64, data_type: DataType, label: ScanLabel },
     /// `VALUES (...), (...)`: each row's expressions evaluated once.
     Values(Vec<Vec<Expr>>),
     /// A subquery in FROM, run to completion first.
-    Subquery(Box<Plan>),
+    Subquery { plan: Box<Plan>, label: ScanLabel },
+}
+
+/// How EXPLAIN names a scan and its columns (PostgreSQL's range-table alias and column
+/// names). Only EXPLAIN reads it; running the plan does not.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScanLabel {
+    /// The alias the query gave the scan (`FROM t AS x`, `generate_series(1, 9) g`,
+    /// a subquery's alias), if any.
+    pub alias: Option<String>,
+    /// Column names as the query sees them (alias renames applied). For a heap scan,
+    /// one per table column (indexed like `HeapSource::columns`' values).
+    pub columns: Vec<String>,
 }
 
 #[derive(Clone, Debug)]
@@ -38,6 +50,7 @@ pub struct HeapSource {
     pub columns: Vec<usize>,
     pub nblocks: BlockNumber,
     pub snapshot: Snapshot,
+    pub label: ScanLabel,
 }
 
 /// One row-at-a-time step of a pipeline.
@@ -123,7 +136,7 @@ impl Source {
     fn reads_relation(&self, rel: RelFileLocator) -> bool {
         match self {
             Source::Heap(heap) => heap.rel == rel,
-            Source::Subquery(plan) => plan.reads_relation(rel),
+            Source::Subquery { plan, .. } => plan.reads_relation(rel),
             Source::Single | Source::Series { .. } | Source::Values(_) => false,
         }
     }

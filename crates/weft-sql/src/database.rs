@@ -94,6 +94,7 @@ impl Database {
         fs::create_dir_all(&tmp).map_err(|e| Error::io(format!("could not create \"{}\"", tmp.display()), &e))?;
 
         let smgr = StorageManager::open(dir)?;
+        smgr.set_fsync(settings.boolean("fsync"));
         let mut catalog = Catalog::load(dir)?;
         // The only xid that can have been in flight when the last process died.
         let in_flight = catalog.next_xid;

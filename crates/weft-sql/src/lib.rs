@@ -4,7 +4,10 @@
 mod api;
 mod bind;
 mod copy;
+mod cost;
 mod database;
+mod deparse;
+mod explain;
 mod exprutil;
 mod planner;
 mod session;

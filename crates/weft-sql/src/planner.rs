@@ -14,7 +14,7 @@ use weft_access::Snapshot;
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_exec::expr::{self as ex, EvalContext, Expr};
-use weft_exec::plan::{HeapSource, Pipeline, Plan, SortKey, SortPlan, Source, Step};
+use weft_exec::plan::{HeapSource, Pipeline, Plan, ScanLabel, SortKey, SortPlan, Source, Step};
 use weft_storage::{BufferPool, ForkNumber};
 
 use crate::api::ColumnInfo;
@@ -253,6 +253,10 @@ fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Result<From> {
                 columns: (0..meta.columns.len()).collect(),
                 nblocks,
                 snapshot: ctx.snapshot.clone(),
+                label: ScanLabel {
+                    alias: alias.as_ref().map(|a| ident_name(&a.name)),
+                    columns: scope.columns.iter().map(|c| c.name.clone()).collect(),
+                },
             });
             Ok(From { source, scope })
         }
@@ -279,7 +283,8 @@ fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Result<From> {
                     })
                     .collect(),
             };
-            Ok(From { source: Source::Subquery(Box::new(planned.plan)), scope })
+            let label = ScanLabel { alias: Some(qualifier), columns: scope.columns.iter().map(|c| c.name.clone()).collect() };
+            Ok(From { source: Source::Subquery { plan: Box::new(planned.plan), label }, scope })
         }
         TableFactor::NestedJoin { .. } => Err(Error::not_supported("joins are not supported yet")),
         other => Err(Error::not_supported(format!("FROM item not supported: {other}"))),
@@ -319,20 +324,16 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
         a.columns.first().map(|c| ident_name(&c.name)).unwrap_or_else(|| ident_name(&a.name))
     });
     let qualifier = alias.map(|a| ident_name(&a.name)).unwrap_or_else(|| "generate_series".to_string());
-    let scope = Scope {
-        columns: vec![ScopeColumn {
-            table: Some(qualifier),
-            name: column.unwrap_or_else(|| "generate_series".to_string()),
-            data_type,
-        }],
-    };
+    let column = column.unwrap_or_else(|| "generate_series".to_string());
+    let label = ScanLabel { alias: alias.map(|a| ident_name(&a.name)), columns: vec![column.clone()] };
+    let scope = Scope { columns: vec![ScopeColumn { table: Some(qualifier), name: column, data_type }] };
     // A NULL bound yields no rows, as the strict function returns nothing.
     let source = match (values[0], values[1], values.get(2).copied().unwrap_or(Some(1))) {
         (Some(start), Some(stop), Some(step)) => {
             if step == 0 {
                 return Err(Error::new(SqlState::INVALID_PARAMETER_VALUE, "step size cannot equal zero"));
             }
-            Source::Series { start, stop, step, data_type }
+            Source::Series { start, stop, step, data_type, label }
         }
         _ => Source::Values(Vec::new()),
     };

@@ -6,7 +6,7 @@ use weft_common::parallel::CancelToken;
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_exec::expr::{self as ex, Expr};
-use weft_exec::plan::{Pipeline, Plan, Source, Step};
+use weft_exec::plan::{Pipeline, Plan, ScanLabel, Source, Step};
 use weft_exec::{execute as run_plan, execute_insert, ExecContext, InsertTarget};
 
 use crate::api::{ColumnInfo, QueryResult};
@@ -18,6 +18,9 @@ use crate::session::Session;
 pub fn execute(session: &mut Session, statement: &Statement, cancel: &CancelToken) -> Result<QueryResult> {
     match statement {
         Statement::Query(query) => select(session, query, cancel),
+        Statement::Explain { statement: inner, analyze, verbose, format, options, query_plan: false, estimate: false, .. } => {
+            crate::explain::explain(session, inner, *analyze, *verbose, format.as_ref(), options.as_deref(), cancel)
+        }
         Statement::CreateTable(create) => create_table(session, create, cancel),
         Statement::Drop { object_type: ObjectType::Table, if_exists, names, .. } => drop_tables(session, names, *if_exists),
         Statement::Drop { object_type, .. } => Err(Error::not_supported(format!("DROP {object_type} is not supported yet"))),
@@ -64,6 +67,7 @@ pub(crate) fn exec_context<'a>(session: &'a Session, cancel: &'a CancelToken) ->
         },
         notices: Default::default(),
         sort_reports: Default::default(),
+        nodes: Default::default(),
     }
 }
 
@@ -314,7 +318,7 @@ fn insert_into(session: &mut Session, insert: &ast::Insert, cancel: &CancelToken
         let table = txn.catalog.table(&table_name)?.clone();
         let names = insert.columns.iter().map(object_name).collect::<Result<Vec<_>>>()?;
         let targets = target_columns(&table, &names)?;
-        let plan = insert_plan(session, txn, &table, &targets, source)?;
+        let plan = insert_plan(session, &txn.catalog, &table, &targets, source)?;
         let mut target = insert_target_for(&table, txn.xid);
         target.fill_last_page = !plan.reads_relation(table.locator());
         let ctx = exec_context(session, cancel);
@@ -329,7 +333,7 @@ fn insert_into(session: &mut Session, insert: &ast::Insert, cancel: &CancelToken
 }
 
 /// The plan whose rows are full table rows for an INSERT.
-fn insert_plan(session: &Session, txn: &WriteTxn, table: &TableMeta, targets: &[usize], source: &ast::Query) -> Result<Plan> {
+pub(crate) fn insert_plan(session: &Session, catalog: &weft_access::Catalog, table: &TableMeta, targets: &[usize], source: &ast::Query) -> Result<Plan> {
     let arity_error = |values: usize| {
         if values > targets.len() {
             Error::syntax("INSERT has more expressions than target columns")
@@ -363,7 +367,7 @@ fn insert_plan(session: &Session, txn: &WriteTxn, table: &TableMeta, targets: &[
         }
         return Ok(Plan::Pipeline(Pipeline { source: Source::Values(rows), steps: Vec::new(), workers: 0 }));
     }
-    let planned = plan(session, &txn.catalog, source)?;
+    let planned = plan(session, catalog, source)?;
     if planned.columns.len() != targets.len() {
         return Err(arity_error(planned.columns.len()));
     }
@@ -374,11 +378,13 @@ fn insert_plan(session: &Session, txn: &WriteTxn, table: &TableMeta, targets: &[
         let input = Expr::Column { index, data_type: info.data_type };
         projection[column] = assignment_coerce(input, meta.data_type, &meta.name)?;
     }
-    Ok(append_step(planned.plan, Step::Project(projection)))
+    // PostgreSQL's name for the SELECT of an INSERT, should it show as a subquery scan.
+    let label = ScanLabel { alias: Some("*SELECT*".to_string()), columns: planned.columns.iter().map(|c| c.name.clone()).collect() };
+    Ok(append_step(planned.plan, Step::Project(projection), label))
 }
 
-/// Add a final row step to a plan.
-pub(crate) fn append_step(plan: Plan, step: Step) -> Plan {
+/// Add a final row step to a plan (`label` names the subquery scan it may need).
+pub(crate) fn append_step(plan: Plan, step: Step, label: ScanLabel) -> Plan {
     match plan {
         Plan::Pipeline(mut pipeline) => {
             pipeline.steps.push(step);
@@ -388,7 +394,7 @@ pub(crate) fn append_step(plan: Plan, step: Step) -> Plan {
             output.push(step);
             Plan::Aggregate { input, group_by, aggregates, output }
         }
-        other => Plan::Pipeline(Pipeline { source: Source::Subquery(Box::new(other)), steps: vec![step], workers: 0 }),
+        other => Plan::Pipeline(Pipeline { source: Source::Subquery { plan: Box::new(other), label }, steps: vec![step], workers: 0 }),
     }
 }
 

@@ -1,0 +1,951 @@
+//! EXPLAIN and EXPLAIN ANALYZE, in PostgreSQL 15's text format.
+//!
+//! weft's plan shapes map to PostgreSQL's node names:
+//!
+//! | weft plan | PostgreSQL nodes |
+//! |---|---|
+//! | pipeline over a heap | `Seq Scan on t`; with workers `Gather` → `Parallel Seq Scan on t` |
+//! | pipeline over `generate_series` | `Function Scan on generate_series`; with workers `Gather` → `Parallel Function Scan` (weft scans a series in parallel; PostgreSQL cannot) |
+//! | pipeline over VALUES | `Values Scan on "*VALUES*"`; one row: `Result` |
+//! | pipeline over nothing (`SELECT 1`) | `Result` |
+//! | pipeline over a subquery | `Subquery Scan on alias` → the subquery's plan |
+//! | aggregate | `Aggregate` / `HashAggregate` (with `Group Key:`); with workers `Finalize …` → `Gather` → `Partial …` |
+//! | sort | `Sort` (`Sort Key:`); over a parallel pipeline `Gather Merge` → `Sort` → `Parallel Seq Scan` |
+//! | limit | `Limit` |
+//!
+//! A pipeline's filters print as the scan's `Filter:`, its projections only as VERBOSE's
+//! `Output:`. Estimates come from the cost model in `cost.rs`.
+//!
+//! EXPLAIN ANALYZE runs the plan, discards its rows, and matches what the executor
+//! recorded (`ExecContext::stats` per pipeline, `ExecContext::nodes` per aggregate, limit
+//! and sort, `ExecContext::sort_reports`) to the plan's nodes by their address
+//! (`weft_exec::node_id`). Times are PostgreSQL's: per loop, in milliseconds, from the
+//! node's start to its first row and to its last; a node run by every participant of a
+//! pipeline has one loop per participant, and its rows are the average per loop. Blocking
+//! nodes (aggregate, sort, limit, which return their rows at once) have startup = total
+//! for an aggregate, and, for a sort, startup at the end of its input.
+//! Departures: a parallel scan's time includes its sink's work (the partial aggregate or
+//! the sort's run phase run in the same loop), the sort under `Gather Merge` shows the
+//! whole sort's end as its total, and a parallel sort's `Sort Method:` line is the
+//! sort's own report (`SortReport::explain_line`, over all participants) where
+//! PostgreSQL prints the leader's share; the `Worker N:` lines are each worker's.
+
+use std::cell::RefCell;
+use std::time::{Duration, Instant};
+
+use sqlparser::ast::{self, Statement};
+use weft_access::Catalog;
+use weft_common::parallel::CancelToken;
+use weft_common::{DataType, Datum, Error, Result, SqlState};
+use weft_exec::expr::Expr;
+use weft_exec::plan::{Pipeline, Plan, SortPlan, Source, Step};
+use weft_exec::{node_id, NodeStats, PipelineStats, SortReport};
+
+use crate::api::{ColumnInfo, QueryResult};
+use crate::bind::object_name;
+use crate::cost::{self, Estimate, CPU_OPERATOR_COST, CPU_TUPLE_COST, PARALLEL_SETUP_COST, PARALLEL_TUPLE_COST, SEQ_PAGE_COST};
+use crate::deparse::{aggregate_call, column_reference, deparse, quote_identifier, ColumnText};
+use crate::session::Session;
+use crate::statements;
+
+/// What EXPLAIN prints (its options, as PostgreSQL spells them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExplainOptions {
+    pub analyze: bool,
+    pub verbose: bool,
+    /// `COSTS OFF` drops the `(cost=...)` parentheses.
+    pub costs: bool,
+    /// `TIMING OFF` (with ANALYZE) drops `actual time=`.
+    pub timing: bool,
+    /// `Planning Time` / `Execution Time` at the end (default: on with ANALYZE).
+    pub summary: bool,
+}
+
+impl Default for ExplainOptions {
+    fn default() -> Self {
+        ExplainOptions { analyze: false, verbose: false, costs: true, timing: true, summary: false }
+    }
+}
+
+/// Parse `EXPLAIN [ANALYZE] [VERBOSE]` and `EXPLAIN (option [value], ...)`.
+pub fn parse_options(
+    analyze: bool,
+    verbose: bool,
+    format: Option<&ast::AnalyzeFormatKind>,
+    options: Option<&[ast::UtilityOption]>,
+) -> Result<ExplainOptions> {
+    let mut out = ExplainOptions { analyze, verbose, ..ExplainOptions::default() };
+    if let Some(format) = format {
+        let (ast::AnalyzeFormatKind::Keyword(format) | ast::AnalyzeFormatKind::Assignment(format)) = format;
+        check_format(&format.to_string())?;
+    }
+    let (mut timing, mut summary) = (None, None);
+    for option in options.unwrap_or_default() {
+        let name = option.name.value.to_lowercase();
+        match name.as_str() {
+            "analyze" => out.analyze = boolean_option(&name, option.arg.as_ref())?,
+            "verbose" => out.verbose = boolean_option(&name, option.arg.as_ref())?,
+            "costs" => out.costs = boolean_option(&name, option.arg.as_ref())?,
+            "timing" => timing = Some(boolean_option(&name, option.arg.as_ref())?),
+            "summary" => summary = Some(boolean_option(&name, option.arg.as_ref())?),
+            // Accepted; weft has no buffer, WAL or changed-settings figures to show yet.
+            "buffers" | "wal" | "settings" => {
+                boolean_option(&name, option.arg.as_ref())?;
+            }
+            "format" => match option.arg.as_ref().map(option_text) {
+                Some(value) => check_format(&value)?,
+                None => return Err(Error::syntax("format requires a parameter")),
+            },
+            _ => return Err(Error::syntax(format!("unrecognized EXPLAIN option \"{name}\""))),
+        }
+    }
+    if timing == Some(true) && !out.analyze {
+        return Err(Error::new(SqlState::INVALID_PARAMETER_VALUE, "EXPLAIN option TIMING requires ANALYZE"));
+    }
+    out.timing = timing.unwrap_or(out.analyze);
+    out.summary = summary.unwrap_or(out.analyze);
+    Ok(out)
+}
+
+fn option_text(arg: &ast::Expr) -> String {
+    match arg {
+        ast::Expr::Identifier(i) => i.value.clone(),
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) | ast::Value::DoubleQuotedString(s) => s.clone(),
+            ast::Value::Number(n, _) => n.clone(),
+            ast::Value::Boolean(b) => b.to_string(),
+            other => other.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// PostgreSQL's `defGetBoolean`.
+fn boolean_option(name: &str, arg: Option<&ast::Expr>) -> Result<bool> {
+    let Some(arg) = arg else { return Ok(true) };
+    match option_text(arg).to_lowercase().as_str() {
+        "true" | "on" | "1" => Ok(true),
+        "false" | "off" | "0" => Ok(false),
+        _ => Err(Error::syntax(format!("{name} requires a Boolean value"))),
+    }
+}
+
+fn check_format(value: &str) -> Result<()> {
+    match value.to_lowercase().as_str() {
+        "text" => Ok(()),
+        "json" | "xml" | "yaml" => Err(Error::not_supported(format!("EXPLAIN (FORMAT {}) is not supported yet: only TEXT", value.to_uppercase()))),
+        other => Err(Error::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            format!("unrecognized value for EXPLAIN option \"format\": \"{other}\""),
+        )),
+    }
+}
+
+/// What an EXPLAIN ANALYZE run recorded.
+pub struct RunStats {
+    pub pipelines: Vec<PipelineStats>,
+    pub nodes: Vec<NodeStats>,
+    pub sort_reports: Vec<SortReport>,
+    pub leader_participates: bool,
+}
+
+impl RunStats {
+    fn pipeline(&self, pipeline: &Pipeline) -> Option<&PipelineStats> {
+        let id = node_id(pipeline);
+        self.pipelines.iter().find(|s| s.node == id)
+    }
+
+    fn node(&self, plan: &Plan) -> Option<&NodeStats> {
+        let id = node_id(plan);
+        self.nodes.iter().find(|s| s.node == id)
+    }
+}
+
+/// The `EXPLAIN` statement.
+pub(crate) fn explain(
+    session: &mut Session,
+    statement: &Statement,
+    analyze: bool,
+    verbose: bool,
+    format: Option<&ast::AnalyzeFormatKind>,
+    options: Option<&[ast::UtilityOption]>,
+    cancel: &CancelToken,
+) -> Result<QueryResult> {
+    let options = parse_options(analyze, verbose, format, options)?;
+    let planning_began = Instant::now();
+    let catalog = session.db.catalog();
+    let (plan, insert_into) = match statement {
+        Statement::Query(query) => (statements::plan(session, &catalog, query)?.plan, None),
+        Statement::CreateTable(create) if create.query.is_some() => {
+            if options.analyze {
+                return Err(Error::not_supported("EXPLAIN ANALYZE of CREATE TABLE AS is not supported yet"));
+            }
+            let query = create.query.as_ref().expect("checked");
+            (statements::plan(session, &catalog, query)?.plan, None)
+        }
+        Statement::Insert(insert) => {
+            if options.analyze {
+                return Err(Error::not_supported("EXPLAIN ANALYZE of INSERT is not supported yet"));
+            }
+            let table_name = match &insert.table {
+                ast::TableObject::TableName(name) => object_name(name)?,
+                other => return Err(Error::not_supported(format!("INSERT INTO {other}"))),
+            };
+            let source = insert.source.as_ref().ok_or_else(|| Error::not_supported("INSERT without a query"))?;
+            let table = catalog.table(&table_name)?.clone();
+            let names = insert.columns.iter().map(object_name).collect::<Result<Vec<_>>>()?;
+            let targets = statements::target_columns(&table, &names)?;
+            (statements::insert_plan(session, &catalog, &table, &targets, source)?, Some(table_name))
+        }
+        _ => return Err(Error::not_supported("EXPLAIN is supported for SELECT, INSERT and CREATE TABLE AS only")),
+    };
+    let planning = planning_began.elapsed();
+
+    let mut execution = None;
+    let run = if options.analyze {
+        let ctx = statements::exec_context(session, cancel);
+        let began = Instant::now();
+        let outcome = weft_exec::execute(&plan, &ctx);
+        execution = Some(began.elapsed());
+        let sort_reports = ctx.sort_reports.lock().clone();
+        statements::finish_context(session, &ctx);
+        outcome?;
+        let leader_participates = ctx.leader_participates;
+        let run = RunStats { pipelines: ctx.stats.into_inner(), nodes: ctx.nodes.into_inner(), sort_reports, leader_participates };
+        session.last_pipeline_stats = run.pipelines.clone();
+        Some(run)
+    } else {
+        None
+    };
+
+    let builder = Builder {
+        catalog: &catalog,
+        options,
+        multiple_entries: range_entries(&plan) + insert_into.is_some() as usize > 1,
+        leader_participates: session.settings.boolean("parallel_leader_participation"),
+        work_mem: session.settings.memory_bytes("work_mem"),
+        run: run.as_ref(),
+        used_names: RefCell::new(Vec::new()),
+    };
+    // The INSERT's target is the first range-table entry: it keeps its name.
+    if let Some(table) = &insert_into {
+        builder.unique_name(table);
+    }
+    let mut root = builder.plan(&plan);
+    if let Some(table) = insert_into {
+        root = builder.insert(&table, root);
+    }
+    let mut lines = Vec::new();
+    render(&root.node, 0, &options, &mut lines);
+    if options.summary {
+        lines.push(format!("Planning Time: {:.3} ms", millis(planning)));
+    }
+    if let (true, Some(execution)) = (options.summary, execution) {
+        lines.push(format!("Execution Time: {:.3} ms", millis(execution)));
+    }
+    let rows = lines.into_iter().map(|l| vec![Datum::Text(l)]).collect();
+    Ok(QueryResult::rows(vec![ColumnInfo { name: "QUERY PLAN".to_string(), data_type: DataType::Text }], rows, "EXPLAIN"))
+}
+
+fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// PostgreSQL's range-table entries of a plan: with more than one, column names are
+/// printed qualified.
+fn range_entries(plan: &Plan) -> usize {
+    match plan {
+        Plan::Pipeline(p) | Plan::Aggregate { input: p, .. } => match &p.source {
+            Source::Single => 0,
+            Source::Heap(_) | Source::Series { .. } | Source::Values(_) => 1,
+            Source::Subquery { plan, .. } => 1 + range_entries(plan),
+        },
+        Plan::Limit { input, .. } => range_entries(input),
+        Plan::Sort(sort) => range_entries(&sort.input),
+    }
+}
+
+/// One node of the printed tree.
+#[derive(Clone, Debug)]
+pub struct Node {
+    pub name: String,
+    pub estimate: Estimate,
+    /// With ANALYZE: what the node did; `None` prints `(never executed)`.
+    pub actual: Option<Actual>,
+    /// Property lines (`Filter: ...`, `Sort Key: ...`), in order.
+    pub lines: Vec<String>,
+    pub children: Vec<Node>,
+}
+
+/// A node's measured figures, per loop as PostgreSQL prints them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Actual {
+    pub startup: Duration,
+    pub total: Duration,
+    pub rows: f64,
+    pub loops: f64,
+}
+
+/// Print `node` and its children the way PostgreSQL's text format does: children as
+/// `->  ` lines indented six more spaces per level, properties two spaces inside their
+/// node's arrow.
+pub fn render(node: &Node, depth: usize, options: &ExplainOptions, out: &mut Vec<String>) {
+    let mut line = if depth == 0 { String::new() } else { format!("{}->  ", " ".repeat(6 * depth - 4)) };
+    line.push_str(&node.name);
+    if options.costs {
+        let e = &node.estimate;
+        line.push_str(&format!("  (cost={:.2}..{:.2} rows={:.0} width={})", e.startup, e.total, e.rows, e.width.round() as i64));
+    }
+    if options.analyze {
+        match &node.actual {
+            Some(a) if options.timing => line.push_str(&format!(
+                " (actual time={:.3}..{:.3} rows={:.0} loops={:.0})",
+                millis(a.startup),
+                millis(a.total),
+                a.rows,
+                a.loops
+            )),
+            Some(a) => line.push_str(&format!(" (actual rows={:.0} loops={:.0})", a.rows, a.loops)),
+            None => line.push_str(" (never executed)"),
+        }
+    }
+    out.push(line);
+    let indent = " ".repeat(2 + 6 * depth);
+    for property in &node.lines {
+        out.push(format!("{indent}{property}"));
+    }
+    for child in &node.children {
+        render(child, depth + 1, options, out);
+    }
+}
+
+/// A column of a node's output: its printed name (bare, and qualified by its scan's
+/// name), average width, and distinct values when known exactly.
+#[derive(Clone, Debug)]
+struct Col {
+    bare: ColumnText,
+    qualified: ColumnText,
+    width: f64,
+    distinct: Option<f64>,
+}
+
+impl Col {
+    fn name(&self, qualified: bool) -> &ColumnText {
+        if qualified {
+            &self.qualified
+        } else {
+            &self.bare
+        }
+    }
+}
+
+fn names(cols: &[Col], qualified: bool) -> Vec<ColumnText> {
+    cols.iter().map(|c| c.name(qualified).clone()).collect()
+}
+
+/// A built subtree: its root node and the root's output columns.
+struct Built {
+    node: Node,
+    cols: Vec<Col>,
+}
+
+/// A pipeline's scan node (before any Gather above it).
+struct Scan<'r> {
+    node: Node,
+    cols: Vec<Col>,
+    /// Estimated rows out of the pipeline, over all participants.
+    rows: f64,
+    /// The parallel divisor (1 when serial).
+    divisor: f64,
+    stats: Option<&'r PipelineStats>,
+}
+
+struct Builder<'a> {
+    catalog: &'a Catalog,
+    options: ExplainOptions,
+    /// More than one range-table entry: PostgreSQL then qualifies column names (`t.a`)
+    /// in the sort keys, group keys, upper filters and VERBOSE output it prints; a scan's
+    /// own filter is qualified only under VERBOSE or in a subquery scan.
+    multiple_entries: bool,
+    leader_participates: bool,
+    work_mem: usize,
+    run: Option<&'a RunStats>,
+    /// Names given to scans so far: a name used twice gets `_1`, `_2` ... as
+    /// PostgreSQL's `set_rtable_names` does (`INSERT INTO e SELECT * FROM e` scans `e e_1`).
+    used_names: RefCell<Vec<String>>,
+}
+
+/// Per-loop averages over a pipeline's participants: time to the first row (or the end,
+/// without rows) and to the end, each from the participant's start.
+fn participant_actual(stats: &PipelineStats, rows: f64) -> Actual {
+    let loops = stats.participants.len().max(1) as f64;
+    let (mut startup, mut total) = (Duration::ZERO, Duration::ZERO);
+    for p in &stats.participants {
+        startup += p.first_row.unwrap_or(p.finished).saturating_sub(p.started);
+        total += p.finished.saturating_sub(p.started);
+    }
+    Actual { startup: startup.div_f64(loops), total: total.div_f64(loops), rows: rows / loops, loops }
+}
+
+impl<'a> Builder<'a> {
+    /// A unique name for a scan that would be called `name`.
+    fn unique_name(&self, name: &str) -> String {
+        let mut used = self.used_names.borrow_mut();
+        let mut candidate = name.to_string();
+        let mut n = 0;
+        while used.contains(&candidate) {
+            n += 1;
+            candidate = format!("{name}_{n}");
+        }
+        used.push(candidate.clone());
+        candidate
+    }
+
+    /// A column of scan `qualifier`.
+    fn column(&self, qualifier: &str, name: &str, width: f64, distinct: Option<f64>) -> Col {
+        Col {
+            bare: ColumnText::var(column_reference(None, name)),
+            qualified: ColumnText::var(column_reference(Some(qualifier), name)),
+            width,
+            distinct,
+        }
+    }
+
+    /// A computed column, printed as `text` gives it for each naming.
+    fn computed(&self, text: impl Fn(bool) -> String, data_type: DataType) -> Col {
+        Col { bare: ColumnText::expr(text(false)), qualified: ColumnText::expr(text(true)), width: cost::type_width(data_type), distinct: None }
+    }
+
+    /// The column an expression over `input` produces.
+    fn project(&self, expr: &Expr, input: &[Col]) -> Col {
+        match expr {
+            Expr::Column { index, .. } if *index < input.len() => input[*index].clone(),
+            other => self.computed(|q| deparse(other, &names(input, q)), other.data_type()),
+        }
+    }
+
+    /// Names in sort keys, group keys and the filters of upper nodes.
+    fn upper_qualified(&self) -> bool {
+        self.multiple_entries || self.options.verbose
+    }
+
+    fn output_line(&self, cols: &[Col]) -> Option<String> {
+        self.options.verbose.then(|| {
+            let names: Vec<&str> = cols.iter().map(|c| c.name(self.multiple_entries).text.as_str()).collect();
+            format!("Output: {}", names.join(", "))
+        })
+    }
+
+    fn node_stats(&self, plan: &Plan) -> Option<&'a NodeStats> {
+        self.run.and_then(|r| r.node(plan))
+    }
+
+    fn plan(&self, plan: &'a Plan) -> Built {
+        match plan {
+            Plan::Pipeline(pipeline) => {
+                let scan = self.scan(pipeline);
+                if pipeline.workers == 0 {
+                    Built { node: scan.node, cols: scan.cols }
+                } else {
+                    self.gather(scan, pipeline)
+                }
+            }
+            Plan::Aggregate { input, group_by, aggregates, output } => self.aggregate(plan, input, group_by, aggregates, output),
+            Plan::Limit { input, limit, offset } => {
+                let child = self.plan(input);
+                let estimate = cost::limit(&child.node.estimate, *limit, *offset);
+                let actual = self.node_stats(plan).map(|s| Actual { startup: s.elapsed, total: s.elapsed, rows: s.rows as f64, loops: 1.0 });
+                let lines = self.output_line(&child.cols).into_iter().collect();
+                Built { node: Node { name: "Limit".into(), estimate, actual, lines, children: vec![child.node] }, cols: child.cols }
+            }
+            Plan::Sort(sort) => self.sort(plan, sort),
+        }
+    }
+
+    /// `Insert on t` above the plan of its rows.
+    fn insert(&self, table: &str, child: Built) -> Built {
+        let c = &child.node.estimate;
+        let estimate = Estimate { startup: c.startup, total: c.total + c.rows * CPU_TUPLE_COST, rows: 0.0, width: 0.0 };
+        let name = if self.options.verbose { format!("Insert on public.{}", quote_identifier(table)) } else { format!("Insert on {}", quote_identifier(table)) };
+        Built { node: Node { name, estimate, actual: None, lines: Vec::new(), children: vec![child.node] }, cols: Vec::new() }
+    }
+
+    /// The scan node of a pipeline: its source, filters and projections.
+    fn scan(&self, pipeline: &'a Pipeline) -> Scan<'a> {
+        let parallel = pipeline.workers > 0;
+        let divisor = if parallel { cost::parallel_divisor(pipeline.workers, self.leader_participates) } else { 1.0 };
+        let stats = self.run.and_then(|r| r.pipeline(pipeline));
+        let mut children = Vec::new();
+        // Name, input columns, rows in, startup cost, cost not shared by participants
+        // (pages), cost shared by them (per-row CPU).
+        let (name, input, rows_in, startup, disk, mut cpu) = match &pipeline.source {
+            Source::Single => ("Result".to_string(), Vec::new(), 1.0, 0.0, 0.0, CPU_TUPLE_COST),
+            Source::Heap(heap) => {
+                let row_count = self.catalog.tables.get(&heap.table_name).map_or(0, |t| t.row_count);
+                let widths = cost::heap_column_widths(heap.layout.types(), row_count, heap.nblocks);
+                let tuples = cost::heap_tuples(row_count, heap.nblocks, widths.iter().sum());
+                let qualifier = self.unique_name(heap.label.alias.as_ref().unwrap_or(&heap.table_name));
+                let cols = heap
+                    .columns
+                    .iter()
+                    .map(|&c| {
+                        let name = heap.label.columns.get(c).map_or("?column?", String::as_str);
+                        self.column(&qualifier, name, widths.get(c).copied().unwrap_or(0.0), None)
+                    })
+                    .collect();
+                let table = quote_identifier(&heap.table_name);
+                let mut name = if self.options.verbose { format!("Seq Scan on public.{table}") } else { format!("Seq Scan on {table}") };
+                if qualifier != heap.table_name {
+                    name.push(' ');
+                    name.push_str(&quote_identifier(&qualifier));
+                }
+                (name, cols, tuples, 0.0, heap.nblocks as f64 * SEQ_PAGE_COST, tuples * CPU_TUPLE_COST)
+            }
+            Source::Series { start, stop, step, data_type, label } => {
+                let count = series_count(*start, *stop, *step);
+                let qualifier = self.unique_name(label.alias.as_deref().unwrap_or("generate_series"));
+                let column = label.columns.first().map_or("generate_series", String::as_str);
+                let cols = vec![self.column(&qualifier, column, cost::type_width(*data_type), Some(count.max(1.0)))];
+                let mut name = "Function Scan on generate_series".to_string();
+                if qualifier != "generate_series" {
+                    name.push(' ');
+                    name.push_str(&quote_identifier(&qualifier));
+                }
+                (name, cols, count, 0.0, 0.0, count * CPU_TUPLE_COST)
+            }
+            Source::Values(rows) => {
+                let n = rows.len() as f64;
+                let ops: f64 = rows.iter().flatten().map(cost::operator_count).sum();
+                // PostgreSQL's cost_valuesscan: an operator's worth per row for its expressions.
+                let cpu = n * (CPU_TUPLE_COST + CPU_OPERATOR_COST) + ops * CPU_OPERATOR_COST;
+                match rows.as_slice() {
+                    [row] => {
+                        let cols = row.iter().map(|e| self.project(e, &[])).collect();
+                        ("Result".to_string(), cols, 1.0, 0.0, 0.0, cpu)
+                    }
+                    _ => {
+                        let types: Vec<DataType> = rows.first().map(|r| r.iter().map(Expr::data_type).collect()).unwrap_or_default();
+                        let qualifier = self.unique_name("*VALUES*");
+                        let cols = types
+                            .iter()
+                            .enumerate()
+                            .map(|(i, t)| self.column(&qualifier, &format!("column{}", i + 1), cost::type_width(*t), None))
+                            .collect();
+                        (format!("Values Scan on {}", quote_identifier(&qualifier)), cols, n, 0.0, 0.0, cpu)
+                    }
+                }
+            }
+            Source::Subquery { plan, label } => {
+                let alias = self.unique_name(label.alias.as_deref().unwrap_or("unnamed_subquery"));
+                let child = self.plan(plan);
+                let cols = child
+                    .cols
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| self.column(&alias, label.columns.get(i).map_or("?column?", String::as_str), c.width, c.distinct))
+                    .collect();
+                let e = child.node.estimate;
+                children.push(child.node);
+                let name = format!("Subquery Scan on {}", quote_identifier(&alias));
+                (name, cols, e.rows, e.startup, 0.0, e.total - e.startup + e.rows * CPU_TUPLE_COST)
+            }
+        };
+
+        let mut cols = input;
+        let mut rows = rows_in;
+        let mut filters = Vec::new();
+        let qualify_filter = self.options.verbose || matches!(pipeline.source, Source::Subquery { .. });
+        for step in &pipeline.steps {
+            match step {
+                Step::Filter(predicate) => {
+                    cpu += rows * cost::operator_count(predicate) * CPU_OPERATOR_COST;
+                    filters.push(deparse(predicate, &names(&cols, qualify_filter)));
+                    rows *= cost::selectivity(predicate);
+                }
+                Step::Project(exprs) => {
+                    cpu += rows * exprs.iter().map(cost::operator_count).sum::<f64>() * CPU_OPERATOR_COST;
+                    cols = exprs.iter().map(|e| self.project(e, &cols)).collect();
+                }
+            }
+        }
+        let estimate = Estimate {
+            startup,
+            total: startup + disk + cpu / divisor,
+            rows: cost::clamp_rows(rows / divisor),
+            width: cols.iter().map(|c| c.width).sum(),
+        };
+        let mut lines: Vec<String> = self.output_line(&cols).into_iter().collect();
+        let actual = stats.map(|s| participant_actual(s, s.rows_out() as f64));
+        if !filters.is_empty() {
+            let filter = if filters.len() == 1 { filters.remove(0) } else { format!("({})", filters.join(" AND ")) };
+            lines.push(format!("Filter: {filter}"));
+            if let Some(s) = stats {
+                let loops = s.participants.len().max(1) as f64;
+                lines.push(format!("Rows Removed by Filter: {:.0}", (s.rows_in() - s.rows_out()) as f64 / loops));
+            }
+        }
+        let name = if parallel { format!("Parallel {name}") } else { name };
+        Scan { node: Node { name, estimate, actual, lines, children }, cols, rows, divisor, stats }
+    }
+
+    fn workers_lines(&self, pipeline: &Pipeline, stats: Option<&PipelineStats>) -> Vec<String> {
+        let mut lines = vec![format!("Workers Planned: {}", pipeline.workers)];
+        if let Some(s) = stats {
+            lines.push(format!("Workers Launched: {}", s.workers_launched));
+        }
+        lines
+    }
+
+    /// `Gather` above a parallel pipeline's scan.
+    fn gather(&self, scan: Scan, pipeline: &Pipeline) -> Built {
+        let child = scan.node.estimate;
+        let estimate = Estimate {
+            startup: child.startup + PARALLEL_SETUP_COST,
+            total: child.total + PARALLEL_SETUP_COST + PARALLEL_TUPLE_COST * scan.rows,
+            rows: cost::clamp_rows(scan.rows),
+            width: child.width,
+        };
+        let mut lines: Vec<String> = self.output_line(&scan.cols).into_iter().collect();
+        lines.extend(self.workers_lines(pipeline, scan.stats));
+        let actual = scan.stats.map(|s| Actual {
+            startup: s.participants.iter().filter_map(|p| p.first_row).min().unwrap_or(s.wall),
+            total: s.wall,
+            rows: s.rows_out() as f64,
+            loops: 1.0,
+        });
+        Built { node: Node { name: "Gather".into(), estimate, actual, lines, children: vec![scan.node] }, cols: scan.cols }
+    }
+
+    fn aggregate(
+        &self,
+        plan: &Plan,
+        input: &'a Pipeline,
+        group_by: &[Expr],
+        aggregates: &[weft_exec::AggregateCall],
+        output: &[Step],
+    ) -> Built {
+        let scan = self.scan(input);
+        let grouped = !group_by.is_empty();
+        let key_cols: Vec<Col> = group_by.iter().map(|g| self.project(g, &scan.cols)).collect();
+        let key_names = names(&scan.cols, self.upper_qualified());
+        let group_key = grouped.then(|| {
+            format!("Group Key: {}", group_by.iter().map(|g| deparse(g, &key_names)).collect::<Vec<_>>().join(", "))
+        });
+        let mut cols = key_cols.clone();
+        cols.extend(aggregates.iter().map(|a| self.computed(|q| aggregate_call(a, &names(&scan.cols, q)), a.result_type)));
+        let partial_width: f64 = cols.iter().map(|c| c.width).sum();
+        let groups = if grouped {
+            let product: f64 = key_cols.iter().map(|c| c.distinct.unwrap_or(cost::DEFAULT_NUM_DISTINCT)).product();
+            cost::clamp_rows(product.min(scan.rows))
+        } else {
+            1.0
+        };
+        let arg_ops: f64 = aggregates.iter().filter_map(|a| a.arg.as_ref()).map(cost::operator_count).sum();
+        let key_ops: f64 = group_by.iter().map(cost::operator_count).sum();
+        // Per input row: each aggregate's transition, its arguments; grouping hashes the keys.
+        let per_row = (aggregates.len() as f64 + arg_ops + if grouped { group_by.len() as f64 + key_ops } else { 0.0 }) * CPU_OPERATOR_COST;
+
+        // HAVING and the select list, over the groups.
+        let mut having = Vec::new();
+        let mut selectivity = 1.0;
+        let mut output_ops = 0.0;
+        for step in output {
+            match step {
+                Step::Filter(predicate) => {
+                    having.push(deparse(predicate, &names(&cols, self.upper_qualified())));
+                    selectivity *= cost::selectivity(predicate);
+                    output_ops += cost::operator_count(predicate);
+                }
+                Step::Project(exprs) => {
+                    output_ops += exprs.iter().map(cost::operator_count).sum::<f64>();
+                    cols = exprs.iter().map(|e| self.project(e, &cols)).collect();
+                }
+            }
+        }
+        let rows = cost::clamp_rows(groups * selectivity);
+        let per_group = CPU_TUPLE_COST + output_ops * CPU_OPERATOR_COST;
+        let width: f64 = cols.iter().map(|c| c.width).sum();
+        let kind = if grouped { "HashAggregate" } else { "Aggregate" };
+        let stats = self.node_stats(plan);
+
+        let mut lines: Vec<String> = self.output_line(&cols).into_iter().collect();
+        lines.extend(group_key.clone());
+        if !having.is_empty() {
+            let filter = if having.len() == 1 { having.remove(0) } else { format!("({})", having.join(" AND ")) };
+            lines.push(format!("Filter: {filter}"));
+            if let Some(s) = stats {
+                lines.push(format!("Rows Removed by Filter: {}", s.groups.saturating_sub(s.rows)));
+            }
+        }
+        let actual = stats.map(|s| Actual { startup: s.elapsed, total: s.elapsed, rows: s.rows as f64, loops: 1.0 });
+
+        if input.workers == 0 {
+            let startup = scan.node.estimate.total + per_row * scan.rows;
+            let estimate = Estimate { startup, total: startup + groups * per_group, rows, width };
+            return Built { node: Node { name: kind.into(), estimate, actual, lines, children: vec![scan.node] }, cols };
+        }
+
+        // Partial aggregates in every participant, gathered, finalized by the leader.
+        let per_participant_rows = scan.rows / scan.divisor;
+        let partial_groups = if grouped { cost::clamp_rows(groups.min(per_participant_rows)) } else { 1.0 };
+        let partial_startup = scan.node.estimate.total + per_row * per_participant_rows;
+        let partial_estimate = Estimate { startup: partial_startup, total: partial_startup + partial_groups * CPU_TUPLE_COST, rows: partial_groups, width: partial_width };
+        let partial_actual = match (scan.stats, stats) {
+            (Some(p), Some(s)) => Some(participant_actual(p, s.partial_groups as f64)),
+            _ => None,
+        };
+        let partial_lines = group_key.clone().into_iter().collect();
+        let partial = Node {
+            name: format!("Partial {kind}"),
+            estimate: partial_estimate,
+            actual: partial_actual,
+            lines: partial_lines,
+            children: vec![scan.node],
+        };
+
+        let participants = (input.workers + self.leader_participates as usize).max(1) as f64;
+        let gather_rows = partial_groups * participants;
+        let gather_estimate = Estimate {
+            startup: partial_estimate.startup + PARALLEL_SETUP_COST,
+            total: partial_estimate.total + PARALLEL_SETUP_COST + PARALLEL_TUPLE_COST * gather_rows,
+            rows: gather_rows,
+            width: partial_width,
+        };
+        let gather_actual = match (scan.stats, stats) {
+            (Some(p), Some(s)) => Some(Actual {
+                startup: p.participants.iter().map(|q| q.finished).min().unwrap_or(p.wall),
+                total: p.wall,
+                rows: s.partial_groups as f64,
+                loops: 1.0,
+            }),
+            _ => None,
+        };
+        let gather = Node {
+            name: "Gather".into(),
+            estimate: gather_estimate,
+            actual: gather_actual,
+            lines: self.workers_lines(input, scan.stats),
+            children: vec![partial],
+        };
+
+        let combine = (aggregates.len() as f64 + if grouped { group_by.len() as f64 } else { 0.0 }) * CPU_OPERATOR_COST;
+        let startup = gather_estimate.total + combine * gather_rows;
+        let estimate = Estimate { startup, total: startup + groups * per_group, rows, width };
+        Built { node: Node { name: format!("Finalize {kind}"), estimate, actual, lines, children: vec![gather] }, cols }
+    }
+
+    fn sort_key_line(&self, sort: &SortPlan, cols: &[Col]) -> String {
+        let keys: Vec<String> = sort
+            .keys
+            .iter()
+            .map(|k| {
+                let mut text = cols.get(k.column).map_or_else(|| format!("${}", k.column + 1), |c| c.name(self.upper_qualified()).referenced());
+                if k.descending {
+                    text.push_str(" DESC");
+                    if !k.nulls_first {
+                        text.push_str(" NULLS LAST");
+                    }
+                } else if k.nulls_first {
+                    text.push_str(" NULLS FIRST");
+                }
+                text
+            })
+            .collect();
+        format!("Sort Key: {}", keys.join(", "))
+    }
+
+    /// `Sort Method:` from the sort's report, and a line per worker when participants
+    /// sorted in parallel (`workers_launched` tells whether the leader took part).
+    fn sort_method_lines(&self, stats: Option<&NodeStats>, workers_launched: Option<usize>) -> Vec<String> {
+        let Some(run) = self.run else { return Vec::new() };
+        let Some(report) = stats.and_then(|s| s.sort_report).and_then(|i| run.sort_reports.get(i)) else {
+            return Vec::new();
+        };
+        let mut lines = vec![report.explain_line()];
+        if report.participants.len() > 1 {
+            let leader_ran = run.leader_participates || workers_launched == Some(0);
+            let first_worker = leader_ran as usize;
+            for p in &report.participants {
+                if p.index >= first_worker {
+                    lines.push(format!(
+                        "Worker {}:  Sort Method: {}  {}: {}kB",
+                        p.index - first_worker,
+                        p.method.name(),
+                        p.space.name(),
+                        p.space_bytes.div_ceil(1024)
+                    ));
+                }
+            }
+        }
+        lines
+    }
+
+    fn sort(&self, plan: &Plan, sort: &'a SortPlan) -> Built {
+        let stats = self.node_stats(plan);
+        let bound = sort.bound.map(|b| b as f64);
+        match sort.input.as_ref() {
+            Plan::Pipeline(pipeline) if pipeline.workers > 0 => {
+                let scan = self.scan(pipeline);
+                let width = scan.node.estimate.width;
+                let per_participant = scan.rows / scan.divisor;
+                let (startup, total) = cost::sort_cost(&scan.node.estimate, per_participant, width, bound, self.work_mem);
+                // As in PostgreSQL, a bound makes the sort cheaper but leaves its row estimate
+                // alone: the Limit above takes its fraction.
+                let sort_rows = cost::clamp_rows(per_participant);
+                let out_cols: Vec<Col> = scan.cols.iter().take(sort.output_width).cloned().collect();
+                let mut sort_lines: Vec<String> = self.output_line(&scan.cols).into_iter().collect();
+                sort_lines.push(self.sort_key_line(sort, &scan.cols));
+                sort_lines.extend(self.sort_method_lines(stats, scan.stats.map(|s| s.workers_launched)));
+                let sort_actual = match (scan.stats, stats) {
+                    (Some(p), Some(s)) => {
+                        let loops = p.participants.len().max(1) as f64;
+                        let rows: u64 = p.participants.iter().map(|q| sort.bound.map_or(q.rows_out, |b| q.rows_out.min(b))).sum();
+                        Some(Actual { startup: p.wall, total: s.elapsed, rows: rows as f64 / loops, loops })
+                    }
+                    _ => None,
+                };
+                let sort_node = Node {
+                    name: "Sort".into(),
+                    estimate: Estimate { startup, total, rows: sort_rows, width },
+                    actual: sort_actual,
+                    lines: sort_lines,
+                    children: vec![scan.node],
+                };
+                // PostgreSQL's cost_gather_merge: a heap over the participants' streams.
+                let participants = (pipeline.workers + self.leader_participates as usize).max(1) as f64;
+                let log_p = participants.max(2.0).log2();
+                let comparison = 2.0 * CPU_OPERATOR_COST;
+                let rows = cost::clamp_rows(scan.rows);
+                let heap_build = comparison * participants * log_p;
+                let estimate = Estimate {
+                    startup: startup + PARALLEL_SETUP_COST + heap_build,
+                    total: total + PARALLEL_SETUP_COST + heap_build + rows * (comparison * log_p + CPU_OPERATOR_COST + 1.05 * PARALLEL_TUPLE_COST),
+                    rows,
+                    width,
+                };
+                let mut lines: Vec<String> = self.output_line(&out_cols).into_iter().collect();
+                lines.extend(self.workers_lines(pipeline, scan.stats));
+                let actual = match (scan.stats, stats) {
+                    (Some(p), Some(s)) => Some(Actual { startup: p.wall, total: s.elapsed, rows: s.rows as f64, loops: 1.0 }),
+                    _ => None,
+                };
+                Built { node: Node { name: "Gather Merge".into(), estimate, actual, lines, children: vec![sort_node] }, cols: out_cols }
+            }
+            input => {
+                let child = self.plan(input);
+                let c = child.node.estimate;
+                let (startup, total) = cost::sort_cost(&c, c.rows, c.width, bound, self.work_mem);
+                let rows = c.rows;
+                let out_cols: Vec<Col> = child.cols.iter().take(sort.output_width).cloned().collect();
+                let mut lines: Vec<String> = self.output_line(&out_cols).into_iter().collect();
+                lines.push(self.sort_key_line(sort, &child.cols));
+                let input_stats = match input {
+                    Plan::Pipeline(p) => self.run.and_then(|r| r.pipeline(p)),
+                    _ => None,
+                };
+                lines.extend(self.sort_method_lines(stats, input_stats.map(|s| s.workers_launched)));
+                // The sort's first row is ready when its input has ended.
+                let input_elapsed = match input {
+                    Plan::Pipeline(_) => input_stats.map(|s| s.wall),
+                    other => self.node_stats(other).map(|s| s.elapsed),
+                };
+                let actual = stats.map(|s| Actual { startup: input_elapsed.unwrap_or(s.elapsed), total: s.elapsed, rows: s.rows as f64, loops: 1.0 });
+                let estimate = Estimate { startup, total, rows, width: out_cols.iter().map(|c| c.width).sum() };
+                Built { node: Node { name: "Sort".into(), estimate, actual, lines, children: vec![child.node] }, cols: out_cols }
+            }
+        }
+    }
+}
+
+/// How many values `generate_series(start, stop, step)` yields (0 for a zero step, which
+/// fails at run time).
+fn series_count(start: i64, stop: i64, step: i64) -> f64 {
+    if step == 0 {
+        return 0.0;
+    }
+    let span = stop as i128 - start as i128;
+    if (span > 0 && step < 0) || (span < 0 && step > 0) {
+        return 0.0;
+    }
+    (span / step as i128 + 1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(name: &str, lines: &[&str], children: Vec<Node>) -> Node {
+        Node {
+            name: name.into(),
+            estimate: Estimate { startup: 0.0, total: 0.43, rows: 10.0, width: 12.0 },
+            actual: None,
+            lines: lines.iter().map(|l| l.to_string()).collect(),
+            children,
+        }
+    }
+
+    #[test]
+    fn renders_the_postgres_tree_layout() {
+        let scan = node("Parallel Seq Scan on parallel_sort_test", &["Filter: (a > 5)"], vec![]);
+        let sort = node("Sort", &["Sort Key: randint"], vec![scan]);
+        let gather = node("Gather Merge", &["Workers Planned: 1"], vec![sort]);
+        let limit = node("Limit", &[], vec![gather]);
+        let mut out = Vec::new();
+        render(&limit, 0, &ExplainOptions::default(), &mut out);
+        assert_eq!(
+            out,
+            vec![
+                "Limit  (cost=0.00..0.43 rows=10 width=12)",
+                "  ->  Gather Merge  (cost=0.00..0.43 rows=10 width=12)",
+                "        Workers Planned: 1",
+                "        ->  Sort  (cost=0.00..0.43 rows=10 width=12)",
+                "              Sort Key: randint",
+                "              ->  Parallel Seq Scan on parallel_sort_test  (cost=0.00..0.43 rows=10 width=12)",
+                "                    Filter: (a > 5)",
+            ]
+        );
+        let mut out = Vec::new();
+        render(&limit, 0, &ExplainOptions { costs: false, ..ExplainOptions::default() }, &mut out);
+        assert_eq!(out[0], "Limit");
+        assert_eq!(out[3], "        ->  Sort");
+    }
+
+    #[test]
+    fn renders_actuals_timing_and_never_executed() {
+        let mut scan = node("Seq Scan on t", &[], vec![]);
+        scan.actual = Some(Actual { startup: Duration::from_micros(12), total: Duration::from_micros(1500), rows: 100.0, loops: 3.0 });
+        let sort = node("Sort", &[], vec![scan]);
+        let options = ExplainOptions { analyze: true, timing: true, summary: true, ..ExplainOptions::default() };
+        let mut out = Vec::new();
+        render(&sort, 0, &options, &mut out);
+        assert_eq!(out[0], "Sort  (cost=0.00..0.43 rows=10 width=12) (never executed)");
+        assert_eq!(out[1], "  ->  Seq Scan on t  (cost=0.00..0.43 rows=10 width=12) (actual time=0.012..1.500 rows=100 loops=3)");
+        let mut out = Vec::new();
+        render(&sort, 0, &ExplainOptions { costs: false, timing: false, ..options }, &mut out);
+        assert_eq!(out[1], "  ->  Seq Scan on t (actual rows=100 loops=3)");
+    }
+
+    fn explain_options(sql: &str) -> Result<ExplainOptions> {
+        let statements = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, sql).unwrap();
+        match &statements[0] {
+            Statement::Explain { analyze, verbose, format, options, .. } => parse_options(*analyze, *verbose, format.as_ref(), options.as_deref()),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn options_parse_as_postgres_does() {
+        let o = explain_options("EXPLAIN SELECT 1").unwrap();
+        assert!(!o.analyze && !o.verbose && o.costs && !o.summary);
+        let o = explain_options("EXPLAIN ANALYZE SELECT 1").unwrap();
+        assert!(o.analyze && o.timing && o.summary && o.costs);
+        let o = explain_options("EXPLAIN (ANALYZE, COSTS OFF, TIMING false, SUMMARY off) SELECT 1").unwrap();
+        assert!(o.analyze && !o.costs && !o.timing && !o.summary);
+        let o = explain_options("EXPLAIN (ANALYZE 0, VERBOSE true, FORMAT TEXT) SELECT 1").unwrap();
+        assert!(!o.analyze && o.verbose);
+        assert_eq!(explain_options("EXPLAIN (TIMING) SELECT 1").unwrap_err().message, "EXPLAIN option TIMING requires ANALYZE");
+        assert_eq!(explain_options("EXPLAIN (FOO) SELECT 1").unwrap_err().message, "unrecognized EXPLAIN option \"foo\"");
+        assert_eq!(explain_options("EXPLAIN (COSTS maybe) SELECT 1").unwrap_err().message, "costs requires a Boolean value");
+        assert_eq!(explain_options("EXPLAIN (FORMAT JSON) SELECT 1").unwrap_err().sqlstate, SqlState::FEATURE_NOT_SUPPORTED);
+    }
+}
