@@ -351,6 +351,7 @@ fn run_sort(sort: &SortPlan, ctx: &ExecContext) -> Result<SortOutput> {
         temp_dir: ctx.sort.temp_dir.clone(),
         cancel: ctx.cancel.clone(),
         trace,
+        sub_run_bytes: weft_sort::DEFAULT_SUB_RUN_BYTES,
     };
     let strategy = options.strategy;
     let outcome = (|| {

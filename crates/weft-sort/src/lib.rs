@@ -3,6 +3,7 @@
 
 mod cardinality;
 pub mod keys;
+mod memrun;
 mod memtuples;
 mod merge;
 pub mod report;
@@ -11,6 +12,7 @@ mod tape;
 mod topn;
 
 pub use keys::{SortColumn, SortKeys};
+pub use memrun::DEFAULT_SUB_RUN_BYTES;
 pub use merge::Merger;
 pub use report::{ParticipantReport, SortMethod, SortReport, SortSpace, SortStrategy};
 pub use sort::{merge_order, ParticipantSort, Partitioning, SharedSort, SortOptions, SortedRuns, TraceFn};

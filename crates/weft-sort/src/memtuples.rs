@@ -44,6 +44,11 @@ impl MemTuples {
         }
     }
 
+    /// Arena chunk size: also a good chunk size for runs laid out from this buffer.
+    pub fn chunk_size(&self) -> usize {
+        self.chunk_size
+    }
+
     pub fn len(&self) -> usize {
         self.tuples.len()
     }

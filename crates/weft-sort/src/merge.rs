@@ -12,6 +12,7 @@ use std::sync::Arc;
 use weft_common::Result;
 
 use crate::keys::SortKeys;
+use crate::memrun::MemRunReader;
 use crate::memtuples::MemTuples;
 use crate::tape::RunReader;
 
@@ -19,22 +20,25 @@ use crate::tape::RunReader;
 pub(crate) const PREFETCH_AHEAD: usize = 12;
 
 /// One sorted input of a merge.
-pub(crate) enum MergeInput {
-    /// A range of a participant's in-memory run.
-    Memory { run: Arc<MemTuples>, next: usize, end: usize, current: Option<usize> },
+pub(crate) enum MergeInput<'a> {
+    /// A sorted buffer, read through its pointer array (a sub-run being spilled).
+    Sorted { buffer: &'a MemTuples, next: usize, current: Option<usize> },
+    /// A range of a run laid out in memory.
+    Memory(MemRunReader),
     /// A range of a run on tape.
     Tape(RunReader),
 }
 
-impl MergeInput {
-    pub fn memory(run: Arc<MemTuples>, start: usize, end: usize) -> MergeInput {
-        MergeInput::Memory { run, next: start, end, current: None }
+impl<'a> MergeInput<'a> {
+    pub fn sorted(buffer: &'a MemTuples) -> MergeInput<'a> {
+        MergeInput::Sorted { buffer, next: 0, current: None }
     }
 
     #[inline]
     fn current(&self) -> Option<&[u8]> {
         match self {
-            MergeInput::Memory { run, current, .. } => current.map(|i| run.get(i)),
+            MergeInput::Sorted { buffer, current, .. } => current.map(|i| buffer.get(i)),
+            MergeInput::Memory(reader) => reader.current(),
             MergeInput::Tape(reader) => reader.current(),
         }
     }
@@ -42,9 +46,10 @@ impl MergeInput {
     #[inline]
     fn advance(&mut self) -> Result<bool> {
         match self {
-            MergeInput::Memory { run, next, end, current } => {
-                if *next < *end {
-                    run.prefetch(*next + PREFETCH_AHEAD);
+            MergeInput::Memory(reader) => Ok(reader.advance()),
+            MergeInput::Sorted { buffer, next, current } => {
+                if *next < buffer.len() {
+                    buffer.prefetch(*next + PREFETCH_AHEAD);
                     *current = Some(*next);
                     *next += 1;
                     Ok(true)
@@ -59,17 +64,17 @@ impl MergeInput {
 }
 
 /// Merges its inputs into one ordered stream.
-pub struct Merger {
+pub struct Merger<'a> {
     keys: Arc<SortKeys>,
-    inputs: Vec<MergeInput>,
+    inputs: Vec<MergeInput<'a>>,
     /// Abbreviated key of each input's current tuple; `None` when exhausted.
     heads: Vec<Option<u64>>,
     tree: Vec<usize>,
     started: bool,
 }
 
-impl Merger {
-    pub(crate) fn new(keys: Arc<SortKeys>, mut inputs: Vec<MergeInput>) -> Result<Merger> {
+impl<'a> Merger<'a> {
+    pub(crate) fn new(keys: Arc<SortKeys>, mut inputs: Vec<MergeInput<'a>>) -> Result<Merger<'a>> {
         let mut heads = Vec::with_capacity(inputs.len());
         for input in inputs.iter_mut() {
             heads.push(if input.advance()? { Some(keys.abbreviate(input.current().expect("advanced"))) } else { None });

@@ -26,6 +26,7 @@ use weft_common::{Error, Result};
 
 use crate::cardinality::AbbreviationCheck;
 use crate::keys::SortKeys;
+use crate::memrun::{MemPosition, MemRun, MemRunReader, MemRunWriter, RunHandle};
 use crate::memtuples::MemTuples;
 use crate::merge::{MergeInput, Merger};
 use crate::report::{ParticipantReport, SortMethod, SortReport, SortSpace, SortStrategy};
@@ -48,6 +49,9 @@ pub struct SortOptions {
     pub temp_dir: PathBuf,
     pub cancel: CancelToken,
     pub trace: Option<TraceFn>,
+    /// Largest sub-run sorted through pointers before it is laid out in order
+    /// ([`DEFAULT_SUB_RUN_BYTES`]; tests make it tiny to merge many sub-runs in memory).
+    pub sub_run_bytes: usize,
 }
 
 /// Per-input read buffer of a merge: PostgreSQL reads 256 kB (32 blocks) per tape.
@@ -70,14 +74,14 @@ fn read_buffer_bytes(budget: usize, width: usize) -> usize {
 /// A participant's one run.
 #[derive(Clone)]
 enum Run {
-    Memory(Arc<MemTuples>),
+    Memory(Arc<MemRun>),
     Tape(TapeRun),
 }
 
 impl Run {
     fn count(&self) -> u64 {
         match self {
-            Run::Memory(m) => m.len() as u64,
+            Run::Memory(m) => m.count(),
             Run::Tape(t) => t.count,
         }
     }
@@ -150,7 +154,9 @@ impl SharedSort {
         ParticipantSort {
             shared: self,
             index,
-            mem: MemTuples::new(self.options.budget),
+            mem: MemTuples::new(self.options.budget.min(self.options.sub_run_bytes)),
+            mem_runs: Vec::new(),
+            mem_runs_bytes: 0,
             topn,
             writer: None,
             runs: Vec::new(),
@@ -187,7 +193,11 @@ impl SharedSort {
 pub struct ParticipantSort<'s> {
     shared: &'s SharedSort,
     index: usize,
+    /// The sub-run being filled, sorted through pointers.
     mem: MemTuples,
+    /// Sorted sub-runs laid out in order, waiting to be merged.
+    mem_runs: Vec<MemRun>,
+    mem_runs_bytes: usize,
     topn: Option<TopN>,
     writer: Option<TapeWriter>,
     runs: Vec<TapeRun>,
@@ -243,11 +253,13 @@ impl<'s> ParticipantSort<'s> {
 
     fn add_to_memory(&mut self, tuple: &[u8], abbrev: u64) -> Result<()> {
         let growth = self.mem.growth_for(tuple.len());
-        if self.mem.bytes() + growth > self.shared.options.budget && !self.mem.is_empty() {
-            self.spill()?;
+        let budget = self.shared.options.budget;
+        let limit = self.shared.options.sub_run_bytes.min(budget.saturating_sub(self.mem_runs_bytes));
+        if self.mem.bytes() + growth > limit && !self.mem.is_empty() {
+            self.close_sub_run()?;
         }
         self.mem.push(tuple, abbrev);
-        self.peak_memory = self.peak_memory.max(self.mem.bytes());
+        self.peak_memory = self.peak_memory.max(self.mem.bytes() + self.mem_runs_bytes);
         Ok(())
     }
 
@@ -255,7 +267,41 @@ impl<'s> ParticipantSort<'s> {
         self.abbreviating && self.shared.keys.abbreviation_is_exact()
     }
 
-    /// Sort what is in memory and write it out as a run.
+    /// The sub-run is full: sort it and lay it out in order, or, when that copy would not
+    /// fit the budget beside the sub-runs already laid out, write all of them to tape as
+    /// one run.
+    fn close_sub_run(&mut self) -> Result<()> {
+        self.mem.sort(&self.shared.keys, self.exact());
+        if self.mem_runs_bytes + 2 * self.mem.bytes() > self.shared.options.budget {
+            return self.spill();
+        }
+        let mut writer = MemRunWriter::new(self.mem.chunk_size());
+        for (i, t) in self.mem.sort_tuples().iter().enumerate() {
+            self.mem.prefetch(i + crate::merge::PREFETCH_AHEAD);
+            writer.write(self.mem.tuple(t));
+        }
+        self.peak_memory = self.peak_memory.max(self.mem.bytes() + self.mem_runs_bytes + writer.bytes());
+        let run = writer.finish();
+        self.mem_runs_bytes += run.bytes();
+        self.mem_runs.push(run);
+        self.mem.clear();
+        Ok(())
+    }
+
+    /// The merge inputs of everything held in memory: laid-out sub-runs (given up as
+    /// they are read) and the sorted current sub-run.
+    fn memory_inputs(&mut self) -> Vec<MergeInput<'_>> {
+        self.mem_runs_bytes = 0;
+        let mut inputs: Vec<MergeInput> =
+            std::mem::take(&mut self.mem_runs).into_iter().map(|run| MergeInput::Memory(MemRunReader::whole(run))).collect();
+        if !self.mem.is_empty() {
+            inputs.push(MergeInput::sorted(&self.mem));
+        }
+        inputs
+    }
+
+    /// Write everything in memory to tape as one sorted run (the current sub-run must be
+    /// sorted).
     fn spill(&mut self) -> Result<()> {
         let shared = self.shared;
         if self.writer.is_none() {
@@ -263,21 +309,27 @@ impl<'s> ParticipantSort<'s> {
                 "participant {} switching to external sort after {} rows ({} kB in memory)",
                 self.index,
                 self.rows,
-                self.mem.bytes() / 1024
+                (self.mem.bytes() + self.mem_runs_bytes) / 1024
             ));
             self.writer = Some(TapeWriter::new(shared.temp_files()?, &format!("p{}", self.index))?);
         }
         let began = Instant::now();
-        self.mem.sort(&shared.keys, self.exact());
-        let writer = self.writer.as_mut().expect("created");
-        for (i, t) in self.mem.sort_tuples().iter().enumerate() {
-            if i as u64 % CANCEL_CHECK_ROWS == 0 {
-                shared.options.cancel.check()?;
+        let mut writer = self.writer.take().expect("created");
+        let outcome = (|| {
+            let keys = shared.keys.clone();
+            let mut merger = Merger::new(keys, self.memory_inputs())?;
+            let mut n = 0u64;
+            while let Some(tuple) = merger.next()? {
+                writer.write(tuple)?;
+                n += 1;
+                if n % CANCEL_CHECK_ROWS == 0 {
+                    shared.options.cancel.check()?;
+                }
             }
-            self.mem.prefetch(i + crate::merge::PREFETCH_AHEAD);
-            writer.write(self.mem.tuple(t))?;
-        }
-        let run = writer.end_run()?;
+            writer.end_run()
+        })();
+        self.writer = Some(writer);
+        let run = outcome?;
         shared.trace(format!(
             "participant {} finished writing run {}: {} rows, {} kB, {:.3} s",
             self.index,
@@ -297,13 +349,42 @@ impl<'s> ParticipantSort<'s> {
         let budget = shared.options.budget;
         let (run, method, space, space_bytes, runs_written, merge_passes) = if let Some(topn) = self.topn.take() {
             let sorted = topn.into_sorted(&shared.keys);
-            (Run::Memory(Arc::new(sorted)), SortMethod::TopNHeapsort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
+            let mut writer = MemRunWriter::new(sorted.chunk_size());
+            for t in sorted.sort_tuples() {
+                writer.write(sorted.tuple(t));
+            }
+            (Run::Memory(Arc::new(writer.finish())), SortMethod::TopNHeapsort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
         } else if self.runs.is_empty() {
+            // Everything fit: merge the sub-runs in memory into the one run.
             self.mem.sort(&shared.keys, self.exact());
-            let mem = std::mem::take(&mut self.mem);
-            (Run::Memory(Arc::new(mem)), SortMethod::Quicksort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
+            let run = if self.mem_runs.is_empty() {
+                let mut writer = MemRunWriter::new(self.mem.chunk_size());
+                for (i, t) in self.mem.sort_tuples().iter().enumerate() {
+                    self.mem.prefetch(i + crate::merge::PREFETCH_AHEAD);
+                    writer.write(self.mem.tuple(t));
+                }
+                writer.finish()
+            } else {
+                let chunk_size = self.mem.chunk_size();
+                let keys = shared.keys.clone();
+                let cancel = shared.options.cancel.clone();
+                let mut merger = Merger::new(keys, self.memory_inputs())?;
+                let mut writer = MemRunWriter::new(chunk_size);
+                let mut n = 0u64;
+                while let Some(tuple) = merger.next()? {
+                    writer.write(tuple);
+                    n += 1;
+                    if n % CANCEL_CHECK_ROWS == 0 {
+                        cancel.check()?;
+                    }
+                }
+                writer.finish()
+            };
+            self.mem.clear();
+            (Run::Memory(Arc::new(run)), SortMethod::Quicksort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
         } else {
-            if !self.mem.is_empty() {
+            if !self.mem.is_empty() || !self.mem_runs.is_empty() {
+                self.mem.sort(&shared.keys, self.exact());
                 self.spill()?;
             }
             let runs_written = self.runs.len();
@@ -383,11 +464,20 @@ fn merge_to_one(shared: &SharedSort, temp: &Arc<TempFileSet>, index: usize, mut 
     Ok((run, pass))
 }
 
+/// A memory run position as a `RunPosition` offset: chunk in the high half.
+fn pack(position: MemPosition) -> u64 {
+    (position.chunk as u64) << 32 | position.offset as u64
+}
+
+fn mem_position(position: RunPosition) -> MemPosition {
+    MemPosition { ordinal: position.ordinal, chunk: (position.offset >> 32) as u32, offset: position.offset as u32 }
+}
+
 /// Where a key range starts within one run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RunPosition {
     pub ordinal: u64,
-    /// Byte offset in the run's file (tape runs only).
+    /// Byte offset in the run's file, or a memory run's packed (chunk, offset).
     offset: u64,
 }
 
@@ -451,9 +541,11 @@ impl SortedRuns {
         }
     }
 
-    fn input(&self, run: usize, start: RunPosition, end: RunPosition, width: usize) -> MergeInput {
+    fn input(&self, run: usize, start: RunPosition, end: RunPosition, width: usize) -> MergeInput<'_> {
         match &self.runs[run] {
-            Run::Memory(m) => MergeInput::memory(m.clone(), start.ordinal as usize, end.ordinal as usize),
+            Run::Memory(m) => {
+                MergeInput::Memory(MemRunReader::new(RunHandle::Shared(m.clone()), mem_position(start), end.ordinal - start.ordinal))
+            }
             Run::Tape(t) => {
                 let buffer = read_buffer_bytes(self.budget, width);
                 MergeInput::Tape(RunReader::new(t, start.offset, end.ordinal - start.ordinal, buffer))
@@ -470,13 +562,13 @@ impl SortedRuns {
 
     fn end_of(&self, run: usize) -> RunPosition {
         match &self.runs[run] {
-            Run::Memory(m) => RunPosition { ordinal: m.len() as u64, offset: 0 },
+            Run::Memory(m) => RunPosition { ordinal: m.count(), offset: pack(m.end()) },
             Run::Tape(t) => RunPosition { ordinal: t.count, offset: t.end },
         }
     }
 
     /// PostgreSQL's way: one merge of every participant's run.
-    pub fn merge_all(&self) -> Result<Merger> {
+    pub fn merge_all(&self) -> Result<Merger<'_>> {
         let width = self.runs.len();
         self.trace(format!("leader merge of {width} runs"));
         let inputs = (0..width).map(|r| self.input(r, self.start_of(r), self.end_of(r), width)).collect();
@@ -493,11 +585,17 @@ impl SortedRuns {
         for (r, run) in self.runs.iter().enumerate() {
             match run {
                 Run::Memory(m) => {
-                    let n = m.len();
-                    let take = n.min(SAMPLES_PER_RANGE * ranges);
+                    let index = m.index();
+                    let take = index.len().min(SAMPLES_PER_RANGE * ranges);
                     for i in 0..take {
-                        let ordinal = (i * n / take) as u64;
-                        samples.push(Sample { run: r, ordinal, offset: 0, tuple: m.get(ordinal as usize), weight: n as f64 / take as f64 });
+                        let entry = &index[i * index.len() / take];
+                        samples.push(Sample {
+                            run: r,
+                            ordinal: entry.ordinal,
+                            offset: pack(MemPosition { ordinal: entry.ordinal, chunk: entry.chunk, offset: entry.offset }),
+                            tuple: m.tuple_at(entry.chunk, entry.offset),
+                            weight: m.count() as f64 / take as f64,
+                        });
                     }
                 }
                 Run::Tape(t) => {
@@ -571,16 +669,23 @@ impl SortedRuns {
         };
         match &self.runs[r] {
             Run::Memory(m) => {
-                let (mut lo, mut hi) = (0usize, m.len());
-                while lo < hi {
-                    let mid = (lo + hi) / 2;
-                    if goes_left(m.get(mid)) {
-                        lo = mid + 1;
-                    } else {
-                        hi = mid;
-                    }
+                // The last sparse-index entry still left of the cut, then read forward.
+                let index = m.index();
+                let after = index.partition_point(|e| goes_left(m.tuple_at(e.chunk, e.offset)));
+                if after == 0 {
+                    return Ok(RunPosition { ordinal: 0, offset: 0 });
                 }
-                Ok(RunPosition { ordinal: lo as u64, offset: 0 })
+                let entry = index[after - 1];
+                let from = MemPosition { ordinal: entry.ordinal, chunk: entry.chunk, offset: entry.offset };
+                let mut reader = MemRunReader::new(RunHandle::Shared(m.clone()), from, m.count() - entry.ordinal);
+                let mut position = from;
+                while reader.advance() {
+                    if !goes_left(reader.current().expect("advanced")) {
+                        break;
+                    }
+                    position = reader.position_after_current(position.ordinal + 1);
+                }
+                Ok(RunPosition { ordinal: position.ordinal, offset: pack(position) })
             }
             Run::Tape(t) => {
                 // The last sparse-index entry still left of the cut, then read forward.
@@ -603,7 +708,7 @@ impl SortedRuns {
     }
 
     /// A merge of one key range of every run.
-    pub fn merge_range(&self, partitioning: &Partitioning, range: usize) -> Result<Merger> {
+    pub fn merge_range(&self, partitioning: &Partitioning, range: usize) -> Result<Merger<'_>> {
         let width = self.runs.len();
         let inputs = (0..width)
             .filter(|&r| partitioning.bounds[r][range + 1].ordinal > partitioning.bounds[r][range].ordinal)

@@ -77,6 +77,8 @@ struct Case {
     bound: Option<u64>,
     /// Participant that gets no rows (tests an empty share).
     idle: Option<usize>,
+    /// Sub-runs sorted through pointers (small: many sub-runs merged in memory).
+    sub_run_bytes: usize,
 }
 
 fn case() -> impl Strategy<Value = Case> {
@@ -93,9 +95,10 @@ fn case() -> impl Strategy<Value = Case> {
                 prop_oneof![Just(SortStrategy::Partition), Just(SortStrategy::LeaderMerge)],
                 prop_oneof![3 => Just(None), 1 => (0u64..100).prop_map(Some)],
                 prop_oneof![Just(None), (0usize..8).prop_map(Some)],
+                prop_oneof![Just(4096usize), Just(64 * 1024), Just(weft_sort::DEFAULT_SUB_RUN_BYTES)],
             )
         })
-        .prop_map(|(types, rows, keys, participants, budget, strategy, bound, idle)| Case {
+        .prop_map(|(types, rows, keys, participants, budget, strategy, bound, idle, sub_run_bytes)| Case {
             types,
             rows,
             keys: keys.into_iter().map(|(column, descending, nulls_first)| SortColumn { column, descending, nulls_first }).collect(),
@@ -104,6 +107,7 @@ fn case() -> impl Strategy<Value = Case> {
             strategy,
             bound,
             idle,
+            sub_run_bytes,
         })
 }
 
@@ -118,6 +122,7 @@ fn run(case: &Case, temp: &std::path::Path, cancel: CancelToken) -> weft_common:
         temp_dir: temp.to_path_buf(),
         cancel,
         trace: None,
+        sub_run_bytes: case.sub_run_bytes,
     };
     let shared = SharedSort::new(keys, options, case.participants);
     let encoded: Vec<Vec<u8>> = case
@@ -250,6 +255,7 @@ fn int_case(values: Vec<i64>, participants: usize, budget: usize, strategy: Sort
         strategy,
         bound: None,
         idle: None,
+        sub_run_bytes: 16 * 1024,
     }
 }
 
@@ -289,6 +295,7 @@ fn duplicate_heavy_keys_partition_evenly() {
         temp_dir: temp.path().to_path_buf(),
         cancel: CancelToken::new(),
         trace: None,
+        sub_run_bytes: weft_sort::DEFAULT_SUB_RUN_BYTES,
     };
     let shared = SharedSort::new(keys, options, 4);
     std::thread::scope(|scope| {
@@ -340,6 +347,7 @@ fn abandoned_abbreviation_still_sorts() {
         strategy: SortStrategy::Partition,
         bound: None,
         idle: None,
+        sub_run_bytes: 64 * 1024,
     };
     check(&case).unwrap();
     let _ = Arc::new(());
