@@ -263,18 +263,18 @@ impl<'s> ParticipantSort<'s> {
         Ok(())
     }
 
-    fn exact(&self) -> bool {
-        self.abbreviating && self.shared.keys.abbreviation_is_exact()
+    /// Is this the sort's only participant (planned so, not just the only one to come)?
+    fn serial(&self) -> bool {
+        self.shared.participants == 1
     }
 
-    /// The sub-run is full: sort it and lay it out in order, or, when that copy would not
-    /// fit the budget beside the sub-runs already laid out, write all of them to tape as
-    /// one run.
-    fn close_sub_run(&mut self) -> Result<()> {
-        self.mem.sort(&self.shared.keys, self.exact());
-        if self.mem_runs_bytes + 2 * self.mem.bytes() > self.shared.options.budget {
-            return self.spill();
+    /// Sort the current sub-run and lay it out beside the others, whatever the budget
+    /// (it is already in memory; only its copy is added, briefly).
+    fn close_sub_run_in_memory(&mut self) {
+        if self.mem.is_empty() {
+            return;
         }
+        self.mem.sort(&self.shared.keys, self.exact());
         let mut writer = MemRunWriter::new(self.mem.chunk_size());
         for (i, t) in self.mem.sort_tuples().iter().enumerate() {
             self.mem.prefetch(i + crate::merge::PREFETCH_AHEAD);
@@ -285,6 +285,21 @@ impl<'s> ParticipantSort<'s> {
         self.mem_runs_bytes += run.bytes();
         self.mem_runs.push(run);
         self.mem.clear();
+    }
+
+    fn exact(&self) -> bool {
+        self.abbreviating && self.shared.keys.abbreviation_is_exact()
+    }
+
+    /// The sub-run is full: sort it and lay it out in order, or, when that copy would not
+    /// fit the budget beside the sub-runs already laid out, write all of them to tape as
+    /// one run.
+    fn close_sub_run(&mut self) -> Result<()> {
+        if self.mem_runs_bytes + 2 * self.mem.bytes() > self.shared.options.budget {
+            self.mem.sort(&self.shared.keys, self.exact());
+            return self.spill();
+        }
+        self.close_sub_run_in_memory();
         Ok(())
     }
 
@@ -347,13 +362,19 @@ impl<'s> ParticipantSort<'s> {
     pub fn finish(mut self) -> Result<()> {
         let shared = self.shared;
         let budget = shared.options.budget;
-        let (run, method, space, space_bytes, runs_written, merge_passes) = if let Some(topn) = self.topn.take() {
+        let (runs, method, space, space_bytes, runs_written, merge_passes) = if let Some(topn) = self.topn.take() {
             let sorted = topn.into_sorted(&shared.keys);
             let mut writer = MemRunWriter::new(sorted.chunk_size());
             for t in sorted.sort_tuples() {
                 writer.write(sorted.tuple(t));
             }
-            (Run::Memory(Arc::new(writer.finish())), SortMethod::TopNHeapsort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
+            (vec![Run::Memory(Arc::new(writer.finish()))], SortMethod::TopNHeapsort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
+        } else if self.runs.is_empty() && self.serial() {
+            // A serial sort has no one to hand a single run to: like PostgreSQL's, its
+            // final merge reads the sub-runs on the fly, without merging them first.
+            self.close_sub_run_in_memory();
+            let runs = std::mem::take(&mut self.mem_runs).into_iter().map(|r| Run::Memory(Arc::new(r))).collect();
+            (runs, SortMethod::Quicksort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
         } else if self.runs.is_empty() {
             // Everything fit: merge the sub-runs in memory into the one run.
             self.mem.sort(&shared.keys, self.exact());
@@ -381,7 +402,7 @@ impl<'s> ParticipantSort<'s> {
                 writer.finish()
             };
             self.mem.clear();
-            (Run::Memory(Arc::new(run)), SortMethod::Quicksort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
+            (vec![Run::Memory(Arc::new(run))], SortMethod::Quicksort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
         } else {
             if !self.mem.is_empty() || !self.mem_runs.is_empty() {
                 self.mem.sort(&shared.keys, self.exact());
@@ -390,10 +411,17 @@ impl<'s> ParticipantSort<'s> {
             let runs_written = self.runs.len();
             let temp = shared.temp_files()?;
             let runs = std::mem::take(&mut self.runs);
-            let (run, passes) = merge_to_one(shared, &temp, self.index, runs, budget)?;
+            // A serial sort's final merge reads its runs on the fly when one merge can
+            // take them all; a parallel participant leaves exactly one run.
+            let (runs, passes) = if self.serial() && runs.len() <= merge_order(budget) {
+                (runs, 0)
+            } else {
+                let (run, passes) = merge_to_one(shared, &temp, self.index, runs, budget)?;
+                (vec![run], passes)
+            };
             // What this share occupies on disk once sorted (passes reuse freed space).
-            let disk = run.end - run.start;
-            (Run::Tape(run), SortMethod::ExternalMerge, SortSpace::Disk, disk, runs_written, passes)
+            let disk = runs.iter().map(|r| r.end - r.start).sum();
+            (runs.into_iter().map(Run::Tape).collect(), SortMethod::ExternalMerge, SortSpace::Disk, disk, runs_written, passes)
         };
         let elapsed = self.started.elapsed();
         shared.trace(format!(
@@ -415,7 +443,7 @@ impl<'s> ParticipantSort<'s> {
             space_bytes,
             elapsed,
         });
-        shared.runs.lock().push((self.index, run));
+        shared.runs.lock().extend(runs.into_iter().map(|run| (self.index, run)));
         Ok(())
     }
 }
