@@ -129,10 +129,81 @@ impl<'a> HeapInserter<'a> {
         Ok(())
     }
 
+    /// Append pages packed elsewhere (by [`HeapPageBuilder`]s of other participants),
+    /// after the rows inserted so far: the relation keeps the order in which rows and
+    /// pages were handed over.
+    pub fn append_pages(&mut self, pages: PackedPages) -> Result<()> {
+        self.flush_page()?;
+        for image in pages.pages {
+            let buffer = self.pool.extend(self.rel, ForkNumber::Main, Some(&mut self.strategy))?;
+            buffer.write().copy_from_slice(&image[..]);
+        }
+        self.rows_inserted += pages.rows;
+        Ok(())
+    }
+
     /// Write the last partial page; returns the number of rows inserted.
     pub fn finish(mut self) -> Result<u64> {
         self.flush_page()?;
         Ok(self.rows_inserted)
+    }
+}
+
+/// Packs rows of one transaction into heap page images in memory, for a participant that
+/// may not extend the relation itself (its pages must come after another's): the pages go
+/// to the relation later, in order, through [`HeapInserter::append_pages`].
+pub struct HeapPageBuilder {
+    xid: Xid,
+    page: Box<Page>,
+    page_has_rows: bool,
+    scratch: Vec<u8>,
+    packed: PackedPages,
+}
+
+/// Full heap page images and the rows they hold.
+#[derive(Default)]
+pub struct PackedPages {
+    pages: Vec<Box<Page>>,
+    rows: u64,
+}
+
+impl HeapPageBuilder {
+    pub fn new(xid: Xid) -> HeapPageBuilder {
+        let mut page: Box<Page> = Box::new([0u8; PAGE_SIZE]);
+        page::init(&mut page, 0);
+        HeapPageBuilder { xid, page, page_has_rows: false, scratch: Vec::with_capacity(256), packed: PackedPages::default() }
+    }
+
+    /// Add a row already in the table's tuple format.
+    pub fn add(&mut self, row: &[u8]) -> Result<()> {
+        self.scratch.clear();
+        self.scratch.extend_from_slice(&self.xid.to_le_bytes());
+        self.scratch.extend_from_slice(row);
+        if self.scratch.len() > page::MAX_ITEM_SIZE {
+            return Err(row_too_big(row.len()));
+        }
+        if page::add_item(&mut self.page, &self.scratch).is_none() {
+            self.next_page();
+            page::add_item(&mut self.page, &self.scratch)
+                .ok_or_else(|| Error::internal("a row that fits an empty page did not fit"))?;
+        }
+        self.page_has_rows = true;
+        self.packed.rows += 1;
+        Ok(())
+    }
+
+    fn next_page(&mut self) {
+        if self.page_has_rows {
+            let mut fresh: Box<Page> = Box::new([0u8; PAGE_SIZE]);
+            page::init(&mut fresh, 0);
+            self.packed.pages.push(std::mem::replace(&mut self.page, fresh));
+            self.page_has_rows = false;
+        }
+    }
+
+    pub fn finish(mut self) -> PackedPages {
+        self.next_page();
+        self.packed
     }
 }
 

@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering}
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use weft_access::heap::{scan_blocks_by_page, HeapInserter, HeapScanCursor};
+use weft_access::heap::{scan_blocks_by_page, HeapInserter, HeapPageBuilder, HeapScanCursor, PackedPages};
+use crate::sort::Ordered;
 use weft_common::parallel::{CancelToken, WorkerPool};
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result};
@@ -253,10 +254,24 @@ pub fn execute_insert(plan: &Plan, ctx: &ExecContext, target: &InsertTarget) -> 
         // Sorted tuples already in the table's format go to its pages as they are.
         Plan::Sort(sort) if crate::sort::output_is_full_row(sort, target.layout.types()) => {
             let mut local = sink.local()?;
-            crate::sort::execute_sort_encoded(sort, ctx, |tuple| {
-                sink.target.check_not_null_encoded(tuple)?;
-                local.scratch().extend_from_slice(tuple);
-                local.insert_scratch()?;
+            // Ranges merged by workers arrive as packed heap pages.
+            let pack = |merger: &mut weft_sort::Merger| -> Result<PackedPages> {
+                let mut builder = HeapPageBuilder::new(target.xid);
+                while let Some(tuple) = merger.next()? {
+                    target.check_not_null_encoded(tuple)?;
+                    builder.add(tuple)?;
+                }
+                Ok(builder.finish())
+            };
+            crate::sort::execute_sort_encoded(sort, ctx, pack, |item| {
+                match item {
+                    Ordered::Tuple(tuple) => {
+                        target.check_not_null_encoded(tuple)?;
+                        local.scratch().extend_from_slice(tuple);
+                        local.insert_scratch()?;
+                    }
+                    Ordered::Packed(pages) => local.append_pages(pages)?,
+                }
                 Ok(true)
             })?;
             sink.finish(local)?;

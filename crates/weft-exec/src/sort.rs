@@ -53,22 +53,35 @@ pub(crate) fn execute_sort(sort: &SortPlan, ctx: &ExecContext) -> Result<Vec<Row
     })
 }
 
+/// What the consumer of an ordered output receives, in order: a tuple the leader merged
+/// itself, or a whole key range another participant merged and packed with `pack`.
+pub(crate) enum Ordered<'a, P> {
+    Tuple(&'a [u8]),
+    Packed(P),
+}
+
 /// Sort and hand the encoded tuples, in order, to `consume` (which returns false to
-/// stop). For CREATE TABLE AS / INSERT whose table layout is the sort's: no decoding.
-pub(crate) fn execute_sort_encoded(sort: &SortPlan, ctx: &ExecContext, mut consume: impl FnMut(&[u8]) -> Result<bool> + Send) -> Result<()> {
+/// stop). For CREATE TABLE AS / INSERT whose table layout is the sort's: no decoding, and
+/// with the partition strategy the ranges merged by workers arrive packed (as heap pages).
+pub(crate) fn execute_sort_encoded<P: Send>(
+    sort: &SortPlan,
+    ctx: &ExecContext,
+    pack: impl Fn(&mut Merger) -> Result<P> + Sync,
+    mut consume: impl FnMut(Ordered<'_, P>) -> Result<bool> + Send,
+) -> Result<()> {
     match run_sort(sort, ctx)? {
         SortOutput::Merge(finished) => finished.merge(ctx, |merger, limit| {
             let mut n = 0u64;
             while limit.is_none_or(|l| n < l) {
                 let Some(tuple) = merger.next()? else { break };
-                if !consume(tuple)? {
+                if !consume(Ordered::Tuple(tuple))? {
                     break;
                 }
                 n += 1;
             }
             Ok(())
         }),
-        SortOutput::Ranges(ranges) => ranges.read_in_order(ctx, consume),
+        SortOutput::Ranges(ranges) => ranges.read_in_order(ctx, pack, consume),
     }
 }
 
@@ -159,40 +172,40 @@ impl PartitionedSort {
         outcome
     }
 
-    /// Hand every tuple, in order, to `consume`, which runs in the leader only (it writes
-    /// the table). The leader takes ranges from the first up and feeds them straight to
-    /// `consume`; workers take ranges from the last down and copy them out; where they
-    /// meet, the leader goes on with the workers' copies, in order. So the leader's
-    /// consuming overlaps the workers' merging, and nothing is copied twice when there
-    /// are no workers.
-    fn read_in_order(self, ctx: &ExecContext, consume: impl FnMut(&[u8]) -> Result<bool> + Send) -> Result<()> {
+    /// Hand everything, in order, to `consume`, which runs in the leader only (it writes
+    /// the table). The leader takes ranges from the first up and feeds their tuples
+    /// straight to `consume`; workers take ranges from the last down and `pack` them;
+    /// where they meet, the leader goes on with the workers' packed ranges, in order. So
+    /// the leader's consuming overlaps the workers' merging and packing.
+    fn read_in_order<P: Send>(
+        self,
+        ctx: &ExecContext,
+        pack: impl Fn(&mut Merger) -> Result<P> + Sync,
+        consume: impl FnMut(Ordered<'_, P>) -> Result<bool> + Send,
+    ) -> Result<()> {
         let began = Instant::now();
         let busy = BusyIntervals::default();
         let consume = Mutex::new(consume);
         let outcome = (|| {
             let ranges = self.ranges();
             let partitioning = self.state.runs.partition(ranges)?;
-            let slots: Vec<RangeSlot> = (0..ranges).map(|_| RangeSlot::default()).collect();
+            let slots: Vec<RangeSlot<P>> = (0..ranges).map(|_| RangeSlot::default()).collect();
             // The next range the leader hands to `consume`, and whether it asked to stop.
             let next_in_order = AtomicUsize::new(0);
             let stopped = std::sync::atomic::AtomicBool::new(false);
             let feed = |merger: &mut Merger| -> Result<()> {
                 let mut consume = consume.lock();
                 while let Some(tuple) = merger.next()? {
-                    if !(*consume)(tuple)? {
+                    if !(*consume)(Ordered::Tuple(tuple))? {
                         stopped.store(true, Ordering::Relaxed);
                         break;
                     }
                 }
                 Ok(())
             };
-            let feed_copy = |buffer: &[u8]| -> Result<()> {
-                let mut consume = consume.lock();
-                for tuple in LengthPrefixed(buffer) {
-                    if !(*consume)(tuple)? {
-                        stopped.store(true, Ordering::Relaxed);
-                        break;
-                    }
+            let feed_packed = |part: P| -> Result<()> {
+                if !(*consume.lock())(Ordered::Packed(part))? {
+                    stopped.store(true, Ordering::Relaxed);
                 }
                 Ok(())
             };
@@ -204,10 +217,10 @@ impl PartitionedSort {
                         if range >= ranges {
                             break;
                         }
-                        if slots[range].claim(RangeSlot::LEADER).is_ok() {
+                        if slots[range].claim(LEADER).is_ok() {
                             feed(&mut self.state.runs.merge_range(&partitioning, range)?)?;
                         } else {
-                            feed_copy(&slots[range].wait_for_copy(ctx.cancel)?)?;
+                            feed_packed(slots[range].wait_for_part(ctx.cancel)?)?;
                         }
                         next_in_order.store(range + 1, Ordering::Relaxed);
                     }
@@ -216,28 +229,23 @@ impl PartitionedSort {
                         if stopped.load(Ordering::Relaxed) {
                             break;
                         }
-                        match slots[range].claim(RangeSlot::WORKER) {
+                        match slots[range].claim(WORKER) {
                             Ok(()) => {}
-                            Err(RangeSlot::LEADER) => break, // the leader got here: the rest is its
-                            Err(_) => continue,              // another worker's
+                            Err(LEADER) => break, // the leader got here: the rest is its
+                            Err(_) => continue,   // another worker's
                         }
-                        let mut merger = self.state.runs.merge_range(&partitioning, range)?;
-                        let mut copy = Vec::new();
-                        while let Some(tuple) = merger.next()? {
-                            copy.extend_from_slice(&(tuple.len() as u32).to_le_bytes());
-                            copy.extend_from_slice(tuple);
-                        }
-                        slots[range].publish(copy);
+                        let part = pack(&mut self.state.runs.merge_range(&partitioning, range)?)?;
+                        slots[range].publish(part);
                     }
                 }
                 Ok(())
             })?;
-            // Without a participating leader the workers copied every range.
+            // Without a participating leader the workers packed every range.
             for slot in &slots[next_in_order.load(Ordering::Relaxed)..] {
                 if stopped.load(Ordering::Relaxed) {
                     break;
                 }
-                feed_copy(&slot.wait_for_copy(ctx.cancel)?)?;
+                feed_packed(slot.wait_for_part(ctx.cancel)?)?;
             }
             Ok(())
         })();
@@ -246,56 +254,44 @@ impl PartitionedSort {
     }
 }
 
-/// One key range of a partitioned merge: who merges it, and a worker's copy of it.
-#[derive(Default)]
-struct RangeSlot {
+const LEADER: u8 = 1;
+const WORKER: u8 = 2;
+
+/// One key range of a partitioned merge: who merges it, and a worker's packed result.
+struct RangeSlot<P> {
     owner: std::sync::atomic::AtomicU8,
-    copy: Mutex<Option<Vec<u8>>>,
+    part: Mutex<Option<P>>,
     ready: parking_lot::Condvar,
 }
 
-impl RangeSlot {
-    const LEADER: u8 = 1;
-    const WORKER: u8 = 2;
+impl<P> Default for RangeSlot<P> {
+    fn default() -> Self {
+        RangeSlot { owner: Default::default(), part: Mutex::new(None), ready: Default::default() }
+    }
+}
 
+impl<P> RangeSlot<P> {
     /// Take the range, or learn who has it.
     fn claim(&self, who: u8) -> std::result::Result<(), u8> {
         self.owner.compare_exchange(0, who, Ordering::AcqRel, Ordering::Acquire).map(|_| ())
     }
 
-    fn publish(&self, copy: Vec<u8>) {
-        *self.copy.lock() = Some(copy);
+    fn publish(&self, part: P) {
+        *self.part.lock() = Some(part);
         self.ready.notify_all();
     }
 
     /// Wait for the worker that claimed this range; a failed worker cancels the
     /// statement, which ends the wait.
-    fn wait_for_copy(&self, cancel: &weft_common::parallel::CancelToken) -> Result<Vec<u8>> {
-        let mut copy = self.copy.lock();
+    fn wait_for_part(&self, cancel: &weft_common::parallel::CancelToken) -> Result<P> {
+        let mut part = self.part.lock();
         loop {
-            if let Some(buffer) = copy.take() {
-                return Ok(buffer);
+            if let Some(done) = part.take() {
+                return Ok(done);
             }
             cancel.check()?;
-            self.ready.wait_for(&mut copy, Duration::from_millis(10));
+            self.ready.wait_for(&mut part, Duration::from_millis(10));
         }
-    }
-}
-
-/// Tuples copied out as `u32` length, bytes, ...
-struct LengthPrefixed<'a>(&'a [u8]);
-
-impl<'a> Iterator for LengthPrefixed<'a> {
-    type Item = &'a [u8];
-
-    fn next(&mut self) -> Option<&'a [u8]> {
-        if self.0.len() < 4 {
-            return None;
-        }
-        let len = u32::from_le_bytes(self.0[..4].try_into().expect("4 bytes")) as usize;
-        let (tuple, rest) = self.0[4..].split_at(len);
-        self.0 = rest;
-        Some(tuple)
     }
 }
 
