@@ -194,3 +194,15 @@ mod tests {
         assert_eq!(format_float8(f64::NEG_INFINITY), "-Infinity");
     }
 }
+
+/// PostgreSQL's float8 order (`float8_cmp_internal`): NaN is larger than every other
+/// value and equal to itself; `-0 = 0`.
+pub fn compare_float8(a: f64, b: f64) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => Ordering::Equal,
+        (true, false) => Ordering::Greater,
+        (false, true) => Ordering::Less,
+        (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+    }
+}

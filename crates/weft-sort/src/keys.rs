@@ -184,17 +184,7 @@ impl SortKeys {
     }
 }
 
-/// `float8_cmp_internal`: NaN is larger than every other value and equal to itself;
-/// `-0 = 0`.
-#[inline]
-pub fn compare_float8(a: f64, b: f64) -> Ordering {
-    match (a.is_nan(), b.is_nan()) {
-        (true, true) => Ordering::Equal,
-        (true, false) => Ordering::Greater,
-        (false, true) => Ordering::Less,
-        (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
-    }
-}
+pub use weft_common::types::compare_float8;
 
 /// Map a float8 to a `u64` whose unsigned order is PostgreSQL's order.
 #[inline]

@@ -67,8 +67,11 @@ pub fn merge_order(budget: usize) -> usize {
     (budget / MERGE_BUFFER_BYTES).clamp(MIN_MERGE_ORDER, MAX_MERGE_ORDER)
 }
 
+/// Read buffer of each input of a merge: a share of the budget, between 32 kB and 1 MiB
+/// (more does not read a run through the page cache any faster, and key-range merges run
+/// several at once).
 fn read_buffer_bytes(budget: usize, width: usize) -> usize {
-    (budget / width.max(1)).clamp(32 * 1024, 16 << 20)
+    (budget / width.max(1)).clamp(32 * 1024, 1 << 20)
 }
 
 /// A participant's one run.
@@ -332,15 +335,7 @@ impl<'s> ParticipantSort<'s> {
         let mut writer = self.writer.take().expect("created");
         let outcome = (|| {
             let keys = shared.keys.clone();
-            let mut merger = Merger::new(keys, self.memory_inputs())?;
-            let mut n = 0u64;
-            while let Some(tuple) = merger.next()? {
-                writer.write(tuple)?;
-                n += 1;
-                if n % CANCEL_CHECK_ROWS == 0 {
-                    shared.options.cancel.check()?;
-                }
-            }
+            write_merged(Merger::new(keys, self.memory_inputs())?, &mut writer, &shared.options.cancel)?;
             writer.end_run()
         })();
         self.writer = Some(writer);
@@ -448,6 +443,19 @@ impl<'s> ParticipantSort<'s> {
     }
 }
 
+/// Write a merge's output to the tape's current run.
+fn write_merged(mut merger: Merger<'_>, writer: &mut TapeWriter, cancel: &CancelToken) -> Result<()> {
+    let mut n = 0u64;
+    while let Some(tuple) = merger.next()? {
+        writer.write(tuple)?;
+        n += 1;
+        if n % CANCEL_CHECK_ROWS == 0 {
+            cancel.check()?;
+        }
+    }
+    Ok(())
+}
+
 /// Merge a participant's runs into one, in as many passes as the merge order needs;
 /// returns the run and the number of passes.
 fn merge_to_one(shared: &SharedSort, temp: &Arc<TempFileSet>, index: usize, mut runs: Vec<TapeRun>, budget: usize) -> Result<(TapeRun, usize)> {
@@ -463,17 +471,8 @@ fn merge_to_one(shared: &SharedSort, temp: &Arc<TempFileSet>, index: usize, mut 
         let group = runs.split_off(runs.len() - take);
         let buffer = read_buffer_bytes(budget, group.len());
         let inputs = group.iter().map(|run| MergeInput::Tape(RunReader::new(run, run.start, run.count, buffer))).collect();
-        let mut merger = Merger::new(shared.keys.clone(), inputs)?;
         let mut writer = TapeWriter::new(temp.clone(), &format!("p{index}.pass{pass}"))?;
-        let mut n = 0u64;
-        while let Some(tuple) = merger.next()? {
-            writer.write(tuple)?;
-            n += 1;
-            if n % CANCEL_CHECK_ROWS == 0 {
-                shared.options.cancel.check()?;
-            }
-        }
-        drop(merger);
+        write_merged(Merger::new(shared.keys.clone(), inputs)?, &mut writer, &shared.options.cancel)?;
         runs.push(writer.end_run()?);
         shared.trace(format!(
             "participant {index}: merge pass {pass}: {take} runs into 1, {} left (merge order {order}), {:.3} s",

@@ -127,22 +127,7 @@ fn function_name(func: ScalarFunction) -> &'static str {
 }
 
 fn operator(op: BinaryOp) -> &'static str {
-    match op {
-        BinaryOp::Add => "+",
-        BinaryOp::Sub => "-",
-        BinaryOp::Mul => "*",
-        BinaryOp::Div => "/",
-        BinaryOp::Mod => "%",
-        BinaryOp::Eq => "=",
-        BinaryOp::NotEq => "<>",
-        BinaryOp::Lt => "<",
-        BinaryOp::LtEq => "<=",
-        BinaryOp::Gt => ">",
-        BinaryOp::GtEq => ">=",
-        BinaryOp::And => "AND",
-        BinaryOp::Or => "OR",
-        BinaryOp::Concat => "||",
-    }
+    weft_exec::expr::resolve::binary_op_symbol(op)
 }
 
 /// A constant as PostgreSQL's `get_const_expr` prints it (with `showtype` 0).

@@ -35,15 +35,7 @@ pub fn compare_datums(a: &Datum, b: &Datum) -> Ordering {
     }
 }
 
-/// `float8_cmp_internal`: NaN is the largest value and equal to itself; `-0 = 0`.
-pub fn compare_float8(a: f64, b: f64) -> Ordering {
-    match (a.is_nan(), b.is_nan()) {
-        (true, true) => Ordering::Equal,
-        (true, false) => Ordering::Greater,
-        (false, true) => Ordering::Less,
-        (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
-    }
-}
+pub use weft_common::types::compare_float8;
 
 /// Numeric comparison by value (`1.0 = 1.00`).
 pub fn compare_numeric(a: &Numeric, b: &Numeric) -> Ordering {
