@@ -132,12 +132,9 @@ impl<'a> HeapInserter<'a> {
     /// Append pages packed elsewhere (by [`HeapPageBuilder`]s of other participants),
     /// after the rows inserted so far: the relation keeps the order in which rows and
     /// pages were handed over.
-    pub fn append_pages(&mut self, pages: PackedPages) -> Result<()> {
+    pub fn append_pages(&mut self, mut pages: PackedPages) -> Result<()> {
         self.flush_page()?;
-        for image in pages.pages {
-            let buffer = self.pool.extend(self.rel, ForkNumber::Main, Some(&mut self.strategy))?;
-            buffer.write().copy_from_slice(&image[..]);
-        }
+        self.pool.extend_with_pages(self.rel, ForkNumber::Main, &mut pages.pages)?;
         self.rows_inserted += pages.rows;
         Ok(())
     }

@@ -53,8 +53,8 @@ pub(crate) fn execute_sort(sort: &SortPlan, ctx: &ExecContext) -> Result<Vec<Row
     })
 }
 
-/// What the consumer of an ordered output receives, in order: a tuple the leader merged
-/// itself, or a whole key range another participant merged and packed with `pack`.
+/// What the consumer of an ordered output receives, in order: a tuple of a merge read by
+/// the leader, or a whole key range that a participant merged and packed with `pack`.
 pub(crate) enum Ordered<'a, P> {
     Tuple(&'a [u8]),
     Packed(P),
@@ -62,7 +62,8 @@ pub(crate) enum Ordered<'a, P> {
 
 /// Sort and hand the encoded tuples, in order, to `consume` (which returns false to
 /// stop). For CREATE TABLE AS / INSERT whose table layout is the sort's: no decoding, and
-/// with the partition strategy the ranges merged by workers arrive packed (as heap pages).
+/// with the partition strategy the key ranges arrive packed (as heap pages), merged and
+/// packed by all participants at once.
 pub(crate) fn execute_sort_encoded<P: Send>(
     sort: &SortPlan,
     ctx: &ExecContext,
@@ -81,7 +82,9 @@ pub(crate) fn execute_sort_encoded<P: Send>(
             }
             Ok(())
         }),
-        SortOutput::Ranges(ranges) => ranges.read_in_order(ctx, pack, consume),
+        // Every participant merges and packs whole key ranges; the leader hands the
+        // packed ranges over in order (appending pages, not inserting rows).
+        SortOutput::Ranges(ranges) => ranges.merge_in_order(ctx, pack, |part| consume(Ordered::Packed(part))),
     }
 }
 
@@ -171,127 +174,78 @@ impl PartitionedSort {
         self.state.report(ctx, began.elapsed(), busy.not_all_busy(began.elapsed()));
         outcome
     }
+}
 
-    /// Hand everything, in order, to `consume`, which runs in the leader only (it writes
-    /// the table). The leader takes ranges from the first up and feeds their tuples
-    /// straight to `consume`; workers take ranges from the last down and `pack` them;
-    /// where they meet, the leader goes on with the workers' packed ranges, in order. So
-    /// the leader's consuming overlaps the workers' merging and packing.
-    fn read_in_order<P: Send>(
+impl PartitionedSort {
+    /// Every participant merges and packs key ranges, claimed in increasing order; the
+    /// leader, between its own ranges and after them, hands the packed ranges to `consume`
+    /// in order as soon as they are ready — so appending overlaps packing, and only the
+    /// last ranges are appended after everyone else is done.
+    fn merge_in_order<P: Send>(
         self,
         ctx: &ExecContext,
         pack: impl Fn(&mut Merger) -> Result<P> + Sync,
-        consume: impl FnMut(Ordered<'_, P>) -> Result<bool> + Send,
+        consume: impl FnMut(P) -> Result<bool> + Send,
     ) -> Result<()> {
         let began = Instant::now();
         let busy = BusyIntervals::default();
-        let consume = Mutex::new(consume);
         let outcome = (|| {
             let ranges = self.ranges();
             let partitioning = self.state.runs.partition(ranges)?;
-            let slots: Vec<RangeSlot<P>> = (0..ranges).map(|_| RangeSlot::default()).collect();
-            // The next range the leader hands to `consume`, and whether it asked to stop.
-            let next_in_order = AtomicUsize::new(0);
-            let stopped = std::sync::atomic::AtomicBool::new(false);
-            let feed = |merger: &mut Merger| -> Result<()> {
-                let mut consume = consume.lock();
-                while let Some(tuple) = merger.next()? {
-                    if !(*consume)(Ordered::Tuple(tuple))? {
-                        stopped.store(true, Ordering::Relaxed);
-                        break;
+            let next_range = AtomicUsize::new(0);
+            let parts: Mutex<Vec<Option<P>>> = Mutex::new((0..ranges).map(|_| None).collect());
+            let ready = parking_lot::Condvar::new();
+            let consumer = Mutex::new((consume, 0usize, false)); // (consume, next in order, stopped)
+            // Hand over the parts that are ready, in order; with `wait`, all of them.
+            let drain = |wait: bool| -> Result<()> {
+                let mut guard = consumer.lock();
+                let (consume, next, stopped) = &mut *guard;
+                while *next < ranges && !*stopped {
+                    let part = {
+                        let mut parts = parts.lock();
+                        loop {
+                            match parts[*next].take() {
+                                Some(part) => break Some(part),
+                                None if wait => {
+                                    ctx.cancel.check()?;
+                                    ready.wait_for(&mut parts, Duration::from_millis(10));
+                                }
+                                None => break None,
+                            }
+                        }
+                    };
+                    let Some(part) = part else { return Ok(()) };
+                    *next += 1;
+                    if !consume(part)? {
+                        *stopped = true;
                     }
-                }
-                Ok(())
-            };
-            let feed_packed = |part: P| -> Result<()> {
-                if !(*consume.lock())(Ordered::Packed(part))? {
-                    stopped.store(true, Ordering::Relaxed);
                 }
                 Ok(())
             };
             ctx.workers.run(self.workers, ctx.leader_participates, ctx.cancel, |participant| {
                 let _busy = busy.start();
+                loop {
+                    let range = next_range.fetch_add(1, Ordering::Relaxed);
+                    if range >= ranges {
+                        break;
+                    }
+                    let part = pack(&mut self.state.runs.merge_range(&partitioning, range)?)?;
+                    parts.lock()[range] = Some(part);
+                    ready.notify_all();
+                    if participant.is_leader {
+                        drain(false)?;
+                    }
+                }
                 if participant.is_leader {
-                    while !stopped.load(Ordering::Relaxed) {
-                        let range = next_in_order.load(Ordering::Relaxed);
-                        if range >= ranges {
-                            break;
-                        }
-                        if slots[range].claim(LEADER).is_ok() {
-                            feed(&mut self.state.runs.merge_range(&partitioning, range)?)?;
-                        } else {
-                            feed_packed(slots[range].wait_for_part(ctx.cancel)?)?;
-                        }
-                        next_in_order.store(range + 1, Ordering::Relaxed);
-                    }
-                } else {
-                    for range in (0..ranges).rev() {
-                        if stopped.load(Ordering::Relaxed) {
-                            break;
-                        }
-                        match slots[range].claim(WORKER) {
-                            Ok(()) => {}
-                            Err(LEADER) => break, // the leader got here: the rest is its
-                            Err(_) => continue,   // another worker's
-                        }
-                        let part = pack(&mut self.state.runs.merge_range(&partitioning, range)?)?;
-                        slots[range].publish(part);
-                    }
+                    drain(true)?;
                 }
                 Ok(())
             })?;
-            // Without a participating leader the workers packed every range.
-            for slot in &slots[next_in_order.load(Ordering::Relaxed)..] {
-                if stopped.load(Ordering::Relaxed) {
-                    break;
-                }
-                feed_packed(slot.wait_for_part(ctx.cancel)?)?;
-            }
-            Ok(())
+            // Without a participating leader, everything is handed over now.
+            drain(true)
         })();
         self.state.report(ctx, began.elapsed(), busy.not_all_busy(began.elapsed()));
         outcome
-    }
-}
-
-const LEADER: u8 = 1;
-const WORKER: u8 = 2;
-
-/// One key range of a partitioned merge: who merges it, and a worker's packed result.
-struct RangeSlot<P> {
-    owner: std::sync::atomic::AtomicU8,
-    part: Mutex<Option<P>>,
-    ready: parking_lot::Condvar,
-}
-
-impl<P> Default for RangeSlot<P> {
-    fn default() -> Self {
-        RangeSlot { owner: Default::default(), part: Mutex::new(None), ready: Default::default() }
-    }
-}
-
-impl<P> RangeSlot<P> {
-    /// Take the range, or learn who has it.
-    fn claim(&self, who: u8) -> std::result::Result<(), u8> {
-        self.owner.compare_exchange(0, who, Ordering::AcqRel, Ordering::Acquire).map(|_| ())
-    }
-
-    fn publish(&self, part: P) {
-        *self.part.lock() = Some(part);
-        self.ready.notify_all();
-    }
-
-    /// Wait for the worker that claimed this range; a failed worker cancels the
-    /// statement, which ends the wait.
-    fn wait_for_part(&self, cancel: &weft_common::parallel::CancelToken) -> Result<P> {
-        let mut part = self.part.lock();
-        loop {
-            if let Some(done) = part.take() {
-                return Ok(done);
-            }
-            cancel.check()?;
-            self.ready.wait_for(&mut part, Duration::from_millis(10));
-        }
     }
 }
 

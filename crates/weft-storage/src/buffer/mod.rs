@@ -418,6 +418,37 @@ impl BufferPool {
         self.pin_page(BufferTag { rel, fork, block }, strategy, Fill::Extend)
     }
 
+    /// Adds `pages` (complete page images) to the end of the fork, written straight to
+    /// its file: a bulk load's pages need no buffer, and writing them from here costs one
+    /// copy instead of a frame, an eviction and a write each. Sets their checksums;
+    /// returns the first new block. The blocks are never in the pool (they are new), so
+    /// no buffer can disagree with them; `flush_relation` fsyncs them with the rest.
+    pub fn extend_with_pages(&self, rel: RelFileLocator, fork: ForkNumber, pages: &mut [Box<Page>]) -> Result<BlockNumber> {
+        let first = {
+            let mut sizes = self.nblocks.lock();
+            let n = match sizes.get(&(rel, fork)) {
+                Some(&n) => n,
+                None => self.smgr.nblocks(rel, fork)?,
+            };
+            let end = n.checked_add(pages.len() as BlockNumber).filter(|&e| e < BlockNumber::MAX).ok_or_else(|| {
+                let path = self.smgr.file_path(rel, fork);
+                Error::new(
+                    SqlState::PROGRAM_LIMIT_EXCEEDED,
+                    format!("cannot extend file \"{}\" beyond {} blocks", path.display(), BlockNumber::MAX),
+                )
+            })?;
+            sizes.insert((rel, fork), end);
+            n
+        };
+        for (i, image) in pages.iter_mut().enumerate() {
+            let block = first + i as BlockNumber;
+            page::set_checksum(image, block);
+            self.smgr.write_block(rel, fork, block, image)?;
+            bump(&self.stats.extends);
+        }
+        Ok(first)
+    }
+
     /// Logical size of the fork, including extended blocks not yet written.
     pub fn nblocks(&self, rel: RelFileLocator, fork: ForkNumber) -> Result<BlockNumber> {
         let mut sizes = self.nblocks.lock();
