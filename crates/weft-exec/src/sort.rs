@@ -133,7 +133,7 @@ impl FinishedSort {
 }
 
 /// Key ranges per participant: more ranges than participants let whoever is faster take
-/// more of them, and let the leader consume early ranges while workers merge later ones.
+/// more of them, and let the leader hand early ranges over while later ones are merged.
 const RANGES_PER_PARTICIPANT: usize = 4;
 
 /// The runs of a sort whose output is merged by key range, in parallel.
