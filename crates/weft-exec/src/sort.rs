@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use weft_common::tuple::RowLayout;
-use weft_common::{Datum, Error, Result};
+use weft_common::{Datum, Result};
 use weft_sort::{Merger, ParticipantSort, SharedSort, SortColumn, SortKeys, SortOptions, SortStrategy, SortedRuns};
 
 use crate::execute::{execute, run_pipeline, ExecContext, Sink};
@@ -150,33 +150,14 @@ impl PartitionedSort {
     /// Every participant merges ranges (claimed from a counter) into parts with `emit`;
     /// returns the parts in range order.
     fn merge_in_parallel<T: Send>(self, ctx: &ExecContext, emit: impl Fn(&mut Merger, Option<u64>) -> Result<T> + Sync) -> Result<Vec<T>> {
-        let began = Instant::now();
-        let busy = BusyIntervals::default();
-        let outcome = (|| {
-            let ranges = self.ranges();
-            let partitioning = self.state.runs.partition(ranges)?;
-            let next_range = AtomicUsize::new(0);
-            let parts: Mutex<Vec<Option<T>>> = Mutex::new((0..ranges).map(|_| None).collect());
-            ctx.workers.run(self.workers, ctx.leader_participates, ctx.cancel, |_participant| {
-                let _busy = busy.start();
-                loop {
-                    let range = next_range.fetch_add(1, Ordering::Relaxed);
-                    if range >= ranges {
-                        return Ok(());
-                    }
-                    let mut merger = self.state.runs.merge_range(&partitioning, range)?;
-                    let part = emit(&mut merger, None)?;
-                    parts.lock()[range] = Some(part);
-                }
-            })?;
-            parts.into_inner().into_iter().map(|p| p.ok_or_else(|| Error::internal("a key range was not merged"))).collect()
-        })();
-        self.state.report(ctx, began.elapsed(), busy.not_all_busy(began.elapsed()));
-        outcome
+        let mut parts = Vec::new();
+        self.merge_in_order(ctx, |merger| emit(merger, None), |part| {
+            parts.push(part);
+            Ok(true)
+        })?;
+        Ok(parts)
     }
-}
 
-impl PartitionedSort {
     /// Every participant merges and packs key ranges, claimed in increasing order; the
     /// leader, between its own ranges and after them, hands the packed ranges to `consume`
     /// in order as soon as they are ready — so appending overlaps packing, and only the
