@@ -198,6 +198,20 @@ impl HeapPageBuilder {
         }
     }
 
+    /// Full pages packed so far.
+    pub fn full_pages(&self) -> usize {
+        self.packed.pages.len()
+    }
+
+    /// Take the full pages packed so far (the page being filled stays).
+    pub fn take_full_pages(&mut self) -> PackedPages {
+        let rows_on_current = if self.page_has_rows { page::item_count(&self.page) as u64 } else { 0 };
+        let mut taken = std::mem::take(&mut self.packed);
+        taken.rows -= rows_on_current;
+        self.packed.rows = rows_on_current;
+        taken
+    }
+
     pub fn finish(mut self) -> PackedPages {
         self.next_page();
         self.packed

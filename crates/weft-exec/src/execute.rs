@@ -206,6 +206,9 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
     }
 }
 
+/// Pages a sorted insert packs before appending them to the relation.
+const APPEND_BATCH_PAGES: usize = 128;
+
 /// Where inserted rows go: a heap relation, written by the statement's xid.
 pub struct InsertTarget {
     pub rel: RelFileLocator,
@@ -263,17 +266,26 @@ pub fn execute_insert(plan: &Plan, ctx: &ExecContext, target: &InsertTarget) -> 
                 }
                 Ok(builder.finish())
             };
+            // Tuples of a single merge are packed here, a batch of pages at a time, and
+            // written the same way: no buffer-pool frame per page.
+            let mut builder = HeapPageBuilder::new(target.xid);
             crate::sort::execute_sort_encoded(sort, ctx, pack, |item| {
                 match item {
                     Ordered::Tuple(tuple) => {
                         target.check_not_null_encoded(tuple)?;
-                        local.scratch().extend_from_slice(tuple);
-                        local.insert_scratch()?;
+                        builder.add(tuple)?;
+                        if builder.full_pages() >= APPEND_BATCH_PAGES {
+                            local.append_pages(builder.take_full_pages())?;
+                        }
                     }
-                    Ordered::Packed(pages) => local.append_pages(pages)?,
+                    Ordered::Packed(pages) => {
+                        local.append_pages(std::mem::replace(&mut builder, HeapPageBuilder::new(target.xid)).finish())?;
+                        local.append_pages(pages)?;
+                    }
                 }
                 Ok(true)
             })?;
+            local.append_pages(builder.finish())?;
             sink.finish(local)?;
         }
         other => {
