@@ -119,7 +119,7 @@ pub fn format_float8(v: f64) -> String {
         return if v.is_sign_negative() { "-0" } else { "0" }.to_string();
     }
     // Rust's `{:e}` yields the shortest round-trip digits: "-1.2345e17".
-    let sci = format!("{v:e}");
+    let sci = shortest_digits(v);
     let (mantissa, exponent) = sci.split_once('e').expect("LowerExp always has an exponent");
     let exponent: i32 = exponent.parse().expect("LowerExp exponent is an integer");
     let (sign, mantissa) = match mantissa.strip_prefix('-') {
@@ -168,6 +168,22 @@ pub fn format_float8(v: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn float8_output_avoids_rounding_edges_as_postgres_does() {
+        // Printed by PostgreSQL 15 (extra_float_digits = 1).
+        for (input, pg) in [
+            ("-1.13233158e20", "-1.1323315800000001e+20"),
+            ("5.2510796800000004e+22", "5.2510796800000004e+22"),
+            ("1e20", "1e+20"),
+            ("1.5e15", "1.5e+15"),
+            ("123456789012345678", "1.2345678901234568e+17"),
+            ("0.1", "0.1"),
+            ("3.14159", "3.14159"),
+        ] {
+            assert_eq!(super::format_float8(input.parse().unwrap()), pg, "{input}");
+        }
+    }
+
     use super::*;
 
     #[test]
@@ -193,6 +209,65 @@ mod tests {
         assert_eq!(format_float8(f64::NAN), "NaN");
         assert_eq!(format_float8(f64::NEG_INFINITY), "-Infinity");
     }
+}
+
+/// The shortest `{:e}` digits that read back as `v` and lie strictly inside its rounding
+/// interval. Rust's shortest form may sit exactly on the interval's edge (a decimal that is
+/// the midpoint between `v` and a neighbour, read back as `v` by round-half-even);
+/// PostgreSQL's Ryu does not accept edges, so there it prints more digits
+/// (`-1.13233158e20` reads back to a double PostgreSQL prints as `-1.1323315800000001e+20`).
+fn shortest_digits(v: f64) -> String {
+    let shortest = format!("{v:e}");
+    if !is_rounding_edge(v, &shortest) {
+        return shortest;
+    }
+    let digits = shortest.split('e').next().unwrap_or("").bytes().filter(u8::is_ascii_digit).count();
+    for after_point in digits..=16 {
+        let candidate = format!("{v:.after_point$e}");
+        if candidate.parse::<f64>() == Ok(v) && !is_rounding_edge(v, &candidate) {
+            // Drop trailing zeros of the mantissa, as the shortest form has none.
+            let (mantissa, exponent) = candidate.split_once('e').expect("LowerExp has an exponent");
+            let mantissa = if mantissa.contains('.') { mantissa.trim_end_matches('0').trim_end_matches('.') } else { mantissa };
+            return format!("{mantissa}e{exponent}");
+        }
+    }
+    format!("{v:.16e}")
+}
+
+/// Is the decimal `text` (as `{:e}` prints it) exactly the midpoint between `v` and one of
+/// its neighbours? Decided in exact integer arithmetic; `false` when that overflows.
+fn is_rounding_edge(v: f64, text: &str) -> bool {
+    let Some((mantissa, exponent)) = text.trim_start_matches('-').split_once('e') else { return false };
+    let Ok(mut k) = exponent.parse::<i32>() else { return false };
+    let (int_part, frac_part) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let Ok(d) = format!("{int_part}{frac_part}").parse::<u128>() else { return false };
+    k -= frac_part.len() as i32;
+    // |v| = m * 2^e.
+    let bits = v.abs().to_bits();
+    let (biased, fraction) = ((bits >> 52) as i32, bits & ((1 << 52) - 1));
+    let (m, e) = if biased == 0 { (fraction, -1074) } else { (fraction | (1 << 52), biased - 1075) };
+    let mut midpoints = vec![(2 * m as u128 + 1, e - 1), (2 * m as u128 - 1, e - 1)];
+    if m == 1 << 52 && biased > 1 {
+        // Just above a power of two the lower neighbour is half an ulp away.
+        midpoints.push((4 * m as u128 - 1, e - 2));
+    }
+    midpoints.into_iter().any(|(a, b)| exact_equal(a, b, d, k))
+}
+
+/// a * 2^b == d * 10^k, in u128 arithmetic (false on overflow).
+fn exact_equal(a: u128, b: i32, d: u128, k: i32) -> bool {
+    let (shift2, shift10) = ((-b).max(0) as u32, (-k).max(0) as u32);
+    let pow10 = |n: u32| 10u128.checked_pow(n);
+    let left = pow10(shift10).and_then(|p| a.checked_mul(p)).and_then(|x| shl(x, (b + shift2 as i32) as u32));
+    let right = pow10((k + shift10 as i32) as u32).and_then(|p| d.checked_mul(p)).and_then(|x| shl(x, shift2));
+    matches!((left, right), (Some(l), Some(r)) if l == r)
+}
+
+fn shl(x: u128, n: u32) -> Option<u128> {
+    if n >= 128 || (x != 0 && x.leading_zeros() < n) {
+        return None;
+    }
+    Some(x << n)
 }
 
 /// PostgreSQL's float8 order (`float8_cmp_internal`): NaN is larger than every other
