@@ -179,6 +179,8 @@ mod tests {
             ("123456789012345678", "1.2345678901234568e+17"),
             ("0.1", "0.1"),
             ("3.14159", "3.14159"),
+            ("566663119741467.2", "566663119741467.2"),
+            ("-17638639659163.062", "-17638639659163.062"),
         ] {
             assert_eq!(super::format_float8(input.parse().unwrap()), pg, "{input}");
         }
@@ -219,7 +221,7 @@ mod tests {
 fn shortest_digits(v: f64) -> String {
     let shortest = format!("{v:e}");
     if !is_rounding_edge(v, &shortest) {
-        return shortest;
+        return tie_to_even(v, shortest);
     }
     let digits = shortest.split('e').next().unwrap_or("").bytes().filter(u8::is_ascii_digit).count();
     for after_point in digits..=16 {
@@ -232,6 +234,46 @@ fn shortest_digits(v: f64) -> String {
         }
     }
     format!("{v:.16e}")
+}
+
+/// When `v` lies exactly halfway between the shortest digits and their neighbour with the
+/// same number of digits, PostgreSQL's Ryu takes the even last digit; Rust's may not.
+fn tie_to_even(v: f64, text: String) -> String {
+    let (sign, unsigned) = match text.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", text.as_str()),
+    };
+    let Some((mantissa, exponent)) = unsigned.split_once('e') else { return text };
+    let Ok(exp10) = exponent.parse::<i32>() else { return text };
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let Ok(d) = digits.parse::<u128>() else { return text };
+    if d % 2 == 0 {
+        return text;
+    }
+    let k = exp10 - (digits.len() as i32 - 1);
+    let bits = v.abs().to_bits();
+    let (biased, fraction) = ((bits >> 52) as i32, bits & ((1 << 52) - 1));
+    let (m, e) = if biased == 0 { (fraction, -1074) } else { (fraction | (1 << 52), biased - 1075) };
+    // v = (2d ± 1) * 10^k / 2 exactly: halfway to d ± 1.
+    let other = if exact_equal(m as u128, e + 1, 2 * d - 1, k) {
+        d - 1
+    } else if exact_equal(m as u128, e + 1, 2 * d + 1, k) {
+        d + 1
+    } else {
+        return text;
+    };
+    let other = other.to_string();
+    if other.len() != digits.len() {
+        return text;
+    }
+    let trimmed = other.trim_end_matches('0');
+    let trimmed = if trimmed.is_empty() { "0" } else { trimmed };
+    let (first, rest) = trimmed.split_at(1);
+    if rest.is_empty() {
+        format!("{sign}{first}e{exp10}")
+    } else {
+        format!("{sign}{first}.{rest}e{exp10}")
+    }
 }
 
 /// Is the decimal `text` (as `{:e}` prints it) exactly the midpoint between `v` and one of

@@ -250,11 +250,6 @@ fn gen_text(rng: &mut Rng) -> Option<String> {
     })
 }
 
-/// Magnitudes left out of the random float8 values: PostgreSQL 15's float8 output is not
-/// always the shortest round-trip text there (e.g. `'-1.13233158e20'::float8` prints as
-/// `-1.1323315800000001e+20`) and weft's is, a difference in output rather than in order
-/// that would hide what this test is about. Expressions over `f` stay out of it too.
-const FLOAT_OUTPUT_GAP: std::ops::Range<f64> = 1e12..1e25;
 
 fn gen_float(rng: &mut Rng) -> Option<String> {
     Some(match rng.below(12) {
@@ -269,7 +264,7 @@ fn gen_float(rng: &mut Rng) -> Option<String> {
                 f64::from_bits(rng.next())
             };
             // Finite, normal, and far enough from overflow that `f * 2 + a` is finite.
-            if v.is_normal() && v.abs() < 1e300 && !FLOAT_OUTPUT_GAP.contains(&v.abs()) {
+            if v.is_normal() && v.abs() < 1e300 {
                 break format!("{v:e}");
             }
         },
