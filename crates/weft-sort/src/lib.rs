@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod arena;
 mod cardinality;
 pub mod keys;
 mod memrun;

@@ -11,12 +11,11 @@
 
 use std::sync::Arc;
 
+use crate::arena::TupleChunks;
 use crate::tape::INDEX_EVERY;
 
 /// Largest sub-run sorted through pointers before it is laid out in order.
 pub const DEFAULT_SUB_RUN_BYTES: usize = 32 << 20;
-
-const LEN_BYTES: usize = 4;
 
 /// A sparse-index entry: the `ordinal`-th tuple starts at `offset` of `chunk`.
 #[derive(Clone, Copy, Debug)]
@@ -28,10 +27,9 @@ pub(crate) struct MemIndexEntry {
 
 #[derive(Debug, Default)]
 pub(crate) struct MemRun {
-    chunks: Vec<Vec<u8>>,
+    chunks: TupleChunks,
     count: u64,
     index: Vec<MemIndexEntry>,
-    bytes: usize,
 }
 
 impl MemRun {
@@ -41,7 +39,7 @@ impl MemRun {
 
     /// Memory held (chunk capacities and the index).
     pub fn bytes(&self) -> usize {
-        self.bytes + self.index.capacity() * std::mem::size_of::<MemIndexEntry>()
+        self.chunks.bytes() + self.index.capacity() * std::mem::size_of::<MemIndexEntry>()
     }
 
     pub fn index(&self) -> &[MemIndexEntry] {
@@ -50,14 +48,11 @@ impl MemRun {
 
     /// The tuple starting at (`chunk`, `offset`).
     pub fn tuple_at(&self, chunk: u32, offset: u32) -> &[u8] {
-        let data = &self.chunks[chunk as usize];
-        let offset = offset as usize;
-        let len = u32::from_le_bytes(data[offset..offset + LEN_BYTES].try_into().expect("4 bytes")) as usize;
-        &data[offset + LEN_BYTES..offset + LEN_BYTES + len]
+        self.chunks.tuple_at(chunk, offset)
     }
 
     pub fn end(&self) -> MemPosition {
-        MemPosition { ordinal: self.count, chunk: self.chunks.len() as u32, offset: 0 }
+        MemPosition { ordinal: self.count, chunk: self.chunks.chunk_count() as u32, offset: 0 }
     }
 }
 
@@ -72,37 +67,20 @@ pub(crate) struct MemPosition {
 /// Appends tuples, in order, to a new `MemRun`.
 pub(crate) struct MemRunWriter {
     run: MemRun,
-    chunk_size: usize,
 }
 
 impl MemRunWriter {
     pub fn new(chunk_size: usize) -> MemRunWriter {
-        MemRunWriter { run: MemRun::default(), chunk_size }
-    }
-
-    /// Bytes the writer holds so far.
-    pub fn bytes(&self) -> usize {
-        self.run.bytes
+        MemRunWriter { run: MemRun { chunks: TupleChunks::new(chunk_size), ..MemRun::default() } }
     }
 
     #[inline]
     pub fn write(&mut self, tuple: &[u8]) {
-        let need = tuple.len() + LEN_BYTES;
         let run = &mut self.run;
-        let fits = matches!(run.chunks.last(), Some(last) if last.capacity() - last.len() >= need);
-        if !fits {
-            let mut chunk = Vec::with_capacity(need.max(self.chunk_size));
-            weft_storage::memhint::advise_huge_pages(&mut chunk);
-            run.bytes += chunk.capacity();
-            run.chunks.push(chunk);
-        }
-        let chunk_index = run.chunks.len() - 1;
-        let chunk = &mut run.chunks[chunk_index];
+        let (chunk, offset) = run.chunks.push(tuple);
         if run.count % INDEX_EVERY == 0 {
-            run.index.push(MemIndexEntry { ordinal: run.count, chunk: chunk_index as u32, offset: chunk.len() as u32 });
+            run.index.push(MemIndexEntry { ordinal: run.count, chunk, offset });
         }
-        chunk.extend_from_slice(&(tuple.len() as u32).to_le_bytes());
-        chunk.extend_from_slice(tuple);
         run.count += 1;
     }
 
@@ -134,8 +112,8 @@ pub(crate) struct MemRunReader {
     chunk: u32,
     offset: u32,
     remaining: u64,
-    /// The current tuple: (chunk, start, end) of its bytes.
-    current: Option<(u32, u32, u32)>,
+    /// The current tuple's (chunk, offset).
+    current: Option<(u32, u32)>,
 }
 
 impl MemRunReader {
@@ -150,7 +128,7 @@ impl MemRunReader {
 
     #[inline]
     pub fn current(&self) -> Option<&[u8]> {
-        self.current.map(|(chunk, start, end)| &self.handle.run().chunks[chunk as usize][start as usize..end as usize])
+        self.current.map(|(chunk, offset)| self.handle.run().chunks.tuple_at(chunk, offset))
     }
 
     /// Move to the next tuple; `false` when done.
@@ -160,25 +138,18 @@ impl MemRunReader {
             self.current = None;
             return false;
         }
-        loop {
-            let run = self.handle.run();
-            let data = &run.chunks[self.chunk as usize];
-            if (self.offset as usize) < data.len() {
-                break;
-            }
+        while self.offset as usize >= self.handle.run().chunks.chunk_len(self.chunk as usize) {
             // This chunk is passed: an owned run gives it back now.
             if let RunHandle::Owned(run) = &mut self.handle {
-                run.chunks[self.chunk as usize] = Vec::new();
+                run.chunks.free_chunk(self.chunk as usize);
             }
             self.chunk += 1;
             self.offset = 0;
         }
-        let data = &self.handle.run().chunks[self.chunk as usize];
-        let at = self.offset as usize;
-        let len = u32::from_le_bytes(data[at..at + LEN_BYTES].try_into().expect("4 bytes")) as usize;
-        let start = at + LEN_BYTES;
-        self.current = Some((self.chunk, start as u32, (start + len) as u32));
-        self.offset = (start + len) as u32;
+        let chunks = &self.handle.run().chunks;
+        let stored = chunks.stored_len(self.chunk, self.offset);
+        self.current = Some((self.chunk, self.offset));
+        self.offset += stored as u32;
         self.remaining -= 1;
         true
     }

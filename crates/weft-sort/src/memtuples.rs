@@ -1,20 +1,22 @@
-//! Tuples held in memory: an arena of 1 MiB chunks plus an array of (abbreviated key,
-//! location) pairs, which is what the in-memory sort permutes.
+//! Tuples held in memory: an arena of chunks plus an array of (abbreviated key, location)
+//! pairs, which is what the in-memory sort permutes.
 //!
 //! Invariant: `bytes()` is what the buffer holds (chunk capacities and the pair array's
 //! capacity), so a participant keeps it within its budget by asking before each push.
 
 use std::cmp::Ordering;
 
+use crate::arena::TupleChunks;
 use crate::keys::SortKeys;
+use crate::memrun::{MemRun, MemRunWriter};
 
 /// Arena chunks: a sixteenth of the budget, between 4 kB and 32 MiB. Chunks of 2 MiB and
 /// more are backed by huge pages where the kernel allows: the sorted order visits the
 /// arena at random, and with 4 kB pages nearly every visit would miss the TLB.
 const MAX_CHUNK_BYTES: usize = 32 << 20;
 const MIN_CHUNK_BYTES: usize = 4 << 10;
-/// Bytes of the length word stored before each tuple in the arena.
-const LEN_BYTES: usize = 4;
+/// How many tuples ahead a reader of the sorted order prefetches.
+pub(crate) const PREFETCH_AHEAD: usize = 12;
 
 /// One tuple in the sort array: 16 bytes, so that sorting moves little memory.
 #[derive(Clone, Copy, Debug)]
@@ -26,27 +28,25 @@ pub(crate) struct SortTuple {
 
 #[derive(Default)]
 pub(crate) struct MemTuples {
-    chunk_size: usize,
     /// Minimum growth of the pair array, in entries.
     array_step_min: usize,
-    chunks: Vec<Vec<u8>>,
+    chunks: TupleChunks,
     tuples: Vec<SortTuple>,
-    chunk_bytes: usize,
 }
 
 impl MemTuples {
     /// Buffers sized for a budget of `budget` bytes.
     pub fn new(budget: usize) -> MemTuples {
         MemTuples {
-            chunk_size: (budget / 16).clamp(MIN_CHUNK_BYTES, MAX_CHUNK_BYTES),
             array_step_min: (budget / 256).clamp(64, 4096),
-            ..MemTuples::default()
+            chunks: TupleChunks::new((budget / 16).clamp(MIN_CHUNK_BYTES, MAX_CHUNK_BYTES)),
+            tuples: Vec::new(),
         }
     }
 
     /// Arena chunk size: also a good chunk size for runs laid out from this buffer.
     pub fn chunk_size(&self) -> usize {
-        self.chunk_size
+        self.chunks.chunk_size()
     }
 
     pub fn len(&self) -> usize {
@@ -59,16 +59,12 @@ impl MemTuples {
 
     /// Memory held, by capacity.
     pub fn bytes(&self) -> usize {
-        self.chunk_bytes + self.tuples.capacity() * std::mem::size_of::<SortTuple>()
+        self.chunks.bytes() + self.tuples.capacity() * std::mem::size_of::<SortTuple>()
     }
 
     /// Memory `push(tuple)` would add (0 if it fits in what is already held).
     pub fn growth_for(&self, tuple_len: usize) -> usize {
-        let need = tuple_len + LEN_BYTES;
-        let chunk = match self.chunks.last() {
-            Some(last) if last.capacity() - last.len() >= need => 0,
-            _ => need.max(self.chunk_size),
-        };
+        let chunk = self.chunks.growth_for(tuple_len);
         let array = if self.tuples.len() == self.tuples.capacity() { self.array_step() * 16 } else { 0 };
         chunk + array
     }
@@ -80,19 +76,7 @@ impl MemTuples {
     }
 
     pub fn push(&mut self, tuple: &[u8], abbrev: u64) {
-        let need = tuple.len() + LEN_BYTES;
-        let fits = matches!(self.chunks.last(), Some(last) if last.capacity() - last.len() >= need);
-        if !fits {
-            let mut chunk = Vec::with_capacity(need.max(self.chunk_size));
-            weft_storage::memhint::advise_huge_pages(&mut chunk);
-            self.chunk_bytes += chunk.capacity();
-            self.chunks.push(chunk);
-        }
-        let chunk_index = self.chunks.len() - 1;
-        let chunk = &mut self.chunks[chunk_index];
-        let offset = chunk.len();
-        chunk.extend_from_slice(&(tuple.len() as u32).to_le_bytes());
-        chunk.extend_from_slice(tuple);
+        let (chunk_index, offset) = self.chunks.push(tuple);
         if self.tuples.len() == self.tuples.capacity() {
             self.tuples.reserve_exact(self.array_step());
         }
@@ -101,10 +85,7 @@ impl MemTuples {
 
     #[inline(always)]
     pub fn tuple(&self, t: &SortTuple) -> &[u8] {
-        let chunk = &self.chunks[(t.location >> 32) as usize];
-        let offset = (t.location & 0xffff_ffff) as usize;
-        let len = u32::from_le_bytes(chunk[offset..offset + LEN_BYTES].try_into().expect("4 bytes")) as usize;
-        &chunk[offset + LEN_BYTES..offset + LEN_BYTES + len]
+        self.chunks.tuple_at((t.location >> 32) as u32, t.location as u32)
     }
 
     pub fn get(&self, index: usize) -> &[u8] {
@@ -116,13 +97,8 @@ impl MemTuples {
     #[inline(always)]
     pub fn prefetch(&self, index: usize) {
         if let Some(t) = self.tuples.get(index) {
-            let chunk = &self.chunks[(t.location >> 32) as usize];
-            weft_storage::memhint::prefetch(&chunk[(t.location & 0xffff_ffff) as usize..]);
+            self.chunks.prefetch((t.location >> 32) as u32, t.location as u32);
         }
-    }
-
-    pub fn sort_tuples(&self) -> &[SortTuple] {
-        &self.tuples
     }
 
     /// Forget abbreviations (after the cardinality check gave up on them).
@@ -154,8 +130,22 @@ impl MemTuples {
         self.tuples = tuples;
     }
 
+    /// Copy the tuples, in their sorted order, into a run laid out in memory.
+    pub fn lay_out(&self) -> MemRun {
+        let mut writer = MemRunWriter::new(self.chunk_size());
+        for (i, t) in self.tuples.iter().enumerate() {
+            self.prefetch(i + PREFETCH_AHEAD);
+            writer.write(self.tuple(t));
+        }
+        writer.finish()
+    }
+
     /// Drop everything, returning the memory.
     pub fn clear(&mut self) {
-        *self = MemTuples { chunk_size: self.chunk_size, array_step_min: self.array_step_min, ..MemTuples::default() };
+        *self = MemTuples {
+            array_step_min: self.array_step_min,
+            chunks: TupleChunks::new(self.chunk_size()),
+            tuples: Vec::new(),
+        };
     }
 }

@@ -13,11 +13,8 @@ use weft_common::Result;
 
 use crate::keys::SortKeys;
 use crate::memrun::MemRunReader;
-use crate::memtuples::MemTuples;
+use crate::memtuples::{MemTuples, PREFETCH_AHEAD};
 use crate::tape::RunReader;
-
-/// How many tuples ahead a reader of an in-memory run prefetches.
-pub(crate) const PREFETCH_AHEAD: usize = 12;
 
 /// One sorted input of a merge.
 pub(crate) enum MergeInput<'a> {

@@ -185,7 +185,6 @@ impl SharedSort {
             budget: self.options.budget,
             strategy: self.options.strategy,
             trace: self.options.trace,
-            cancel: self.options.cancel,
             run_phase: self.started.elapsed(),
             participants: self.participants,
         }
@@ -278,13 +277,8 @@ impl<'s> ParticipantSort<'s> {
             return;
         }
         self.mem.sort(&self.shared.keys, self.exact());
-        let mut writer = MemRunWriter::new(self.mem.chunk_size());
-        for (i, t) in self.mem.sort_tuples().iter().enumerate() {
-            self.mem.prefetch(i + crate::merge::PREFETCH_AHEAD);
-            writer.write(self.mem.tuple(t));
-        }
-        self.peak_memory = self.peak_memory.max(self.mem.bytes() + self.mem_runs_bytes + writer.bytes());
-        let run = writer.finish();
+        let run = self.mem.lay_out();
+        self.peak_memory = self.peak_memory.max(self.mem.bytes() + self.mem_runs_bytes + run.bytes());
         self.mem_runs_bytes += run.bytes();
         self.mem_runs.push(run);
         self.mem.clear();
@@ -358,12 +352,8 @@ impl<'s> ParticipantSort<'s> {
         let shared = self.shared;
         let budget = shared.options.budget;
         let (runs, method, space, space_bytes, runs_written, merge_passes) = if let Some(topn) = self.topn.take() {
-            let sorted = topn.into_sorted(&shared.keys);
-            let mut writer = MemRunWriter::new(sorted.chunk_size());
-            for t in sorted.sort_tuples() {
-                writer.write(sorted.tuple(t));
-            }
-            (vec![Run::Memory(Arc::new(writer.finish()))], SortMethod::TopNHeapsort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
+            let sorted = topn.into_sorted(&shared.keys).lay_out();
+            (vec![Run::Memory(Arc::new(sorted))], SortMethod::TopNHeapsort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
         } else if self.runs.is_empty() && self.serial() {
             // A serial sort has no one to hand a single run to: like PostgreSQL's, its
             // final merge reads the sub-runs on the fly, without merging them first.
@@ -374,12 +364,7 @@ impl<'s> ParticipantSort<'s> {
             // Everything fit: merge the sub-runs in memory into the one run.
             self.mem.sort(&shared.keys, self.exact());
             let run = if self.mem_runs.is_empty() {
-                let mut writer = MemRunWriter::new(self.mem.chunk_size());
-                for (i, t) in self.mem.sort_tuples().iter().enumerate() {
-                    self.mem.prefetch(i + crate::merge::PREFETCH_AHEAD);
-                    writer.write(self.mem.tuple(t));
-                }
-                writer.finish()
+                self.mem.lay_out()
             } else {
                 let chunk_size = self.mem.chunk_size();
                 let keys = shared.keys.clone();
@@ -537,7 +522,6 @@ pub struct SortedRuns {
     budget: usize,
     strategy: SortStrategy,
     trace: Option<TraceFn>,
-    cancel: CancelToken,
     run_phase: Duration,
     participants: usize,
 }
@@ -742,10 +726,6 @@ impl SortedRuns {
             .map(|r| self.input(r, partitioning.bounds[r][range], partitioning.bounds[r][range + 1], width))
             .collect();
         Merger::new(self.keys.clone(), inputs)
-    }
-
-    pub fn cancel(&self) -> &CancelToken {
-        &self.cancel
     }
 
     /// What the sort did; `merge_phase` and `serial_merge` are measured by the caller,
