@@ -115,32 +115,33 @@ enum Command {
     },
 }
 
+/// What every benchmark takes: the seed table's scale, the runs, and whether to run
+/// PostgreSQL beside weft.
+#[derive(clap::Args, Debug)]
+struct BenchScale {
+    /// generate_series(0, ROWS)
+    #[arg(long, default_value_t = 10_000_000)]
+    rows: u64,
+    /// Runs per configuration, the systems alternating run by run
+    #[arg(long, default_value_t = 3)]
+    runs: usize,
+    /// Leave PostgreSQL out
+    #[arg(long = "no-postgres")]
+    no_postgres: bool,
+}
+
 #[derive(Subcommand, Debug)]
 enum BenchWorkload {
     /// CREATE TABLE parallel_sort_test AS ..., then count(*)/sum() scans with 1 and 2 participants
     Load {
-        /// generate_series(0, ROWS)
-        #[arg(long, default_value_t = 10_000_000)]
-        rows: u64,
-        /// Runs per system, alternating weft and PostgreSQL
-        #[arg(long, default_value_t = 3)]
-        runs: usize,
-        /// Run weft only
-        #[arg(long = "no-postgres")]
-        no_postgres: bool,
+        #[command(flatten)]
+        scale: BenchScale,
     },
     /// ORDER BY into CREATE TABLE AS and ORDER BY ... LIMIT on parallel_sort_test: 1 and 2
     /// participants, work_mem 1GB and 64MB, next to PostgreSQL 15 and DuckDB
     Sort {
-        /// generate_series(0, ROWS)
-        #[arg(long, default_value_t = 10_000_000)]
-        rows: u64,
-        /// Runs per configuration, alternating weft, PostgreSQL and DuckDB
-        #[arg(long, default_value_t = 3)]
-        runs: usize,
-        /// Leave PostgreSQL out
-        #[arg(long = "no-postgres")]
-        no_postgres: bool,
+        #[command(flatten)]
+        scale: BenchScale,
         /// Leave DuckDB out (otherwise installed with pip when missing)
         #[arg(long = "no-duckdb")]
         no_duckdb: bool,
@@ -175,19 +176,19 @@ fn real_main() -> i32 {
     cancel::install();
     match &cli.subcommand {
         Some(Command::Demo { rows }) => return demo::run(*rows, &settings),
-        Some(Command::Bench { workload: BenchWorkload::Load { rows, runs, no_postgres } }) => {
-            let options = bench::LoadOptions { rows: *rows, runs: *runs, postgres: !no_postgres, settings };
+        Some(Command::Bench { workload: BenchWorkload::Load { scale } }) => {
+            let options = bench::LoadOptions { rows: scale.rows, runs: scale.runs, postgres: !scale.no_postgres, settings };
             return bench::load(&options);
         }
-        Some(Command::Bench { workload: BenchWorkload::Sort { rows, runs, no_postgres, no_duckdb, strategies } }) => {
+        Some(Command::Bench { workload: BenchWorkload::Sort { scale, no_duckdb, strategies } }) => {
             let strategies = match bench_sort::parse_strategies(strategies) {
                 Ok(strategies) => strategies,
                 Err(message) => return usage_error(&message),
             };
             let options = bench_sort::SortOptions {
-                rows: *rows,
-                runs: *runs,
-                postgres: !no_postgres,
+                rows: scale.rows,
+                runs: scale.runs,
+                postgres: !scale.no_postgres,
                 duckdb: !no_duckdb,
                 settings,
                 strategies,
