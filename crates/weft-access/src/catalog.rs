@@ -43,6 +43,43 @@ pub struct TableMeta {
     pub rel_number: u32,
     /// Live rows as of the last commit that touched the table (planner estimate).
     pub row_count: u64,
+    /// The `parallel_workers` storage parameter (`ALTER TABLE t SET (parallel_workers = n)`).
+    #[serde(default)]
+    pub parallel_workers: Option<u32>,
+}
+
+/// One key column of an index: which table column, in which order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IndexColumnMeta {
+    /// Position of the column in its table.
+    pub column: usize,
+    pub descending: bool,
+    /// PostgreSQL's default: NULLS FIRST for DESC, NULLS LAST for ASC.
+    pub nulls_first: bool,
+}
+
+/// A B-tree index: its key columns, options and file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IndexMeta {
+    pub oid: u32,
+    pub name: String,
+    /// The indexed table's name.
+    pub table: String,
+    pub columns: Vec<IndexColumnMeta>,
+    pub unique: bool,
+    /// Leaf fill factor in percent (10..=100), PostgreSQL's default 90.
+    pub fillfactor: u8,
+    /// The `parallel_workers` given in `WITH (...)`, kept for REINDEX.
+    #[serde(default)]
+    pub parallel_workers: Option<u32>,
+    /// The file holding the tree; REINDEX and TRUNCATE swap in a new one.
+    pub rel_number: u32,
+}
+
+impl IndexMeta {
+    pub fn locator(&self) -> RelFileLocator {
+        locator(self.rel_number)
+    }
 }
 
 impl TableMeta {
@@ -73,6 +110,9 @@ pub struct Catalog {
     pub committed_max: Xid,
     pub aborted: BTreeSet<Xid>,
     pub tables: BTreeMap<String, TableMeta>,
+    /// Indexes by name (tables and indexes share one namespace, as in PostgreSQL).
+    #[serde(default)]
+    pub indexes: BTreeMap<String, IndexMeta>,
 }
 
 impl Default for Catalog {
@@ -84,6 +124,7 @@ impl Default for Catalog {
             committed_max: 0,
             aborted: BTreeSet::new(),
             tables: BTreeMap::new(),
+            indexes: BTreeMap::new(),
         }
     }
 }
@@ -144,7 +185,17 @@ impl Catalog {
 
     /// Every relation file number the catalog owns (anything else on disk is an orphan).
     pub fn live_rel_numbers(&self) -> BTreeSet<u32> {
-        self.tables.values().map(|t| t.rel_number).collect()
+        self.tables.values().map(|t| t.rel_number).chain(self.indexes.values().map(|i| i.rel_number)).collect()
+    }
+
+    /// The indexes of `table`, by name.
+    pub fn indexes_of<'a>(&'a self, table: &'a str) -> impl Iterator<Item = &'a IndexMeta> + 'a {
+        self.indexes.values().filter(move |i| i.table == table)
+    }
+
+    /// Is `name` taken by a table or an index?
+    pub fn relation_exists(&self, name: &str) -> bool {
+        self.tables.contains_key(name) || self.indexes.contains_key(name)
     }
 }
 
@@ -169,6 +220,7 @@ mod tests {
                 columns: vec![ColumnMeta { name: "a".into(), data_type: DataType::Int8, not_null: false }],
                 rel_number: oid,
                 row_count: 3,
+                parallel_workers: None,
             },
         );
         catalog.aborted.insert(7);

@@ -28,6 +28,8 @@ impl SqlState {
     pub const BAD_COPY_FILE_FORMAT: SqlState = SqlState("22P04");
     pub const NOT_NULL_VIOLATION: SqlState = SqlState("23502");
     pub const UNIQUE_VIOLATION: SqlState = SqlState("23505");
+    pub const INDEX_CORRUPTED: SqlState = SqlState("XX002");
+    pub const OBJECT_NOT_IN_PREREQUISITE_STATE: SqlState = SqlState("55000");
     pub const INVALID_CURSOR_STATE: SqlState = SqlState("24000");
     pub const SYNTAX_ERROR: SqlState = SqlState("42601");
     pub const INSUFFICIENT_PRIVILEGE: SqlState = SqlState("42501");

@@ -7,6 +7,7 @@ pub mod md5;
 pub mod memory;
 pub mod numeric;
 pub mod parallel;
+pub mod progress;
 pub mod sync;
 pub mod tuple;
 pub mod types;

@@ -3,7 +3,7 @@
 use weft_common::{DataType, Datum};
 
 pub use crate::database::Database;
-pub use crate::session::{CancelHandle, Session};
+pub use crate::session::{CancelHandle, ProgressHandle, Session};
 
 /// A column of a result set.
 #[derive(Clone, Debug, PartialEq)]

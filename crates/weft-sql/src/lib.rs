@@ -14,6 +14,6 @@ mod session;
 pub mod settings;
 mod statements;
 
-pub use api::{CancelHandle, ColumnInfo, Database, QueryResult, RelationDescription, RelationInfo, Session};
+pub use api::{CancelHandle, ColumnInfo, Database, ProgressHandle, QueryResult, RelationDescription, RelationInfo, Session};
 pub use weft_common::{DataType, Datum, Error, Result, SqlState};
 pub use weft_exec::PipelineStats;

@@ -7,6 +7,7 @@ use sqlparser::ast::Statement;
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 use weft_common::parallel::CancelToken;
+use weft_common::progress::{IndexBuildProgress, ProgressSnapshot};
 use weft_common::{Error, Result, SqlState};
 use weft_exec::expr::EvalContext;
 use weft_exec::PipelineStats;
@@ -28,6 +29,37 @@ pub struct Session {
     pub(crate) pending_notices: Mutex<Vec<String>>,
     /// Sorts of the last statement that ran a plan (SELECT, CREATE TABLE AS, INSERT).
     pub(crate) last_sort_reports: Mutex<Vec<weft_exec::SortReport>>,
+    /// The running maintenance statement's progress (CREATE INDEX, REINDEX), if any.
+    pub(crate) progress: ProgressHandle,
+}
+
+/// Reads the progress of the statement a session is running, from another thread (the
+/// shell's progress bar). `None` between statements and for statements without progress.
+#[derive(Clone, Default)]
+pub struct ProgressHandle {
+    current: Arc<Mutex<Option<Arc<IndexBuildProgress>>>>,
+}
+
+impl ProgressHandle {
+    pub fn current(&self) -> Option<ProgressSnapshot> {
+        self.current.lock().as_ref().map(|p| p.snapshot())
+    }
+
+    /// Publish `progress` until the returned guard is dropped.
+    pub(crate) fn publish(&self, progress: Arc<IndexBuildProgress>) -> ProgressGuard<'_> {
+        *self.current.lock() = Some(progress);
+        ProgressGuard { handle: self }
+    }
+}
+
+pub(crate) struct ProgressGuard<'a> {
+    handle: &'a ProgressHandle,
+}
+
+impl Drop for ProgressGuard<'_> {
+    fn drop(&mut self) {
+        *self.handle.current.lock() = None;
+    }
 }
 
 /// Cancels the statement a session is running, from another thread (Ctrl-C, a cancel
@@ -53,6 +85,7 @@ impl Database {
             last_pipeline_stats: Vec::new(),
             pending_notices: Mutex::new(Vec::new()),
             last_sort_reports: Mutex::new(Vec::new()),
+            progress: ProgressHandle::default(),
         }
     }
 }
@@ -115,6 +148,11 @@ impl Session {
 
     pub fn cancel_handle(&self) -> CancelHandle {
         CancelHandle { current: self.cancel.clone() }
+    }
+
+    /// A handle through which another thread can follow a long statement's progress.
+    pub fn progress_handle(&self) -> ProgressHandle {
+        self.progress.clone()
     }
 
     /// How the pipelines of the last SELECT used their participants.

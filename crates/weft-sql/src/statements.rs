@@ -171,7 +171,7 @@ fn column_definitions(defs: &[ast::ColumnDef]) -> Result<Vec<ColumnMeta>> {
 
 fn add_table(session: &Session, txn: &mut WriteTxn, name: &str, columns: Vec<ColumnMeta>) -> Result<TableMeta> {
     let rel = txn.create_relation(&session.db)?;
-    let table = TableMeta { oid: rel.rel_number, name: name.to_string(), columns, rel_number: rel.rel_number, row_count: 0 };
+    let table = TableMeta { oid: rel.rel_number, name: name.to_string(), columns, rel_number: rel.rel_number, row_count: 0, parallel_workers: None };
     txn.catalog.tables.insert(name.to_string(), table.clone());
     Ok(table)
 }
