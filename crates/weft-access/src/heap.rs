@@ -298,6 +298,89 @@ pub fn scan_blocks_by_page(
     Ok(true)
 }
 
+/// Visit the visible tuples of consecutive blocks with their TIDs (index builds), reading
+/// blocks in batches like [`scan_blocks_by_page`]; `visit_page_done` is called after each
+/// page (progress). Stops early when `visit` returns false.
+pub fn scan_blocks_with_tids(
+    pool: &BufferPool,
+    rel: RelFileLocator,
+    blocks: Range<BlockNumber>,
+    mut strategy: Option<&mut BufferAccessStrategy>,
+    snapshot: &Snapshot,
+    mut visit: impl FnMut(Tid, &[u8]) -> Result<bool>,
+) -> Result<bool> {
+    let mut first = blocks.start;
+    while first < blocks.end {
+        let count = (blocks.end - first).min(READ_BATCH_BLOCKS_MAX);
+        let buffers = pool.read_buffers(rel, ForkNumber::Main, first, count, strategy.as_deref_mut())?;
+        for buffer in &buffers {
+            let guard = buffer.read();
+            if !for_each_visible(&guard, buffer.block_number(), rel, snapshot, &mut visit)? {
+                return Ok(false);
+            }
+        }
+        first += count;
+    }
+    Ok(true)
+}
+
+/// The rows written by transaction `xid` in blocks `blocks` (the index maintenance pass of
+/// an INSERT: the statement's own rows, which no snapshot sees yet), with their TIDs.
+pub fn scan_own_rows(
+    pool: &BufferPool,
+    rel: RelFileLocator,
+    blocks: Range<BlockNumber>,
+    xid: Xid,
+    mut visit: impl FnMut(Tid, &[u8]) -> Result<()>,
+) -> Result<()> {
+    for block in blocks {
+        let buffer = pool.read_buffer(BufferTag { rel, fork: ForkNumber::Main, block }, None)?;
+        let guard = buffer.read();
+        if page::is_new(&guard) {
+            continue;
+        }
+        for (offset, item) in page::items(&guard) {
+            let (xmin, row) = split_xmin(item, block, offset, rel)?;
+            if xmin == xid {
+                visit(Tid { block, offset }, row)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Read the tuple at `tid` (index scans, the index checker): `visit` gets its xmin and row
+/// under the page's shared lock. `Ok(None)` when no tuple is there.
+pub fn fetch<T>(
+    pool: &BufferPool,
+    rel: RelFileLocator,
+    tid: Tid,
+    visit: impl FnOnce(Xid, &[u8]) -> Result<T>,
+) -> Result<Option<T>> {
+    if tid.block >= pool.nblocks(rel, ForkNumber::Main)? {
+        return Ok(None);
+    }
+    let buffer = pool.read_buffer(BufferTag { rel, fork: ForkNumber::Main, block: tid.block }, None)?;
+    let guard = buffer.read();
+    if page::is_new(&guard) {
+        return Ok(None);
+    }
+    let Some(item) = page::item(&guard, tid.offset) else { return Ok(None) };
+    let (xmin, row) = split_xmin(item, tid.block, tid.offset, rel)?;
+    visit(xmin, row).map(Some)
+}
+
+fn split_xmin(item: &[u8], block: BlockNumber, offset: OffsetNumber, rel: RelFileLocator) -> Result<(Xid, &[u8])> {
+    if item.len() < XMIN_BYTES {
+        return Err(Error::new(
+            SqlState::DATA_CORRUPTED,
+            format!("invalid heap tuple at ({block},{offset}) of relation {}", rel.rel_number),
+        ));
+    }
+    let xmin = u64::from_le_bytes(item[..XMIN_BYTES].try_into().expect("length checked"));
+    Ok((xmin, &item[XMIN_BYTES..]))
+}
+
 /// Visit the visible tuples of one locked heap page.
 fn for_each_visible(
     guard: &Page,
@@ -314,13 +397,7 @@ fn for_each_visible(
     let mut last_xmin = Xid::MAX;
     let mut last_visible = false;
     for (offset, item) in page::items(guard) {
-        if item.len() < XMIN_BYTES {
-            return Err(Error::new(
-                SqlState::DATA_CORRUPTED,
-                format!("invalid heap tuple at ({block},{offset}) of relation {}", rel.rel_number),
-            ));
-        }
-        let xmin = u64::from_le_bytes(item[..XMIN_BYTES].try_into().expect("length checked"));
+        let (xmin, row) = split_xmin(item, block, offset, rel)?;
         if xmin != last_xmin {
             last_xmin = xmin;
             last_visible = snapshot.is_visible(xmin);
@@ -328,7 +405,7 @@ fn for_each_visible(
         if !last_visible {
             continue;
         }
-        if !visit(Tid { block, offset }, &item[XMIN_BYTES..])? {
+        if !visit(Tid { block, offset }, row)? {
             return Ok(false);
         }
     }

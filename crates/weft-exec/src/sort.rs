@@ -8,14 +8,16 @@
 
 use std::ops::Range;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use weft_common::tuple::RowLayout;
 use weft_common::{Datum, Result};
-use weft_sort::{Merger, ParticipantSort, SharedSort, SortColumn, SortKeys, SortOptions, SortStrategy, SortedRuns};
+use weft_sort::{
+    merge_ranges_in_order, Merger, ParticipantSort, RangeWorkers, SharedSort, SortColumn, SortKeys, SortOptions, SortStrategy,
+    SortedRuns,
+};
 
 use crate::execute::{execute, run_pipeline, ExecContext, Sink};
 use crate::plan::{Plan, Row, SortPlan};
@@ -158,106 +160,22 @@ impl PartitionedSort {
         Ok(parts)
     }
 
-    /// Every participant merges and packs key ranges, claimed in increasing order; the
-    /// leader, between its own ranges and after them, hands the packed ranges to `consume`
-    /// in order as soon as they are ready — so appending overlaps packing, and only the
-    /// last ranges are appended after everyone else is done.
+    /// Every participant merges and packs key ranges; `consume` gets them in order.
     fn merge_in_order<P: Send>(
         self,
         ctx: &ExecContext,
         pack: impl Fn(&mut Merger) -> Result<P> + Sync,
         consume: impl FnMut(P) -> Result<bool> + Send,
     ) -> Result<()> {
-        let began = Instant::now();
-        let busy = BusyIntervals::default();
-        let outcome = (|| {
-            let ranges = self.ranges();
-            let partitioning = self.state.runs.partition(ranges)?;
-            let next_range = AtomicUsize::new(0);
-            let parts: Mutex<Vec<Option<P>>> = Mutex::new((0..ranges).map(|_| None).collect());
-            let ready = parking_lot::Condvar::new();
-            let consumer = Mutex::new((consume, 0usize, false)); // (consume, next in order, stopped)
-            // Hand over the parts that are ready, in order; with `wait`, all of them.
-            let drain = |wait: bool| -> Result<()> {
-                let mut guard = consumer.lock();
-                let (consume, next, stopped) = &mut *guard;
-                while *next < ranges && !*stopped {
-                    let part = {
-                        let mut parts = parts.lock();
-                        loop {
-                            match parts[*next].take() {
-                                Some(part) => break Some(part),
-                                None if wait => {
-                                    ctx.cancel.check()?;
-                                    ready.wait_for(&mut parts, Duration::from_millis(10));
-                                }
-                                None => break None,
-                            }
-                        }
-                    };
-                    let Some(part) = part else { return Ok(()) };
-                    *next += 1;
-                    if !consume(part)? {
-                        *stopped = true;
-                    }
-                }
-                Ok(())
-            };
-            ctx.workers.run(self.workers, ctx.leader_participates, ctx.cancel, |participant| {
-                let _busy = busy.start();
-                loop {
-                    let range = next_range.fetch_add(1, Ordering::Relaxed);
-                    if range >= ranges {
-                        break;
-                    }
-                    let part = pack(&mut self.state.runs.merge_range(&partitioning, range)?)?;
-                    parts.lock()[range] = Some(part);
-                    ready.notify_all();
-                    if participant.is_leader {
-                        drain(false)?;
-                    }
-                }
-                if participant.is_leader {
-                    drain(true)?;
-                }
-                Ok(())
-            })?;
-            // Without a participating leader, everything is handed over now.
-            drain(true)
-        })();
-        self.state.report(ctx, began.elapsed(), busy.not_all_busy(began.elapsed()));
-        outcome
-    }
-}
-
-/// Participants' busy intervals, for the time during which not all of them worked.
-#[derive(Default)]
-struct BusyIntervals(Mutex<Vec<(Instant, Instant)>>);
-
-struct BusyGuard<'a> {
-    intervals: &'a BusyIntervals,
-    start: Instant,
-}
-
-impl Drop for BusyGuard<'_> {
-    fn drop(&mut self) {
-        self.intervals.0.lock().push((self.start, Instant::now()));
-    }
-}
-
-impl BusyIntervals {
-    fn start(&self) -> BusyGuard<'_> {
-        BusyGuard { intervals: self, start: Instant::now() }
-    }
-
-    /// `wall` minus the time during which every participant was busy.
-    fn not_all_busy(&self, wall: Duration) -> Duration {
-        let intervals = self.0.lock();
-        let all_busy = match (intervals.iter().map(|i| i.0).max(), intervals.iter().map(|i| i.1).min()) {
-            (Some(s), Some(e)) if e > s && intervals.len() > 1 => e - s,
-            _ => Duration::ZERO,
+        let who = RangeWorkers {
+            pool: ctx.workers,
+            workers: self.workers,
+            leader_participates: ctx.leader_participates,
+            cancel: ctx.cancel,
         };
-        wall.saturating_sub(all_busy)
+        let (times, outcome) = merge_ranges_in_order(&self.state.runs, self.ranges(), &who, pack, consume);
+        self.state.report(ctx, times.wall, times.not_all_busy);
+        outcome
     }
 }
 
