@@ -3,6 +3,10 @@
 
 pub mod catalog;
 pub mod heap;
+pub mod index_build;
+pub mod nbtree;
+/// The B-tree access method (PostgreSQL's directory for it is `nbtree`).
+pub use nbtree as btree;
 pub mod snapshot;
 
 pub use catalog::{Catalog, ColumnMeta, IndexColumnMeta, IndexMeta, TableMeta};

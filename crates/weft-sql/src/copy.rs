@@ -208,6 +208,7 @@ fn copy_from(
         let names: Vec<String> = columns.iter().map(crate::bind::ident_name).collect();
         let targets = target_columns(&table, &names)?;
         let target = crate::statements::insert_target_for(&table, txn.xid);
+        let first_block = crate::statements::first_block_written(session, &table)?;
         if format.header {
             reader.next_record()?;
         }
@@ -222,6 +223,7 @@ fn copy_from(
         });
         let inserted = insert_rows(&exec_context(session, cancel), &target, rows)?;
         txn.touch(table.locator());
+        crate::statements::maintain_indexes(session, txn, &table, first_block, cancel)?;
         txn.catalog.table_mut(table_name)?.row_count += inserted;
         Ok(inserted)
     })?;

@@ -9,6 +9,7 @@ mod database;
 mod deparse;
 mod explain;
 mod exprutil;
+mod indexes;
 mod planner;
 mod session;
 pub mod settings;

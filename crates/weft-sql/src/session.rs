@@ -29,6 +29,8 @@ pub struct Session {
     pub(crate) pending_notices: Mutex<Vec<String>>,
     /// Sorts of the last statement that ran a plan (SELECT, CREATE TABLE AS, INSERT).
     pub(crate) last_sort_reports: Mutex<Vec<weft_exec::SortReport>>,
+    /// What the last CREATE INDEX / REINDEX build did.
+    pub(crate) last_index_build: Mutex<Option<weft_access::index_build::IndexBuildReport>>,
     /// The running maintenance statement's progress (CREATE INDEX, REINDEX), if any.
     pub(crate) progress: ProgressHandle,
 }
@@ -86,6 +88,7 @@ impl Database {
             pending_notices: Mutex::new(Vec::new()),
             last_sort_reports: Mutex::new(Vec::new()),
             progress: ProgressHandle::default(),
+            last_index_build: Mutex::new(None),
         }
     }
 }
@@ -112,6 +115,14 @@ impl Session {
     /// Run SQL text holding one statement (or several separated by `;`, in which case the
     /// result of the last is returned). An empty string gives an empty result.
     pub fn execute(&mut self, sql: &str) -> Result<QueryResult> {
+        // sqlparser does not know REINDEX.
+        let token = CancelToken::new();
+        *self.cancel.lock() = token.clone();
+        if let Some(outcome) = crate::indexes::try_reindex(self, sql, &token) {
+            let mut result = outcome?;
+            result.notices.splice(0..0, self.pending_notices.lock().drain(..));
+            return Ok(result);
+        }
         let statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(syntax_error)?;
         let mut last = QueryResult::command("");
         let mut notices = Vec::new();
@@ -148,6 +159,11 @@ impl Session {
 
     pub fn cancel_handle(&self) -> CancelHandle {
         CancelHandle { current: self.cancel.clone() }
+    }
+
+    /// What the last CREATE INDEX / REINDEX of this session did (the benchmark reports it).
+    pub fn last_index_build(&self) -> Option<weft_access::index_build::IndexBuildReport> {
+        self.last_index_build.lock().clone()
     }
 
     /// A handle through which another thread can follow a long statement's progress.

@@ -23,6 +23,11 @@ pub fn execute(session: &mut Session, statement: &Statement, cancel: &CancelToke
         }
         Statement::CreateTable(create) => create_table(session, create, cancel),
         Statement::Drop { object_type: ObjectType::Table, if_exists, names, .. } => drop_tables(session, names, *if_exists),
+        Statement::Drop { object_type: ObjectType::Index, if_exists, names, .. } => {
+            crate::indexes::drop_indexes(session, names, *if_exists)
+        }
+        Statement::CreateIndex(create) => crate::indexes::create_index(session, create, cancel),
+        Statement::AlterTable(_) => crate::indexes::alter_table(session, statement),
         Statement::Drop { object_type, .. } => Err(Error::not_supported(format!("DROP {object_type} is not supported yet"))),
         Statement::Truncate(t) => truncate(session, &t.table_names),
         Statement::Insert(insert) => insert_into(session, insert, cancel),
@@ -90,6 +95,9 @@ pub(crate) fn plan(session: &Session, catalog: &weft_access::Catalog, query: &as
 }
 
 fn select(session: &mut Session, query: &ast::Query, cancel: &CancelToken) -> Result<QueryResult> {
+    if let Some(outcome) = crate::indexes::try_index_check(session, query) {
+        return outcome;
+    }
     let catalog = session.db.catalog();
     let planned = plan(session, &catalog, query)?;
     let ctx = exec_context(session, cancel);
@@ -231,7 +239,14 @@ fn drop_tables(session: &mut Session, names: &[ast::ObjectName], if_exists: bool
         for name in names {
             let name = object_name(name)?;
             match txn.catalog.tables.remove(&name) {
-                Some(table) => txn.drop_relation(table.locator()),
+                Some(table) => {
+                    txn.drop_relation(table.locator());
+                    crate::indexes::drop_indexes_of(txn, &name);
+                }
+                None if txn.catalog.indexes.contains_key(&name) => {
+                    return Err(Error::new(SqlState::WRONG_OBJECT_TYPE, format!("\"{name}\" is not a table"))
+                        .with_hint("Use DROP INDEX to remove an index."))
+                }
                 None if if_exists => notices.push(format!("NOTICE:  table \"{name}\" does not exist, skipping")),
                 None => {
                     return Err(Error::new(SqlState::UNDEFINED_TABLE, format!("table \"{name}\" does not exist")))
@@ -255,7 +270,9 @@ fn truncate(session: &mut Session, targets: &[ast::TruncateTableTarget]) -> Resu
             let table = txn.catalog.table_mut(&name)?;
             table.rel_number = new.rel_number;
             table.row_count = 0;
+            let table = table.clone();
             txn.drop_relation(old);
+            crate::indexes::truncate_indexes_of(&db, txn, &table)?;
         }
         Ok(())
     })?;
@@ -321,15 +338,38 @@ fn insert_into(session: &mut Session, insert: &ast::Insert, cancel: &CancelToken
         let plan = insert_plan(session, &txn.catalog, &table, &targets, source)?;
         let mut target = insert_target_for(&table, txn.xid);
         target.fill_last_page = !plan.reads_relation(table.locator());
+        let first_block = first_block_written(session, &table)?;
         let ctx = exec_context(session, cancel);
         let outcome = execute_insert(&plan, &ctx, &target);
         finish_context(session, &ctx);
         let inserted = outcome?;
         txn.touch(table.locator());
+        maintain_indexes(session, txn, &table, first_block, cancel)?;
         txn.catalog.table_mut(&table_name)?.row_count += inserted;
         Ok(inserted)
     })?;
     Ok(QueryResult::command(format!("INSERT 0 {inserted}")))
+}
+
+/// The first block an insert into `table` may write (it starts by filling the last page).
+pub(crate) fn first_block_written(session: &Session, table: &TableMeta) -> Result<weft_storage::BlockNumber> {
+    Ok(session.db.pool.nblocks(table.locator(), weft_storage::ForkNumber::Main)?.saturating_sub(1))
+}
+
+/// After rows were inserted: add their entries to the table's indexes.
+pub(crate) fn maintain_indexes(
+    session: &Session,
+    txn: &mut WriteTxn,
+    table: &TableMeta,
+    first_block: weft_storage::BlockNumber,
+    cancel: &CancelToken,
+) -> Result<()> {
+    let indexes: Vec<_> = txn.catalog.indexes_of(&table.name).map(|i| i.locator()).collect();
+    crate::indexes::maintain_indexes(&session.db, txn, table, first_block, cancel)?;
+    for rel in indexes {
+        txn.touch(rel);
+    }
+    Ok(())
 }
 
 /// The plan whose rows are full table rows for an INSERT.

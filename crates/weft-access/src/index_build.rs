@@ -1,0 +1,332 @@
+//! Building a B-tree index from its table: the seed's parallel CREATE INDEX, and weft's
+//! partitioned variant of it.
+//!
+//! 1. *Scanning table*: every participant takes chunks of blocks from one shared cursor
+//!    and turns each visible heap tuple into an index tuple (key columns copied as bytes,
+//!    then the TID word), pushed into its own `ParticipantSort` — one sorted run each.
+//! 2. *Sorting live tuples*: the runs are unified.
+//! 3. *Loading tuples in tree*, by `parallel_sort_strategy`:
+//!    - `leader_merge` (PostgreSQL's): the leader merges every run and packs the leaves;
+//!    - `partition`: every participant merges key ranges and packs their leaves; the leader
+//!      appends the ranges in key order, as they become ready, and links them.
+//!
+//!    Then the leader writes the upper levels and the metapage.
+//!
+//! UNIQUE: neighbours in the sorted stream are compared on their key columns; within a
+//! range by whoever packs it, across range boundaries by the leader. NULLs are distinct.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use weft_common::parallel::{CancelToken, WorkerPool};
+use weft_common::progress::{CreateIndexPhase, IndexBuildProgress};
+use weft_common::tuple::RowLayout;
+use weft_common::{DataType, Error, Result, SqlState};
+use weft_sort::{
+    merge_ranges_in_order, Merger, RangeWorkers, SharedSort, SortOptions, SortReport, SortStrategy, TraceFn,
+};
+use weft_storage::{BufferAccessStrategy, BufferPool, ForkNumber, RelFileLocator};
+
+use crate::btree::{BTreeDesc, BTreeWriter, BuildSummary, KeyColumn, LeafPacker, PackedLeaves, TidWord};
+use crate::catalog::{IndexMeta, TableMeta};
+use crate::heap::{scan_blocks_with_tids, HeapScanCursor};
+use crate::snapshot::Snapshot;
+
+/// The B-tree description of `index` on `table`.
+pub fn btree_desc(table: &TableMeta, index: &IndexMeta) -> Result<BTreeDesc> {
+    let columns: Vec<KeyColumn> = index
+        .columns
+        .iter()
+        .map(|c| KeyColumn { data_type: table.columns[c.column].data_type, descending: c.descending, nulls_first: c.nulls_first })
+        .collect();
+    BTreeDesc::new(&columns)
+}
+
+/// Turns heap rows into index tuples without decoding them: key columns are copied as
+/// bytes into the index layout (`keys ++ [tid word]`).
+pub struct KeyProjector {
+    heap: RowLayout,
+    index: RowLayout,
+    /// Per key: the heap column.
+    columns: Vec<usize>,
+    /// Length of the index tuple's bitmap and fixed section.
+    index_fixed_end: usize,
+}
+
+impl KeyProjector {
+    pub fn new(table: &TableMeta, index: &IndexMeta, desc: &BTreeDesc) -> KeyProjector {
+        let heap = RowLayout::new(&table.column_types());
+        let index_layout = desc.layout().clone();
+        let n = index_layout.len();
+        let tid_offset = index_layout.fixed_offset_of(n - 1).expect("the tid word is fixed-width");
+        KeyProjector {
+            heap,
+            index: index_layout,
+            columns: index.columns.iter().map(|c| c.column).collect(),
+            index_fixed_end: tid_offset + 8,
+        }
+    }
+
+    /// Append the index tuple of heap `row` at `tid` to `out`.
+    pub fn project(&self, row: &[u8], tid: TidWord, out: &mut Vec<u8>) -> Result<()> {
+        let start = out.len();
+        out.resize(start + self.index_fixed_end, 0);
+        let tid_col = self.columns.len();
+        let tid_off = self.index.fixed_offset_of(tid_col).expect("fixed");
+        out[start + tid_off..start + tid_off + 8].copy_from_slice(&tid.0.to_le_bytes());
+        for (key, &col) in self.columns.iter().enumerate() {
+            if self.heap.is_null(row, col) {
+                out[start + key / 8] |= 1 << (key % 8);
+                continue;
+            }
+            if let (Some(from), Some(to)) = (self.heap.fixed_offset_of(col), self.index.fixed_offset_of(key)) {
+                let width = self.heap.types()[col].fixed_width().expect("fixed");
+                let bytes = row.get(from..from + width).ok_or_else(|| corrupt_row(tid))?;
+                out[start + to..start + to + width].copy_from_slice(bytes);
+            }
+        }
+        // Variable-width keys follow, in key order, as the layout wants.
+        for (key, &col) in self.columns.iter().enumerate() {
+            if self.heap.is_null(row, col) {
+                continue;
+            }
+            if let Some(var) = self.heap.var_index_of(col) {
+                debug_assert!(self.index.var_index_of(key).is_some());
+                let bytes = self.heap.var_bytes(row, var)?;
+                out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                out.extend_from_slice(bytes);
+            }
+        }
+        Ok(())
+    }
+}
+
+fn corrupt_row(tid: TidWord) -> Error {
+    let tid = tid.tid();
+    Error::new(SqlState::DATA_CORRUPTED, format!("invalid heap tuple at ({},{})", tid.block, tid.offset))
+}
+
+/// PostgreSQL's error for two equal keys in a unique index.
+pub fn unique_violation(desc: &BTreeDesc, table: &TableMeta, index: &IndexMeta, tuple: &[u8], building: bool) -> Error {
+    let names: Vec<&str> = index.columns.iter().map(|c| table.columns[c.column].name.as_str()).collect();
+    let values: Vec<String> = match desc.key_datums(tuple) {
+        Ok(datums) => datums.iter().map(|d| d.to_pg_text().unwrap_or_else(|| "null".into())).collect(),
+        Err(_) => vec!["?".into(); names.len()],
+    };
+    let key = format!("({})=({})", names.join(", "), values.join(", "));
+    if building {
+        Error::new(SqlState::UNIQUE_VIOLATION, format!("could not create unique index \"{}\"", index.name))
+            .with_detail(format!("Key {key} is duplicated."))
+    } else {
+        Error::new(SqlState::UNIQUE_VIOLATION, format!("duplicate key value violates unique constraint \"{}\"", index.name))
+            .with_detail(format!("Key {key} already exists."))
+    }
+}
+
+/// What a build needs from its statement.
+pub struct BuildEnv<'a> {
+    pub pool: &'a BufferPool,
+    pub workers: &'a WorkerPool,
+    /// Workers asked for besides the leader.
+    pub workers_requested: usize,
+    pub leader_participates: bool,
+    pub cancel: &'a CancelToken,
+    /// `maintenance_work_mem`: the budget of the whole build, split among participants.
+    pub budget: usize,
+    pub strategy: SortStrategy,
+    pub temp_dir: PathBuf,
+    pub trace: Option<TraceFn>,
+    pub progress: &'a IndexBuildProgress,
+}
+
+/// What a build did, for `trace_sort`, the benchmark and tests.
+#[derive(Clone, Debug)]
+pub struct IndexBuildReport {
+    pub sort: SortReport,
+    pub tree: BuildSummary,
+    pub workers_launched: usize,
+    /// Scan and run phase (all participants).
+    pub scan_sort: Duration,
+    /// Merging and writing the tree.
+    pub load: Duration,
+    /// Time during which not every participant worked.
+    pub serial: Duration,
+    pub total: Duration,
+}
+
+/// Key ranges per participant in the partitioned load (as for ORDER BY).
+const RANGES_PER_PARTICIPANT: usize = 4;
+/// Leaf pages a packer hands over at once in the leader-merge load.
+const LEAF_BATCH_PAGES: usize = 256;
+
+/// Build `index` (whose file `rel` is empty) from the rows of `table` visible to `snapshot`.
+pub fn build_btree(
+    env: &BuildEnv,
+    table: &TableMeta,
+    index: &IndexMeta,
+    rel: RelFileLocator,
+    snapshot: &Snapshot,
+) -> Result<IndexBuildReport> {
+    let began = Instant::now();
+    let desc = btree_desc(table, index)?;
+    let projector = KeyProjector::new(table, index, &desc);
+    let heap_rel = table.locator();
+    let nblocks = env.pool.nblocks(heap_rel, ForkNumber::Main)?;
+    env.progress.set_phase(CreateIndexPhase::ScanningTable, nblocks as u64, 0);
+
+    // Fewer participants than planned may come; each gets an equal share of the budget.
+    let participants = env.workers_requested + 1;
+    let options = SortOptions {
+        budget: (env.budget / participants).max(64 * 1024),
+        bound: None,
+        strategy: env.strategy,
+        temp_dir: env.temp_dir.clone(),
+        cancel: env.cancel.clone(),
+        trace: env.trace.clone(),
+        sub_run_bytes: weft_sort::DEFAULT_SUB_RUN_BYTES,
+    };
+    let shared = SharedSort::new(desc.sort_keys().clone(), options, participants);
+    let cursor = HeapScanCursor::new(nblocks, participants);
+    // Like a sequential scan, a big table is read through a ring so it does not evict the pool.
+    let big_table = nblocks as usize > env.pool.nbuffers() / 4;
+    let run = env.workers.run(env.workers_requested, env.leader_participates, env.cancel, |_| {
+        let mut sort = shared.participant();
+        let mut ring = big_table.then(BufferAccessStrategy::bulk_read);
+        let mut tuple = Vec::with_capacity(64);
+        while let Some(chunk) = cursor.next_chunk() {
+            env.cancel.check()?;
+            let blocks = (chunk.end - chunk.start) as u64;
+            scan_blocks_with_tids(env.pool, heap_rel, chunk, ring.as_mut(), snapshot, |tid, row| {
+                tuple.clear();
+                projector.project(row, TidWord::new(tid, false), &mut tuple)?;
+                sort.push(&tuple)?;
+                Ok(true)
+            })?;
+            env.progress.add_blocks_done(blocks);
+        }
+        sort.finish()
+    })?;
+    let runs = shared.into_runs();
+    let scan_sort = began.elapsed();
+    env.progress.set_phase(CreateIndexPhase::SortingLiveTuples, 0, runs.rows());
+    env.progress.set_phase(CreateIndexPhase::LoadingTuplesInTree, 0, runs.rows());
+
+    let load_began = Instant::now();
+    let mut writer = BTreeWriter::new(env.pool, rel, &desc)?;
+    let fillfactor = index.fillfactor;
+    let duplicate = |tuple: &[u8]| unique_violation(&desc, table, index, tuple, true);
+    let partitioned = env.strategy == SortStrategy::Partition && runs.run_count() > 1 && run.workers_launched > 0;
+    let (serial_load, outcome) = if partitioned {
+        // A range's pages, and its first and last tuple for the checks across boundaries.
+        struct Range {
+            leaves: PackedLeaves,
+            first: Option<Vec<u8>>,
+            last: Option<Vec<u8>>,
+        }
+        let pack = |merger: &mut Merger| -> Result<Range> {
+            let mut packer = LeafPacker::new(&desc, fillfactor);
+            let mut first = None;
+            let mut last: Vec<u8> = Vec::new();
+            let mut any = false;
+            while let Some(tuple) = merger.next()? {
+                if index.unique && any && desc.keys_equal_not_null(&last, tuple) {
+                    return Err(duplicate(tuple));
+                }
+                if !any {
+                    first = Some(tuple.to_vec());
+                    any = true;
+                }
+                if index.unique {
+                    last.clear();
+                    last.extend_from_slice(tuple);
+                }
+                packer.add(tuple)?;
+            }
+            let leaves = packer.finish();
+            env.progress.add_tuples_done(leaves.tuples);
+            let last = (any && index.unique).then_some(last);
+            Ok(Range { leaves, first, last })
+        };
+        let mut previous_last: Option<Vec<u8>> = None;
+        let consume = |range: Range| -> Result<bool> {
+            if let (Some(prev), Some(first)) = (&previous_last, &range.first) {
+                if index.unique && desc.keys_equal_not_null(prev, first) {
+                    return Err(duplicate(first));
+                }
+            }
+            if range.last.is_some() {
+                previous_last = range.last;
+            }
+            writer.append_leaves(range.leaves)?;
+            Ok(true)
+        };
+        let who = RangeWorkers {
+            pool: env.workers,
+            workers: run.workers_launched,
+            leader_participates: env.leader_participates,
+            cancel: env.cancel,
+        };
+        let ranges = (run.workers_launched + 1) * RANGES_PER_PARTICIPANT;
+        let (times, outcome) = merge_ranges_in_order(&runs, ranges, &who, pack, consume);
+        (times.not_all_busy, outcome)
+    } else {
+        let outcome = (|| {
+            let mut merger = runs.merge_all()?;
+            let mut packer = LeafPacker::new(&desc, fillfactor);
+            let mut last: Vec<u8> = Vec::new();
+            let mut any = false;
+            while let Some(tuple) = merger.next()? {
+                if index.unique {
+                    if any && desc.keys_equal_not_null(&last, tuple) {
+                        return Err(duplicate(tuple));
+                    }
+                    last.clear();
+                    last.extend_from_slice(tuple);
+                }
+                any = true;
+                packer.add(tuple)?;
+                if packer.full_pages() >= LEAF_BATCH_PAGES {
+                    env.cancel.check()?;
+                    let leaves = packer.take_full_pages();
+                    env.progress.add_tuples_done(leaves.tuples);
+                    writer.append_leaves(leaves)?;
+                }
+            }
+            let leaves = packer.finish();
+            env.progress.add_tuples_done(leaves.tuples);
+            writer.append_leaves(leaves)
+        })();
+        (load_began.elapsed(), outcome)
+    };
+    let sort = runs.report(load_began.elapsed(), serial_load);
+    outcome?;
+    drop(runs);
+    // The upper levels and the metapage: the leader alone.
+    let finish_began = Instant::now();
+    let tree = writer.finish()?;
+    let serial = run_phase_serial(&run.participant_times, scan_sort) + serial_load + finish_began.elapsed();
+    env.progress.set_phase(CreateIndexPhase::Done, 0, tree.tuples);
+    Ok(IndexBuildReport {
+        sort,
+        tree,
+        workers_launched: run.workers_launched,
+        scan_sort,
+        serial,
+        load: load_began.elapsed(),
+        total: began.elapsed(),
+    })
+}
+
+/// Of the run phase's wall time, the part during which not every participant worked
+/// (the slowest participant's lead over the fastest).
+fn run_phase_serial(times: &[Duration], wall: Duration) -> Duration {
+    match (times.iter().min(), times.len()) {
+        (Some(&fastest), n) if n > 1 => wall.saturating_sub(fastest),
+        _ => wall,
+    }
+}
+
+/// Types a B-tree key may have.
+pub fn indexable(data_type: DataType) -> bool {
+    matches!(data_type, DataType::Int4 | DataType::Int8 | DataType::Float8 | DataType::Bool | DataType::Text | DataType::Numeric)
+}

@@ -1,0 +1,637 @@
+//! Index statements: CREATE / DROP INDEX, REINDEX, `ALTER TABLE ... SET (parallel_workers)`,
+//! the index maintenance of writing statements, and `weft_index_check`.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use sqlparser::ast::{self, Statement};
+use weft_access::btree::{self, BTree, BTreeDesc, BTreeWriter, TidWord};
+use weft_access::catalog::{IndexColumnMeta, IndexMeta, TableMeta};
+use weft_access::heap::{self, scan_own_rows};
+use weft_access::index_build::{btree_desc, build_btree, indexable, unique_violation, BuildEnv, IndexBuildReport, KeyProjector};
+use weft_access::{Catalog, Snapshot, Xid};
+use weft_common::parallel::CancelToken;
+use weft_common::progress::IndexBuildProgress;
+use weft_common::{Datum, Error, Result, SqlState};
+use weft_sort::SortStrategy;
+use weft_storage::{BlockNumber, ForkNumber, RelFileLocator};
+
+use crate::api::{ColumnInfo, QueryResult};
+use crate::bind::{ident_name, object_name};
+use crate::database::{Database, WriteTxn};
+use crate::session::Session;
+
+/// PostgreSQL's default leaf fill factor of a B-tree.
+pub const DEFAULT_FILLFACTOR: u8 = 90;
+/// Each participant of a build needs this much of `maintenance_work_mem` (PostgreSQL's rule).
+const MIN_BUDGET_PER_PARTICIPANT: usize = 32 * 1024 * 1024;
+/// Index entries an INSERT checks and adds at a time.
+const MAINTENANCE_BATCH: usize = 65536;
+
+fn undefined_index(name: &str) -> Error {
+    Error::new(SqlState::UNDEFINED_OBJECT, format!("index \"{name}\" does not exist"))
+}
+
+fn not_an_index(name: &str) -> Error {
+    Error::new(SqlState::WRONG_OBJECT_TYPE, format!("\"{name}\" is not an index"))
+}
+
+/// `WITH (...)` options of CREATE INDEX.
+#[derive(Default)]
+struct IndexOptions {
+    fillfactor: Option<u8>,
+    parallel_workers: Option<u32>,
+}
+
+fn option_integer(name: &str, value: &ast::Expr, min: i64, max: i64) -> Result<i64> {
+    let text = match value {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n.clone(),
+            ast::Value::SingleQuotedString(s) => s.clone(),
+            other => other.to_string(),
+        },
+        other => other.to_string(),
+    };
+    let parsed: i64 = text.trim().parse().map_err(|_| {
+        Error::new(SqlState::INVALID_PARAMETER_VALUE, format!("invalid value for integer option \"{name}\": {text}"))
+    })?;
+    if !(min..=max).contains(&parsed) {
+        return Err(Error::new(SqlState::INVALID_PARAMETER_VALUE, format!("value {parsed} out of bounds for option \"{name}\""))
+            .with_detail(format!("Valid values are between \"{min}\" and \"{max}\".")));
+    }
+    Ok(parsed)
+}
+
+/// `name = value` pairs of a `WITH (...)` or `SET (...)` list.
+fn option_pairs(exprs: &[ast::Expr]) -> Result<Vec<(String, ast::Expr)>> {
+    exprs
+        .iter()
+        .map(|e| match e {
+            ast::Expr::BinaryOp { left, op: ast::BinaryOperator::Eq, right } => match left.as_ref() {
+                ast::Expr::Identifier(i) => Ok((ident_name(i), (**right).clone())),
+                other => Err(Error::syntax(format!("syntax error at or near \"{other}\""))),
+            },
+            other => Err(Error::syntax(format!("syntax error at or near \"{other}\""))),
+        })
+        .collect()
+}
+
+fn index_options(exprs: &[ast::Expr]) -> Result<IndexOptions> {
+    let mut options = IndexOptions::default();
+    for (name, value) in option_pairs(exprs)? {
+        match name.as_str() {
+            "fillfactor" => options.fillfactor = Some(option_integer(&name, &value, 10, 100)? as u8),
+            "parallel_workers" => options.parallel_workers = Some(option_integer(&name, &value, 0, 1024)? as u32),
+            "deduplicate_items" => {
+                return Err(Error::not_supported("the B-tree option \"deduplicate_items\" is not supported yet"))
+            }
+            other => {
+                return Err(Error::new(SqlState::INVALID_PARAMETER_VALUE, format!("unrecognized parameter \"{other}\"")))
+            }
+        }
+    }
+    Ok(options)
+}
+
+/// PostgreSQL's generated name: `table_col1_col2_idx`, then `..._idx1`, `..._idx2`, ...
+fn generated_name(catalog: &Catalog, table: &str, columns: &[String]) -> String {
+    let base = format!("{table}_{}_idx", columns.join("_"));
+    let mut name = base.clone();
+    let mut n = 0;
+    while catalog.relation_exists(&name) {
+        n += 1;
+        name = format!("{base}{n}");
+    }
+    name
+}
+
+pub fn create_index(session: &mut Session, create: &ast::CreateIndex, cancel: &CancelToken) -> Result<QueryResult> {
+    if create.concurrently {
+        return Err(Error::not_supported("CREATE INDEX CONCURRENTLY is not supported yet"));
+    }
+    if let Some(using) = &create.using {
+        let method = using.to_string().to_lowercase();
+        if method != "btree" {
+            return Err(match method.as_str() {
+                "gin" | "hash" | "gist" | "spgist" | "brin" => {
+                    Error::not_supported(format!("access method \"{method}\" is not supported yet"))
+                }
+                _ => Error::new(SqlState::UNDEFINED_OBJECT, format!("access method \"{method}\" does not exist")),
+            });
+        }
+    }
+    if !create.include.is_empty() || create.predicate.is_some() || create.nulls_distinct == Some(false) {
+        return Err(Error::not_supported("INCLUDE, partial indexes and NULLS NOT DISTINCT are not supported yet"));
+    }
+    let options = index_options(&create.with)?;
+    let table_name = object_name(&create.table_name)?;
+    let db = session.db.clone();
+    let mut notices = Vec::new();
+    let mut report = None;
+    db.write(|txn| {
+        let table = txn.catalog.table(&table_name)?.clone();
+        let mut columns = Vec::with_capacity(create.columns.len());
+        let mut names = Vec::new();
+        for item in &create.columns {
+            if item.operator_class.is_some() {
+                return Err(Error::not_supported("operator classes are not supported yet"));
+            }
+            let ast::Expr::Identifier(ident) = &item.column.expr else {
+                return Err(Error::not_supported("indexes on expressions are not supported yet"));
+            };
+            let name = ident_name(ident);
+            let column = table.column_index(&name).ok_or_else(|| {
+                Error::new(SqlState::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist"))
+            })?;
+            let data_type = table.columns[column].data_type;
+            if !indexable(data_type) {
+                return Err(Error::new(
+                    SqlState::UNDEFINED_OBJECT,
+                    format!("data type {} has no default operator class for access method \"btree\"", data_type.name()),
+                ));
+            }
+            let descending = matches!(item.column.options.sort, Some(ast::OrderBySort::Desc));
+            let nulls_first = item.column.options.nulls_first.unwrap_or(descending);
+            columns.push(IndexColumnMeta { column, descending, nulls_first });
+            names.push(name);
+        }
+        if columns.len() > 32 {
+            return Err(Error::new(SqlState::PROGRAM_LIMIT_EXCEEDED, "cannot use more than 32 columns in an index"));
+        }
+        let name = match &create.name {
+            Some(name) => object_name(name)?,
+            None => generated_name(&txn.catalog, &table_name, &names),
+        };
+        if txn.catalog.relation_exists(&name) {
+            if create.if_not_exists {
+                notices.push(format!("NOTICE:  relation \"{name}\" already exists, skipping"));
+                return Ok(());
+            }
+            return Err(Error::new(SqlState::DUPLICATE_TABLE, format!("relation \"{name}\" already exists")));
+        }
+        let rel = txn.create_relation(&db)?;
+        let index = IndexMeta {
+            oid: rel.rel_number,
+            name: name.clone(),
+            table: table_name.clone(),
+            columns,
+            unique: create.unique,
+            fillfactor: options.fillfactor.unwrap_or(DEFAULT_FILLFACTOR),
+            parallel_workers: options.parallel_workers,
+            rel_number: rel.rel_number,
+        };
+        let built = build(session, txn, &table, &index, rel, "CREATE INDEX", cancel, &mut notices)?;
+        report = Some(built);
+        txn.catalog.indexes.insert(name, index);
+        Ok(())
+    })?;
+    if report.is_some() {
+        *session.last_index_build.lock() = report;
+    }
+    let mut result = QueryResult::command("CREATE INDEX");
+    result.notices = notices;
+    Ok(result)
+}
+
+/// Participants of a build besides the leader: the index's or the table's
+/// `parallel_workers` when set, else PostgreSQL's estimate from the table's size; then
+/// fewer until each participant has 32MB of `maintenance_work_mem`, and at most
+/// `max_parallel_maintenance_workers`.
+fn build_workers(session: &Session, table: &TableMeta, index: &IndexMeta, heap_blocks: BlockNumber) -> usize {
+    let cap = session.settings.integer("max_parallel_maintenance_workers").max(0) as usize;
+    if let Some(n) = index.parallel_workers.or(table.parallel_workers) {
+        return (n as usize).min(cap);
+    }
+    let threshold_blocks = (session.settings.memory_bytes("min_parallel_table_scan_size") / weft_storage::PAGE_SIZE).max(1) as u64;
+    let mut workers = 0usize;
+    let mut threshold = threshold_blocks;
+    if heap_blocks as u64 >= threshold {
+        workers = 1;
+        while heap_blocks as u64 >= threshold.saturating_mul(3) {
+            workers += 1;
+            threshold = threshold.saturating_mul(3);
+        }
+    }
+    let budget = session.settings.memory_bytes("maintenance_work_mem");
+    while workers > 0 && budget / (workers + 1) < MIN_BUDGET_PER_PARTICIPANT {
+        workers -= 1;
+    }
+    workers.min(cap)
+}
+
+/// Build `index` into its empty file `rel` from the committed rows of `table`.
+#[allow(clippy::too_many_arguments)]
+fn build(
+    session: &Session,
+    txn: &mut WriteTxn,
+    table: &TableMeta,
+    index: &IndexMeta,
+    rel: RelFileLocator,
+    command: &'static str,
+    cancel: &CancelToken,
+    notices: &mut Vec<String>,
+) -> Result<IndexBuildReport> {
+    let db = &session.db;
+    let heap_blocks = db.pool.nblocks(table.locator(), ForkNumber::Main)?;
+    let progress = Arc::new(IndexBuildProgress::new(command, &index.name, &table.name));
+    let _published = session.progress.publish(progress.clone());
+    let trace_lines: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let trace: Option<weft_sort::TraceFn> = session.settings.boolean("trace_sort").then(|| {
+        let lines = trace_lines.clone();
+        Arc::new(move |line: String| lines.lock().push(format!("LOG:  {line}"))) as weft_sort::TraceFn
+    });
+    let env = BuildEnv {
+        pool: &db.pool,
+        workers: &db.workers,
+        workers_requested: build_workers(session, table, index, heap_blocks),
+        leader_participates: session.settings.boolean("parallel_leader_participation"),
+        cancel,
+        budget: session.settings.memory_bytes("maintenance_work_mem"),
+        strategy: SortStrategy::from_name(&session.settings.text("parallel_sort_strategy")).unwrap_or(SortStrategy::Partition),
+        temp_dir: db.data_dir.join("tmp"),
+        trace: trace.clone(),
+        progress: &progress,
+    };
+    let snapshot = txn.catalog.snapshot();
+    let outcome = build_btree(&env, table, index, rel, &snapshot);
+    if let (Some(trace), Ok(report)) = (&trace, &outcome) {
+        trace(format!(
+            "{command} \"{}\": {} tuples, {} participants, {} levels, {} leaf and {} internal pages; scan+sort {:.3} s, load {:.3} s, total {:.3} s ({:.3} s serial)",
+            index.name,
+            report.tree.tuples,
+            report.workers_launched + 1,
+            report.tree.levels,
+            report.tree.leaf_pages,
+            report.tree.internal_pages,
+            report.scan_sort.as_secs_f64(),
+            report.load.as_secs_f64(),
+            report.total.as_secs_f64(),
+            report.serial.as_secs_f64(),
+        ));
+    }
+    notices.append(&mut trace_lines.lock());
+    txn.touch(rel);
+    outcome
+}
+
+/// Write an empty B-tree into the new, empty file `rel`.
+fn write_empty(db: &Database, rel: RelFileLocator, desc: &BTreeDesc) -> Result<()> {
+    BTreeWriter::new(&db.pool, rel, desc)?.finish().map(|_| ())
+}
+
+pub fn drop_indexes(session: &mut Session, names: &[ast::ObjectName], if_exists: bool) -> Result<QueryResult> {
+    let mut notices = Vec::new();
+    let db = session.db.clone();
+    db.write(|txn| {
+        for name in names {
+            let name = object_name(name)?;
+            match txn.catalog.indexes.remove(&name) {
+                Some(index) => txn.drop_relation(index.locator()),
+                None if txn.catalog.tables.contains_key(&name) => return Err(not_an_index(&name)),
+                None if if_exists => notices.push(format!("NOTICE:  index \"{name}\" does not exist, skipping")),
+                None => return Err(undefined_index(&name)),
+            }
+        }
+        Ok(())
+    })?;
+    let mut result = QueryResult::command("DROP INDEX");
+    result.notices = notices;
+    Ok(result)
+}
+
+/// DROP TABLE and TRUNCATE: what happens to the table's indexes.
+pub(crate) fn drop_indexes_of(txn: &mut WriteTxn, table: &str) {
+    let names: Vec<String> = txn.catalog.indexes_of(table).map(|i| i.name.clone()).collect();
+    for name in names {
+        if let Some(index) = txn.catalog.indexes.remove(&name) {
+            txn.drop_relation(index.locator());
+        }
+    }
+}
+
+/// TRUNCATE: every index of `table` gets a new, empty file.
+pub(crate) fn truncate_indexes_of(db: &Database, txn: &mut WriteTxn, table: &TableMeta) -> Result<()> {
+    let indexes: Vec<IndexMeta> = txn.catalog.indexes_of(&table.name).cloned().collect();
+    for index in indexes {
+        let rel = txn.create_relation(db)?;
+        write_empty(db, rel, &btree_desc(table, &index)?)?;
+        txn.drop_relation(index.locator());
+        txn.catalog.indexes.get_mut(&index.name).expect("listed above").rel_number = rel.rel_number;
+    }
+    Ok(())
+}
+
+/// `REINDEX [ (VERBOSE) ] { INDEX | TABLE } name`, which sqlparser does not parse: the
+/// statement text is recognised here. `None` when `sql` is not a REINDEX.
+pub fn try_reindex(session: &mut Session, sql: &str, cancel: &CancelToken) -> Option<Result<QueryResult>> {
+    let text = sql.trim().trim_end_matches(';').trim();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    if !words.first().is_some_and(|w| w.eq_ignore_ascii_case("reindex")) {
+        return None;
+    }
+    let mut rest = &words[1..];
+    if rest.first().is_some_and(|w| w.starts_with('(')) {
+        let close = rest.iter().position(|w| w.ends_with(')'))?;
+        rest = &rest[close + 1..];
+    }
+    let (kind, rest) = match rest.split_first() {
+        Some((kind, rest)) => (kind.to_lowercase(), rest),
+        None => return Some(Err(Error::syntax("syntax error at end of input"))),
+    };
+    let rest: Vec<&str> = rest.iter().copied().filter(|w| !w.eq_ignore_ascii_case("concurrently")).collect();
+    let name = match rest.as_slice() {
+        [name] => name.trim_matches('"').to_string(),
+        [] => return Some(Err(Error::syntax("syntax error at end of input"))),
+        [_, extra, ..] => return Some(Err(Error::syntax(format!("syntax error at or near \"{extra}\"")))),
+    };
+    let name = if rest[0].starts_with('"') { name } else { name.to_lowercase() };
+    Some(match kind.as_str() {
+        "index" => reindex(session, Some(&name), None, cancel),
+        "table" => reindex(session, None, Some(&name), cancel),
+        "schema" | "database" | "system" => Err(Error::not_supported(format!("REINDEX {} is not supported yet", kind.to_uppercase()))),
+        other => Err(Error::syntax(format!("syntax error at or near \"{other}\""))),
+    })
+}
+
+fn reindex(session: &mut Session, index: Option<&str>, table: Option<&str>, cancel: &CancelToken) -> Result<QueryResult> {
+    let db = session.db.clone();
+    let mut notices = Vec::new();
+    let mut last = None;
+    db.write(|txn| {
+        let names: Vec<String> = match (index, table) {
+            (Some(name), _) => {
+                if !txn.catalog.indexes.contains_key(name) {
+                    return Err(if txn.catalog.tables.contains_key(name) { not_an_index(name) } else { undefined_index(name) });
+                }
+                vec![name.to_string()]
+            }
+            (None, Some(table)) => {
+                txn.catalog.table(table)?;
+                txn.catalog.indexes_of(table).map(|i| i.name.clone()).collect()
+            }
+            (None, None) => Vec::new(),
+        };
+        for name in names {
+            let index = txn.catalog.indexes[&name].clone();
+            let table = txn.catalog.table(&index.table)?.clone();
+            let rel = txn.create_relation(&db)?;
+            last = Some(build(session, txn, &table, &index, rel, "REINDEX", cancel, &mut notices)?);
+            txn.drop_relation(index.locator());
+            txn.catalog.indexes.get_mut(&name).expect("listed above").rel_number = rel.rel_number;
+        }
+        Ok(())
+    })?;
+    if last.is_some() {
+        *session.last_index_build.lock() = last;
+    }
+    let mut result = QueryResult::command("REINDEX");
+    result.notices = notices;
+    Ok(result)
+}
+
+/// `ALTER TABLE t SET (parallel_workers = n)` / `RESET (parallel_workers)`.
+pub fn alter_table(session: &mut Session, alter: &Statement) -> Result<QueryResult> {
+    let Statement::AlterTable(alter) = alter else { return Err(Error::internal("not an ALTER TABLE")) };
+    let name = object_name(&alter.name)?;
+    let db = session.db.clone();
+    db.write(|txn| {
+        if !txn.catalog.tables.contains_key(&name) {
+            if alter.if_exists {
+                return Ok(());
+            }
+            return Err(weft_access::catalog::undefined_table(&name));
+        }
+        for operation in &alter.operations {
+            match operation {
+                ast::AlterTableOperation::SetOptionsParens { options } => {
+                    for option in options {
+                        let ast::SqlOption::KeyValue { key, value } = option else {
+                            return Err(Error::not_supported(format!("ALTER TABLE option {option}")));
+                        };
+                        let key = ident_name(key);
+                        match key.as_str() {
+                            "parallel_workers" => {
+                                let n = option_integer(&key, value, 0, 1024)? as u32;
+                                txn.catalog.table_mut(&name)?.parallel_workers = Some(n);
+                            }
+                            other => {
+                                return Err(Error::not_supported(format!("the table option \"{other}\" is not supported yet")))
+                            }
+                        }
+                    }
+                }
+                other => return Err(Error::not_supported(format!("ALTER TABLE ... {other} is not supported yet"))),
+            }
+        }
+        Ok(())
+    })?;
+    Ok(QueryResult::command("ALTER TABLE"))
+}
+
+/// The index maintenance pass of an INSERT or COPY that wrote rows with `txn.xid` into
+/// `table` from block `first_block` on: every new row gets an entry in every index of
+/// the table. Unique keys are checked for a whole batch before any of its entries is
+/// added, against the committed entries and the statement's own earlier rows.
+pub(crate) fn maintain_indexes(db: &Database, txn: &WriteTxn, table: &TableMeta, first_block: BlockNumber, cancel: &CancelToken) -> Result<()> {
+    let indexes: Vec<IndexMeta> = txn.catalog.indexes_of(&table.name).cloned().collect();
+    if indexes.is_empty() {
+        return Ok(());
+    }
+    let pool = &db.pool;
+    let heap_rel = table.locator();
+    let end = pool.nblocks(heap_rel, ForkNumber::Main)?;
+    let snapshot = txn.catalog.snapshot();
+    let maintained: Vec<(IndexMeta, BTreeDesc, KeyProjector)> = indexes
+        .into_iter()
+        .map(|index| {
+            let desc = btree_desc(table, &index)?;
+            let projector = KeyProjector::new(table, &index, &desc);
+            Ok((index, desc, projector))
+        })
+        .collect::<Result<_>>()?;
+    let mut rows: Vec<(weft_access::Tid, Vec<u8>)> = Vec::new();
+    let flush = |rows: &mut Vec<(weft_access::Tid, Vec<u8>)>| -> Result<()> {
+        cancel.check()?;
+        for (index, desc, projector) in &maintained {
+            let mut entries: Vec<Vec<u8>> = Vec::with_capacity(rows.len());
+            for (tid, row) in rows.iter() {
+                let mut entry = Vec::with_capacity(32);
+                projector.project(row, TidWord::new(*tid, true), &mut entry)?;
+                entries.push(entry);
+            }
+            entries.sort_by(|a, b| desc.compare(a, b));
+            let tree = BTree::open(pool, index.locator(), desc);
+            if index.unique {
+                check_unique(db, txn.xid, &snapshot, table, index, desc, &tree, &entries)?;
+            }
+            for entry in &entries {
+                tree.insert(entry)?;
+            }
+        }
+        rows.clear();
+        Ok(())
+    };
+    scan_own_rows(pool, heap_rel, first_block..end, txn.xid, |tid, row| {
+        rows.push((tid, row.to_vec()));
+        if rows.len() >= MAINTENANCE_BATCH {
+            flush(&mut rows)?;
+        }
+        Ok(())
+    })?;
+    flush(&mut rows)
+}
+
+/// Fail if an entry of `sorted` repeats the keys of another new entry or of a live entry
+/// already in the tree (committed, or this statement's own).
+#[allow(clippy::too_many_arguments)]
+fn check_unique(
+    db: &Database,
+    xid: Xid,
+    snapshot: &Snapshot,
+    table: &TableMeta,
+    index: &IndexMeta,
+    desc: &BTreeDesc,
+    tree: &BTree,
+    sorted: &[Vec<u8>],
+) -> Result<()> {
+    for pair in sorted.windows(2) {
+        if desc.keys_equal_not_null(&pair[0], &pair[1]) {
+            return Err(unique_violation(desc, table, index, &pair[1], false));
+        }
+    }
+    for entry in sorted {
+        let mut clash = false;
+        tree.visit_equal(entry, |existing| {
+            if !desc.keys_equal_not_null(existing, entry) {
+                return Ok(true);
+            }
+            clash = entry_is_live(db, xid, snapshot, table, desc.tid_word(existing))?;
+            Ok(!clash)
+        })?;
+        if clash {
+            return Err(unique_violation(desc, table, index, entry, false));
+        }
+    }
+    Ok(())
+}
+
+/// Does an index entry point to a row that exists for a writer with `xid`? Entries
+/// added by the build are; later ones are checked against the heap.
+fn entry_is_live(db: &Database, xid: Xid, snapshot: &Snapshot, table: &TableMeta, word: TidWord) -> Result<bool> {
+    if !word.needs_heap_check() {
+        return Ok(true);
+    }
+    let xmin = heap::fetch(&db.pool, table.locator(), word.tid(), |xmin, _| Ok(xmin))?;
+    Ok(xmin.is_some_and(|xmin| xmin == xid || snapshot.is_visible(xmin)))
+}
+
+/// `SELECT weft_index_check('name' [, heapallindexed => true])`, recognised by the
+/// statement dispatcher. amcheck's checks of the structure, then with heapallindexed:
+/// every entry points to a live heap row whose keys it holds, and every live row has
+/// an entry (counted: entries point to distinct rows, so equal counts mean all).
+pub fn try_index_check(session: &Session, query: &ast::Query) -> Option<Result<QueryResult>> {
+    let ast::SetExpr::Select(select) = query.body.as_ref() else { return None };
+    if !select.from.is_empty() || select.projection.len() != 1 || select.selection.is_some() {
+        return None;
+    }
+    let (ast::SelectItem::UnnamedExpr(ast::Expr::Function(f)) | ast::SelectItem::ExprWithAlias { expr: ast::Expr::Function(f), .. }) =
+        &select.projection[0]
+    else {
+        return None;
+    };
+    if !f.name.to_string().eq_ignore_ascii_case("weft_index_check") {
+        return None;
+    }
+    Some(run_index_check(session, f))
+}
+
+fn run_index_check(session: &Session, f: &ast::Function) -> Result<QueryResult> {
+    let usage = || {
+        Error::new(SqlState::UNDEFINED_FUNCTION, "function weft_index_check does not exist")
+            .with_hint("Call weft_index_check('index name') or weft_index_check('index name', heapallindexed => true).")
+    };
+    let ast::FunctionArguments::List(list) = &f.args else { return Err(usage()) };
+    let mut name = None;
+    let mut heapallindexed = false;
+    for (i, arg) in list.args.iter().enumerate() {
+        let (label, expr) = match arg {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => (None, e),
+            ast::FunctionArg::Named { name, arg: ast::FunctionArgExpr::Expr(e), .. } => (Some(ident_name(name)), e),
+            ast::FunctionArg::ExprNamed { name: ast::Expr::Identifier(name), arg: ast::FunctionArgExpr::Expr(e), .. } => {
+                (Some(ident_name(name)), e)
+            }
+            _ => return Err(usage()),
+        };
+        let value = match expr {
+            ast::Expr::Value(v) => v.value.clone(),
+            _ => return Err(usage()),
+        };
+        match (label.as_deref(), i, value) {
+            (None, 0, ast::Value::SingleQuotedString(s)) => name = Some(s),
+            (None | Some("heapallindexed"), 1, ast::Value::Boolean(b)) | (Some("heapallindexed"), _, ast::Value::Boolean(b)) => {
+                heapallindexed = b
+            }
+            _ => return Err(usage()),
+        }
+    }
+    let name = name.ok_or_else(usage)?;
+    let catalog = session.db.catalog();
+    let index = catalog.indexes.get(&name).ok_or_else(|| {
+        if catalog.tables.contains_key(&name) { not_an_index(&name) } else { undefined_index(&name) }
+    })?;
+    let table = catalog.table(&index.table)?;
+    let desc = btree_desc(table, index)?;
+    let pool = &session.db.pool;
+    let summary = btree::check(pool, index.locator(), &desc, &index.name)?;
+    if heapallindexed {
+        check_heap_all_indexed(session, &catalog, table, index, &desc, summary.entries)?;
+    }
+    let column = ColumnInfo { name: "weft_index_check".into(), data_type: weft_common::DataType::Text };
+    Ok(QueryResult::rows(vec![column], vec![vec![Datum::Null]], "SELECT 1"))
+}
+
+fn check_heap_all_indexed(session: &Session, catalog: &Catalog, table: &TableMeta, index: &IndexMeta, desc: &BTreeDesc, _entries: u64) -> Result<()> {
+    let pool = &session.db.pool;
+    let snapshot = catalog.snapshot();
+    let projector = KeyProjector::new(table, index, desc);
+    let heap_rel = table.locator();
+    let mut live_entries = 0u64;
+    let mut expected = Vec::with_capacity(64);
+    btree::for_each_entry(pool, index.locator(), desc, |block, entry| {
+        let word = desc.tid_word(entry);
+        let tid = word.tid();
+        let fetched = heap::fetch(pool, heap_rel, tid, |xmin, row| {
+            expected.clear();
+            projector.project(row, word, &mut expected)?;
+            Ok((xmin, expected == entry))
+        })?;
+        let corrupt = |what: &str| {
+            Error::new(SqlState::INDEX_CORRUPTED, format!("index \"{}\" block {block}: entry for ({},{}) {what}", index.name, tid.block, tid.offset))
+        };
+        match fetched {
+            None => return Err(corrupt("points to no heap tuple")),
+            Some((_, false)) => return Err(corrupt("does not match the keys of its heap tuple")),
+            Some((xmin, true)) => {
+                if snapshot.is_visible(xmin) {
+                    live_entries += 1;
+                } else if !word.needs_heap_check() {
+                    return Err(corrupt("points to a heap tuple that is not visible"));
+                }
+            }
+        }
+        Ok(())
+    })?;
+    let mut live_rows = 0u64;
+    let nblocks = pool.nblocks(heap_rel, ForkNumber::Main)?;
+    heap::scan_blocks_with_tids(pool, heap_rel, 0..nblocks, None, &snapshot, |_, _| {
+        live_rows += 1;
+        Ok(true)
+    })?;
+    if live_rows != live_entries {
+        return Err(Error::new(
+            SqlState::INDEX_CORRUPTED,
+            format!("heap of table \"{}\" has {live_rows} live tuples but index \"{}\" has entries for {live_entries}", table.name, index.name),
+        ));
+    }
+    Ok(())
+}
