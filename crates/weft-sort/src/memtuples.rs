@@ -140,6 +140,13 @@ impl MemTuples {
         writer.finish()
     }
 
+    /// Forget every tuple, keeping the memory for the next sub-run (still counted by
+    /// `bytes()`).
+    pub fn reset(&mut self) {
+        self.chunks.reset();
+        self.tuples.clear();
+    }
+
     /// Drop everything, returning the memory.
     pub fn clear(&mut self) {
         *self = MemTuples {

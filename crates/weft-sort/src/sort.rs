@@ -281,7 +281,13 @@ impl<'s> ParticipantSort<'s> {
         self.peak_memory = self.peak_memory.max(self.mem.bytes() + self.mem_runs_bytes + run.bytes());
         self.mem_runs_bytes += run.bytes();
         self.mem_runs.push(run);
-        self.mem.clear();
+        // Keep the buffer's memory for the next sub-run while the budget leaves room for
+        // a full one beside the runs (no page faults on refill); else give it back.
+        if self.mem.bytes() <= self.shared.options.budget.saturating_sub(self.mem_runs_bytes) / 2 {
+            self.mem.reset();
+        } else {
+            self.mem.clear();
+        }
     }
 
     fn exact(&self) -> bool {
