@@ -33,7 +33,7 @@ fn undefined_index(name: &str) -> Error {
 }
 
 fn not_an_index(name: &str) -> Error {
-    Error::new(SqlState::WRONG_OBJECT_TYPE, format!("\"{name}\" is not an index"))
+    Error::new(SqlState::WRONG_OBJECT_TYPE, format!("\"{name}\" is not an index")).with_hint("Use DROP TABLE to remove a table.")
 }
 
 /// `WITH (...)` options of CREATE INDEX.
@@ -361,7 +361,11 @@ fn reindex(session: &mut Session, index: Option<&str>, table: Option<&str>, canc
         let names: Vec<String> = match (index, table) {
             (Some(name), _) => {
                 if !txn.catalog.indexes.contains_key(name) {
-                    return Err(if txn.catalog.tables.contains_key(name) { not_an_index(name) } else { undefined_index(name) });
+                    return Err(if txn.catalog.tables.contains_key(name) {
+                        Error::new(SqlState::WRONG_OBJECT_TYPE, format!("\"{name}\" is not an index"))
+                    } else {
+                        weft_access::catalog::undefined_table(name)
+                    });
                 }
                 vec![name.to_string()]
             }

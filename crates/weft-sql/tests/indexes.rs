@@ -234,7 +234,8 @@ fn index_ddl_errors_read_like_postgresql() {
     assert_eq!(r.notices, vec!["NOTICE:  index \"nope\" does not exist, skipping".to_string()]);
     assert_eq!(err(&mut s, "DROP INDEX t").message, "\"t\" is not an index");
     assert_eq!(err(&mut s, "DROP TABLE t_a_idx").message, "\"t_a_idx\" is not a table");
-    assert_eq!(err(&mut s, "REINDEX INDEX nope").message, "index \"nope\" does not exist");
+    assert_eq!(err(&mut s, "REINDEX INDEX nope").message, "relation \"nope\" does not exist");
+    assert_eq!(err(&mut s, "DROP INDEX t").hint.as_deref(), Some("Use DROP TABLE to remove a table."));
     let e = err(&mut s, "CREATE INDEX g ON t USING gin (b)");
     assert_eq!(e.sqlstate, SqlState::FEATURE_NOT_SUPPORTED);
     s.execute("ALTER TABLE t SET (parallel_workers = 1)").unwrap();
