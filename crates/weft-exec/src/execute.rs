@@ -21,7 +21,7 @@ use weft_storage::{BufferAccessStrategy, BufferPool, RelFileLocator};
 
 use crate::aggregate::AggregateSink;
 use crate::expr::EvalContext;
-use crate::plan::{Pipeline, Plan, Row, Source, Step};
+use crate::plan::{IndexSource, Pipeline, Plan, Row, Source, Step};
 use crate::sort::SortSettings;
 
 /// What a statement's execution may use.
@@ -368,6 +368,8 @@ enum SourceState<'p> {
     Heap { source: &'p crate::plan::HeapSource, cursor: HeapScanCursor },
     Series { next_index: AtomicI64, count: i64, start: i64, step: i64, data_type: DataType },
     Rows { rows: Vec<Row>, next: AtomicUsize },
+    /// Run whole by the first participant to come (index scans are serial).
+    Index { source: &'p IndexSource, taken: AtomicBool },
 }
 
 impl<'p> SourceState<'p> {
@@ -399,6 +401,7 @@ impl<'p> SourceState<'p> {
                 SourceState::Rows { rows: out, next: AtomicUsize::new(0) }
             }
             Source::Subquery { plan, .. } => SourceState::Rows { rows: execute(plan, ctx)?, next: AtomicUsize::new(0) },
+            Source::Index(index) => SourceState::Index { source: index, taken: AtomicBool::new(false) },
         })
     }
 
@@ -428,6 +431,12 @@ impl<'p> SourceState<'p> {
                     emit(&[])?;
                 }
                 Ok(())
+            }
+            SourceState::Index { source, taken } => {
+                if taken.swap(true, Ordering::Relaxed) {
+                    return Ok(());
+                }
+                crate::index_scan::run(source, ctx, emit)
             }
             SourceState::Heap { source, .. } => {
                 let mut row: Vec<Datum> = Vec::with_capacity(source.columns.len());

@@ -5,9 +5,12 @@
 //! participant on the morsels it takes from the source's shared cursor. Above a pipeline
 //! sits at most an aggregate (partial per participant, combined once) and a limit.
 
+use std::ops::Bound;
+
+use weft_access::btree::{BTreeDesc, ScanDirection};
 use weft_access::Snapshot;
 use weft_common::tuple::RowLayout;
-use weft_common::DataType;
+use weft_common::{DataType, Datum};
 use weft_storage::{BlockNumber, RelFileLocator};
 
 use crate::expr::Expr;
@@ -27,6 +30,31 @@ pub enum Source {
     Values(Vec<Vec<Expr>>),
     /// A subquery in FROM, run to completion first.
     Subquery { plan: Box<Plan>, label: ScanLabel },
+    /// An index scan (serial): rows of a heap table found through a B-tree.
+    Index(IndexSource),
+}
+
+/// A B-tree range scan and the heap rows its entries point to (`index_scan.rs`).
+#[derive(Clone, Debug)]
+pub struct IndexSource {
+    /// The table: its columns to produce, snapshot and label, as for a sequential scan.
+    pub heap: HeapSource,
+    pub index_name: String,
+    pub index_rel: RelFileLocator,
+    pub desc: BTreeDesc,
+    /// The table column of each key column.
+    pub key_columns: Vec<usize>,
+    /// Key ranges, scanned one after the other (several for an IN list), in scan order.
+    pub ranges: Vec<(Bound<Vec<Datum>>, Bound<Vec<Datum>>)>,
+    pub direction: ScanDirection,
+    /// Every column the query needs is a key: rows come from the entries, and the heap is
+    /// visited only for entries added after the build.
+    pub index_only: bool,
+    /// The WHERE conjuncts the ranges implement exactly (EXPLAIN's `Index Cond:`), over
+    /// the pipeline's row like a filter.
+    pub conditions: Vec<Expr>,
+    /// The planner's row estimate.
+    pub estimated_rows: f64,
 }
 
 /// How EXPLAIN names a scan and its columns (PostgreSQL's range-table alias and column
@@ -136,6 +164,7 @@ impl Source {
     fn reads_relation(&self, rel: RelFileLocator) -> bool {
         match self {
             Source::Heap(heap) => heap.rel == rel,
+            Source::Index(index) => index.heap.rel == rel,
             Source::Subquery { plan, .. } => plan.reads_relation(rel),
             Source::Single | Source::Series { .. } | Source::Values(_) => false,
         }

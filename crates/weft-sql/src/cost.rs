@@ -50,6 +50,12 @@ use weft_common::{DataType, Datum};
 use weft_exec::expr::{BinaryOp, Expr, UnaryOp};
 
 pub const SEQ_PAGE_COST: f64 = 1.0;
+pub const RANDOM_PAGE_COST: f64 = 4.0;
+pub const CPU_INDEX_TUPLE_COST: f64 = 0.005;
+/// Descending a B-tree before the first entry (PostgreSQL's is about this for small trees).
+pub const INDEX_STARTUP_COST: f64 = 0.29;
+/// PostgreSQL's cost of a disabled plan kind (`enable_seqscan = off`, ...).
+pub const DISABLE_COST: f64 = 1.0e10;
 pub const CPU_TUPLE_COST: f64 = 0.01;
 pub const CPU_OPERATOR_COST: f64 = 0.0025;
 pub const PARALLEL_TUPLE_COST: f64 = 0.1;

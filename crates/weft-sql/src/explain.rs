@@ -38,12 +38,16 @@ use weft_access::Catalog;
 use weft_common::parallel::CancelToken;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_exec::expr::Expr;
-use weft_exec::plan::{Pipeline, Plan, SortPlan, Source, Step};
+use weft_access::btree::ScanDirection;
+use weft_exec::plan::{HeapSource, Pipeline, Plan, SortPlan, Source, Step};
 use weft_exec::{node_id, NodeStats, PipelineStats, SortReport};
 
 use crate::api::{ColumnInfo, QueryResult};
 use crate::bind::object_name;
-use crate::cost::{self, Estimate, CPU_OPERATOR_COST, CPU_TUPLE_COST, PARALLEL_SETUP_COST, PARALLEL_TUPLE_COST, SEQ_PAGE_COST};
+use crate::cost::{
+    self, Estimate, CPU_INDEX_TUPLE_COST, CPU_OPERATOR_COST, CPU_TUPLE_COST, INDEX_STARTUP_COST, PARALLEL_SETUP_COST, PARALLEL_TUPLE_COST,
+    RANDOM_PAGE_COST, SEQ_PAGE_COST,
+};
 use crate::deparse::{aggregate_call, column_reference, deparse, quote_identifier, ColumnText};
 use crate::session::Session;
 use crate::statements;
@@ -257,7 +261,7 @@ fn range_entries(plan: &Plan) -> usize {
     match plan {
         Plan::Pipeline(p) | Plan::Aggregate { input: p, .. } => match &p.source {
             Source::Single => 0,
-            Source::Heap(_) | Source::Series { .. } | Source::Values(_) => 1,
+            Source::Heap(_) | Source::Index(_) | Source::Series { .. } | Source::Values(_) => 1,
             Source::Subquery { plan, .. } => 1 + range_entries(plan),
         },
         Plan::Limit { input, .. } => range_entries(input),
@@ -470,6 +474,30 @@ impl<'a> Builder<'a> {
         Built { node: Node { name, estimate, actual: None, lines: Vec::new(), children: vec![child.node] }, cols: Vec::new() }
     }
 
+    /// A heap's output columns, row estimate and printed relation (`t`, `public.t` with
+    /// VERBOSE, then the alias if any).
+    fn heap_scan(&self, heap: &HeapSource) -> (Vec<Col>, f64, String) {
+        let row_count = self.catalog.tables.get(&heap.table_name).map_or(0, |t| t.row_count);
+        let widths = cost::heap_column_widths(heap.layout.types(), row_count, heap.nblocks);
+        let tuples = cost::heap_tuples(row_count, heap.nblocks, widths.iter().sum());
+        let qualifier = self.unique_name(heap.label.alias.as_ref().unwrap_or(&heap.table_name));
+        let cols = heap
+            .columns
+            .iter()
+            .map(|&c| {
+                let name = heap.label.columns.get(c).map_or("?column?", String::as_str);
+                self.column(&qualifier, name, widths.get(c).copied().unwrap_or(0.0), None)
+            })
+            .collect();
+        let table = quote_identifier(&heap.table_name);
+        let mut relation = if self.options.verbose { format!("public.{table}") } else { table };
+        if qualifier != heap.table_name {
+            relation.push(' ');
+            relation.push_str(&quote_identifier(&qualifier));
+        }
+        (cols, tuples, relation)
+    }
+
     /// The scan node of a pipeline: its source, filters and projections.
     fn scan(&self, pipeline: &'a Pipeline) -> Scan<'a> {
         let parallel = pipeline.workers > 0;
@@ -478,28 +506,28 @@ impl<'a> Builder<'a> {
         let mut children = Vec::new();
         // Name, input columns, rows in, startup cost, cost not shared by participants
         // (pages), cost shared by them (per-row CPU).
+        let mut index_cond = None;
         let (name, input, rows_in, startup, disk, mut cpu) = match &pipeline.source {
             Source::Single => ("Result".to_string(), Vec::new(), 1.0, 0.0, 0.0, CPU_TUPLE_COST),
             Source::Heap(heap) => {
-                let row_count = self.catalog.tables.get(&heap.table_name).map_or(0, |t| t.row_count);
-                let widths = cost::heap_column_widths(heap.layout.types(), row_count, heap.nblocks);
-                let tuples = cost::heap_tuples(row_count, heap.nblocks, widths.iter().sum());
-                let qualifier = self.unique_name(heap.label.alias.as_ref().unwrap_or(&heap.table_name));
-                let cols = heap
-                    .columns
-                    .iter()
-                    .map(|&c| {
-                        let name = heap.label.columns.get(c).map_or("?column?", String::as_str);
-                        self.column(&qualifier, name, widths.get(c).copied().unwrap_or(0.0), None)
-                    })
-                    .collect();
-                let table = quote_identifier(&heap.table_name);
-                let mut name = if self.options.verbose { format!("Seq Scan on public.{table}") } else { format!("Seq Scan on {table}") };
-                if qualifier != heap.table_name {
-                    name.push(' ');
-                    name.push_str(&quote_identifier(&qualifier));
-                }
-                (name, cols, tuples, 0.0, heap.nblocks as f64 * SEQ_PAGE_COST, tuples * CPU_TUPLE_COST)
+                let (cols, tuples, relation) = self.heap_scan(heap);
+                (format!("Seq Scan on {relation}"), cols, tuples, 0.0, heap.nblocks as f64 * SEQ_PAGE_COST, tuples * CPU_TUPLE_COST)
+            }
+            Source::Index(index) => {
+                let (cols, _, relation) = self.heap_scan(&index.heap);
+                let kind = if index.index_only { "Index Only Scan" } else { "Index Scan" };
+                let backward = if index.direction == ScanDirection::Backward { " Backward" } else { "" };
+                let name = format!("{kind}{backward} using {} on {relation}", quote_identifier(&index.index_name));
+                let qualify = self.options.verbose;
+                let conds: Vec<String> = index.conditions.iter().map(|c| deparse(c, &names(&cols, qualify))).collect();
+                index_cond = match conds.len() {
+                    0 => None,
+                    1 => Some(conds[0].clone()),
+                    _ => Some(format!("({})", conds.join(" AND "))),
+                };
+                let rows = index.estimated_rows.max(1.0);
+                let heap_pages = if index.index_only { 0.0 } else { rows * RANDOM_PAGE_COST };
+                (name, cols, rows, INDEX_STARTUP_COST, heap_pages, rows * (CPU_INDEX_TUPLE_COST + CPU_TUPLE_COST))
             }
             Source::Series { start, stop, step, data_type, label } => {
                 let count = series_count(*start, *stop, *step);
@@ -576,6 +604,9 @@ impl<'a> Builder<'a> {
         };
         let mut lines: Vec<String> = self.output_line(&cols).into_iter().collect();
         let actual = stats.map(|s| participant_actual(s, s.rows_out() as f64));
+        if let Some(cond) = index_cond {
+            lines.push(format!("Index Cond: {cond}"));
+        }
         if !filters.is_empty() {
             let filter = if filters.len() == 1 { filters.remove(0) } else { format!("({})", filters.join(" AND ")) };
             lines.push(format!("Filter: {filter}"));

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod access_path;
 mod api;
 mod bind;
 mod copy;

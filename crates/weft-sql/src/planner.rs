@@ -64,6 +64,7 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
     };
     if let Some(order_by) = &query.order_by {
         planned.plan = plan_order_by(planned.plan, &planned.columns, &planned.hidden, &planned.hidden_types, order_by, query.body.as_ref())?;
+        planned.plan = crate::access_path::use_index_order(planned.plan, None, ctx);
         planned.hidden.clear();
         planned.hidden_types.clear();
     }
@@ -79,6 +80,9 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
         };
         let limit = limit.map(|e| limit_value(e, "LIMIT", ctx)).transpose()?.flatten();
         let offset = offset.map(|e| limit_value(e, "OFFSET", ctx)).transpose()?.flatten().unwrap_or(0);
+        if let (Plan::Sort(_), Some(limit)) = (&planned.plan, limit) {
+            planned.plan = crate::access_path::use_index_order(planned.plan, Some(limit.saturating_add(offset)), ctx);
+        }
         if let (Plan::Sort(sort), Some(limit)) = (&mut planned.plan, limit) {
             // Only the first offset + limit rows of the sort are wanted: a top-N sort.
             sort.bound = Some(limit.saturating_add(offset));
@@ -444,6 +448,7 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
             }
             prune_heap_columns(&mut source, all);
         }
+        crate::access_path::choose_index_scan(&mut source, &mut filter, ctx);
         let volatile = exprs.iter().chain(filter.iter()).any(is_volatile);
         let mut steps = Vec::new();
         if let Some(f) = filter {
@@ -490,6 +495,7 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         }
         prune_heap_columns(&mut source, all);
     }
+    crate::access_path::choose_index_scan(&mut source, &mut filter, ctx);
     let volatile = group_by.iter().chain(filter.iter()).chain(calls.iter().filter_map(|c| c.arg.as_ref())).any(is_volatile)
         || outputs.iter().any(is_volatile);
     let mut steps = Vec::new();
