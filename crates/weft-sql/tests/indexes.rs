@@ -239,6 +239,10 @@ fn index_ddl_errors_read_like_postgresql() {
     let e = err(&mut s, "CREATE INDEX g ON t USING gin (b)");
     assert_eq!(e.sqlstate, SqlState::FEATURE_NOT_SUPPORTED);
     s.execute("ALTER TABLE t SET (parallel_workers = 1)").unwrap();
+    s.execute("INSERT INTO t VALUES (1, 'x'), (2, 'y')").unwrap();
+    assert_eq!(s.execute("ANALYZE t").unwrap().tag, "ANALYZE");
+    assert_eq!(db.catalog().table("t").unwrap().row_count, 2);
+    assert_eq!(err(&mut s, "ANALYZE nope").message, "relation \"nope\" does not exist");
     assert_eq!(db.catalog().table("t").unwrap().parallel_workers, Some(1));
     s.execute("DROP INDEX t_a_idx, t_a_idx1").unwrap();
     assert!(db.catalog().indexes.is_empty());
