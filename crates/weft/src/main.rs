@@ -24,6 +24,7 @@ macro_rules! outln {
 }
 
 mod bench;
+mod bench_index;
 mod bench_sort;
 mod cancel;
 mod demo;
@@ -149,6 +150,15 @@ enum BenchWorkload {
         #[arg(long, value_name = "S,S", default_value = "partition,leader_merge")]
         strategies: String,
     },
+    /// CREATE INDEX on parallel_sort_test (randint) and (padding1): 1 and 2 participants,
+    /// maintenance_work_mem 1GB and 64MB, next to PostgreSQL 15
+    Index {
+        #[command(flatten)]
+        scale: BenchScale,
+        /// parallel_sort_strategy values for weft's 2-participant builds, comma-separated
+        #[arg(long, value_name = "S,S", default_value = "partition,leader_merge")]
+        strategies: String,
+    },
 }
 
 /// `-c` and `-f` in the order given.
@@ -194,6 +204,20 @@ fn real_main() -> i32 {
                 strategies,
             };
             return bench_sort::sort(&options);
+        }
+        Some(Command::Bench { workload: BenchWorkload::Index { scale, strategies } }) => {
+            let strategies = match bench_sort::parse_strategies(strategies) {
+                Ok(strategies) => strategies,
+                Err(message) => return usage_error(&message),
+            };
+            let options = bench_index::IndexOptions {
+                rows: scale.rows,
+                runs: scale.runs,
+                postgres: !scale.no_postgres,
+                settings,
+                strategies,
+            };
+            return bench_index::index(&options);
         }
         None => {}
     }

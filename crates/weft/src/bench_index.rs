@@ -1,0 +1,231 @@
+//! `weft bench index`: the seed's CREATE INDEX (seeds/000) on weft and on PostgreSQL 15.
+//!
+//! Both systems build `parallel_sort_test` once; then, for every configuration — the key
+//! (`randint`, `padding1`), `maintenance_work_mem` (1GB, 64MB) and 1 or 2 participants —
+//! each run times one CREATE INDEX per system, alternating weft and PostgreSQL so that a
+//! machine drifting over time affects both alike, and drops the index (untimed).
+//!
+//! weft: `CREATE INDEX i ON parallel_sort_test (col) WITH (parallel_workers = n)`, with
+//! each `parallel_sort_strategy` asked for at 2 participants. PostgreSQL 15 rejects that
+//! storage parameter on an index, so there: `ALTER TABLE ... SET (parallel_workers = n)`
+//! and `max_parallel_maintenance_workers = n`.
+//!
+//! Reported per configuration (medians): time, the ratio PostgreSQL / weft (above 1: weft
+//! is faster), index size, temp bytes written, and weft's serial fraction — the part of
+//! the build during which not every participant worked (`IndexBuildReport::serial`).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use weft::postgres::PgCluster;
+use weft::workload;
+use weft_sql::{Database, Session};
+
+use crate::bench::{format_ms, median, median_f64, shared_settings_of};
+
+pub struct IndexOptions {
+    pub rows: u64,
+    pub runs: usize,
+    pub postgres: bool,
+    /// `--set` start-up settings for weft (and the shared ones for PostgreSQL).
+    pub settings: Vec<(String, String)>,
+    /// weft's `parallel_sort_strategy` values for 2-participant builds.
+    pub strategies: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Config {
+    column: &'static str,
+    memory: &'static str,
+    participants: usize,
+}
+
+const COLUMNS: [&str; 2] = ["randint", "padding1"];
+const MEMORY: [&str; 2] = ["1GB", "64MB"];
+/// weft's page size (8 KiB, as PostgreSQL's).
+const PAGE_BYTES: u64 = 8192;
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Sample {
+    time: Duration,
+    size: u64,
+    temp: u64,
+    serial_fraction: Option<f64>,
+}
+
+type Samples = BTreeMap<(Config, String), Vec<Sample>>;
+
+pub fn index(options: &IndexOptions) -> i32 {
+    match run(options) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("weft bench index: {message}");
+            1
+        }
+    }
+}
+
+fn run(options: &IndexOptions) -> Result<i32, String> {
+    let runs = options.runs.max(1);
+    let postgres = options.postgres && PgCluster::available();
+    if options.postgres && !postgres {
+        eprintln!("weft bench index: PostgreSQL 15 is not installed ({}); timing weft only", weft::postgres::PG_BIN_DIR);
+    }
+    outln!(
+        "weft bench index: CREATE INDEX on parallel_sort_test with generate_series(0, {}), {runs} run(s) per configuration{}\n",
+        options.rows,
+        if postgres { ", alternating weft and PostgreSQL 15" } else { "" }
+    );
+    let workdir = tempfile::Builder::new()
+        .prefix("weft-bench-index-")
+        .tempdir()
+        .map_err(|e| format!("could not create a temporary directory: {e}"))?;
+    let database = Database::open(&workdir.path().join("data"), &options.settings).map_err(|e| e.to_psql_string())?;
+    let mut session = database.session();
+    let began = Instant::now();
+    session.execute(&workload::create_parallel_sort_test(options.rows)).map_err(|e| e.to_psql_string())?;
+    outln!("set-up: weft          parallel_sort_test built in {}", format_ms(Some(began.elapsed())));
+    let cluster = if postgres {
+        let settings = shared_settings_of(&options.settings);
+        let settings: Vec<(&str, &str)> = settings.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        let cluster = PgCluster::start_with(&settings).map_err(|e| format!("PostgreSQL: {e}"))?;
+        let load = cluster
+            .time_statement(&[], &workload::create_parallel_sort_test(options.rows), 1)
+            .map_err(|e| format!("PostgreSQL: {e}"))?;
+        cluster.run(&["VACUUM ANALYZE parallel_sort_test"]).map_err(|e| format!("PostgreSQL: {e}"))?;
+        outln!("set-up: PostgreSQL 15 parallel_sort_test built in {} (then VACUUM ANALYZE)", format_ms(load.first().copied()));
+        Some(cluster)
+    } else {
+        None
+    };
+    outln!();
+
+    let mut samples: Samples = BTreeMap::new();
+    let configs: Vec<Config> = COLUMNS
+        .iter()
+        .flat_map(|&column| MEMORY.iter().flat_map(move |&memory| [1, 2].map(|participants| Config { column, memory, participants })))
+        .collect();
+    for run in 1..=runs {
+        for &config in &configs {
+            let strategies: Vec<&str> =
+                if config.participants == 1 { vec![options.strategies[0].as_str()] } else { options.strategies.iter().map(String::as_str).collect() };
+            for strategy in strategies {
+                let label = if config.participants == 1 { "weft".to_string() } else { format!("weft {strategy}") };
+                let sample = weft_build(&mut session, config, strategy)?;
+                samples.entry((config, label.clone())).or_default().push(sample);
+                outln!("run {run}: {:<8} {:>4} {}p  {:<22} {}", config.column, config.memory, config.participants, label, format_ms(Some(sample.time)));
+            }
+            if let Some(cluster) = &cluster {
+                let sample = postgres_build(cluster, config)?;
+                samples.entry((config, "PostgreSQL 15".to_string())).or_default().push(sample);
+                outln!("run {run}: {:<8} {:>4} {}p  {:<22} {}", config.column, config.memory, config.participants, "PostgreSQL 15", format_ms(Some(sample.time)));
+            }
+        }
+    }
+    print_summary(&samples, &configs);
+    Ok(0)
+}
+
+fn weft_build(session: &mut Session, config: Config, strategy: &str) -> Result<Sample, String> {
+    let setup = format!(
+        "SET maintenance_work_mem = '{}'; SET parallel_sort_strategy = '{strategy}'; SET max_parallel_maintenance_workers = {}",
+        config.memory,
+        config.participants - 1
+    );
+    session.execute(&setup).map_err(|e| e.to_psql_string())?;
+    let sql = format!("CREATE INDEX bench_idx ON parallel_sort_test ({}) WITH (parallel_workers = {})", config.column, config.participants - 1);
+    let began = Instant::now();
+    session.execute(&sql).map_err(|e| e.to_psql_string())?;
+    let time = began.elapsed();
+    let report = session.last_index_build().ok_or("CREATE INDEX left no build report")?;
+    session.execute("DROP INDEX bench_idx").map_err(|e| e.to_psql_string())?;
+    let total = report.total.as_secs_f64();
+    Ok(Sample {
+        time,
+        size: report.tree.total_blocks as u64 * PAGE_BYTES,
+        temp: report.sort.temp_bytes,
+        serial_fraction: (total > 0.0).then(|| report.serial.as_secs_f64() / total),
+    })
+}
+
+fn postgres_build(cluster: &PgCluster, config: Config) -> Result<Sample, String> {
+    let pg = |e: weft::postgres::PgError| format!("PostgreSQL: {e}");
+    let temp_bytes = || -> Result<u64, String> {
+        let line = cluster.query_one("SELECT temp_bytes FROM pg_stat_database WHERE datname = current_database()").map_err(pg)?;
+        line.trim().parse().map_err(|_| format!("PostgreSQL: temp_bytes {line:?}"))
+    };
+    let workers = config.participants - 1;
+    let before = temp_bytes()?;
+    let setup = [
+        format!("SET maintenance_work_mem = '{}'", config.memory),
+        format!("SET max_parallel_maintenance_workers = {workers}"),
+        format!("ALTER TABLE parallel_sort_test SET (parallel_workers = {workers})"),
+    ];
+    let create = format!("CREATE INDEX bench_idx ON parallel_sort_test ({})", config.column);
+    let mut statements: Vec<&str> = setup.iter().map(String::as_str).collect();
+    statements.push(&create);
+    statements.push("SELECT pg_relation_size('bench_idx')");
+    statements.push("DROP INDEX bench_idx");
+    statements.push("SELECT pg_stat_force_next_flush()");
+    let output = cluster.run(&statements).map_err(pg)?;
+    let time = *output.timings.get(setup.len()).ok_or("PostgreSQL: no timing for CREATE INDEX")?;
+    let size = output.lines.iter().find_map(|l| l.trim().parse::<u64>().ok()).unwrap_or(0);
+    let after = temp_bytes()?;
+    Ok(Sample { time, size, temp: after.saturating_sub(before), serial_fraction: None })
+}
+
+fn mb(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+fn print_summary(samples: &Samples, configs: &[Config]) {
+    let med = |key: &(Config, String)| -> Option<(Duration, u64, u64, Option<f64>)> {
+        let s = samples.get(key)?;
+        let time = median(&s.iter().map(|x| x.time).collect::<Vec<_>>())?;
+        let mut sizes: Vec<u64> = s.iter().map(|x| x.size).collect();
+        sizes.sort_unstable();
+        let mut temps: Vec<u64> = s.iter().map(|x| x.temp).collect();
+        temps.sort_unstable();
+        let serial = median_f64(&s.iter().filter_map(|x| x.serial_fraction).collect::<Vec<_>>());
+        Some((time, sizes[sizes.len() / 2], temps[temps.len() / 2], serial))
+    };
+    outln!("\nMedians (ratio = PostgreSQL time / weft time; above 1: weft is faster):\n");
+    outln!("| key | maintenance_work_mem | participants | system | time | ratio | index size | temp written | serial fraction |");
+    outln!("|---|---|---|---|---|---|---|---|---|");
+    for config in configs {
+        let pg = med(&(*config, "PostgreSQL 15".to_string()));
+        let systems: Vec<&String> = samples.keys().filter(|(c, _)| c == config).map(|(_, s)| s).collect();
+        for system in systems {
+            let Some((time, size, temp, serial)) = med(&(*config, system.clone())) else { continue };
+            let ratio = match (&pg, system.as_str()) {
+                (Some((pg_time, ..)), s) if s != "PostgreSQL 15" => format!("{:.2}x", pg_time.as_secs_f64() / time.as_secs_f64()),
+                _ => String::new(),
+            };
+            outln!(
+                "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                config.column,
+                config.memory,
+                config.participants,
+                system,
+                format_ms(Some(time)),
+                ratio,
+                mb(size),
+                mb(temp),
+                serial.map_or(String::new(), |f| format!("{:.1}%", f * 100.0))
+            );
+        }
+    }
+    outln!("\n2-participant speedups (1-participant median / 2-participant median):\n");
+    for column in COLUMNS {
+        for memory in MEMORY {
+            let one = Config { column, memory, participants: 1 };
+            let two = Config { column, memory, participants: 2 };
+            for system in samples.keys().filter(|(c, _)| *c == two).map(|(_, s)| s.clone()).collect::<Vec<_>>() {
+                let serial_label = if system.starts_with("weft") { "weft".to_string() } else { system.clone() };
+                if let (Some(a), Some(b)) = (med(&(one, serial_label)), med(&(two, system.clone()))) {
+                    outln!("- {column} {memory} {system}: {:.2}x", a.0.as_secs_f64() / b.0.as_secs_f64());
+                }
+            }
+        }
+    }
+}
