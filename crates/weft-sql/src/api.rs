@@ -42,6 +42,8 @@ pub struct RelationInfo {
     pub name: String,
     /// "table" or "index".
     pub kind: String,
+    /// For an index: its table.
+    pub table: Option<String>,
 }
 
 /// What `\d NAME` prints.
@@ -51,4 +53,7 @@ pub struct RelationDescription {
     pub kind: String,
     /// (column name, type name as `format_type` prints it, nullable)
     pub columns: Vec<(String, String, bool)>,
+    /// Footer lines as psql prints them: a table's `Indexes:` section, an index's
+    /// `btree, for table "public.t"`.
+    pub footer: Vec<String>,
 }

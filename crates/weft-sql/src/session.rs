@@ -185,18 +185,50 @@ impl Session {
         &self.settings
     }
 
-    /// The tables (and later indexes) for `\d`, sorted by name.
+    /// The tables and indexes for `\d` and `\di`, sorted by name.
     pub fn list_relations(&self) -> Vec<RelationInfo> {
         let catalog = self.db.catalog();
-        catalog.tables.values().map(|t| RelationInfo { name: t.name.clone(), kind: "table".into() }).collect()
+        let mut out: Vec<RelationInfo> = catalog
+            .tables
+            .values()
+            .map(|t| RelationInfo { name: t.name.clone(), kind: "table".into(), table: None })
+            .chain(catalog.indexes.values().map(|i| RelationInfo { name: i.name.clone(), kind: "index".into(), table: Some(i.table.clone()) }))
+            .collect();
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        out
     }
 
-    /// `\d NAME`.
+    /// `\d NAME`: a table with its indexes, or an index.
     pub fn describe(&self, name: &str) -> Result<RelationDescription> {
         let catalog = self.db.catalog();
-        let table = catalog.tables.get(name).ok_or_else(|| {
-            Error::new(SqlState::UNDEFINED_TABLE, format!("Did not find any relation named \"{name}\"."))
-        })?;
+        let not_found = || Error::new(SqlState::UNDEFINED_TABLE, format!("Did not find any relation named \"{name}\"."));
+        if let Some(index) = catalog.indexes.get(name) {
+            let table = catalog.tables.get(&index.table).ok_or_else(not_found)?;
+            let columns = index
+                .columns
+                .iter()
+                .map(|c| {
+                    let column = &table.columns[c.column];
+                    (column.name.clone(), column.data_type.name().to_string(), true)
+                })
+                .collect();
+            let kind = if index.unique { "unique, btree" } else { "btree" };
+            return Ok(RelationDescription {
+                name: index.name.clone(),
+                kind: "index".into(),
+                columns,
+                footer: vec![format!("{kind}, for table \"public.{}\"", table.name)],
+            });
+        }
+        let table = catalog.tables.get(name).ok_or_else(not_found)?;
+        let mut footer = Vec::new();
+        let indexes: Vec<_> = catalog.indexes_of(name).collect();
+        if !indexes.is_empty() {
+            footer.push("Indexes:".to_string());
+            for index in indexes {
+                footer.push(format!("    \"{}\" {}", index.name, index_definition(table, index)));
+            }
+        }
         Ok(RelationDescription {
             name: table.name.clone(),
             kind: "table".into(),
@@ -205,6 +237,35 @@ impl Session {
                 .iter()
                 .map(|c| (c.name.clone(), c.data_type.name().to_string(), !c.not_null))
                 .collect(),
+            footer,
         })
     }
+}
+
+/// What psql's `\d` prints after an index's name: `UNIQUE, btree (a DESC, b NULLS FIRST)`,
+/// with `WITH (fillfactor='70')` when the fill factor is not the default.
+fn index_definition(table: &weft_access::TableMeta, index: &weft_access::IndexMeta) -> String {
+    let columns: Vec<String> = index
+        .columns
+        .iter()
+        .map(|c| {
+            let mut text = table.columns[c.column].name.clone();
+            if c.descending {
+                text.push_str(" DESC");
+            }
+            match (c.descending, c.nulls_first) {
+                (false, true) => text.push_str(" NULLS FIRST"),
+                (true, false) => text.push_str(" NULLS LAST"),
+                _ => {}
+            }
+            text
+        })
+        .collect();
+    let unique = if index.unique { "UNIQUE, " } else { "" };
+    let options = if index.fillfactor != crate::indexes::DEFAULT_FILLFACTOR {
+        format!(" WITH (fillfactor='{}')", index.fillfactor)
+    } else {
+        String::new()
+    };
+    format!("{unique}btree ({}){options}", columns.join(", "))
 }

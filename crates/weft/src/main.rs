@@ -30,6 +30,7 @@ mod cancel;
 mod demo;
 mod meta;
 mod output;
+mod progress;
 mod runner;
 mod script;
 mod shell;

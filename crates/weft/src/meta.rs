@@ -1,9 +1,9 @@
 //! Backslash commands: the subset of psql's that weft has, printed as psql prints them.
 //!
 //! `\d` lists tables as psql's `List of relations` (schema `public`, owner `weft`); `\di` lists
-//! indexes (the `Table` column stays empty: the engine's `RelationInfo` does not say which
-//! table an index belongs to); `\d NAME` is psql's `Table "public.NAME"` without the default
-//! and collation values, which weft does not have.
+//! indexes with their tables; `\d NAME` is psql's `Table "public.NAME"` (without the default
+//! and collation values, which weft does not have) with its `Indexes:`, or psql's
+//! `Index "public.NAME"`.
 
 use weft_common::SqlState;
 
@@ -118,7 +118,7 @@ fn list_relations(runner: &mut Runner, name: &str, location: Location<'_>) -> Ou
         .map(|relation| {
             let mut row = vec![cell(SCHEMA), cell(&relation.name), cell(&relation.kind), cell(OWNER)];
             if indexes {
-                row.push(Some(String::new()));
+                row.push(relation.table.clone());
             }
             row
         })
@@ -142,17 +142,21 @@ fn describe(runner: &mut Runner, name: &str, location: Location<'_>) -> Outcome 
             return Outcome::Failed;
         }
     };
+    let footer = Footer::Lines(description.footer.clone());
     let table = if description.kind == "index" {
-        let rows = description.columns.iter().map(|(column, type_name, _)| vec![Some(column.clone()), Some(type_name.clone())]);
+        let rows = description
+            .columns
+            .iter()
+            .map(|(column, type_name, _)| vec![Some(column.clone()), Some(type_name.clone()), Some("yes".to_string()), Some(column.clone())]);
         let title = format!("Index \"{SCHEMA}.{}\"", description.name);
-        Table::text(Some(&title), &["Column", "Type"], rows.collect(), Footer::None)
+        Table::text(Some(&title), &["Column", "Type", "Key?", "Definition"], rows.collect(), footer)
     } else {
         let rows = description.columns.iter().map(|(column, type_name, nullable)| {
             let nullable = if *nullable { None } else { Some("not null".to_string()) };
             vec![Some(column.clone()), Some(type_name.clone()), None, nullable, None]
         });
         let title = format!("Table \"{SCHEMA}.{}\"", description.name);
-        Table::text(Some(&title), &["Column", "Type", "Collation", "Nullable", "Default"], rows.collect(), Footer::None)
+        Table::text(Some(&title), &["Column", "Type", "Collation", "Nullable", "Default"], rows.collect(), footer)
     };
     runner.print_stdout(&format_table(&table, &runner.output));
     Outcome::Ok

@@ -68,7 +68,8 @@ impl Align {
 pub enum Footer {
     /// `(N rows)`.
     RowCount,
-    None,
+    /// Lines printed as they are (`\d`'s `Indexes:` section).
+    Lines(Vec<String>),
 }
 
 /// A table of already-rendered cells; `None` is NULL.
@@ -136,10 +137,11 @@ pub fn format_table(table: &Table, options: &OutputOptions) -> String {
 }
 
 fn footer_text(table: &Table) -> Option<String> {
-    match table.footer {
+    match &table.footer {
         Footer::RowCount if table.rows.len() == 1 => Some("(1 row)".to_string()),
         Footer::RowCount => Some(format!("({} rows)", table.rows.len())),
-        Footer::None => None,
+        Footer::Lines(lines) if lines.is_empty() => None,
+        Footer::Lines(lines) => Some(lines.join("\n")),
     }
 }
 
@@ -456,7 +458,7 @@ mod tests {
                 vec![Some("a".into()), Some("integer".into()), None, Some("not null".into()), None],
                 vec![Some("b".into()), Some("text".into()), None, None, None],
             ],
-            Footer::None,
+            Footer::Lines(Vec::new()),
         );
         let expected = concat!(
             "                 Table \"public.t\"\n",

@@ -71,9 +71,10 @@ impl Runner {
     /// Run one SQL statement and print its result, notices, error and timing.
     pub fn execute(&mut self, sql: &str, location: Location<'_>) -> Outcome {
         let handle = self.session.cancel_handle();
+        let progress = self.session.progress_handle();
         let session = &mut self.session;
         let started = Instant::now();
-        let result = cancel::while_running(handle, || session.execute(sql));
+        let result = cancel::while_running(handle, || crate::progress::while_running(progress, || session.execute(sql)));
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         let outcome = match result {
             Ok(result) => {

@@ -100,3 +100,53 @@ fn output_matches_psql() {
         assert_eq!(text(&actual.stdout), text(&expected.stdout), "format {format:?}");
     }
 }
+
+/// `\di`, `\d table` and `\d index` print indexes as psql 15 does (owner aside).
+#[test]
+fn meta_commands_list_and_describe_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = weft(
+        dir.path(),
+        &[
+            "-c",
+            "create table u2 (a int not null, b text, c float8)",
+            "-c",
+            "create index u2_a on u2 (a)",
+            "-c",
+            "create unique index u2_ab on u2 (a desc, b nulls first) with (fillfactor = 70)",
+            "-c",
+            "\\di",
+            "-c",
+            "\\d u2",
+            "-c",
+            "\\d u2_ab",
+        ],
+    );
+    let stdout = text(&out.stdout);
+    let expected = "           List of relations
+ Schema | Name  | Type  | Owner | Table 
+--------+-------+-------+-------+-------
+ public | u2_a  | index | weft  | u2
+ public | u2_ab | index | weft  | u2
+(2 rows)
+
+                     Table \"public.u2\"
+ Column |       Type       | Collation | Nullable | Default 
+--------+------------------+-----------+----------+---------
+ a      | integer          |           | not null | 
+ b      | text             |           |          | 
+ c      | double precision |           |          | 
+Indexes:
+    \"u2_a\" btree (a)
+    \"u2_ab\" UNIQUE, btree (a DESC, b NULLS FIRST) WITH (fillfactor='70')
+
+         Index \"public.u2_ab\"
+ Column |  Type   | Key? | Definition 
+--------+---------+------+------------
+ a      | integer | yes  | a
+ b      | text    | yes  | b
+unique, btree, for table \"public.u2\"
+
+";
+    assert!(stdout.ends_with(expected), "{stdout}");
+}
