@@ -1,5 +1,5 @@
-//! `weft demo`: the parallel tuplesort text's table, built and queried in a temporary data
-//! directory, then read again after closing and reopening the database (durability at a
+//! `weft demo`: the parallel tuplesort text's table, built, queried and indexed (its
+//! CREATE INDEX) in a temporary data directory, then read again after closing and reopening the database (durability at a
 //! glance). Each statement is echoed with the prompt, then its result and its time, as a
 //! psql session with `\timing on` would show them.
 
@@ -33,6 +33,11 @@ pub fn run(rows: u64, settings: &[(String, String)]) -> i32 {
          HAVING count(*) > 1\n\
          ORDER BY bucket"
             .to_string(),
+        // The text's CREATE INDEX, then a query that uses it and the checker.
+        "CREATE INDEX parallel_idx ON parallel_sort_test (randint) WITH (parallel_workers = 1)".to_string(),
+        "EXPLAIN SELECT * FROM parallel_sort_test WHERE randint = 42".to_string(),
+        "SELECT randint, padding1 FROM parallel_sort_test ORDER BY randint LIMIT 3".to_string(),
+        "SELECT weft_index_check('parallel_idx', heapallindexed => true)".to_string(),
     ];
     let mut failures = match run_session(&data_dir, settings, &statements) {
         Ok(failures) => failures,
@@ -43,7 +48,8 @@ pub fn run(rows: u64, settings: &[(String, String)]) -> i32 {
     };
 
     outln!("-- the database is closed and opened again\n");
-    failures += match run_session(&data_dir, settings, &[workload::COUNT_AND_SUM.to_string()]) {
+    let reopened = [workload::COUNT_AND_SUM.to_string(), "SELECT count(*) FROM parallel_sort_test WHERE randint < 0".to_string()];
+    failures += match run_session(&data_dir, settings, &reopened) {
         Ok(failures) => failures,
         Err(message) => {
             eprintln!("weft: error: {message}");
