@@ -271,25 +271,38 @@ pub fn scan_blocks_by_page(
     pool: &BufferPool,
     rel: RelFileLocator,
     blocks: Range<BlockNumber>,
-    mut strategy: Option<&mut BufferAccessStrategy>,
+    strategy: Option<&mut BufferAccessStrategy>,
     snapshot: &Snapshot,
     mut visit_page: impl FnMut(&[u8], &[Range<usize>]) -> Result<bool>,
 ) -> Result<bool> {
     let mut ranges: Vec<Range<usize>> = Vec::with_capacity(256);
+    for_each_page(pool, rel, blocks, strategy, |page, block| {
+        let base = page.as_ptr() as usize;
+        ranges.clear();
+        for_each_visible(page, block, rel, snapshot, |_, tuple| {
+            let start = tuple.as_ptr() as usize - base;
+            ranges.push(start..start + tuple.len());
+            Ok(true)
+        })?;
+        Ok(ranges.is_empty() || visit_page(&page[..], &ranges)?)
+    })
+}
+
+/// Visit consecutive blocks of the main fork under their shared locks, read in batches
+/// with one system call per run of blocks not in the pool. Stops when `visit` returns false.
+fn for_each_page(
+    pool: &BufferPool,
+    rel: RelFileLocator,
+    blocks: Range<BlockNumber>,
+    mut strategy: Option<&mut BufferAccessStrategy>,
+    mut visit: impl FnMut(&Page, BlockNumber) -> Result<bool>,
+) -> Result<bool> {
     let mut first = blocks.start;
     while first < blocks.end {
         let count = (blocks.end - first).min(READ_BATCH_BLOCKS_MAX);
         let buffers = pool.read_buffers(rel, ForkNumber::Main, first, count, strategy.as_deref_mut())?;
         for buffer in &buffers {
-            let guard = buffer.read();
-            let base = guard.as_ptr() as usize;
-            ranges.clear();
-            for_each_visible(&guard, buffer.block_number(), rel, snapshot, |_, tuple| {
-                let start = tuple.as_ptr() as usize - base;
-                ranges.push(start..start + tuple.len());
-                Ok(true)
-            })?;
-            if !ranges.is_empty() && !visit_page(&guard[..], &ranges)? {
+            if !visit(&buffer.read(), buffer.block_number())? {
                 return Ok(false);
             }
         }
@@ -299,29 +312,16 @@ pub fn scan_blocks_by_page(
 }
 
 /// Visit the visible tuples of consecutive blocks with their TIDs (index builds), reading
-/// blocks in batches like [`scan_blocks_by_page`]; `visit_page_done` is called after each
-/// page (progress). Stops early when `visit` returns false.
+/// blocks in batches like [`scan_blocks_by_page`]. Stops early when `visit` returns false.
 pub fn scan_blocks_with_tids(
     pool: &BufferPool,
     rel: RelFileLocator,
     blocks: Range<BlockNumber>,
-    mut strategy: Option<&mut BufferAccessStrategy>,
+    strategy: Option<&mut BufferAccessStrategy>,
     snapshot: &Snapshot,
     mut visit: impl FnMut(Tid, &[u8]) -> Result<bool>,
 ) -> Result<bool> {
-    let mut first = blocks.start;
-    while first < blocks.end {
-        let count = (blocks.end - first).min(READ_BATCH_BLOCKS_MAX);
-        let buffers = pool.read_buffers(rel, ForkNumber::Main, first, count, strategy.as_deref_mut())?;
-        for buffer in &buffers {
-            let guard = buffer.read();
-            if !for_each_visible(&guard, buffer.block_number(), rel, snapshot, &mut visit)? {
-                return Ok(false);
-            }
-        }
-        first += count;
-    }
-    Ok(true)
+    for_each_page(pool, rel, blocks, strategy, |page, block| for_each_visible(page, block, rel, snapshot, &mut visit))
 }
 
 /// The rows written by transaction `xid` in blocks `blocks` (the index maintenance pass of

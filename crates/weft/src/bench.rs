@@ -140,6 +140,20 @@ fn shared_settings(options: &LoadOptions) -> Vec<(String, String)> {
 }
 
 /// The `--set` settings that are passed to PostgreSQL as well (see `shared_settings`).
+/// A throwaway PostgreSQL 15 cluster with weft's shared settings, holding the seed table
+/// (built and VACUUM ANALYZEd, the build time printed).
+pub(crate) fn postgres_with_seed_table(rows: u64, settings: &[(String, String)]) -> Result<PgCluster, String> {
+    let settings = shared_settings_of(settings);
+    let settings: Vec<(&str, &str)> = settings.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let cluster = PgCluster::start_with(&settings).map_err(|e| format!("PostgreSQL: {e}"))?;
+    let load = cluster
+        .time_statement(&[], &workload::create_parallel_sort_test(rows), 1)
+        .map_err(|e| format!("PostgreSQL: {e}"))?;
+    cluster.run(&["VACUUM ANALYZE parallel_sort_test"]).map_err(|e| format!("PostgreSQL: {e}"))?;
+    outln!("set-up: PostgreSQL 15 parallel_sort_test built in {} (then VACUUM ANALYZE)", format_ms(load.first().copied()));
+    Ok(cluster)
+}
+
 pub(crate) fn shared_settings_of(settings: &[(String, String)]) -> Vec<(String, String)> {
     settings
         .iter()

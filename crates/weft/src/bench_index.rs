@@ -21,7 +21,7 @@ use weft::postgres::PgCluster;
 use weft::workload;
 use weft_sql::{Database, Session};
 
-use crate::bench::{format_ms, median, median_f64, shared_settings_of};
+use crate::bench::{format_ms, median, median_f64};
 
 pub struct IndexOptions {
     pub rows: u64,
@@ -86,15 +86,7 @@ fn run(options: &IndexOptions) -> Result<i32, String> {
     session.execute(&workload::create_parallel_sort_test(options.rows)).map_err(|e| e.to_psql_string())?;
     outln!("set-up: weft          parallel_sort_test built in {}", format_ms(Some(began.elapsed())));
     let cluster = if postgres {
-        let settings = shared_settings_of(&options.settings);
-        let settings: Vec<(&str, &str)> = settings.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
-        let cluster = PgCluster::start_with(&settings).map_err(|e| format!("PostgreSQL: {e}"))?;
-        let load = cluster
-            .time_statement(&[], &workload::create_parallel_sort_test(options.rows), 1)
-            .map_err(|e| format!("PostgreSQL: {e}"))?;
-        cluster.run(&["VACUUM ANALYZE parallel_sort_test"]).map_err(|e| format!("PostgreSQL: {e}"))?;
-        outln!("set-up: PostgreSQL 15 parallel_sort_test built in {} (then VACUUM ANALYZE)", format_ms(load.first().copied()));
-        Some(cluster)
+        Some(crate::bench::postgres_with_seed_table(options.rows, &options.settings)?)
     } else {
         None
     };
