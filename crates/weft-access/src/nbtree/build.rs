@@ -2,7 +2,7 @@
 //! participant), appended in key order as contiguous blocks (`BTreeWriter`), and the upper
 //! levels are built from the leaves' high keys.
 
-use weft_common::{Error, Result, SqlState};
+use weft_common::{Error, Result};
 use weft_storage::{page as slotted, BlockNumber, BufferPool, BufferTag, ForkNumber, Page, RelFileLocator, PAGE_SIZE};
 
 use super::page::{self, Opaque, FLAG_HIGH_KEY, FLAG_LEAF, FLAG_ROOT, META_BLOCK, P_NONE, USABLE_SPACE};
@@ -35,6 +35,8 @@ pub struct LeafPacker {
     page: Box<Page>,
     entries_on_page: usize,
     packed: PackedLeaves,
+    /// The last entry of the last closed page, for the order check across pages.
+    previous_last: Vec<u8>,
 }
 
 impl LeafPacker {
@@ -46,6 +48,7 @@ impl LeafPacker {
             page: new_page(),
             entries_on_page: 0,
             packed: PackedLeaves::default(),
+            previous_last: Vec::new(),
         };
         packer.start_page();
         packer
@@ -59,22 +62,27 @@ impl LeafPacker {
     /// Add the next entry; entries must come strictly increasing.
     pub fn add(&mut self, tuple: &[u8]) -> Result<()> {
         if tuple.len() > page::MAX_ENTRY_SIZE {
-            return Err(Error::new(
-                SqlState::PROGRAM_LIMIT_EXCEEDED,
-                format!("index row size {} exceeds btree maximum, {}", tuple.len(), page::MAX_ENTRY_SIZE),
-            )
-            .with_hint("Values larger than 1/3 of a buffer page cannot be indexed."));
+            return Err(super::tree::too_big(tuple.len()));
+        }
+        if !self.desc.comparable(tuple) {
+            return Err(Error::internal(format!("an index entry of {} bytes does not have the index's layout", tuple.len())));
         }
         let need = tuple.len() + slotted::LINE_POINTER_SIZE;
-        if self.entries_on_page > 0 {
-            let last = page::entry(&self.page, self.entries_on_page - 1).expect("entry just added");
-            if self.desc.compare(last, tuple) != std::cmp::Ordering::Less {
+        let previous = if self.entries_on_page > 0 {
+            page::entry(&self.page, self.entries_on_page - 1)
+        } else if !self.previous_last.is_empty() {
+            Some(&self.previous_last[..])
+        } else {
+            None
+        };
+        if let Some(previous) = previous {
+            if self.desc.compare(previous, tuple) != std::cmp::Ordering::Less {
                 return Err(Error::internal("index entries reached the tree out of order"));
             }
-            // The entry, a copy of it as high key should it end the page, and the slack.
-            if slotted::free_space(&self.page) + slotted::LINE_POINTER_SIZE < 2 * need + self.slack {
-                self.close_page();
-            }
+        }
+        // The entry, a copy of it as high key should it end the page, and the slack.
+        if self.entries_on_page > 0 && slotted::free_space(&self.page) + slotted::LINE_POINTER_SIZE < 2 * need + self.slack {
+            self.close_page();
         }
         slotted::add_item(&mut self.page, tuple).ok_or_else(|| Error::internal("an entry did not fit an empty page"))?;
         self.entries_on_page += 1;
@@ -86,6 +94,8 @@ impl LeafPacker {
     fn close_page(&mut self) {
         let high_key = page::entry(&self.page, self.entries_on_page - 1).expect("page has entries").to_vec();
         slotted::add_item(&mut self.page, &high_key).expect("room for the high key was reserved");
+        self.previous_last.clear();
+        self.previous_last.extend_from_slice(&high_key);
         let mut o = page::opaque(&self.page).expect("initialised");
         o.flags |= FLAG_HIGH_KEY;
         page::set_opaque(&mut self.page, o);
@@ -132,6 +142,7 @@ pub struct BuildSummary {
 pub struct BTreeWriter<'a> {
     pool: &'a BufferPool,
     rel: RelFileLocator,
+    desc: BTreeDesc,
     next_block: BlockNumber,
     /// The last leaf so far, not yet written: its right link depends on what follows.
     pending: Option<Box<Page>>,
@@ -141,14 +152,14 @@ pub struct BTreeWriter<'a> {
 }
 
 impl<'a> BTreeWriter<'a> {
-    pub fn new(pool: &'a BufferPool, rel: RelFileLocator, _desc: &BTreeDesc) -> Result<BTreeWriter<'a>> {
+    pub fn new(pool: &'a BufferPool, rel: RelFileLocator, desc: &BTreeDesc) -> Result<BTreeWriter<'a>> {
         if pool.nblocks(rel, ForkNumber::Main)? != 0 {
             return Err(Error::internal("a B-tree is built into an empty file"));
         }
         let mut meta = new_page();
         page::init_meta(&mut meta, P_NONE, 0);
         pool.extend_with_pages(rel, ForkNumber::Main, &mut [meta])?;
-        Ok(BTreeWriter { pool, rel, next_block: 1, pending: None, downlinks: Vec::new(), summary: BuildSummary::default() })
+        Ok(BTreeWriter { pool, rel, desc: desc.clone(), next_block: 1, pending: None, downlinks: Vec::new(), summary: BuildSummary::default() })
     }
 
     fn write(&self, pages: &mut Vec<Box<Page>>) -> Result<()> {
@@ -161,6 +172,15 @@ impl<'a> BTreeWriter<'a> {
 
     /// Append leaves after those appended so far; they become contiguous blocks.
     pub fn append_leaves(&mut self, leaves: PackedLeaves) -> Result<()> {
+        if leaves.pages.len() != leaves.high_keys.len() {
+            return Err(Error::internal("packed leaves without one high key per page"));
+        }
+        // Ranges must come in key order: the first entry after the last high key so far.
+        if let (Some((last, _)), Some(first)) = (self.downlinks.last(), leaves.pages.first().and_then(|p| page::entry(p, 0))) {
+            if self.desc.compare(last, first) != std::cmp::Ordering::Less {
+                return Err(Error::internal("index leaf ranges were appended out of order"));
+            }
+        }
         self.summary.tuples += leaves.tuples;
         let mut batch: Vec<Box<Page>> = Vec::with_capacity(WRITE_BATCH_PAGES.min(leaves.pages.len() + 1));
         for (mut leaf, high_key) in leaves.pages.into_iter().zip(leaves.high_keys) {

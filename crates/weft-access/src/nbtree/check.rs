@@ -7,7 +7,7 @@ use std::cmp::Ordering;
 use weft_common::Result;
 use weft_storage::{BlockNumber, BufferPool, BufferTag, ForkNumber, RelFileLocator};
 
-use super::page::{self, corrupt, Opaque, META_BLOCK, P_NONE};
+use super::page::{self, corrupt, IndexName, Opaque, View, FLAG_ROOT, META_BLOCK, P_NONE};
 use super::BTreeDesc;
 
 /// What the checker saw.
@@ -19,6 +19,10 @@ pub struct CheckSummary {
     pub entries: u64,
 }
 
+/// A page a level is expected to hold: block, exclusive lower bound and inclusive upper
+/// bound (+infinity: None) from its parent's entries.
+type Expected = (BlockNumber, Option<Vec<u8>>, Option<Vec<u8>>);
+
 /// One page, copied.
 struct PageCopy {
     o: Opaque,
@@ -26,29 +30,34 @@ struct PageCopy {
     high_key: Option<Vec<u8>>,
 }
 
-fn read_page(pool: &BufferPool, rel: RelFileLocator, block: BlockNumber, index: &str) -> Result<PageCopy> {
+fn read_page(pool: &BufferPool, rel: RelFileLocator, desc: &BTreeDesc, block: BlockNumber, index: &dyn std::fmt::Display) -> Result<PageCopy> {
     let nblocks = pool.nblocks(rel, ForkNumber::Main)?;
     if block == META_BLOCK || block >= nblocks {
         return Err(corrupt(index, block, format!("link to a block outside the tree (file has {nblocks} blocks)")));
     }
     let buffer = pool.read_buffer(BufferTag { rel, fork: ForkNumber::Main, block }, None)?;
     let guard = buffer.read();
-    let o = page::opaque(&guard).ok_or_else(|| corrupt(index, block, "page without B-tree special space"))?;
-    let n = page::entry_count(&guard, &o);
-    let mut entries = Vec::with_capacity(n);
-    for i in 0..n {
-        entries.push(page::entry(&guard, i).ok_or_else(|| corrupt(index, block, format!("item {} is damaged", i + 1)))?.to_vec());
+    if let Err(what) = weft_storage::page::verify(&guard) {
+        return Err(corrupt(index, block, what));
     }
-    let high_key = if o.has_high_key() {
-        Some(page::high_key(&guard, &o).ok_or_else(|| corrupt(index, block, "high key is damaged"))?.to_vec())
-    } else {
-        None
-    };
-    Ok(PageCopy { o, entries, high_key })
+    // The view checks every item's length (so comparing in place cannot go out of
+    // bounds) and the shape of downlinks.
+    let v = View::new(&guard, block, desc, index)?;
+    let mut entries = Vec::with_capacity(v.n);
+    for i in 0..v.n {
+        if v.o.is_leaf() {
+            v.leaf_entry(i)?;
+        } else {
+            v.downlink(i)?;
+        }
+        entries.push(v.item(i)?.to_vec());
+    }
+    let high_key = v.high_key()?.map(<[u8]>::to_vec);
+    Ok(PageCopy { o: v.o, entries, high_key })
 }
 
 /// The key part of an entry: the entry itself on a leaf, the separator on an internal page.
-fn key_of<'a>(entry: &'a [u8], leaf: bool, index: &str, block: BlockNumber, item: usize) -> Result<Option<&'a [u8]>> {
+fn key_of<'a>(entry: &'a [u8], leaf: bool, index: &dyn std::fmt::Display, block: BlockNumber, item: usize) -> Result<Option<&'a [u8]>> {
     if leaf {
         return Ok(Some(entry));
     }
@@ -57,37 +66,49 @@ fn key_of<'a>(entry: &'a [u8], leaf: bool, index: &str, block: BlockNumber, item
 
 /// Verify the whole structure of the index in `rel`.
 pub fn check(pool: &BufferPool, rel: RelFileLocator, desc: &BTreeDesc, index: &str) -> Result<CheckSummary> {
+    let index: &dyn std::fmt::Display = &index;
     let (root, root_level) = {
         let buffer = pool.read_buffer(BufferTag { rel, fork: ForkNumber::Main, block: META_BLOCK }, None)?;
         let guard = buffer.read();
         page::read_meta(&guard, index)?
     };
-    let mut summary = CheckSummary { levels: root_level + 1, ..CheckSummary::default() };
-    let root_page = read_page(pool, rel, root, index)?;
+    let mut summary = CheckSummary { levels: root_level.saturating_add(1), ..CheckSummary::default() };
+    let root_page = read_page(pool, rel, desc, root, index)?;
     if root_page.o.level != root_level {
         return Err(corrupt(index, root, format!("root has level {} but the metapage says {root_level}", root_page.o.level)));
     }
     if root_page.o.left != P_NONE || root_page.o.right != P_NONE {
         return Err(corrupt(index, root, "root has siblings"));
     }
+    if root_page.o.flags & FLAG_ROOT == 0 {
+        return Err(corrupt(index, root, "root page without the root flag"));
+    }
     // Each level: the pages its parent level points to, in order, with the bounds the
     // parent gives them: (lower bound exclusive, upper bound inclusive or +infinity).
-    let mut expected: Vec<(BlockNumber, Option<Vec<u8>>, Option<Vec<u8>>)> = vec![(root, None, None)];
+    let mut expected: Vec<Expected> = vec![(root, None, None)];
     let mut level = root_level;
     loop {
         let leaf = level == 0;
-        let mut next: Vec<(BlockNumber, Option<Vec<u8>>, Option<Vec<u8>>)> = Vec::new();
+        let mut next: Vec<Expected> = Vec::new();
         let mut previous_block = P_NONE;
         let mut previous_last: Option<Vec<u8>> = None;
         for (i, (block, lower, upper)) in expected.iter().enumerate() {
             let block = *block;
-            let p = read_page(pool, rel, block, index)?;
+            let p = read_page(pool, rel, desc, block, index)?;
             let rightmost = i + 1 == expected.len();
             if p.o.level != level {
                 return Err(corrupt(index, block, format!("level {} where level {level} was expected", p.o.level)));
             }
             if p.o.is_leaf() != leaf {
                 return Err(corrupt(index, block, "leaf flag does not match the level"));
+            }
+            if block != root && p.o.flags & FLAG_ROOT != 0 {
+                return Err(corrupt(index, block, "root flag on a page that is not the root"));
+            }
+            if let Some(hk) = &p.high_key {
+                if !desc.decodable(hk) {
+                    return Err(corrupt(index, block, "high key is not a valid index tuple"));
+                }
             }
             if p.o.left != previous_block {
                 return Err(corrupt(index, block, format!("left link {} but the left neighbour is {previous_block}", p.o.left)));
@@ -116,7 +137,7 @@ pub fn check(pool: &BufferPool, rel: RelFileLocator, desc: &BTreeDesc, index: &s
                     }
                     None => {}
                     Some(key) => {
-                        if leaf && !desc.decodable(key) {
+                        if !desc.decodable(key) {
                             return Err(corrupt(index, block, format!("item {item} is not a valid index tuple")));
                         }
                         if let Some(prev) = &previous_last {
@@ -139,7 +160,7 @@ pub fn check(pool: &BufferPool, rel: RelFileLocator, desc: &BTreeDesc, index: &s
                 }
                 if !leaf {
                     let (child, sep) = page::downlink(entry).expect("checked by key_of");
-                    let child_lower = next.last().and_then(|(_, _, upper): &(BlockNumber, Option<Vec<u8>>, Option<Vec<u8>>)| upper.clone());
+                    let child_lower = next.last().and_then(|(_, _, upper): &Expected| upper.clone());
                     next.push((child, child_lower, sep.map(<[u8]>::to_vec)));
                 }
             }
@@ -166,32 +187,44 @@ pub fn check(pool: &BufferPool, rel: RelFileLocator, desc: &BTreeDesc, index: &s
 
 /// Visit every leaf entry in key order with its leaf block.
 pub fn for_each_entry(pool: &BufferPool, rel: RelFileLocator, desc: &BTreeDesc, mut visit: impl FnMut(BlockNumber, &[u8]) -> Result<()>) -> Result<()> {
-    let _ = desc;
-    let mut block = tree_leftmost_leaf(pool, rel)?;
+    let index = IndexName::File(rel.rel_number);
+    let mut block = leftmost_leaf(pool, rel, desc, &index)?;
+    let mut pages: u64 = 0;
     loop {
-        let p = read_page(pool, rel, block, "?")?;
+        let p = read_page(pool, rel, desc, block, &index)?;
+        if !p.o.is_leaf() {
+            return Err(corrupt(&index, block, "internal page on the leaf level"));
+        }
         for entry in &p.entries {
             visit(block, entry)?;
         }
         if p.o.right == P_NONE {
             return Ok(());
         }
+        pages += 1;
+        if pages > pool.nblocks(rel, ForkNumber::Main)? as u64 {
+            return Err(corrupt(&index, block, "right links form a cycle"));
+        }
         block = p.o.right;
     }
 }
 
-fn tree_leftmost_leaf(pool: &BufferPool, rel: RelFileLocator) -> Result<BlockNumber> {
-    let (mut block, _) = {
+fn leftmost_leaf(pool: &BufferPool, rel: RelFileLocator, desc: &BTreeDesc, index: &dyn std::fmt::Display) -> Result<BlockNumber> {
+    let (mut block, mut level) = {
         let buffer = pool.read_buffer(BufferTag { rel, fork: ForkNumber::Main, block: META_BLOCK }, None)?;
         let guard = buffer.read();
-        page::read_meta(&guard, "?")?
+        page::read_meta(&guard, index)?
     };
     loop {
-        let p = read_page(pool, rel, block, "?")?;
+        let p = read_page(pool, rel, desc, block, index)?;
+        if p.o.level != level {
+            return Err(corrupt(index, block, format!("level {} where level {level} was expected", p.o.level)));
+        }
         if p.o.is_leaf() {
             return Ok(block);
         }
-        let first = p.entries.first().ok_or_else(|| corrupt("?", block, "internal page without entries"))?;
-        block = page::downlink(first).ok_or_else(|| corrupt("?", block, "bad downlink"))?.0;
+        let first = p.entries.first().ok_or_else(|| corrupt(index, block, "internal page without entries"))?;
+        block = page::downlink(first).ok_or_else(|| corrupt(index, block, "bad downlink"))?.0;
+        level -= 1;
     }
 }

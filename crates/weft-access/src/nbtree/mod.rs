@@ -1,12 +1,13 @@
 //! B-tree indexes: a Lehman–Yao B-link tree with inclusive high keys.
 //!
 //! See the crate README (`## B-tree`) for the page layout and the invariants. Modules:
-//! `page` (page format), `build` (bottom-up build from sorted tuples), `tree` (insert
-//! with page splits, scans), `check` (the checker).
+//! `page` (page format), `build` (bottom-up build from sorted tuples), `tree` (descent,
+//! insert with page splits), `scan` (range scans), `check` (the checker).
 
 mod build;
 mod check;
 mod page;
+mod scan;
 mod tree;
 
 use std::cmp::Ordering;
@@ -20,7 +21,9 @@ use crate::heap::Tid;
 
 pub use build::{BTreeWriter, BuildSummary, LeafPacker, PackedLeaves};
 pub use check::{check, for_each_entry, CheckSummary};
-pub use tree::{BTree, BTreeScan, ScanDirection};
+pub use page::{MAX_ENTRY_SIZE, P_NONE};
+pub use scan::BTreeScan;
+pub use tree::{index_size_blocks, BTree, ScanDirection};
 
 /// One key column of an index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,6 +69,15 @@ struct DescInner {
     /// `prefixes[n]` compares the first `n` key columns only (n = 0..=key count).
     prefixes: Vec<SortKeys>,
     tid_offset: usize,
+}
+
+impl DescInner {
+    /// Every tuple of the layout is at least this long (null bitmap and fixed-width
+    /// columns, the tid word last among them): a shorter item read from disk would make
+    /// the in-place comparisons read out of bounds, so it is reported as corruption.
+    fn min_len(&self) -> usize {
+        self.tid_offset + 8
+    }
 }
 
 impl BTreeDesc {
@@ -160,6 +172,11 @@ impl BTreeDesc {
     fn decodable(&self, tuple: &[u8]) -> bool {
         self.inner.layout.decode(tuple).is_ok()
     }
+
+    /// Long enough to be compared in place (the cheap check done on every item read).
+    fn comparable(&self, tuple: &[u8]) -> bool {
+        tuple.len() >= self.inner.min_len()
+    }
 }
 
 /// A position in key order that falls between entries: `key`'s first `columns` columns,
@@ -178,6 +195,12 @@ impl SearchKey {
     /// Just before entry `tuple` (inserting it).
     pub(crate) fn exact(tuple: &[u8]) -> SearchKey {
         SearchKey { key: tuple.to_vec(), columns: 0, after: false, full: true }
+    }
+
+    /// Before (`after = false`) or after all entries whose key columns equal those of
+    /// `tuple` (its tid word is ignored).
+    pub(crate) fn equal_keys(desc: &BTreeDesc, tuple: &[u8], after: bool) -> SearchKey {
+        SearchKey { key: tuple.to_vec(), columns: desc.key_count(), after, full: false }
     }
 
     /// Before (`after = false`) or after all entries whose first `prefix.len()` keys equal `prefix`.

@@ -12,7 +12,25 @@
 use weft_common::{Error, Result, SqlState};
 use weft_storage::{page, BlockNumber, Page, PAGE_SIZE};
 
+use super::BTreeDesc;
+
 pub(crate) const SPECIAL_SIZE: usize = 16;
+/// How errors name an index: by name when the caller gave one, else by its file.
+#[derive(Clone, Debug)]
+pub(crate) enum IndexName {
+    File(u32),
+    Named(std::sync::Arc<str>),
+}
+
+impl std::fmt::Display for IndexName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IndexName::File(n) => write!(f, "file {n}"),
+            IndexName::Named(name) => f.write_str(name),
+        }
+    }
+}
+
 /// No page: block 0 is the metapage, so it can never be a link.
 pub const P_NONE: BlockNumber = 0;
 pub(crate) const META_BLOCK: BlockNumber = 0;
@@ -25,8 +43,9 @@ pub(crate) const FLAG_HIGH_KEY: u16 = 8;
 const META_MAGIC: u32 = 0x7765_6274; // "webt"
 const META_VERSION: u32 = 1;
 
-/// Bytes an entry may have: three entries and a high key must fit a page, as in PostgreSQL.
-pub(crate) const MAX_ENTRY_SIZE: usize = (PAGE_SIZE - page::HEADER_SIZE - SPECIAL_SIZE) / 3 - 2 * page::LINE_POINTER_SIZE - 8;
+/// Bytes an entry may have: three entries and a high key must fit a page, as in PostgreSQL
+/// (so a split always finds a point where both halves fit).
+pub const MAX_ENTRY_SIZE: usize = (PAGE_SIZE - page::HEADER_SIZE - SPECIAL_SIZE) / 3 - 2 * page::LINE_POINTER_SIZE - 8;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Opaque {
@@ -46,7 +65,7 @@ impl Opaque {
     }
 }
 
-pub(crate) fn corrupt(index: &str, block: BlockNumber, what: impl std::fmt::Display) -> Error {
+pub(crate) fn corrupt(index: &dyn std::fmt::Display, block: BlockNumber, what: impl std::fmt::Display) -> Error {
     Error::new(SqlState::INDEX_CORRUPTED, format!("index \"{index}\" block {block}: {what}"))
 }
 
@@ -75,11 +94,11 @@ pub(crate) fn init(page: &mut Page, o: Opaque) {
 
 /// The page's entries (without the high key).
 pub(crate) fn entry_count(page: &Page, o: &Opaque) -> usize {
-    page::item_count(page) as usize - o.has_high_key() as usize
+    (page::item_count(page) as usize).saturating_sub(o.has_high_key() as usize)
 }
 
 /// Entry `i` (0-based), or None when missing or damaged.
-pub(crate) fn entry<'a>(page: &'a Page, i: usize) -> Option<&'a [u8]> {
+pub(crate) fn entry(page: &Page, i: usize) -> Option<&[u8]> {
     page::item(page, (i + 1) as u16)
 }
 
@@ -148,7 +167,7 @@ pub(crate) fn init_meta(page: &mut Page, root: BlockNumber, level: u32) {
 }
 
 /// The root block and its level, from the metapage.
-pub(crate) fn read_meta(page: &Page, index: &str) -> Result<(BlockNumber, u32)> {
+pub(crate) fn read_meta(page: &Page, index: &dyn std::fmt::Display) -> Result<(BlockNumber, u32)> {
     let bad = || corrupt(index, META_BLOCK, "invalid metapage");
     let o = opaque(page).ok_or_else(bad)?;
     let item = page::item(page, 1).ok_or_else(bad)?;
@@ -160,4 +179,89 @@ pub(crate) fn read_meta(page: &Page, index: &str) -> Result<(BlockNumber, u32)> 
         return Err(bad());
     }
     Ok((at(2), at(3)))
+}
+
+/// One B-tree page read under its content lock, with every item checked before it is
+/// handed out: long enough to be compared in place, downlinks well formed. Damage is an
+/// INDEX_CORRUPTED error, never a panic.
+pub(crate) struct View<'p> {
+    pub page: &'p Page,
+    pub block: BlockNumber,
+    pub o: Opaque,
+    /// Entries, not counting the high key.
+    pub n: usize,
+    desc: &'p BTreeDesc,
+    index: &'p dyn std::fmt::Display,
+}
+
+impl<'p> View<'p> {
+    pub fn new(page: &'p Page, block: BlockNumber, desc: &'p BTreeDesc, index: &'p dyn std::fmt::Display) -> Result<View<'p>> {
+        let o = opaque(page).ok_or_else(|| corrupt(index, block, "page without B-tree special space"))?;
+        if o.flags & FLAG_META != 0 {
+            return Err(corrupt(index, block, "metapage linked into the tree"));
+        }
+        if o.is_leaf() != (o.level == 0) {
+            return Err(corrupt(index, block, format!("leaf flag does not match level {}", o.level)));
+        }
+        if o.has_high_key() && page::item_count(page) == 0 {
+            return Err(corrupt(index, block, "high key flag on a page without items"));
+        }
+        if o.has_high_key() != (o.right != P_NONE) {
+            return Err(corrupt(index, block, "only the rightmost page of a level lacks a high key"));
+        }
+        Ok(View { page, block, o, n: entry_count(page, &o), desc, index })
+    }
+
+    pub fn corrupt(&self, what: impl std::fmt::Display) -> Error {
+        corrupt(self.index, self.block, what)
+    }
+
+    fn checked_tuple<'t>(&self, t: &'t [u8], what: &str) -> Result<&'t [u8]> {
+        if self.desc.comparable(t) {
+            Ok(t)
+        } else {
+            Err(self.corrupt(format!("{what} is too short for an index tuple ({} bytes)", t.len())))
+        }
+    }
+
+    /// Raw item of entry `i` (0-based).
+    pub fn item(&self, i: usize) -> Result<&'p [u8]> {
+        entry(self.page, i).ok_or_else(|| self.corrupt(format!("item {} is damaged", i + 1)))
+    }
+
+    /// Entry `i` of a leaf: an index tuple.
+    pub fn leaf_entry(&self, i: usize) -> Result<&'p [u8]> {
+        let item = self.item(i)?;
+        self.checked_tuple(item, &format!("item {}", i + 1))
+    }
+
+    /// Downlink `i` of an internal page: child and separator (`None`: +infinity).
+    pub fn downlink(&self, i: usize) -> Result<(BlockNumber, Option<&'p [u8]>)> {
+        let item = self.item(i)?;
+        let (child, sep) = downlink(item).ok_or_else(|| self.corrupt(format!("item {} is not a downlink", i + 1)))?;
+        if child == P_NONE {
+            return Err(self.corrupt(format!("item {} points to block 0", i + 1)));
+        }
+        match sep {
+            Some(sep) => Ok((child, Some(self.checked_tuple(sep, &format!("separator of item {}", i + 1))?))),
+            None => Ok((child, None)),
+        }
+    }
+
+    /// What entry `i` is ordered by: the tuple on a leaf, the separator above.
+    pub fn key(&self, i: usize) -> Result<Option<&'p [u8]>> {
+        if self.o.is_leaf() {
+            self.leaf_entry(i).map(Some)
+        } else {
+            self.downlink(i).map(|(_, sep)| sep)
+        }
+    }
+
+    pub fn high_key(&self) -> Result<Option<&'p [u8]>> {
+        match high_key(self.page, &self.o) {
+            None if self.o.has_high_key() => Err(self.corrupt("high key is damaged")),
+            None => Ok(None),
+            Some(hk) => self.checked_tuple(hk, "high key").map(Some),
+        }
+    }
 }

@@ -1,30 +1,34 @@
-//! A built tree: descent, insertion with page splits, range scans.
+//! A built tree: descent, insertion with page splits.
 //!
-//! Concurrency: one writer at a time (writing statements are serialized), any number of
-//! readers. Every page is read under its shared content lock and written under its
-//! exclusive one; a reader holds one lock at a time. A split writes the new right page
-//! first, then the left page (now pointing to it), then the old right sibling's left link,
-//! then the parent: at every moment, a reader that follows right links from any page
-//! finds every entry, and a reader arriving at a page too far left (from a parent not yet
-//! updated) moves right because the key is above the page's high key.
+//! Concurrency: one writer at a time (the caller serializes writing statements), any
+//! number of readers. Every page is read under its shared content lock and changed under
+//! its exclusive one; a reader holds one lock at a time. An insert that fits changes its
+//! leaf under one exclusive lock. A split writes the new right page first (not yet
+//! reachable), then the left page (its high key lowered, its right link to the new page),
+//! then the old right sibling's left link, then the parent: at every moment a reader that
+//! follows right links finds every entry exactly once, and a reader arriving at a page too
+//! far left (through a parent not yet updated) moves right, the key being above the
+//! page's high key. Key ranges only ever split to the right (no deletion), so the
+//! boundary between two pages, once there, stays.
 
 use std::cmp::Ordering;
 use std::ops::Bound;
 
-use weft_common::{Datum, Error, Result};
-use weft_storage::{BlockNumber, Buffer, BufferPool, BufferTag, ForkNumber, Page, RelFileLocator, PAGE_SIZE};
+use weft_common::{Datum, Error, Result, SqlState};
+use weft_storage::{page as slotted, BlockNumber, Buffer, BufferPool, BufferTag, ForkNumber, Page, RelFileLocator, PAGE_SIZE};
 
-use super::page::{self, Opaque, FLAG_LEAF, FLAG_ROOT, META_BLOCK, P_NONE};
+use super::page::{self, IndexName, Opaque, View, FLAG_LEAF, FLAG_ROOT, META_BLOCK, P_NONE, USABLE_SPACE};
+use super::scan::BTreeScan;
 use super::{BTreeDesc, SearchKey};
 
-/// The name errors give an index found damaged during a scan or insert.
-const INDEX_NAME_UNKNOWN: &str = "?";
-
-pub struct BTree<'a> {
-    pool: &'a BufferPool,
-    rel: RelFileLocator,
-    desc: &'a BTreeDesc,
-}
+/// A leaf split at the end of a level's rightmost leaf (ascending inserts) leaves the
+/// left page this full, as a build with the default fill factor would…
+const RIGHTMOST_LEAF_SPLIT_PERCENT: usize = 90;
+/// …and an internal one this full, as the build packs upper levels.
+const RIGHTMOST_INTERNAL_SPLIT_PERCENT: usize = 70;
+/// Moves right at one level after which the number of blocks is consulted: more moves
+/// than blocks means the right links form a cycle.
+const MOVE_RIGHT_CHECK_EVERY: u32 = 4096;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScanDirection {
@@ -32,212 +36,283 @@ pub enum ScanDirection {
     Backward,
 }
 
+/// The number of blocks of the index's file (metapage included).
+pub fn index_size_blocks(pool: &BufferPool, rel: RelFileLocator) -> Result<u32> {
+    pool.nblocks(rel, ForkNumber::Main)
+}
+
+/// A B-tree opened for inserts and scans.
+pub struct BTree<'a> {
+    pub(crate) pool: &'a BufferPool,
+    pub(crate) rel: RelFileLocator,
+    pub(crate) desc: &'a BTreeDesc,
+    /// How errors name the index (the tree knows its file, not its name).
+    pub(crate) name: IndexName,
+}
+
 impl<'a> BTree<'a> {
     pub fn open(pool: &'a BufferPool, rel: RelFileLocator, desc: &'a BTreeDesc) -> BTree<'a> {
-        BTree { pool, rel, desc }
+        BTree { pool, rel, desc, name: IndexName::File(rel.rel_number) }
     }
 
-    fn buffer(&self, block: BlockNumber) -> Result<Buffer> {
+    /// Like [`open`](Self::open), with the index's name for error messages.
+    pub fn open_named(pool: &'a BufferPool, rel: RelFileLocator, desc: &'a BTreeDesc, name: &str) -> BTree<'a> {
+        BTree { pool, rel, desc, name: IndexName::Named(name.into()) }
+    }
+
+    pub(crate) fn buffer(&self, block: BlockNumber) -> Result<Buffer> {
+        if block == META_BLOCK {
+            return Err(self.corrupt(block, "link to the metapage"));
+        }
         self.pool.read_buffer(BufferTag { rel: self.rel, fork: ForkNumber::Main, block }, None)
     }
 
-    fn opaque_of(&self, page: &Page, block: BlockNumber) -> Result<Opaque> {
-        page::opaque(page).ok_or_else(|| page::corrupt(INDEX_NAME_UNKNOWN, block, "page without B-tree special space"))
+    pub(crate) fn corrupt(&self, block: BlockNumber, what: impl std::fmt::Display) -> Error {
+        page::corrupt(&self.name, block, what)
     }
 
+    pub(crate) fn view<'p>(&'p self, p: &'p Page, block: BlockNumber) -> Result<View<'p>> {
+        View::new(p, block, self.desc, &self.name)
+    }
+
+    /// The root block and its level.
     fn root(&self) -> Result<(BlockNumber, u32)> {
-        let buffer = self.buffer(META_BLOCK)?;
+        let buffer = self.pool.read_buffer(BufferTag { rel: self.rel, fork: ForkNumber::Main, block: META_BLOCK }, None)?;
         let guard = buffer.read();
-        page::read_meta(&guard, INDEX_NAME_UNKNOWN)
-    }
-
-    /// The child to follow on internal page `p` for `key`: the first entry whose separator
-    /// is above the key; `None` when the key is above the whole page (move right).
-    fn child_for(&self, p: &Page, o: &Opaque, key: &SearchKey) -> Option<(usize, BlockNumber)> {
-        let n = page::entry_count(p, o);
-        // Binary search for the first entry with separator > key.
-        let (mut lo, mut hi) = (0usize, n);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            let (_, sep) = page::downlink(page::entry(p, mid)?)?;
-            let key_below = match sep {
-                None => true,
-                Some(sep) => key.compare(self.desc, sep) == Ordering::Less,
-            };
-            if key_below {
-                hi = mid;
-            } else {
-                lo = mid + 1;
-            }
+        let (root, level) = page::read_meta(&guard, &self.name)?;
+        if root == P_NONE {
+            return Err(self.corrupt(META_BLOCK, "the index has no root (its build did not finish)"));
         }
-        if lo == n {
-            return None;
+        Ok((root, level))
+    }
+
+    /// Guards the walks along right links against cycles, at the price of one look at
+    /// the file size every few thousand moves.
+    pub(crate) fn count_move(&self, moves: &mut u32, block: BlockNumber) -> Result<()> {
+        *moves += 1;
+        if (*moves).is_multiple_of(MOVE_RIGHT_CHECK_EVERY) && *moves > self.pool.nblocks(self.rel, ForkNumber::Main)? {
+            return Err(self.corrupt(block, "sibling links form a cycle"));
         }
-        page::downlink(page::entry(p, lo)?).map(|(child, _)| (lo, child))
+        Ok(())
     }
 
-    /// Is `key` above everything page `p` may hold (so the search moves right)?
-    fn beyond_high_key(&self, p: &Page, o: &Opaque, key: &SearchKey) -> bool {
-        page::high_key(p, o).is_some_and(|hk| key.compare(self.desc, hk) == Ordering::Greater)
-    }
-
-    /// Descend to the leaf where `key` belongs; returns the leaf and the internal pages
-    /// visited, top down (a writer's path for the downlinks of a split).
-    fn descend(&self, key: &SearchKey) -> Result<(BlockNumber, Vec<BlockNumber>)> {
-        let (mut block, _) = self.root()?;
-        let mut path = Vec::new();
+    /// Descend to the leaf where `key` belongs, moving right past pages whose high key is
+    /// below it. Returns the leaf and the internal pages it went through, top down.
+    pub(crate) fn descend(&self, key: &SearchKey) -> Result<(BlockNumber, Vec<BlockNumber>)> {
+        let (mut block, mut level) = self.root()?;
+        let mut path = Vec::with_capacity((level as usize).min(16));
+        let mut moves = 0;
         loop {
             let buffer = self.buffer(block)?;
             let guard = buffer.read();
-            let o = self.opaque_of(&guard, block)?;
-            if o.is_leaf() {
-                if self.beyond_high_key(&guard, &o, key) && o.right != P_NONE {
-                    block = o.right;
+            let v = self.view(&guard, block)?;
+            if v.o.level != level {
+                return Err(v.corrupt(format!("level {} where level {level} was expected", v.o.level)));
+            }
+            if let Some(hk) = v.high_key()? {
+                if key.compare(self.desc, hk) == Ordering::Greater {
+                    self.count_move(&mut moves, block)?;
+                    block = v.o.right;
                     continue;
                 }
+            }
+            if v.o.is_leaf() {
                 return Ok((block, path));
             }
-            match self.child_for(&guard, &o, key) {
-                Some((_, child)) => {
-                    path.push(block);
-                    block = child;
-                }
-                None if o.right != P_NONE => block = o.right,
-                None => return Err(page::corrupt(INDEX_NAME_UNKNOWN, block, "rightmost internal page without a +infinity entry")),
+            let i = first_above(&v, self.desc, key)?;
+            if i == v.n {
+                // Only a page with a high key can be passed, and that was checked above.
+                return Err(v.corrupt("no downlink covers the search key (missing +infinity entry or separator above the high key)"));
             }
+            path.push(block);
+            block = v.downlink(i)?.0;
+            level -= 1;
+            moves = 0;
         }
     }
 
-    /// The leftmost (or rightmost) leaf.
-    fn edge_leaf(&self, rightmost: bool) -> Result<BlockNumber> {
-        let (mut block, _) = self.root()?;
+    /// The leftmost leaf (`rightmost = false`) or the rightmost one, as of the descent.
+    pub(crate) fn edge_leaf(&self, rightmost: bool) -> Result<BlockNumber> {
+        let (mut block, mut level) = self.root()?;
+        let mut moves = 0;
         loop {
             let buffer = self.buffer(block)?;
             let guard = buffer.read();
-            let o = self.opaque_of(&guard, block)?;
-            if rightmost && o.right != P_NONE {
-                block = o.right;
+            let v = self.view(&guard, block)?;
+            if v.o.level != level {
+                return Err(v.corrupt(format!("level {} where level {level} was expected", v.o.level)));
+            }
+            if rightmost && v.o.right != P_NONE {
+                self.count_move(&mut moves, block)?;
+                block = v.o.right;
                 continue;
             }
-            if o.is_leaf() {
+            if v.o.is_leaf() {
                 return Ok(block);
             }
-            let n = page::entry_count(&guard, &o);
-            let at = if rightmost { n.checked_sub(1) } else { (n > 0).then_some(0) };
-            let item = at.and_then(|i| page::entry(&guard, i)).ok_or_else(|| page::corrupt(INDEX_NAME_UNKNOWN, block, "empty internal page"))?;
-            block = page::downlink(item).ok_or_else(|| page::corrupt(INDEX_NAME_UNKNOWN, block, "bad downlink"))?.0;
+            if v.n == 0 {
+                return Err(v.corrupt("internal page without entries"));
+            }
+            block = v.downlink(if rightmost { v.n - 1 } else { 0 })?.0;
+            level -= 1;
+            moves = 0;
         }
     }
 
-    /// Insert one entry (the caller is the only writer).
+    /// Insert one entry. The caller is the only writer of this index. Inserting an entry
+    /// that is already there (same keys and tid word) changes nothing.
     pub fn insert(&self, tuple: &[u8]) -> Result<()> {
         if tuple.len() > page::MAX_ENTRY_SIZE {
-            return Err(Error::new(
-                weft_common::SqlState::PROGRAM_LIMIT_EXCEEDED,
-                format!("index row size {} exceeds btree maximum, {}", tuple.len(), page::MAX_ENTRY_SIZE),
-            ));
+            return Err(too_big(tuple.len()));
+        }
+        if !self.desc.comparable(tuple) {
+            return Err(Error::internal(format!("an index entry of {} bytes does not have the index's layout", tuple.len())));
         }
         let key = SearchKey::exact(tuple);
         let (leaf, path) = self.descend(&key)?;
         let buffer = self.buffer(leaf)?;
-        let (o, mut entries, high_key) = {
-            let guard = buffer.read();
-            let o = self.opaque_of(&guard, leaf)?;
-            let (entries, hk) = page::copy_entries(&guard, &o);
-            (o, entries, hk)
+        let mut guard = buffer.write();
+        let (at, o, entries, high_key) = {
+            let v = self.view(&guard, leaf)?;
+            if !v.o.is_leaf() {
+                return Err(v.corrupt("descent ended on an internal page"));
+            }
+            let at = first_above(&v, self.desc, &key)?;
+            if at < v.n && self.desc.compare(v.leaf_entry(at)?, tuple) == Ordering::Equal {
+                return Ok(());
+            }
+            if tuple.len() <= slotted::free_space(&guard) {
+                (at, v.o, None, None)
+            } else {
+                let (entries, high_key) = copy_items(&v)?;
+                (at, v.o, Some(entries), high_key)
+            }
         };
-        let at = entries.partition_point(|e| key.compare(self.desc, e) == Ordering::Greater);
+        let Some(mut entries) = entries else {
+            // The common case: in place, under the one exclusive lock.
+            slotted::insert_item(&mut guard, (at + 1) as u16, tuple).ok_or_else(|| self.corrupt(leaf, "the leaf refused an entry that fits"))?;
+            return Ok(());
+        };
+        drop(guard);
         entries.insert(at, tuple.to_vec());
-        self.store_or_split(leaf, buffer, o, entries, high_key, path)
+        self.split(leaf, buffer, o, entries, at, high_key, path)
     }
 
-    /// Write `entries` to page `block`, splitting it when they do not fit, and carry a
-    /// split up the `path` of parents.
-    fn store_or_split(
+    /// Split page `block`, whose `entries` (including the new one, at `inserted_at`) do
+    /// not fit, and carry the split up the `path` of parents.
+    #[allow(clippy::too_many_arguments)]
+    fn split(
         &self,
         block: BlockNumber,
         buffer: Buffer,
         o: Opaque,
         entries: Vec<Vec<u8>>,
+        inserted_at: usize,
         high_key: Option<Vec<u8>>,
         mut path: Vec<BlockNumber>,
     ) -> Result<()> {
-        let refs: Vec<&[u8]> = entries.iter().map(Vec::as_slice).collect();
-        let mut image = Box::new([0u8; PAGE_SIZE]);
-        if page::rebuild(&mut image, o, &refs, high_key.as_deref()) {
-            buffer.write().copy_from_slice(&image[..]);
-            return Ok(());
-        }
-        // Split by bytes: the left half keeps about half the space.
-        let total: usize = entries.iter().map(|e| e.len() + 4).sum();
-        let mut split = 0;
-        let mut left_bytes = 0;
-        while split < entries.len() - 1 && (left_bytes + entries[split].len() + 4) * 2 <= total {
-            left_bytes += entries[split].len() + 4;
-            split += 1;
-        }
-        let split = split.clamp(1, entries.len() - 1);
-        let (left, right) = entries.split_at(split);
-        // The left page's new high key: its last entry (a leaf entry, or an internal
-        // entry's separator).
-        let left_high_key: Vec<u8> = if o.is_leaf() {
-            left[left.len() - 1].clone()
-        } else {
-            let (_, sep) = page::downlink(&left[left.len() - 1]).ok_or_else(|| page::corrupt(INDEX_NAME_UNKNOWN, block, "bad downlink"))?;
-            sep.ok_or_else(|| page::corrupt(INDEX_NAME_UNKNOWN, block, "+infinity entry before the end of a page"))?.to_vec()
+        let leaf = o.is_leaf();
+        let at = choose_split(&entries, inserted_at, leaf, o.right == P_NONE, high_key.as_deref())
+            .ok_or_else(|| self.corrupt(block, "no split point leaves both halves within a page"))?;
+        let (left, right) = entries.split_at(at);
+        // The left page's new high key: a copy of its last entry (the separator of an
+        // internal entry).
+        let left_high_key: Vec<u8> = {
+            let last = &left[left.len() - 1];
+            if leaf {
+                last.clone()
+            } else {
+                let (_, sep) = page::downlink(last).ok_or_else(|| self.corrupt(block, "bad downlink"))?;
+                sep.ok_or_else(|| self.corrupt(block, "+infinity entry before the end of a level"))?.to_vec()
+            }
         };
+        let mut image: Box<Page> = Box::new([0u8; PAGE_SIZE]);
 
-        // 1. The new right page, not yet linked from the left.
+        // 1. The new right page, reachable from nowhere yet.
         let new_buffer = self.pool.extend(self.rel, ForkNumber::Main, None)?;
         let new_block = new_buffer.block_number();
         let new_o = Opaque { left: block, right: o.right, level: o.level, flags: o.flags & FLAG_LEAF };
-        let right_refs: Vec<&[u8]> = right.iter().map(Vec::as_slice).collect();
-        if !page::rebuild(&mut image, new_o, &right_refs, high_key.as_deref()) {
+        if !page::rebuild(&mut image, new_o, &as_refs(right), high_key.as_deref()) {
             return Err(Error::internal("the right half of a split does not fit a page"));
         }
         new_buffer.write().copy_from_slice(&image[..]);
-        // 2. The left page, now ending at its high key and pointing to the new page.
+        drop(new_buffer);
+        // 2. The left page: it ends at its new high key and leads to the new page.
         let left_o = Opaque { right: new_block, flags: o.flags & !FLAG_ROOT, ..o };
-        let left_refs: Vec<&[u8]> = left.iter().map(Vec::as_slice).collect();
-        if !page::rebuild(&mut image, left_o, &left_refs, Some(&left_high_key)) {
+        if !page::rebuild(&mut image, left_o, &as_refs(left), Some(&left_high_key)) {
             return Err(Error::internal("the left half of a split does not fit a page"));
         }
         buffer.write().copy_from_slice(&image[..]);
         drop(buffer);
-        // 3. The old right sibling's left link.
+        // 3. The old right sibling's left link (backward scans cope with it lagging).
         if o.right != P_NONE {
             let sibling = self.buffer(o.right)?;
             let mut guard = sibling.write();
-            let mut so = self.opaque_of(&guard, o.right)?;
+            let mut so = page::opaque(&guard).ok_or_else(|| self.corrupt(o.right, "page without B-tree special space"))?;
             so.left = new_block;
             page::set_opaque(&mut guard, so);
         }
-        // 4. The parent: (left high key -> left page) before the entry that pointed to the
-        //    page, which now points to the new right page.
+        // 4. The parent.
         match path.pop() {
-            Some(parent) => {
-                let parent_buffer = self.buffer(parent)?;
-                let (po, mut items, phk) = {
-                    let guard = parent_buffer.read();
-                    let po = self.opaque_of(&guard, parent)?;
-                    let (items, hk) = page::copy_entries(&guard, &po);
-                    (po, items, hk)
-                };
-                let at = items
-                    .iter()
-                    .position(|item| page::downlink(item).is_some_and(|(child, _)| child == block))
-                    .ok_or_else(|| page::corrupt(INDEX_NAME_UNKNOWN, parent, format!("no downlink to split page {block}")))?;
-                let (_, old_sep) = page::downlink(&items[at]).expect("found above");
-                let old_sep = old_sep.map(<[u8]>::to_vec);
-                let mut moved = Vec::new();
-                page::make_downlink(new_block, old_sep.as_deref(), &mut moved);
-                items[at] = moved;
-                let mut left_link = Vec::new();
-                page::make_downlink(block, Some(&left_high_key), &mut left_link);
-                items.insert(at, left_link);
-                self.store_or_split(parent, parent_buffer, po, items, phk, path)
-            }
+            Some(parent) => self.insert_downlink(parent, block, &left_high_key, new_block, path),
             None => self.new_root(block, &left_high_key, new_block, o.level + 1),
+        }
+    }
+
+    /// After `child` split into `child` (up to `left_high_key`) and `new_child`: the
+    /// entry of `parent` that led to `child` now leads to `new_child` (same separator),
+    /// and `(child, left_high_key)` goes just before it — both under one exclusive lock.
+    fn insert_downlink(
+        &self,
+        mut parent: BlockNumber,
+        child: BlockNumber,
+        left_high_key: &[u8],
+        new_child: BlockNumber,
+        path: Vec<BlockNumber>,
+    ) -> Result<()> {
+        let mut item = Vec::with_capacity(left_high_key.len() + 4);
+        page::make_downlink(child, Some(left_high_key), &mut item);
+        let mut moves = 0;
+        loop {
+            let buffer = self.buffer(parent)?;
+            let mut guard = buffer.write();
+            let (found, o, right) = {
+                let v = self.view(&guard, parent)?;
+                let mut found = None;
+                for i in 0..v.n {
+                    if v.downlink(i)?.0 == child {
+                        found = Some(i);
+                        break;
+                    }
+                }
+                (found, v.o, v.o.right)
+            };
+            let Some(at) = found else {
+                // Not expected with a single writer, but the downlink may only be to the right.
+                if right == P_NONE {
+                    return Err(self.corrupt(parent, format!("no downlink to split page {child}")));
+                }
+                self.count_move(&mut moves, parent)?;
+                parent = right;
+                continue;
+            };
+            if item.len() <= slotted::free_space(&guard) {
+                let old = slotted::item_mut(&mut guard, (at + 1) as u16).ok_or_else(|| self.corrupt(parent, "damaged downlink"))?;
+                old[..4].copy_from_slice(&new_child.to_le_bytes());
+                slotted::insert_item(&mut guard, (at + 1) as u16, &item)
+                    .ok_or_else(|| self.corrupt(parent, "the page refused a downlink that fits"))?;
+                return Ok(());
+            }
+            // The page stays as it is until the split rewrites it: a reader must never
+            // see the entry moved to `new_child` without `child`'s entry before it.
+            let (mut entries, high_key) = {
+                let v = self.view(&guard, parent)?;
+                copy_items(&v)?
+            };
+            drop(guard);
+            entries[at][..4].copy_from_slice(&new_child.to_le_bytes());
+            entries.insert(at, item);
+            return self.split(parent, buffer, o, entries, at, high_key, path);
         }
     }
 
@@ -249,22 +324,26 @@ impl<'a> BTree<'a> {
         page::make_downlink(left, Some(left_high_key), &mut a);
         let mut b = Vec::new();
         page::make_downlink(right, None, &mut b);
-        let mut image = Box::new([0u8; PAGE_SIZE]);
+        let mut image: Box<Page> = Box::new([0u8; PAGE_SIZE]);
         let o = Opaque { left: P_NONE, right: P_NONE, level, flags: FLAG_ROOT };
         if !page::rebuild(&mut image, o, &[&a, &b], None) {
             return Err(Error::internal("a new root does not fit a page"));
         }
         root_buffer.write().copy_from_slice(&image[..]);
-        let meta = self.buffer(META_BLOCK)?;
+        drop(root_buffer);
+        let meta = self.pool.read_buffer(BufferTag { rel: self.rel, fork: ForkNumber::Main, block: META_BLOCK }, None)?;
         page::init_meta(&mut meta.write(), root, level);
         Ok(())
     }
 
-    /// Visit the entries whose key columns equal those of `key` (its tid word is ignored).
+    /// Visit the entries whose key columns equal those of `key` (a tuple of the index's
+    /// layout; its tid word is ignored), in index order; `visit` returns false to stop.
     pub fn visit_equal(&self, key: &[u8], mut visit: impl FnMut(&[u8]) -> Result<bool>) -> Result<()> {
-        let n = self.desc.key_count();
-        let lower = SearchKey { key: key.to_vec(), columns: n, after: false, full: false };
-        let upper = SearchKey { key: key.to_vec(), columns: n, after: true, full: false };
+        if !self.desc.comparable(key) {
+            return Err(Error::internal("a search key without the index's layout"));
+        }
+        let lower = SearchKey::equal_keys(self.desc, key, false);
+        let upper = SearchKey::equal_keys(self.desc, key, true);
         let mut scan = self.scan_between(Some(lower), Some(upper), ScanDirection::Forward)?;
         while let Some(entry) = scan.next()? {
             if !visit(entry)? {
@@ -274,7 +353,9 @@ impl<'a> BTree<'a> {
         Ok(())
     }
 
-    /// Entries between two bounds given as key prefixes, in index order or backwards.
+    /// Entries between two bounds given as key prefixes (0..=key_count leading values,
+    /// NULL allowed), compared on that many leading columns in index order, in index
+    /// order or backwards.
     pub fn scan(&self, lower: Bound<Vec<Datum>>, upper: Bound<Vec<Datum>>, direction: ScanDirection) -> Result<BTreeScan<'a>> {
         let lower = match lower {
             Bound::Unbounded => None,
@@ -289,7 +370,6 @@ impl<'a> BTree<'a> {
         self.scan_between(lower, upper, direction)
     }
 
-    /// Entries above `lower` and below `upper` (positions between entries).
     fn scan_between(&self, lower: Option<SearchKey>, upper: Option<SearchKey>, direction: ScanDirection) -> Result<BTreeScan<'a>> {
         let start = match (direction, &lower, &upper) {
             (ScanDirection::Forward, Some(key), _) => self.descend(key)?.0,
@@ -297,134 +377,86 @@ impl<'a> BTree<'a> {
             (ScanDirection::Backward, _, Some(key)) => self.descend(key)?.0,
             (ScanDirection::Backward, _, None) => self.edge_leaf(true)?,
         };
-        Ok(BTreeScan {
-            tree: BTree { pool: self.pool, rel: self.rel, desc: self.desc },
-            lower,
-            upper,
-            direction,
-            next_block: Some(start),
-            came_from: P_NONE,
-            entries: Vec::new(),
-            position: 0,
-            done: false,
-        })
+        let tree = BTree { pool: self.pool, rel: self.rel, desc: self.desc, name: self.name.clone() };
+        Ok(BTreeScan::new(tree, lower, upper, direction, start))
     }
 }
 
-/// A range scan: one leaf's matching entries are copied at a time.
-pub struct BTreeScan<'a> {
-    tree: BTree<'a>,
-    lower: Option<SearchKey>,
-    upper: Option<SearchKey>,
-    direction: ScanDirection,
-    next_block: Option<BlockNumber>,
-    /// Backward scans: the page visited last, whose left neighbour comes next.
-    came_from: BlockNumber,
-    entries: Vec<Vec<u8>>,
-    position: usize,
-    done: bool,
+pub(crate) fn too_big(len: usize) -> Error {
+    Error::new(SqlState::PROGRAM_LIMIT_EXCEEDED, format!("index row size {len} exceeds btree maximum, {}", page::MAX_ENTRY_SIZE))
+        .with_hint("Values larger than 1/3 of a buffer page cannot be indexed.")
 }
 
-impl BTreeScan<'_> {
-    /// The next entry in the scan's direction.
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Result<Option<&[u8]>> {
-        while self.position >= self.entries.len() {
-            if self.done {
-                return Ok(None);
-            }
-            self.load_next_page()?;
-        }
-        self.position += 1;
-        Ok(Some(&self.entries[self.position - 1]))
-    }
-
-    fn in_range(&self, entry: &[u8]) -> (bool, bool) {
-        let desc = self.tree.desc;
-        let above_lower = self.lower.as_ref().is_none_or(|k| k.compare(desc, entry) == Ordering::Less);
-        let below_upper = self.upper.as_ref().is_none_or(|k| k.compare(desc, entry) == Ordering::Greater);
-        (above_lower, below_upper)
-    }
-
-    fn load_next_page(&mut self) -> Result<()> {
-        self.entries.clear();
-        self.position = 0;
-        let Some(block) = self.next_block else {
-            self.done = true;
-            return Ok(());
+/// The first entry of page `v` that is above `key` (`v.n` if none): binary search, the
+/// search key never being equal to an entry. +infinity separators are above everything.
+pub(crate) fn first_above(v: &View<'_>, desc: &BTreeDesc, key: &SearchKey) -> Result<usize> {
+    let (mut lo, mut hi) = (0usize, v.n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let above = match v.key(mid)? {
+            None => true,
+            Some(k) => key.compare(desc, k) == Ordering::Less,
         };
-        match self.direction {
-            ScanDirection::Forward => {
-                let buffer = self.tree.buffer(block)?;
-                let guard = buffer.read();
-                let o = self.tree.opaque_of(&guard, block)?;
-                let n = page::entry_count(&guard, &o);
-                for i in 0..n {
-                    let entry = page::entry(&guard, i).ok_or_else(|| page::corrupt(INDEX_NAME_UNKNOWN, block, "damaged entry"))?;
-                    let (above_lower, below_upper) = self.in_range(entry);
-                    if !below_upper {
-                        self.done = true;
-                        break;
-                    }
-                    if above_lower {
-                        self.entries.push(entry.to_vec());
-                    }
-                }
-                self.next_block = (o.right != P_NONE).then_some(o.right);
-            }
-            ScanDirection::Backward => {
-                // Pages split since we left them lie between the left link and where we
-                // came from: visit them right to left.
-                let chain = self.backward_chain(block)?;
-                for page_block in chain.iter().rev() {
-                    let buffer = self.tree.buffer(*page_block)?;
-                    let guard = buffer.read();
-                    let o = self.tree.opaque_of(&guard, *page_block)?;
-                    let n = page::entry_count(&guard, &o);
-                    for i in (0..n).rev() {
-                        let entry = page::entry(&guard, i).ok_or_else(|| page::corrupt(INDEX_NAME_UNKNOWN, *page_block, "damaged entry"))?;
-                        let (above_lower, below_upper) = self.in_range(entry);
-                        if !above_lower {
-                            self.done = true;
-                            break;
-                        }
-                        if below_upper {
-                            self.entries.push(entry.to_vec());
-                        }
-                    }
-                    if self.done {
-                        break;
-                    }
-                }
-                let leftmost = chain[0];
-                let buffer = self.tree.buffer(leftmost)?;
-                let o = self.tree.opaque_of(&buffer.read(), leftmost)?;
-                self.came_from = leftmost;
-                self.next_block = (o.left != P_NONE).then_some(o.left);
-            }
+        if above {
+            hi = mid;
+        } else {
+            lo = mid + 1;
         }
-        Ok(())
     }
+    Ok(lo)
+}
 
-    /// From `block` (reached through a left link, or the start), the pages up to the one
-    /// whose right link is where the scan came from.
-    fn backward_chain(&self, block: BlockNumber) -> Result<Vec<BlockNumber>> {
-        let mut chain = vec![block];
-        if self.came_from == P_NONE {
-            return Ok(chain);
+/// A page's entries and high key, copied.
+type PageItems = (Vec<Vec<u8>>, Option<Vec<u8>>);
+
+/// Every entry of a page, copied, and its high key.
+fn copy_items(v: &View<'_>) -> Result<PageItems> {
+    let mut entries = Vec::with_capacity(v.n + 1);
+    for i in 0..v.n {
+        entries.push(v.item(i)?.to_vec());
+    }
+    Ok((entries, v.high_key()?.map(<[u8]>::to_vec)))
+}
+
+fn as_refs(items: &[Vec<u8>]) -> Vec<&[u8]> {
+    items.iter().map(Vec::as_slice).collect()
+}
+
+/// Where to split `entries` (the left page gets `..at`, `at` in `1..len`): among the
+/// points where both halves fit with their high keys, the one balancing their bytes —
+/// or, when the entry was appended at the end of a level's rightmost page (ascending
+/// inserts), the one leaving the left page as full as a build would.
+fn choose_split(entries: &[Vec<u8>], inserted_at: usize, leaf: bool, rightmost: bool, high_key: Option<&[u8]>) -> Option<usize> {
+    let n = entries.len();
+    if n < 2 {
+        return None;
+    }
+    let size = |e: &Vec<u8>| e.len() + slotted::LINE_POINTER_SIZE;
+    let total: usize = entries.iter().map(size).sum();
+    let right_high_key = high_key.map_or(0, |hk| hk.len() + slotted::LINE_POINTER_SIZE);
+    // The left page's high key is a copy of its last entry (without the child block on
+    // an internal page).
+    let left_high_key = |last: &Vec<u8>| size(last) - if leaf { 0 } else { 4 };
+    let append = rightmost && inserted_at == n - 1;
+    let fill = USABLE_SPACE * if leaf { RIGHTMOST_LEAF_SPLIT_PERCENT } else { RIGHTMOST_INTERNAL_SPLIT_PERCENT } / 100;
+    let mut best: Option<(usize, usize)> = None;
+    let mut left_bytes = 0;
+    for at in 1..n {
+        left_bytes += size(&entries[at - 1]);
+        let left = left_bytes + left_high_key(&entries[at - 1]);
+        let right = total - left_bytes + right_high_key;
+        if left > USABLE_SPACE || right > USABLE_SPACE {
+            continue;
         }
-        let mut current = block;
-        loop {
-            let buffer = self.tree.buffer(current)?;
-            let o = self.tree.opaque_of(&buffer.read(), current)?;
-            if o.right == self.came_from || o.right == P_NONE {
-                return Ok(chain);
-            }
-            current = o.right;
-            chain.push(current);
-            if chain.len() > 1_000_000 {
-                return Err(page::corrupt(INDEX_NAME_UNKNOWN, block, "right links never lead back"));
-            }
+        let score = if append {
+            // As full as `fill` allows, then as little over it as possible.
+            if left <= fill { fill - left } else { USABLE_SPACE + left - fill }
+        } else {
+            left.abs_diff(right)
+        };
+        if best.is_none_or(|(_, s)| score < s) {
+            best = Some((at, score));
         }
     }
+    best.map(|(at, _)| at)
 }
