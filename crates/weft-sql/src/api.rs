@@ -36,7 +36,7 @@ impl QueryResult {
     }
 }
 
-/// A line of `\d`.
+/// A line of `\d`, `\dt`, `\di` and their `+` forms.
 #[derive(Clone, Debug)]
 pub struct RelationInfo {
     pub name: String,
@@ -44,16 +44,29 @@ pub struct RelationInfo {
     pub kind: String,
     /// For an index: its table.
     pub table: Option<String>,
+    /// Bytes of the relation's file (whole 8 KiB blocks): the `Size` column of `\d+`.
+    pub size_bytes: u64,
 }
 
-/// What `\d NAME` prints.
+/// What `\d NAME` (and `\d+ NAME`) prints.
 #[derive(Clone, Debug)]
 pub struct RelationDescription {
     pub name: String,
+    /// "table" or "index".
     pub kind: String,
-    /// (column name, type name as `format_type` prints it, nullable)
+    /// (column name, type name as `format_type` prints it, nullable); for an index, its key
+    /// columns in key order.
     pub columns: Vec<(String, String, bool)>,
+    /// Per column, `\d+`'s Storage (`pg_type.typstorage`): `plain` (fixed width), `main`
+    /// (numeric) or `extended` (text).
+    pub storage: Vec<String>,
+    /// For an index, per key column, the Definition column: the column name as
+    /// `pg_get_indexdef(index, n, true)` prints it (quoted when it must be). Empty for a table.
+    pub definitions: Vec<String>,
     /// Footer lines as psql prints them: a table's `Indexes:` section, an index's
     /// `btree, for table "public.t"`.
     pub footer: Vec<String>,
+    /// Footer lines that only `\d+` adds after `footer`: `Access method: heap` for a table,
+    /// then `Options: ...` when a table or an index has storage parameters.
+    pub verbose_footer: Vec<String>,
 }

@@ -185,39 +185,45 @@ impl Session {
         &self.settings
     }
 
-    /// The tables and indexes for `\d` and `\di`, sorted by name.
+    /// The tables and indexes for `\d`, `\dt` and `\di` (and their `+` forms), sorted by
+    /// name (bytewise, as PostgreSQL sorts `name`).
     pub fn list_relations(&self) -> Vec<RelationInfo> {
         let catalog = self.db.catalog();
-        let mut out: Vec<RelationInfo> = catalog
-            .tables
-            .values()
-            .map(|t| RelationInfo { name: t.name.clone(), kind: "table".into(), table: None })
-            .chain(catalog.indexes.values().map(|i| RelationInfo { name: i.name.clone(), kind: "index".into(), table: Some(i.table.clone()) }))
-            .collect();
+        let tables = catalog.tables.values().map(|t| RelationInfo {
+            name: t.name.clone(),
+            kind: "table".into(),
+            table: None,
+            size_bytes: self.relation_file_bytes(t.locator()),
+        });
+        let indexes = catalog.indexes.values().map(|i| RelationInfo {
+            name: i.name.clone(),
+            kind: "index".into(),
+            table: Some(i.table.clone()),
+            size_bytes: self.relation_file_bytes(i.locator()),
+        });
+        let mut out: Vec<RelationInfo> = tables.chain(indexes).collect();
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out
     }
 
-    /// `\d NAME`: a table with its indexes, or an index.
+    /// `\d NAME` (NAME exact, as stored): a table with its indexes, or an index.
     pub fn describe(&self, name: &str) -> Result<RelationDescription> {
         let catalog = self.db.catalog();
         let not_found = || Error::new(SqlState::UNDEFINED_TABLE, format!("Did not find any relation named \"{name}\"."));
         if let Some(index) = catalog.indexes.get(name) {
             let table = catalog.tables.get(&index.table).ok_or_else(not_found)?;
-            let columns = index
-                .columns
-                .iter()
-                .map(|c| {
-                    let column = &table.columns[c.column];
-                    (column.name.clone(), column.data_type.name().to_string(), true)
-                })
-                .collect();
+            let key_columns: Vec<&weft_access::catalog::ColumnMeta> = index.columns.iter().map(|c| &table.columns[c.column]).collect();
             let kind = if index.unique { "unique, btree" } else { "btree" };
+            let options = index_options(index);
             return Ok(RelationDescription {
                 name: index.name.clone(),
                 kind: "index".into(),
-                columns,
+                // Key columns are never shown as nullable or not: psql has no such column for an index.
+                columns: key_columns.iter().map(|c| (c.name.clone(), c.data_type.name().to_string(), true)).collect(),
+                storage: key_columns.iter().map(|c| storage_of(c.data_type).to_string()).collect(),
+                definitions: key_columns.iter().map(|c| crate::deparse::quote_identifier(&c.name)).collect(),
                 footer: vec![format!("{kind}, for table \"public.{}\"", table.name)],
+                verbose_footer: options_line(&options).into_iter().collect(),
             });
         }
         let table = catalog.tables.get(name).ok_or_else(not_found)?;
@@ -229,6 +235,10 @@ impl Session {
                 footer.push(format!("    \"{}\" {}", index.name, index_definition(table, index)));
             }
         }
+        let mut verbose_footer = vec!["Access method: heap".to_string()];
+        let table_options: Vec<(&str, String)> =
+            table.parallel_workers.map(|n| ("parallel_workers", n.to_string())).into_iter().collect();
+        verbose_footer.extend(options_line(&table_options));
         Ok(RelationDescription {
             name: table.name.clone(),
             kind: "table".into(),
@@ -237,19 +247,65 @@ impl Session {
                 .iter()
                 .map(|c| (c.name.clone(), c.data_type.name().to_string(), !c.not_null))
                 .collect(),
+            storage: table.columns.iter().map(|c| storage_of(c.data_type).to_string()).collect(),
+            definitions: Vec::new(),
             footer,
+            verbose_footer,
         })
+    }
+
+    /// Bytes of a relation's main fork on disk (whole blocks), as `pg_table_size` would count
+    /// them; 0 when the file cannot be read. Reads file metadata only: no file is opened and
+    /// nothing is cached, so a relation dropped meanwhile costs nothing.
+    fn relation_file_bytes(&self, rel: weft_storage::RelFileLocator) -> u64 {
+        let path = self.db.pool.smgr().file_path(rel, weft_storage::ForkNumber::Main);
+        let bytes = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        bytes / weft_storage::PAGE_SIZE as u64 * weft_storage::PAGE_SIZE as u64
     }
 }
 
-/// What psql's `\d` prints after an index's name: `UNIQUE, btree (a DESC, b NULLS FIRST)`,
-/// with `WITH (fillfactor='70')` when the fill factor is not the default.
+/// psql's `\d+` Storage of a column type (`pg_type.typstorage`): `plain` for fixed-width
+/// types, `main` for numeric, `extended` for text.
+fn storage_of(data_type: weft_common::DataType) -> &'static str {
+    use weft_common::DataType;
+    match data_type {
+        DataType::Bool | DataType::Int4 | DataType::Int8 | DataType::Float8 => "plain",
+        DataType::Numeric => "main",
+        DataType::Text => "extended",
+    }
+}
+
+/// An index's storage parameters that differ from the defaults, in the order
+/// `pg_get_indexdef` would print them. (A fill factor given explicitly as 90 is not told
+/// apart from the default: the catalog keeps only the number.)
+fn index_options(index: &weft_access::IndexMeta) -> Vec<(&'static str, String)> {
+    let mut options = Vec::new();
+    if index.fillfactor != crate::indexes::DEFAULT_FILLFACTOR {
+        options.push(("fillfactor", index.fillfactor.to_string()));
+    }
+    if let Some(workers) = index.parallel_workers {
+        options.push(("parallel_workers", workers.to_string()));
+    }
+    options
+}
+
+/// psql's `\d+` `Options: fillfactor=70, parallel_workers=1` line, if there are options.
+fn options_line(options: &[(&str, String)]) -> Option<String> {
+    (!options.is_empty()).then(|| {
+        let items: Vec<String> = options.iter().map(|(name, value)| format!("{name}={value}")).collect();
+        format!("Options: {}", items.join(", "))
+    })
+}
+
+/// What psql's `\d` prints after an index's name (`pg_get_indexdef` from `USING` on):
+/// `UNIQUE, btree (a DESC, "Col B" NULLS FIRST) WITH (fillfactor='70')`. DESC and NULLS are
+/// printed only when they differ from the defaults (ASC NULLS LAST, DESC NULLS FIRST).
 fn index_definition(table: &weft_access::TableMeta, index: &weft_access::IndexMeta) -> String {
     let columns: Vec<String> = index
         .columns
         .iter()
         .map(|c| {
-            let mut text = table.columns[c.column].name.clone();
+            let mut text = crate::deparse::quote_identifier(&table.columns[c.column].name);
             if c.descending {
                 text.push_str(" DESC");
             }
@@ -262,10 +318,12 @@ fn index_definition(table: &weft_access::TableMeta, index: &weft_access::IndexMe
         })
         .collect();
     let unique = if index.unique { "UNIQUE, " } else { "" };
-    let options = if index.fillfactor != crate::indexes::DEFAULT_FILLFACTOR {
-        format!(" WITH (fillfactor='{}')", index.fillfactor)
-    } else {
+    let options = index_options(index);
+    let with = if options.is_empty() {
         String::new()
+    } else {
+        let items: Vec<String> = options.iter().map(|(name, value)| format!("{name}='{value}'")).collect();
+        format!(" WITH ({})", items.join(", "))
     };
-    format!("{unique}btree ({}){options}", columns.join(", "))
+    format!("{unique}btree ({}){with}", columns.join(", "))
 }

@@ -11,8 +11,19 @@
 //! and `max_parallel_maintenance_workers = n`.
 //!
 //! Reported per configuration (medians): time, the ratio PostgreSQL / weft (above 1: weft
-//! is faster), index size, temp bytes written, and weft's serial fraction — the part of
-//! the build during which not every participant worked (`IndexBuildReport::serial`).
+//! is faster), index size (weft: the index file's size on disk, read through `\di+`'s
+//! `Session::list_relations`; PostgreSQL: `pg_relation_size`), temp bytes written (weft:
+//! the build's sort report; PostgreSQL: `pg_stat_database.temp_bytes` before and after),
+//! and weft's serial fraction — the part of the build during which not every participant
+//! worked (`IndexBuildReport::serial`, from `Session::last_index_build`).
+//!
+//! A weft build that fails (an error from the engine) is reported on its run line and the
+//! benchmark goes on with the next configuration; the exit status is then 1. A failure of
+//! the set-up (the table, the PostgreSQL cluster) ends it at once, also with 1.
+//!
+//! Defaults are small (100000 rows, 1 run: seconds); the figures in docs/PERFORMANCE.md
+//! come from `weft bench index --rows 10000000 --runs 3 --set fsync=off` (PostgreSQL runs
+//! with `fsync=off` too).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -44,6 +55,8 @@ const COLUMNS: [&str; 2] = ["randint", "padding1"];
 const MEMORY: [&str; 2] = ["1GB", "64MB"];
 /// weft's page size (8 KiB, as PostgreSQL's).
 const PAGE_BYTES: u64 = 8192;
+/// The index every configuration builds and drops.
+const INDEX: &str = "bench_idx";
 
 #[derive(Clone, Copy, Debug, Default)]
 struct Sample {
@@ -51,6 +64,8 @@ struct Sample {
     size: u64,
     temp: u64,
     serial_fraction: Option<f64>,
+    /// weft: workers the build got (it may get fewer than asked); PostgreSQL: the workers asked.
+    workers_launched: usize,
 }
 
 type Samples = BTreeMap<(Config, String), Vec<Sample>>;
@@ -72,10 +87,14 @@ fn run(options: &IndexOptions) -> Result<i32, String> {
         eprintln!("weft bench index: PostgreSQL 15 is not installed ({}); timing weft only", weft::postgres::PG_BIN_DIR);
     }
     outln!(
-        "weft bench index: CREATE INDEX on parallel_sort_test with generate_series(0, {}), {runs} run(s) per configuration{}\n",
+        "weft bench index: CREATE INDEX on parallel_sort_test with generate_series(0, {}), {runs} run(s) per configuration{}",
         options.rows,
         if postgres { ", alternating weft and PostgreSQL 15" } else { "" }
     );
+    if postgres && !fsync_off(&options.settings) {
+        outln!("note: weft runs with fsync=on and PostgreSQL with fsync=off; pass --set fsync=off to compare alike");
+    }
+    outln!();
     let workdir = tempfile::Builder::new()
         .prefix("weft-bench-index-")
         .tempdir()
@@ -93,6 +112,7 @@ fn run(options: &IndexOptions) -> Result<i32, String> {
     outln!();
 
     let mut samples: Samples = BTreeMap::new();
+    let mut failures = 0;
     let configs: Vec<Config> = COLUMNS
         .iter()
         .flat_map(|&column| MEMORY.iter().flat_map(move |&memory| [1, 2].map(|participants| Config { column, memory, participants })))
@@ -103,9 +123,23 @@ fn run(options: &IndexOptions) -> Result<i32, String> {
                 if config.participants == 1 { vec![options.strategies[0].as_str()] } else { options.strategies.iter().map(String::as_str).collect() };
             for strategy in strategies {
                 let label = if config.participants == 1 { "weft".to_string() } else { format!("weft {strategy}") };
-                let sample = weft_build(&mut session, config, strategy)?;
-                samples.entry((config, label.clone())).or_default().push(sample);
-                outln!("run {run}: {:<8} {:>4} {}p  {:<22} {}", config.column, config.memory, config.participants, label, format_ms(Some(sample.time)));
+                let line = format!("run {run}: {:<8} {:>4} {}p  {label:<22}", config.column, config.memory, config.participants);
+                match weft_build(&mut session, config, strategy) {
+                    Ok(sample) => {
+                        samples.entry((config, label.clone())).or_default().push(sample);
+                        let short = if sample.workers_launched + 1 < config.participants {
+                            format!("  (only {} worker(s) launched)", sample.workers_launched)
+                        } else {
+                            String::new()
+                        };
+                        outln!("{line} {}{short}", format_ms(Some(sample.time)));
+                    }
+                    Err(message) => {
+                        failures += 1;
+                        outln!("{line} failed");
+                        eprintln!("weft bench index: weft: {message}");
+                    }
+                }
             }
             if let Some(cluster) = &cluster {
                 let sample = postgres_build(cluster, config)?;
@@ -114,8 +148,19 @@ fn run(options: &IndexOptions) -> Result<i32, String> {
             }
         }
     }
-    print_summary(&samples, &configs);
+    print_summary(&samples, &configs, options, runs);
+    if failures > 0 {
+        eprintln!("weft bench index: {failures} weft build(s) failed");
+        return Ok(1);
+    }
     Ok(0)
+}
+
+/// Whether `--set fsync=off` (or another false spelling) was given.
+fn fsync_off(settings: &[(String, String)]) -> bool {
+    settings.iter().any(|(name, value)| {
+        name == "fsync" && matches!(value.trim().to_ascii_lowercase().as_str(), "off" | "false" | "0" | "no" | "f" | "n")
+    })
 }
 
 fn weft_build(session: &mut Session, config: Config, strategy: &str) -> Result<Sample, String> {
@@ -125,18 +170,26 @@ fn weft_build(session: &mut Session, config: Config, strategy: &str) -> Result<S
         config.participants - 1
     );
     session.execute(&setup).map_err(|e| e.to_psql_string())?;
-    let sql = format!("CREATE INDEX bench_idx ON parallel_sort_test ({}) WITH (parallel_workers = {})", config.column, config.participants - 1);
+    let sql = format!("CREATE INDEX {INDEX} ON parallel_sort_test ({}) WITH (parallel_workers = {})", config.column, config.participants - 1);
     let began = Instant::now();
-    session.execute(&sql).map_err(|e| e.to_psql_string())?;
+    let created = session.execute(&sql);
     let time = began.elapsed();
-    let report = session.last_index_build().ok_or("CREATE INDEX left no build report")?;
-    session.execute("DROP INDEX bench_idx").map_err(|e| e.to_psql_string())?;
+    if let Err(error) = created {
+        // Whatever was left (nothing, if the engine keeps its promise) must not fail the next build.
+        let _ = session.execute(&format!("DROP INDEX IF EXISTS {INDEX}"));
+        return Err(format!("{sql}\n{}", error.to_psql_string()));
+    }
+    let report = session.last_index_build();
+    let file_bytes = session.list_relations().into_iter().find(|r| r.name == INDEX).map(|r| r.size_bytes);
+    session.execute(&format!("DROP INDEX {INDEX}")).map_err(|e| e.to_psql_string())?;
+    let report = report.ok_or("CREATE INDEX left no build report (Session::last_index_build)")?;
     let total = report.total.as_secs_f64();
     Ok(Sample {
         time,
-        size: report.tree.total_blocks as u64 * PAGE_BYTES,
+        size: file_bytes.unwrap_or(report.tree.total_blocks as u64 * PAGE_BYTES),
         temp: report.sort.temp_bytes,
         serial_fraction: (total > 0.0).then(|| report.serial.as_secs_f64() / total),
+        workers_launched: report.workers_launched,
     })
 }
 
@@ -153,24 +206,26 @@ fn postgres_build(cluster: &PgCluster, config: Config) -> Result<Sample, String>
         format!("SET max_parallel_maintenance_workers = {workers}"),
         format!("ALTER TABLE parallel_sort_test SET (parallel_workers = {workers})"),
     ];
-    let create = format!("CREATE INDEX bench_idx ON parallel_sort_test ({})", config.column);
+    let create = format!("CREATE INDEX {INDEX} ON parallel_sort_test ({})", config.column);
+    let size = format!("SELECT pg_relation_size('{INDEX}')");
+    let drop = format!("DROP INDEX {INDEX}");
     let mut statements: Vec<&str> = setup.iter().map(String::as_str).collect();
     statements.push(&create);
-    statements.push("SELECT pg_relation_size('bench_idx')");
-    statements.push("DROP INDEX bench_idx");
+    statements.push(&size);
+    statements.push(&drop);
     statements.push("SELECT pg_stat_force_next_flush()");
     let output = cluster.run(&statements).map_err(pg)?;
     let time = *output.timings.get(setup.len()).ok_or("PostgreSQL: no timing for CREATE INDEX")?;
     let size = output.lines.iter().find_map(|l| l.trim().parse::<u64>().ok()).unwrap_or(0);
     let after = temp_bytes()?;
-    Ok(Sample { time, size, temp: after.saturating_sub(before), serial_fraction: None })
+    Ok(Sample { time, size, temp: after.saturating_sub(before), serial_fraction: None, workers_launched: workers })
 }
 
 fn mb(bytes: u64) -> String {
     format!("{:.1} MB", bytes as f64 / 1e6)
 }
 
-fn print_summary(samples: &Samples, configs: &[Config]) {
+fn print_summary(samples: &Samples, configs: &[Config], options: &IndexOptions, runs: usize) {
     let med = |key: &(Config, String)| -> Option<(Duration, u64, u64, Option<f64>)> {
         let s = samples.get(key)?;
         let time = median(&s.iter().map(|x| x.time).collect::<Vec<_>>())?;
@@ -181,7 +236,12 @@ fn print_summary(samples: &Samples, configs: &[Config]) {
         let serial = median_f64(&s.iter().filter_map(|x| x.serial_fraction).collect::<Vec<_>>());
         Some((time, sizes[sizes.len() / 2], temps[temps.len() / 2], serial))
     };
-    outln!("\nMedians (ratio = PostgreSQL time / weft time; above 1: weft is faster):\n");
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    outln!(
+        "\nMedians of {runs} run(s), generate_series(0, {}), {cores} core(s); ratio = PostgreSQL time / weft time \
+         (above 1: weft is faster). Markdown for docs/PERFORMANCE.md:\n",
+        options.rows
+    );
     outln!("| key | maintenance_work_mem | participants | system | time | ratio | index size | temp written | serial fraction |");
     outln!("|---|---|---|---|---|---|---|---|---|");
     for config in configs {

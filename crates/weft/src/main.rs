@@ -7,6 +7,7 @@
 //! weft demo [--rows N]
 //! weft bench load [--rows N] [--runs K] [--no-postgres]
 //! weft bench sort [--rows N] [--runs K] [--no-postgres] [--no-duckdb] [--strategies S,S]
+//! weft bench index [--rows N] [--runs K] [--no-postgres] [--strategies S,S]
 //! ```
 //!
 //! Exit status, as psql's: 0 done (errors in a script without `ON_ERROR_STOP` do not count),
@@ -118,18 +119,33 @@ enum Command {
 }
 
 /// What every benchmark takes: the seed table's scale, the runs, and whether to run
-/// PostgreSQL beside weft.
+/// PostgreSQL beside weft. The defaults depend on the workload (`BenchScale::resolve`).
 #[derive(clap::Args, Debug)]
 struct BenchScale {
-    /// generate_series(0, ROWS)
-    #[arg(long, default_value_t = 10_000_000)]
-    rows: u64,
-    /// Runs per configuration, the systems alternating run by run
-    #[arg(long, default_value_t = 3)]
-    runs: usize,
+    /// generate_series(0, ROWS) [default: 10000000; bench index: 100000]
+    #[arg(long)]
+    rows: Option<u64>,
+    /// Runs per configuration, the systems alternating run by run [default: 3; bench index: 1]
+    #[arg(long)]
+    runs: Option<usize>,
     /// Leave PostgreSQL out
     #[arg(long = "no-postgres")]
     no_postgres: bool,
+}
+
+/// `bench load` and `bench sort`: the seed's scale.
+const BENCH_ROWS: u64 = 10_000_000;
+const BENCH_RUNS: usize = 3;
+/// `bench index`: a quick look by default (seconds); the figures in docs/PERFORMANCE.md come
+/// from `--rows 10000000 --runs 3`.
+const BENCH_INDEX_ROWS: u64 = 100_000;
+const BENCH_INDEX_RUNS: usize = 1;
+
+impl BenchScale {
+    /// (rows, runs) with the workload's defaults for what was not given.
+    fn resolve(&self, rows: u64, runs: usize) -> (u64, usize) {
+        (self.rows.unwrap_or(rows), self.runs.unwrap_or(runs))
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -152,7 +168,8 @@ enum BenchWorkload {
         strategies: String,
     },
     /// CREATE INDEX on parallel_sort_test (randint) and (padding1): 1 and 2 participants,
-    /// maintenance_work_mem 1GB and 64MB, next to PostgreSQL 15
+    /// maintenance_work_mem 1GB and 64MB, next to PostgreSQL 15 (defaults: 100000 rows, 1
+    /// run; the real measurement: --rows 10000000 --runs 3 --set fsync=off)
     Index {
         #[command(flatten)]
         scale: BenchScale,
@@ -188,7 +205,8 @@ fn real_main() -> i32 {
     match &cli.subcommand {
         Some(Command::Demo { rows }) => return demo::run(*rows, &settings),
         Some(Command::Bench { workload: BenchWorkload::Load { scale } }) => {
-            let options = bench::LoadOptions { rows: scale.rows, runs: scale.runs, postgres: !scale.no_postgres, settings };
+            let (rows, runs) = scale.resolve(BENCH_ROWS, BENCH_RUNS);
+            let options = bench::LoadOptions { rows, runs, postgres: !scale.no_postgres, settings };
             return bench::load(&options);
         }
         Some(Command::Bench { workload: BenchWorkload::Sort { scale, no_duckdb, strategies } }) => {
@@ -196,9 +214,10 @@ fn real_main() -> i32 {
                 Ok(strategies) => strategies,
                 Err(message) => return usage_error(&message),
             };
+            let (rows, runs) = scale.resolve(BENCH_ROWS, BENCH_RUNS);
             let options = bench_sort::SortOptions {
-                rows: scale.rows,
-                runs: scale.runs,
+                rows,
+                runs,
                 postgres: !scale.no_postgres,
                 duckdb: !no_duckdb,
                 settings,
@@ -211,9 +230,10 @@ fn real_main() -> i32 {
                 Ok(strategies) => strategies,
                 Err(message) => return usage_error(&message),
             };
+            let (rows, runs) = scale.resolve(BENCH_INDEX_ROWS, BENCH_INDEX_RUNS);
             let options = bench_index::IndexOptions {
-                rows: scale.rows,
-                runs: scale.runs,
+                rows,
+                runs,
                 postgres: !scale.no_postgres,
                 settings,
                 strategies,

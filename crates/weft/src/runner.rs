@@ -48,11 +48,13 @@ pub struct Runner {
     pub timing: bool,
     /// psql variables (`-v NAME=VALUE`, `\set`); `ON_ERROR_STOP` is the one that matters.
     pub variables: BTreeMap<String, String>,
+    /// The interactive shell (psql's `cur_cmd_interactive`): some messages carry a hint there.
+    pub interactive: bool,
 }
 
 impl Runner {
     pub fn new(session: Session, output: OutputOptions) -> Runner {
-        Runner { session, output, timing: false, variables: BTreeMap::new() }
+        Runner { session, output, timing: false, variables: BTreeMap::new(), interactive: false }
     }
 
     /// psql's boolean reading of `ON_ERROR_STOP` (`1`, `on`, `true`, `yes`).

@@ -25,6 +25,7 @@ const HISTORY_ENTRIES_MAX: usize = 1000;
 /// Run the shell until `\q` or end of input.
 pub fn run(runner: &mut Runner, data_dir: &str) -> Result<(), String> {
     cancel::set_interactive(true);
+    runner.interactive = true;
     let config = rustyline::Config::builder()
         .max_history_size(HISTORY_ENTRIES_MAX)
         .map_err(|e| format!("could not configure line editing: {e}"))?
