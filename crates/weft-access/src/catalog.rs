@@ -18,6 +18,7 @@ use weft_common::{DataType, Error, Result, SqlState};
 use weft_storage::RelFileLocator;
 
 use crate::snapshot::{Snapshot, Xid};
+use crate::stats::TableStats;
 
 pub const CATALOG_FILE_NAME: &str = "catalog.json";
 /// PostgreSQL's default tablespace and a fixed database: one database per data directory.
@@ -113,6 +114,12 @@ pub struct Catalog {
     /// Indexes by name (tables and indexes share one namespace, as in PostgreSQL).
     #[serde(default)]
     pub indexes: BTreeMap<String, IndexMeta>,
+    /// Planner statistics by table oid, as the last `ANALYZE` of each table left them
+    /// (`stats.rs`). Keyed by oid, not name: a table dropped and created again under the
+    /// same name starts without statistics. Entries of dropped tables are pruned by the
+    /// next ANALYZE.
+    #[serde(default)]
+    pub statistics: BTreeMap<u32, TableStats>,
 }
 
 impl Default for Catalog {
@@ -125,6 +132,7 @@ impl Default for Catalog {
             aborted: BTreeSet::new(),
             tables: BTreeMap::new(),
             indexes: BTreeMap::new(),
+            statistics: BTreeMap::new(),
         }
     }
 }
@@ -191,6 +199,11 @@ impl Catalog {
     /// The indexes of `table`, by name.
     pub fn indexes_of<'a>(&'a self, table: &'a str) -> impl Iterator<Item = &'a IndexMeta> + 'a {
         self.indexes.values().filter(move |i| i.table == table)
+    }
+
+    /// The statistics of `table` from its last ANALYZE, if any.
+    pub fn table_stats(&self, table: &TableMeta) -> Option<&TableStats> {
+        self.statistics.get(&table.oid).filter(|s| s.columns.len() == table.columns.len())
     }
 
     /// Is `name` taken by a table or an index?

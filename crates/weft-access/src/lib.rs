@@ -8,6 +8,7 @@ pub mod nbtree;
 /// The B-tree access method (PostgreSQL's directory for it is `nbtree`).
 pub use nbtree as btree;
 pub mod snapshot;
+pub mod stats;
 
 pub use catalog::{Catalog, ColumnMeta, IndexColumnMeta, IndexMeta, TableMeta};
 pub use heap::{HeapInserter, HeapScanCursor, Tid};

@@ -96,6 +96,9 @@ pub struct PipelineStats {
     pub all_busy: Duration,
     /// One entry per participant, in the order they finished.
     pub participants: Vec<ParticipantStats>,
+    /// Index-only scan: entries whose heap row had to be visited (EXPLAIN ANALYZE's
+    /// `Heap Fetches`).
+    pub heap_fetches: u64,
 }
 
 impl PipelineStats {
@@ -369,7 +372,7 @@ enum SourceState<'p> {
     Series { next_index: AtomicI64, count: i64, start: i64, step: i64, data_type: DataType },
     Rows { rows: Vec<Row>, next: AtomicUsize },
     /// Run whole by the first participant to come (index scans are serial).
-    Index { source: &'p IndexSource, taken: AtomicBool },
+    Index { source: &'p IndexSource, taken: AtomicBool, heap_fetches: AtomicU64 },
 }
 
 impl<'p> SourceState<'p> {
@@ -401,7 +404,7 @@ impl<'p> SourceState<'p> {
                 SourceState::Rows { rows: out, next: AtomicUsize::new(0) }
             }
             Source::Subquery { plan, .. } => SourceState::Rows { rows: execute(plan, ctx)?, next: AtomicUsize::new(0) },
-            Source::Index(index) => SourceState::Index { source: index, taken: AtomicBool::new(false) },
+            Source::Index(index) => SourceState::Index { source: index, taken: AtomicBool::new(false), heap_fetches: AtomicU64::new(0) },
         })
     }
 
@@ -432,11 +435,11 @@ impl<'p> SourceState<'p> {
                 }
                 Ok(())
             }
-            SourceState::Index { source, taken } => {
+            SourceState::Index { source, taken, heap_fetches } => {
                 if taken.swap(true, Ordering::Relaxed) {
                     return Ok(());
                 }
-                crate::index_scan::run(source, ctx, emit)
+                crate::index_scan::run(source, ctx, heap_fetches, emit)
             }
             SourceState::Heap { source, .. } => {
                 let mut row: Vec<Datum> = Vec::with_capacity(source.columns.len());
@@ -576,6 +579,10 @@ pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink
         wall,
         all_busy,
         participants: participant_stats.into_inner(),
+        heap_fetches: match &state {
+            SourceState::Index { heap_fetches, .. } => heap_fetches.load(Ordering::Relaxed),
+            _ => 0,
+        },
     });
     Ok(())
 }

@@ -31,8 +31,11 @@ pub enum Source {
     /// A subquery in FROM, run to completion first.
     Subquery { plan: Box<Plan>, label: ScanLabel },
     /// An index scan (serial): rows of a heap table found through a B-tree.
-    Index(IndexSource),
+    Index(Box<IndexSource>),
 }
+
+/// A range of index keys: lower and upper bounds, each a key prefix in index order.
+pub type KeyRange = (Bound<Vec<Datum>>, Bound<Vec<Datum>>);
 
 /// A B-tree range scan and the heap rows its entries point to (`index_scan.rs`).
 #[derive(Clone, Debug)]
@@ -44,8 +47,9 @@ pub struct IndexSource {
     pub desc: BTreeDesc,
     /// The table column of each key column.
     pub key_columns: Vec<usize>,
-    /// Key ranges, scanned one after the other (several for an IN list), in scan order.
-    pub ranges: Vec<(Bound<Vec<Datum>>, Bound<Vec<Datum>>)>,
+    /// Key ranges in index order (several for an IN list), disjoint; scanned first to
+    /// last, or last to first when the direction is backward.
+    pub ranges: Vec<KeyRange>,
     pub direction: ScanDirection,
     /// Every column the query needs is a key: rows come from the entries, and the heap is
     /// visited only for entries added after the build.
@@ -53,8 +57,16 @@ pub struct IndexSource {
     /// The WHERE conjuncts the ranges implement exactly (EXPLAIN's `Index Cond:`), over
     /// the pipeline's row like a filter.
     pub conditions: Vec<Expr>,
-    /// The planner's row estimate.
+    /// Conditions on index columns the ranges do not bound, over the entry's key columns
+    /// (`Expr::Column { index }` is key `index`): an entry failing them is skipped before
+    /// its heap row is fetched. Their conjuncts are among `conditions` too.
+    pub key_filter: Option<Expr>,
+    /// The planner's estimate of the heap rows the scan fetches (before any filter).
     pub estimated_rows: f64,
+    /// The planner's estimated startup and total cost of the scan itself (descent, index
+    /// pages, heap pages, per-entry and per-row CPU), filters not included.
+    pub estimated_startup_cost: f64,
+    pub estimated_total_cost: f64,
 }
 
 /// How EXPLAIN names a scan and its columns (PostgreSQL's range-table alias and column

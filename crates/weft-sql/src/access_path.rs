@@ -1,146 +1,254 @@
-//! Choosing between a sequential scan and the table's B-tree indexes.
+//! Access paths of a single-table scan: a sequential scan (maybe parallel) or one of the
+//! table's B-tree indexes, as an Index Scan or an Index Only Scan, forward or backward;
+//! the cheapest wins, as in PostgreSQL's `indxpath.c` / `costsize.c`.
 //!
-//! Usable conditions: WHERE conjuncts `column op constant` (either side; `=`, `<`, `<=`,
-//! `>`, `>=`; BETWEEN binds to two of them) and IN lists (an OR of equalities on one
-//! column) on the index's leading columns: equalities on a prefix, then an IN list or a
-//! range on the next column. They become key ranges in index order, exact — NULLs are
+//! **Index conditions.** WHERE conjuncts of the forms `column op constant` (either side;
+//! `=`, `<`, `<=`, `>`, `>=`; BETWEEN binds to two of them), `column IN (list)` (the
+//! binder's OR of equalities), `column IS [NOT] NULL` and a bare boolean column (`flag`,
+//! `NOT flag`). The constant may be any expression without columns or volatile functions
+//! (folded at plan time). Cross-type comparisons are converted exactly into the column's
+//! type: an int4 column against an int8 or numeric constant becomes a bound on int4
+//! (`a < 2.5` is `a <= 2`, `a = 2.5` and `a > 5000000000` match nothing, `a < 5000000000`
+//! is every non-NULL `a`); an int4 column against float8 likewise; an int8 column
+//! compared as float8 is left to the filter. Conditions on the index's columns in order
+//! make key ranges: equalities (and IS NULL) extend a prefix, an IN list multiplies the
+//! prefixes (up to [`MAX_RANGES`], each value one range in index order — several
+//! equality scans, not one scan over min..max), and the first column with neither ends
+//! the ranges with its tightest lower and upper bounds. Ranges are exact — NULLs are
 //! excluded by a bound just before (or after) the NULLs — so the conjuncts they implement
-//! leave the filter and show as `Index Cond:`.
+//! leave the filter and show as `Index Cond:`; the rest of the WHERE is the scan's
+//! `Filter:`.
 //!
-//! Rows are estimated by counting the entries of the ranges in the index itself, up to
-//! the count at which the index can no longer win (so a plan reads at most that many
-//! entries): exact for selective conditions, which are the ones that matter.
-//! Costs follow PostgreSQL's constants: a sequential scan costs `seq_page_cost` per page
-//! and `cpu_tuple_cost` per row; an index scan `random_page_cost` per row fetched from the
-//! heap (none for entries an index-only scan answers) and `cpu_index_tuple_cost` per entry.
+//! **Rows.** With usable ANALYZE statistics (`selectivity.rs`): the entries read are the
+//! selectivity of the index conditions times the table's rows, at most one per range
+//! for equalities on every column of a unique index. Without statistics the index
+//! itself is probed: the entries in its ranges are counted (up to [`PROBE_ENTRIES`] or
+//! 1 % of the table, whichever is more, and never past the count at which it cannot win),
+//! which also counts the heap pages they point to and the entries an index-only scan
+//! would have to check in the heap. A probe that stops early knows the ranges hold at
+//! least that many entries, and takes the larger of that and PostgreSQL's default
+//! selectivity (fetching 1 % of a table's rows in random order already costs more than
+//! reading all of it).
 //!
-//! ORDER BY on an index's leading columns (in its order or exactly reversed) is answered
-//! by the scan when the WHERE already chose that index, or with a LIMIT small next to the
-//! table: the sort disappears.
+//! **Costs** (`cost::index_scan_cost`, PostgreSQL's `cost_index`): descent, index pages
+//! and entries, heap pages between the uncorrelated Mackert–Lohman estimate and a
+//! sequential run by the squared correlation (or the counted pages), an index-only scan
+//! paying heap pages only for entries added after the build, and `cpu_tuple_cost` per
+//! row; the filter's operators per row fetched. A sequential scan costs its pages and
+//! rows, or its parallel version with Gather's setup and per-row transfer. `enable_*`
+//! settings add PostgreSQL's disable cost: `enable_indexscan = off` disables both index
+//! scan kinds, `enable_indexonlyscan = off` turns an index-only scan into a plain one.
+//! An index scan is considered when it has conditions, when it answers the query alone
+//! (index-only), or when its order is wanted.
+//!
+//! **Order.** `ORDER BY` on an index's columns — in its order, or all exactly reversed
+//! (a Backward scan) — after any leading columns fixed by equalities, is answered by an
+//! index scan in that order instead of a sort when that is cheaper: for `LIMIT n`, the
+//! scan's cost counts for the fraction of its rows the limit takes, against the whole
+//! input and a top-N sort.
 
 use std::cmp::Ordering;
 use std::ops::Bound;
 
 use weft_access::btree::{BTree, BTreeDesc, ScanDirection};
-use weft_access::catalog::IndexMeta;
+use weft_access::catalog::{IndexMeta, TableMeta};
 use weft_access::index_build::btree_desc;
 use weft_common::tuple::RowLayout;
-use weft_common::{DataType, Datum};
-use weft_exec::expr::{BinaryOp, Expr};
+use weft_common::{DataType, Datum, Numeric};
+use weft_exec::expr::{compare_datums, BinaryOp, Expr, UnaryOp};
 use weft_exec::plan::{HeapSource, IndexSource, Plan, SortPlan, Source, Step};
 use weft_sort::{SortColumn, SortKeys};
+use weft_storage::ForkNumber;
 
-use crate::cost::{CPU_INDEX_TUPLE_COST, CPU_TUPLE_COST, DISABLE_COST, RANDOM_PAGE_COST, SEQ_PAGE_COST};
-use crate::planner::PlanContext;
+use crate::cost::{self, Estimate, IndexScanCost, IndexScanInput, CPU_OPERATOR_COST, DISABLE_COST};
+use crate::planner::{choose_workers, PlanContext};
+use crate::selectivity::{self, column_comparison, in_list, RelStats};
 
+/// Most ranges an index scan is split into (IN lists multiply them).
+pub const MAX_RANGES: usize = 10_000;
+/// Most index entries a plan-time probe reads.
+pub const PROBE_ENTRIES: u64 = 20_000;
+/// ... or this fraction of the table's rows, when more.
+const PROBE_FRACTION: f64 = 0.01;
 
-/// One conjunct as a condition on a table column.
+type Range = weft_exec::plan::KeyRange;
+
+/// A conjunct as a condition on one table column, in the column's value order.
 #[derive(Clone, Debug)]
 enum Condition {
-    Compare { column: usize, op: BinaryOp, value: Datum },
-    In { column: usize, values: Vec<Datum> },
+    /// `= value`; NULL stands for IS NULL.
+    Eq(Datum),
+    /// One of these non-null values.
+    In(Vec<Datum>),
+    /// Non-null values within the bounds (`(value, inclusive)`); none: IS NOT NULL.
+    Range { lower: Option<(Datum, bool)>, upper: Option<(Datum, bool)> },
+    /// No row qualifies (a comparison with NULL, a value the column's type cannot hold).
+    Empty,
 }
 
-impl Condition {
-    fn column(&self) -> usize {
-        match self {
-            Condition::Compare { column, .. } | Condition::In { column, .. } => *column,
+#[derive(Clone, Debug)]
+struct ColumnCondition {
+    /// Index of the conjunct in the WHERE's list.
+    conjunct: usize,
+    /// Table column.
+    column: usize,
+    condition: Condition,
+}
+
+/// Where a constant falls among the values of a column type.
+enum Position {
+    Exact(Datum),
+    /// Below or above every value of the type.
+    Below,
+    Above,
+    /// Strictly between two consecutive integers of the type.
+    Between(Datum, Datum),
+}
+
+fn int_datum(v: i128, t: DataType) -> Option<Datum> {
+    match t {
+        DataType::Int4 => i32::try_from(v).ok().map(Datum::Int4),
+        DataType::Int8 => i64::try_from(v).ok().map(Datum::Int8),
+        _ => None,
+    }
+}
+
+fn int_range(t: DataType) -> (i128, i128) {
+    match t {
+        DataType::Int4 => (i32::MIN as i128, i32::MAX as i128),
+        _ => (i64::MIN as i128, i64::MAX as i128),
+    }
+}
+
+/// An integer column against a value `floor` (+ a fraction when not `integral`).
+fn integer_position(floor: i128, integral: bool, t: DataType) -> Option<Position> {
+    let (min, max) = int_range(t);
+    Some(if integral {
+        if floor < min {
+            Position::Below
+        } else if floor > max {
+            Position::Above
+        } else {
+            Position::Exact(int_datum(floor, t)?)
         }
+    } else if floor >= max {
+        Position::Above
+    } else if floor < min {
+        Position::Below
+    } else {
+        Position::Between(int_datum(floor, t)?, int_datum(floor + 1, t)?)
+    })
+}
+
+/// `value` (non-null) placed among the values of type `t`, exactly, or `None`.
+fn position(value: &Datum, t: DataType) -> Option<Position> {
+    if value.data_type() == Some(t) {
+        return Some(Position::Exact(value.clone()));
+    }
+    match (value, t) {
+        (Datum::Int4(v), DataType::Int8) => Some(Position::Exact(Datum::Int8(*v as i64))),
+        (Datum::Int4(v), DataType::Float8) => Some(Position::Exact(Datum::Float8(*v as f64))),
+        (Datum::Int8(v), DataType::Int4) => integer_position(*v as i128, true, t),
+        (Datum::Numeric(n), DataType::Int4 | DataType::Int8) => {
+            let zero = Numeric::parse("0").ok()?;
+            let Ok(rounded) = n.round(0) else {
+                return Some(if n.cmp_value(&zero) == Ordering::Less { Position::Below } else { Position::Above });
+            };
+            let Ok(r) = rounded.to_i64_rounded() else {
+                return Some(if n.cmp_value(&zero) == Ordering::Less { Position::Below } else { Position::Above });
+            };
+            match rounded.cmp_value(n) {
+                Ordering::Equal => integer_position(r as i128, true, t),
+                Ordering::Greater => integer_position(r as i128 - 1, false, t),
+                Ordering::Less => integer_position(r as i128, false, t),
+            }
+        }
+        // An int4 is exact in float8, so the comparison is exact too.
+        (Datum::Float8(f), DataType::Int4) => {
+            if f.is_nan() || *f == f64::INFINITY {
+                Some(Position::Above)
+            } else if *f == f64::NEG_INFINITY {
+                Some(Position::Below)
+            } else {
+                let floor = f.floor();
+                if floor < i64::MIN as f64 || floor > i64::MAX as f64 {
+                    return Some(if floor < 0.0 { Position::Below } else { Position::Above });
+                }
+                integer_position(floor as i128, floor == *f, t)
+            }
+        }
+        _ => None,
     }
 }
 
-fn flip(op: BinaryOp) -> BinaryOp {
-    match op {
-        BinaryOp::Lt => BinaryOp::Gt,
-        BinaryOp::LtEq => BinaryOp::GtEq,
-        BinaryOp::Gt => BinaryOp::Lt,
-        BinaryOp::GtEq => BinaryOp::LtEq,
-        other => other,
+/// The condition `column op value` means on a column of type `t`.
+fn comparison_condition(op: BinaryOp, value: &Datum, t: DataType) -> Option<Condition> {
+    if value.is_null() {
+        return match op {
+            BinaryOp::Eq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq => Some(Condition::Empty),
+            _ => None,
+        };
     }
-}
-
-/// `value` as a key of type `to`, when that is exact.
-fn key_value(value: &Datum, to: DataType) -> Option<Datum> {
-    Some(match (value, to) {
-        (Datum::Null, _) => return None,
-        (Datum::Int4(v), DataType::Int8) => Datum::Int8(*v as i64),
-        (Datum::Int8(v), DataType::Int4) => Datum::Int4(i32::try_from(*v).ok()?),
-        (Datum::Int4(v), DataType::Float8) => Datum::Float8(*v as f64),
-        (v, to) if v.data_type() == Some(to) => v.clone(),
+    let all = || Condition::Range { lower: None, upper: None };
+    Some(match (position(value, t)?, op) {
+        (Position::Exact(v), BinaryOp::Eq) => Condition::Eq(v),
+        (Position::Exact(v), BinaryOp::Lt) => Condition::Range { lower: None, upper: Some((v, false)) },
+        (Position::Exact(v), BinaryOp::LtEq) => Condition::Range { lower: None, upper: Some((v, true)) },
+        (Position::Exact(v), BinaryOp::Gt) => Condition::Range { lower: Some((v, false)), upper: None },
+        (Position::Exact(v), BinaryOp::GtEq) => Condition::Range { lower: Some((v, true)), upper: None },
+        (Position::Below, BinaryOp::Eq | BinaryOp::Lt | BinaryOp::LtEq) => Condition::Empty,
+        (Position::Below, BinaryOp::Gt | BinaryOp::GtEq) => all(),
+        (Position::Above, BinaryOp::Eq | BinaryOp::Gt | BinaryOp::GtEq) => Condition::Empty,
+        (Position::Above, BinaryOp::Lt | BinaryOp::LtEq) => all(),
+        (Position::Between(..), BinaryOp::Eq) => Condition::Empty,
+        (Position::Between(floor, _), BinaryOp::Lt | BinaryOp::LtEq) => Condition::Range { lower: None, upper: Some((floor, true)) },
+        (Position::Between(_, ceil), BinaryOp::Gt | BinaryOp::GtEq) => Condition::Range { lower: Some((ceil, true)), upper: None },
         _ => return None,
     })
 }
 
-/// A constant, possibly widened by the binder (`bigint_column = 5`); `key_value` then
-/// accepts only exact conversions to the key's type.
-fn constant_value(e: &Expr) -> Option<&Datum> {
-    match e {
-        Expr::Literal { value, .. } => Some(value),
-        Expr::Cast { expr, .. } => match expr.as_ref() {
-            Expr::Literal { value, .. } => Some(value),
+/// `conjunct` as a condition on a table column (`columns` maps the pipeline's row to
+/// table columns, `types` are the table's column types).
+fn condition(conjunct: &Expr, columns: &[usize], types: &[DataType]) -> Option<(usize, Condition)> {
+    let table_column = |c: usize| columns.get(c).copied();
+    match conjunct {
+        // An IN list (`bind.rs` marks it with a one-argument COALESCE).
+        Expr::Binary { op: BinaryOp::Or, .. } | Expr::Coalesce { .. } => {
+            let (column, values) = in_list(conjunct)?;
+            let column = table_column(column)?;
+            let t = types[column];
+            let mut kept = Vec::new();
+            for v in values {
+                if v.is_null() {
+                    continue;
+                }
+                if let Position::Exact(v) = position(&v, t)? {
+                    kept.push(v);
+                }
+            }
+            Some((column, if kept.is_empty() { Condition::Empty } else { Condition::In(kept) }))
+        }
+        Expr::Binary { .. } => {
+            // The column may be widened by a cast (`column_of`); `position` converts the
+            // constant back exactly or gives up (an int8 compared as float8).
+            let (column, op, value) = column_comparison(conjunct)?;
+            let column = table_column(column)?;
+            Some((column, comparison_condition(op, &value, types[column])?))
+        }
+        Expr::IsNull { expr, negated } => match expr.as_ref() {
+            Expr::Column { index, .. } => {
+                let column = table_column(*index)?;
+                Some((column, if *negated { Condition::Range { lower: None, upper: None } } else { Condition::Eq(Datum::Null) }))
+            }
+            _ => None,
+        },
+        Expr::Column { index, data_type: DataType::Bool } => Some((table_column(*index)?, Condition::Eq(Datum::Bool(true)))),
+        Expr::Unary { op: UnaryOp::Not, expr, .. } => match expr.as_ref() {
+            Expr::Column { index, data_type: DataType::Bool } => Some((table_column(*index)?, Condition::Eq(Datum::Bool(false)))),
             _ => None,
         },
         _ => None,
     }
-}
-
-/// `conjunct` as a condition on a table column (`columns` maps the pipeline's row to
-/// table columns).
-fn condition(conjunct: &Expr, columns: &[usize], types: &[DataType]) -> Option<Condition> {
-    match conjunct {
-        Expr::Binary { op: op @ (BinaryOp::Eq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq), left, right, .. } => {
-            let (column, literal, op) = match (left.as_ref(), right.as_ref()) {
-                (Expr::Column { index, .. }, constant) => (*index, constant_value(constant)?, *op),
-                (constant, Expr::Column { index, .. }) => (*index, constant_value(constant)?, flip(*op)),
-                _ => return None,
-            };
-            let column = *columns.get(column)?;
-            Some(Condition::Compare { column, op, value: key_value(literal, types[column])? })
-        }
-        Expr::Binary { op: BinaryOp::Or, .. } => {
-            let mut values = Vec::new();
-            let mut column = None;
-            let mut stack = vec![conjunct];
-            while let Some(e) = stack.pop() {
-                match e {
-                    Expr::Binary { op: BinaryOp::Or, left, right, .. } => {
-                        stack.push(right);
-                        stack.push(left);
-                    }
-                    other => match condition(other, columns, types)? {
-                        Condition::Compare { column: c, op: BinaryOp::Eq, value } if column.is_none_or(|x| x == c) => {
-                            column = Some(c);
-                            values.push(value);
-                        }
-                        _ => return None,
-                    },
-                }
-            }
-            Some(Condition::In { column: column?, values })
-        }
-        _ => None,
-    }
-}
-
-fn conjuncts(filter: &Expr, out: &mut Vec<Expr>) {
-    match filter {
-        Expr::Binary { op: BinaryOp::And, left, right, .. } => {
-            conjuncts(left, out);
-            conjuncts(right, out);
-        }
-        other => out.push(other.clone()),
-    }
-}
-
-/// An index path: ranges in index order, the conjuncts they implement, its cost.
-struct IndexPath {
-    index: IndexMeta,
-    desc: BTreeDesc,
-    ranges: Vec<(Bound<Vec<Datum>>, Bound<Vec<Datum>>)>,
-    used: Vec<usize>,
-    rows: f64,
-    cost: f64,
-    index_only: bool,
 }
 
 /// Sort `values` in the order of key column `k` of `desc`, without duplicates.
@@ -163,279 +271,544 @@ fn sort_in_index_order(desc: &BTreeDesc, k: usize, values: Vec<Datum>) -> Vec<Da
     encoded.into_iter().map(|(_, v)| v).collect()
 }
 
-/// The ranges `conditions` allow on `index`, and which conditions they implement.
-#[allow(clippy::type_complexity)]
-fn ranges_for(index: &IndexMeta, desc: &BTreeDesc, conditions: &[(usize, Condition)]) -> Option<(Vec<(Bound<Vec<Datum>>, Bound<Vec<Datum>>)>, Vec<usize>)> {
-    let mut prefix: Vec<Datum> = Vec::new();
+/// Key ranges an index scan reads for some conditions.
+struct Ranges {
+    ranges: Vec<Range>,
+    /// Conjuncts implemented, in index column order.
+    used: Vec<usize>,
+    /// Equalities (or IN) on every column of a unique index: at most one row per range.
+    unique_point: bool,
+    /// Index columns fixed to a single value by an equality (for ORDER BY).
+    fixed_columns: Vec<usize>,
+    /// Conjuncts on other index columns, checked on each entry's keys before the heap is
+    /// visited (PostgreSQL's non-boundary index quals), in index column order.
+    key_checks: Vec<usize>,
+}
+
+/// The ranges `conditions` allow on `index` (a full scan when none applies).
+fn ranges_for(index: &IndexMeta, desc: &BTreeDesc, conditions: &[ColumnCondition]) -> Ranges {
+    let mut prefixes: Vec<Vec<Datum>> = vec![Vec::new()];
     let mut used = Vec::new();
+    let mut fixed_columns = Vec::new();
+    let mut all_points = true;
     for (k, key) in index.columns.iter().enumerate() {
-        let on_column: Vec<&(usize, Condition)> = conditions.iter().filter(|(_, c)| c.column() == key.column).collect();
-        if let Some((i, Condition::Compare { value, .. })) =
-            on_column.iter().find(|(_, c)| matches!(c, Condition::Compare { op: BinaryOp::Eq, .. }))
-        {
-            prefix.push(value.clone());
-            used.push(*i);
+        let on: Vec<&ColumnCondition> = conditions.iter().filter(|c| c.column == key.column).collect();
+        if let Some(c) = on.iter().find(|c| matches!(c.condition, Condition::Empty)) {
+            used.push(c.conjunct);
+            return Ranges { ranges: Vec::new(), used, unique_point: true, fixed_columns, key_checks: Vec::new() };
+        }
+        if let Some(c) = on.iter().find(|c| matches!(c.condition, Condition::Eq(_))) {
+            let Condition::Eq(v) = &c.condition else { unreachable!() };
+            all_points &= !v.is_null();
+            prefixes.iter_mut().for_each(|p| p.push(v.clone()));
+            used.push(c.conjunct);
+            fixed_columns.push(k);
             continue;
         }
-        if let Some((i, Condition::In { values, .. })) = on_column.iter().find(|(_, c)| matches!(c, Condition::In { .. })) {
-            used.push(*i);
-            let ranges = sort_in_index_order(desc, k, values.clone())
-                .into_iter()
-                .map(|v| {
-                    let mut p = prefix.clone();
-                    p.push(v);
-                    (Bound::Included(p.clone()), Bound::Included(p))
+        if let Some(c) = on.iter().find(|c| matches!(&c.condition, Condition::In(v) if prefixes.len() * v.len() <= MAX_RANGES)) {
+            let Condition::In(values) = &c.condition else { unreachable!() };
+            let values = sort_in_index_order(desc, k, values.clone());
+            prefixes = prefixes
+                .iter()
+                .flat_map(|p| {
+                    values.iter().map(move |v| {
+                        let mut p = p.clone();
+                        p.push(v.clone());
+                        p
+                    })
                 })
                 .collect();
-            return Some((ranges, used));
-        }
-        // A range on this column: at most one bound per side, in index order.
-        let mut lower: Option<(Datum, bool)> = None;
-        let mut upper: Option<(Datum, bool)> = None;
-        for (i, c) in &on_column {
-            let Condition::Compare { op, value, .. } = c else { continue };
-            // In index order, a descending column's `>` bounds from above.
-            let op = if key.descending { flip(*op) } else { *op };
-            let (slot, inclusive) = match op {
-                BinaryOp::Gt => (&mut lower, false),
-                BinaryOp::GtEq => (&mut lower, true),
-                BinaryOp::Lt => (&mut upper, false),
-                BinaryOp::LtEq => (&mut upper, true),
-                _ => continue,
-            };
-            if slot.is_none() {
-                *slot = Some((value.clone(), inclusive));
-                used.push(*i);
-            }
-        }
-        if lower.is_none() && upper.is_none() {
-            break;
-        }
-        // NULLs satisfy no comparison: stop before them on the open side.
-        let nulls_at_end = !key.nulls_first;
-        let with = |v: Datum| {
-            let mut p = prefix.clone();
-            p.push(v);
-            p
-        };
-        let lower_bound = match lower {
-            Some((v, true)) => Bound::Included(with(v)),
-            Some((v, false)) => Bound::Excluded(with(v)),
-            None if !nulls_at_end => Bound::Excluded(with(Datum::Null)),
-            None if prefix.is_empty() => Bound::Unbounded,
-            None => Bound::Included(prefix.clone()),
-        };
-        let upper_bound = match upper {
-            Some((v, true)) => Bound::Included(with(v)),
-            Some((v, false)) => Bound::Excluded(with(v)),
-            None if nulls_at_end => Bound::Excluded(with(Datum::Null)),
-            None if prefix.is_empty() => Bound::Unbounded,
-            None => Bound::Included(prefix.clone()),
-        };
-        return Some((vec![(lower_bound, upper_bound)], used));
-    }
-    if prefix.is_empty() {
-        return None;
-    }
-    Some((vec![(Bound::Included(prefix.clone()), Bound::Included(prefix))], used))
-}
-
-/// Entries in `ranges`, counted up to `cap`.
-fn count_entries(ctx: &PlanContext, index: &IndexMeta, desc: &BTreeDesc, ranges: &[(Bound<Vec<Datum>>, Bound<Vec<Datum>>)], cap: u64) -> Option<u64> {
-    let tree = BTree::open(ctx.pool, index.locator(), desc);
-    let mut n = 0u64;
-    for (lower, upper) in ranges {
-        let mut scan = tree.scan(lower.clone(), upper.clone(), ScanDirection::Forward).ok()?;
-        while scan.next().ok()?.is_some() {
-            n += 1;
-            if n >= cap {
-                return Some(n);
-            }
-        }
-    }
-    Some(n)
-}
-
-fn seq_scan_cost(ctx: &PlanContext, heap: &HeapSource, rows: f64) -> f64 {
-    let disabled = if ctx.settings.boolean("enable_seqscan") { 0.0 } else { DISABLE_COST };
-    heap.nblocks as f64 * SEQ_PAGE_COST + rows * CPU_TUPLE_COST + disabled
-}
-
-fn index_cost(rows: f64, index_only: bool) -> f64 {
-    let heap = if index_only { 0.0 } else { rows * RANDOM_PAGE_COST };
-    heap + rows * (CPU_INDEX_TUPLE_COST + CPU_TUPLE_COST)
-}
-
-fn enabled(ctx: &PlanContext, index_only: bool) -> bool {
-    ctx.settings.boolean(if index_only { "enable_indexonlyscan" } else { "enable_indexscan" })
-        || (index_only && ctx.settings.boolean("enable_indexscan"))
-}
-
-/// Replace a heap source by an index scan when one of the table's indexes implements
-/// some of `filter`'s conjuncts and is cheaper; the implemented conjuncts leave `filter`.
-pub(crate) fn choose_index_scan(source: &mut Source, filter: &mut Option<Expr>, ctx: &PlanContext) {
-    let Source::Heap(heap) = source else { return };
-    let Some(predicate) = filter.as_ref() else { return };
-    let Some(table) = ctx.catalog.tables.get(&heap.table_name) else { return };
-    let types = table.column_types();
-    let mut parts = Vec::new();
-    conjuncts(predicate, &mut parts);
-    let conditions: Vec<(usize, Condition)> =
-        parts.iter().enumerate().filter_map(|(i, e)| condition(e, &heap.columns, &types).map(|c| (i, c))).collect();
-    if conditions.is_empty() {
-        return;
-    }
-    let rows = table.row_count as f64;
-    let seq_cost = seq_scan_cost(ctx, heap, rows);
-    let mut best: Option<IndexPath> = None;
-    for index in ctx.catalog.indexes_of(&table.name) {
-        let Ok(desc) = btree_desc(table, index) else { continue };
-        let Some((ranges, used)) = ranges_for(index, &desc, &conditions) else { continue };
-        let index_only = heap.columns.iter().all(|c| index.columns.iter().any(|k| k.column == *c));
-        if !enabled(ctx, index_only) {
+            used.push(c.conjunct);
             continue;
         }
-        let beat = best.as_ref().map_or(seq_cost, |b| b.cost.min(seq_cost));
-        // Entries beyond which this index cannot win: stop counting there.
-        let per_row = index_cost(1.0, index_only);
-        let cap = ((beat / per_row).ceil() as u64).saturating_add(1);
-        let Some(count) = count_entries(ctx, index, &desc, &ranges, cap) else { continue };
-        let cost = index_cost(count as f64, index_only);
-        if cost < beat {
-            let used = used.into_iter().map(|u| conditions[u].0).collect();
-            best = Some(IndexPath { index: index.clone(), desc, ranges, used, rows: count as f64, cost, index_only });
+        all_points = false;
+        // A range on this column: the tightest bound on each side.
+        let mut lower: Option<(Datum, bool)> = None;
+        let mut upper: Option<(Datum, bool)> = None;
+        let mut any = false;
+        for c in &on {
+            let Condition::Range { lower: lo, upper: hi } = &c.condition else { continue };
+            any = true;
+            used.push(c.conjunct);
+            if let Some((v, inclusive)) = lo {
+                let tighter = match &lower {
+                    None => true,
+                    Some((old, old_inclusive)) => match compare_datums(v, old) {
+                        Ordering::Greater => true,
+                        Ordering::Equal => *old_inclusive && !inclusive,
+                        Ordering::Less => false,
+                    },
+                };
+                if tighter {
+                    lower = Some((v.clone(), *inclusive));
+                }
+            }
+            if let Some((v, inclusive)) = hi {
+                let tighter = match &upper {
+                    None => true,
+                    Some((old, old_inclusive)) => match compare_datums(v, old) {
+                        Ordering::Less => true,
+                        Ordering::Equal => *old_inclusive && !inclusive,
+                        Ordering::Greater => false,
+                    },
+                };
+                if tighter {
+                    upper = Some((v.clone(), *inclusive));
+                }
+            }
         }
-    }
-    let Some(path) = best else { return };
-    let mut remaining = Vec::new();
-    let mut implemented = Vec::new();
-    for (i, part) in parts.into_iter().enumerate() {
-        if path.used.contains(&i) {
-            implemented.push(part);
-        } else {
-            remaining.push(part);
+        if !any {
+            break;
         }
+        // In index order, a descending column's upper value bound comes first.
+        let (first, last) = if key.descending { (upper, lower) } else { (lower, upper) };
+        let ranges = prefixes
+            .iter()
+            .map(|prefix| {
+                let with = |v: &Datum| {
+                    let mut p = prefix.clone();
+                    p.push(v.clone());
+                    p
+                };
+                let open = || if prefix.is_empty() { Bound::Unbounded } else { Bound::Included(prefix.clone()) };
+                // NULLs satisfy no comparison: stop before them on the open side.
+                let lower_bound = match &first {
+                    Some((v, true)) => Bound::Included(with(v)),
+                    Some((v, false)) => Bound::Excluded(with(v)),
+                    None if key.nulls_first => Bound::Excluded(with(&Datum::Null)),
+                    None => open(),
+                };
+                let upper_bound = match &last {
+                    Some((v, true)) => Bound::Included(with(v)),
+                    Some((v, false)) => Bound::Excluded(with(v)),
+                    None if !key.nulls_first => Bound::Excluded(with(&Datum::Null)),
+                    None => open(),
+                };
+                (lower_bound, upper_bound)
+            })
+            .collect();
+        let key_checks = key_checks(index, conditions, &used);
+        return Ranges { ranges, used, unique_point: false, fixed_columns, key_checks };
     }
-    *filter = remaining.into_iter().reduce(|a, b| Expr::Binary { op: BinaryOp::And, left: Box::new(a), right: Box::new(b), data_type: DataType::Bool });
-    *source = index_source(heap.clone(), &path.index, path.desc, path.ranges, ScanDirection::Forward, path.index_only, implemented, path.rows);
+    let ranges = if used.is_empty() {
+        vec![(Bound::Unbounded, Bound::Unbounded)]
+    } else {
+        prefixes.into_iter().map(|p| (Bound::Included(p.clone()), Bound::Included(p))).collect()
+    };
+    let unique_point = index.unique && all_points && used.len() >= index.columns.len() && !used.is_empty();
+    let key_checks = key_checks(index, conditions, &used);
+    Ranges { ranges, used, unique_point, fixed_columns, key_checks }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn index_source(
-    heap: HeapSource,
-    index: &IndexMeta,
+/// Conditions on `index`'s columns that the ranges do not implement, in column order.
+fn key_checks(index: &IndexMeta, conditions: &[ColumnCondition], used: &[usize]) -> Vec<usize> {
+    let mut checks: Vec<usize> = Vec::new();
+    for key in &index.columns {
+        for c in conditions.iter().filter(|c| c.column == key.column) {
+            if !used.contains(&c.conjunct) && !checks.contains(&c.conjunct) {
+                checks.push(c.conjunct);
+            }
+        }
+    }
+    checks
+}
+
+/// What a probe of the index found.
+struct Probe {
+    /// Entries counted; `complete` when the ranges held no more.
+    entries: u64,
+    complete: bool,
+    /// Entries an index-only scan would check in the heap.
+    flagged: u64,
+    /// Heap page changes along the entries: to a far page, and to the next page.
+    random_pages: u64,
+    sequential_pages: u64,
+}
+
+fn probe(ctx: &PlanContext, index: &IndexMeta, desc: &BTreeDesc, ranges: &[Range], cap: u64) -> Option<Probe> {
+    let tree = BTree::open(ctx.pool, index.locator(), desc);
+    let mut p = Probe { entries: 0, complete: true, flagged: 0, random_pages: 0, sequential_pages: 0 };
+    let mut last_block: Option<u32> = None;
+    for (lower, upper) in ranges {
+        let mut scan = tree.scan(lower.clone(), upper.clone(), ScanDirection::Forward).ok()?;
+        while let Some(entry) = scan.next().ok()? {
+            if p.entries >= cap {
+                p.complete = false;
+                return Some(p);
+            }
+            p.entries += 1;
+            let word = desc.tid_word(entry);
+            p.flagged += word.needs_heap_check() as u64;
+            let block = word.tid().block;
+            match last_block {
+                Some(b) if b == block => {}
+                Some(b) if block == b + 1 => p.sequential_pages += 1,
+                _ => p.random_pages += 1,
+            }
+            last_block = Some(block);
+        }
+    }
+    Some(p)
+}
+
+/// Everything the paths of one scan share.
+struct Scan<'a> {
+    ctx: &'a PlanContext<'a>,
+    table: &'a TableMeta,
+    heap: &'a HeapSource,
+    rel: RelStats<'a>,
+    conjuncts: Vec<Expr>,
+    conditions: Vec<ColumnCondition>,
+    tuples: f64,
+    pages: f64,
+}
+
+/// One candidate index path.
+struct IndexPath {
+    index: IndexMeta,
     desc: BTreeDesc,
-    ranges: Vec<(Bound<Vec<Datum>>, Bound<Vec<Datum>>)>,
-    direction: ScanDirection,
+    ranges: Ranges,
     index_only: bool,
-    conditions: Vec<Expr>,
-    estimated_rows: f64,
-) -> Source {
-    Source::Index(IndexSource {
-        heap,
-        index_name: index.name.clone(),
-        index_rel: index.locator(),
-        desc,
-        key_columns: index.columns.iter().map(|c| c.column).collect(),
-        ranges,
-        direction,
-        index_only,
-        conditions,
-        estimated_rows,
-    })
+    direction: ScanDirection,
+    cost: IndexScanCost,
+    /// Operators of the filter (the conjuncts not implemented), per row fetched.
+    filter_ops: f64,
+    /// Rows out after the filter.
+    rows: f64,
 }
 
-/// The direction in which `index` yields the sort's order, if it does: the sort keys are
-/// the index's leading columns with the same (or all exactly reversed) directions.
-fn index_order(index: &IndexMeta, sort_columns: &[(usize, bool, bool)]) -> Option<ScanDirection> {
-    if sort_columns.is_empty() || sort_columns.len() > index.columns.len() {
+impl IndexPath {
+    fn total(&self) -> f64 {
+        self.cost.total + self.cost.heap_rows * self.filter_ops * CPU_OPERATOR_COST
+    }
+
+    /// Cost of reading the first `fraction` of its rows.
+    fn partial(&self, fraction: f64) -> f64 {
+        self.cost.startup + (self.total() - self.cost.startup) * fraction.clamp(0.0, 1.0)
+    }
+}
+
+impl<'a> Scan<'a> {
+    fn new(ctx: &'a PlanContext<'a>, heap: &'a HeapSource, conjuncts: Vec<Expr>) -> Option<Scan<'a>> {
+        let table = ctx.catalog.tables.get(&heap.table_name)?;
+        let types = table.column_types();
+        let conditions = conjuncts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| condition(e, &heap.columns, &types).map(|(column, condition)| ColumnCondition { conjunct: i, column, condition }))
+            .collect();
+        let rel = RelStats::for_table(ctx.catalog, table, &heap.columns);
+        let widths = cost::heap_column_widths(&types, table.row_count, heap.nblocks);
+        let tuples = cost::heap_tuples(table.row_count, heap.nblocks, widths.iter().sum());
+        Some(Scan { ctx, table, heap, rel, conjuncts, conditions, tuples, pages: heap.nblocks as f64 })
+    }
+
+    fn selectivity(&self, which: impl Fn(usize) -> bool) -> f64 {
+        let clauses: Vec<&Expr> = self.conjuncts.iter().enumerate().filter(|(i, _)| which(*i)).map(|(_, e)| e).collect();
+        selectivity::clauselist_selectivity(&clauses, &self.rel)
+    }
+
+    fn filter_ops(&self, which: impl Fn(usize) -> bool) -> f64 {
+        self.conjuncts.iter().enumerate().filter(|(i, _)| which(*i)).map(|(_, e)| cost::operator_count(e)).sum()
+    }
+
+    /// Output rows of the scan with every conjunct applied.
+    fn rows(&self) -> f64 {
+        cost::clamp_rows(self.tuples * self.selectivity(|_| true))
+    }
+
+    /// The sequential scan's total cost (parallel when the pipeline would be).
+    fn seq_cost(&self, workers: usize) -> f64 {
+        let disabled = if self.ctx.settings.boolean("enable_seqscan") { 0.0 } else { DISABLE_COST };
+        let leader = self.ctx.settings.boolean("parallel_leader_participation");
+        cost::seq_scan_cost(self.pages, self.tuples, self.filter_ops(|_| true), self.rows(), workers, leader) + disabled
+    }
+
+    /// The path through `index`, if it is worth considering: it has conditions, it
+    /// answers the query alone, or `ordered` (its order is wanted). `beat` is the cost it
+    /// must come under (the probe stops where it cannot).
+    fn index_path(&self, index: &IndexMeta, direction: ScanDirection, ordered: bool, beat: f64) -> Option<IndexPath> {
+        let desc = btree_desc(self.table, index).ok()?;
+        let ranges = ranges_for(index, &desc, &self.conditions);
+        let settings = self.ctx.settings;
+        let covers = self.heap.columns.iter().all(|c| index.columns.iter().any(|k| k.column == *c));
+        let index_only = covers && settings.boolean("enable_indexonlyscan");
+        if ranges.used.is_empty() && ranges.key_checks.is_empty() && !index_only && !ordered {
+            return None;
+        }
+        let disabled = if settings.boolean("enable_indexscan") { 0.0 } else { DISABLE_COST };
+        let used = ranges.used.clone();
+        let is_used = |i: usize| used.contains(&i);
+        let is_key_check = |i: usize| ranges.key_checks.contains(&i);
+        let in_index = |i: usize| is_used(i) || is_key_check(i);
+        let index_pages = self.ctx.pool.nblocks(index.locator(), ForkNumber::Main).ok()? as f64;
+        let filter_ops = self.filter_ops(|i| !in_index(i));
+        let remaining_sel = self.selectivity(|i| !in_index(i));
+        let key_check_sel = self.selectivity(is_key_check);
+        let stats = self.rel.stats;
+        let mut input = IndexScanInput {
+            tuples: self.tuples,
+            heap_pages: self.pages,
+            index_pages,
+            index_tuples: self.tuples,
+            entries: 0.0,
+            scans: ranges.ranges.len() as f64,
+            index_quals: used.len() + ranges.key_checks.len(),
+            key_check_selectivity: key_check_sel,
+            correlation: 0.0,
+            index_only_heap_frac: None,
+            counted_heap_pages: None,
+        };
+        let leading = index.columns.first().map(|k| k.column);
+        if let Some(correlation) = leading.and_then(|c| self.rel.table_column_stats(c)).and_then(|s| s.correlation) {
+            input.correlation = if index.columns.len() > 1 { correlation * 0.75 } else { correlation };
+        }
+        let heap_frac = stats.and_then(|s| s.indexes.get(&index.name)).map_or(0.0, |i| i.heap_check_frac);
+        if index_only {
+            input.index_only_heap_frac = Some(heap_frac);
+        }
+        if ranges.used.is_empty() {
+            input.entries = self.tuples;
+        } else if stats.is_some() {
+            let mut entries = self.tuples * self.selectivity(is_used);
+            if ranges.unique_point {
+                entries = entries.min(ranges.ranges.len() as f64);
+            }
+            input.entries = entries.max(if ranges.ranges.is_empty() { 0.0 } else { 1.0 });
+        } else {
+            // No statistics: count the entries (a cheap path is cheap to count).
+            let per_entry = cost::CPU_INDEX_TUPLE_COST + cost::CPU_TUPLE_COST;
+            let most = PROBE_ENTRIES.max((self.tuples * PROBE_FRACTION) as u64);
+            let cap = ((beat / per_entry).ceil().max(0.0) as u64).saturating_add(1).min(most);
+            let p = probe(self.ctx, index, &desc, &ranges.ranges, cap)?;
+            if p.complete {
+                input.entries = p.entries as f64;
+                input.counted_heap_pages = Some((p.random_pages as f64, p.sequential_pages as f64));
+                if index_only {
+                    input.index_only_heap_frac = Some(if p.entries == 0 { 0.0 } else { p.flagged as f64 / p.entries as f64 });
+                }
+            } else {
+                input.entries = (self.tuples * self.selectivity(is_used)).max(p.entries as f64);
+                if index_only && p.entries > 0 {
+                    input.index_only_heap_frac = Some(p.flagged as f64 / p.entries as f64);
+                }
+            }
+        }
+        let mut cost = cost::index_scan_cost(&input);
+        cost.startup += disabled;
+        cost.total += disabled;
+        let rows = cost::clamp_rows(input.entries * key_check_sel * remaining_sel);
+        Some(IndexPath { index: index.clone(), desc, ranges, index_only, direction, cost, filter_ops, rows })
+    }
+
+    /// The cheapest index path in no particular order.
+    fn best_index_path(&self, beat: f64) -> Option<IndexPath> {
+        let mut best: Option<IndexPath> = None;
+        for index in self.ctx.catalog.indexes_of(&self.table.name) {
+            let bar = best.as_ref().map_or(beat, |b| b.total().min(beat));
+            if let Some(path) = self.index_path(index, ScanDirection::Forward, false, bar) {
+                if best.as_ref().is_none_or(|b| path.total() < b.total()) {
+                    best = Some(path);
+                }
+            }
+        }
+        best
+    }
+
+    /// The source and filter of `path`.
+    fn apply(self, path: IndexPath) -> (Source, Option<Expr>) {
+        let mut remaining = Vec::new();
+        let mut implemented = vec![None; self.conjuncts.len()];
+        for (i, part) in self.conjuncts.into_iter().enumerate() {
+            if path.ranges.used.contains(&i) || path.ranges.key_checks.contains(&i) {
+                implemented[i] = Some(part);
+            } else {
+                remaining.push(part);
+            }
+        }
+        let and = |a: Expr, b: Expr| Expr::Binary { op: BinaryOp::And, left: Box::new(a), right: Box::new(b), data_type: DataType::Bool };
+        // The key checks over the entry's keys: pipeline column → table column → key.
+        let key_map: std::collections::BTreeMap<usize, usize> = self
+            .heap
+            .columns
+            .iter()
+            .enumerate()
+            .filter_map(|(p, c)| path.index.columns.iter().position(|k| k.column == *c).map(|k| (p, k)))
+            .collect();
+        let key_filter = path
+            .ranges
+            .key_checks
+            .iter()
+            .filter_map(|&i| implemented[i].clone())
+            .map(|mut e| {
+                crate::exprutil::remap_columns(&mut e, &key_map);
+                e
+            })
+            .reduce(and);
+        // Index Cond in index column order: the ranges' conditions, then the key checks.
+        let conditions =
+            path.ranges.used.iter().chain(&path.ranges.key_checks).filter_map(|&i| implemented[i].take()).collect();
+        let filter = remaining.into_iter().reduce(and);
+        let source = Source::Index(Box::new(IndexSource {
+            heap: self.heap.clone(),
+            index_name: path.index.name.clone(),
+            index_rel: path.index.locator(),
+            desc: path.desc,
+            key_columns: path.index.columns.iter().map(|c| c.column).collect(),
+            ranges: path.ranges.ranges,
+            direction: path.direction,
+            index_only: path.index_only,
+            conditions,
+            key_filter,
+            estimated_rows: path.cost.heap_rows,
+            estimated_startup_cost: path.cost.startup,
+            estimated_total_cost: path.cost.total,
+        }));
+        (source, filter)
+    }
+}
+
+fn split_conjuncts(filter: Option<&Expr>) -> Vec<Expr> {
+    filter.map(|f| selectivity::conjuncts(f).into_iter().cloned().collect()).unwrap_or_default()
+}
+
+/// Replace a heap source by an index scan when one of the table's indexes is cheaper;
+/// the conjuncts it implements leave `filter`.
+pub(crate) fn choose_index_scan(source: &mut Source, filter: &mut Option<Expr>, ctx: &PlanContext) {
+    let Source::Heap(heap) = source else { return };
+    if ctx.catalog.indexes_of(&heap.table_name).next().is_none() {
+        return;
+    }
+    let heap = heap.clone();
+    let Some(scan) = Scan::new(ctx, &heap, split_conjuncts(filter.as_ref())) else { return };
+    let workers = choose_workers(&Source::Heap(heap.clone()), ctx.settings);
+    let seq = scan.seq_cost(workers).min(scan.seq_cost(0));
+    let Some(path) = scan.best_index_path(seq) else { return };
+    if path.total() >= seq {
+        return;
+    }
+    let (new_source, new_filter) = scan.apply(path);
+    *source = new_source;
+    *filter = new_filter;
+}
+
+/// The direction in which `index` yields `sort_columns` (table column, descending,
+/// nulls first), skipping index columns fixed by equalities: its order, or every key
+/// exactly reversed.
+fn index_order(index: &IndexMeta, sort_columns: &[(usize, bool, bool)], fixed: &[usize]) -> Option<ScanDirection> {
+    if sort_columns.is_empty() {
         return None;
     }
-    let same = sort_columns.iter().zip(&index.columns).all(|(s, k)| s.0 == k.column && s.1 == k.descending && s.2 == k.nulls_first);
-    let reversed =
-        sort_columns.iter().zip(&index.columns).all(|(s, k)| s.0 == k.column && s.1 != k.descending && s.2 != k.nulls_first);
-    if same {
-        Some(ScanDirection::Forward)
-    } else if reversed {
-        Some(ScanDirection::Backward)
-    } else {
-        None
+    let mut direction: Option<ScanDirection> = None;
+    let mut keys = sort_columns.iter().peekable();
+    for (k, key) in index.columns.iter().enumerate() {
+        let Some(&&(column, descending, nulls_first)) = keys.peek() else { break };
+        if column == key.column {
+            let here = if descending == key.descending && nulls_first == key.nulls_first {
+                ScanDirection::Forward
+            } else if descending != key.descending && nulls_first != key.nulls_first {
+                ScanDirection::Backward
+            } else {
+                return None;
+            };
+            if direction.is_some_and(|d| d != here) {
+                return None;
+            }
+            direction = Some(here);
+            keys.next();
+        } else if !fixed.contains(&k) {
+            return None;
+        }
     }
+    if keys.peek().is_some() {
+        return None;
+    }
+    direction
 }
 
-/// Drop a sort that an index scan can replace (see the module comment); `bound` is the
-/// LIMIT + OFFSET when there is one.
+/// Replace a sort by an index scan in the sort's order when that is cheaper (see the
+/// module comment); `bound` is LIMIT + OFFSET when there is one.
 pub(crate) fn use_index_order(plan: Plan, bound: Option<u64>, ctx: &PlanContext) -> Plan {
     let Plan::Sort(sort) = plan else { return plan };
     let SortPlan { input, keys, types, bound: sort_bound, output_width } = sort;
     let rebuild = |input: Box<Plan>| Plan::Sort(SortPlan { input, keys: keys.clone(), types: types.clone(), bound: sort_bound, output_width });
     let Plan::Pipeline(mut pipeline) = *input else { return rebuild(input) };
-    // Each sort key must be a plain table column of the pipeline's final projection.
-    let projection: Option<&Vec<Expr>> = pipeline.steps.iter().rev().find_map(|s| match s {
-        Step::Project(exprs) => Some(exprs),
-        Step::Filter(_) => None,
-    });
-    let heap_columns: &[usize] = match &pipeline.source {
-        Source::Heap(h) => &h.columns,
-        Source::Index(i) => &i.heap.columns,
+    // The steps must be an optional filter, then projections.
+    let (filter, projections) = match pipeline.steps.split_first() {
+        Some((Step::Filter(f), rest)) => (Some(f.clone()), rest),
+        _ => (None, &pipeline.steps[..]),
+    };
+    if projections.is_empty() || projections.iter().any(|s| !matches!(s, Step::Project(_))) {
+        return rebuild(Box::new(Plan::Pipeline(pipeline)));
+    }
+    let (heap, mut conjuncts, current) = match &pipeline.source {
+        Source::Heap(h) => (h.clone(), split_conjuncts(filter.as_ref()), None),
+        Source::Index(i) => {
+            let mut all = i.conditions.clone();
+            all.extend(split_conjuncts(filter.as_ref()));
+            (i.heap.clone(), all, Some(i.as_ref().clone()))
+        }
         _ => return rebuild(Box::new(Plan::Pipeline(pipeline))),
     };
+    // Each sort key must be a plain table column through the projections.
     let mut sort_columns = Vec::with_capacity(keys.len());
     for key in &keys {
-        let column = match projection.and_then(|p| p.get(key.column)) {
-            Some(Expr::Column { index, .. }) => heap_columns.get(*index).copied(),
-            _ => None,
+        let mut column = Some(key.column);
+        for step in projections.iter().rev() {
+            let Step::Project(exprs) = step else { unreachable!() };
+            column = match column.and_then(|c| exprs.get(c)) {
+                Some(Expr::Column { index, .. }) => Some(*index),
+                _ => None,
+            };
+        }
+        let Some(column) = column.and_then(|c| heap.columns.get(c).copied()) else {
+            return rebuild(Box::new(Plan::Pipeline(pipeline)));
         };
-        let Some(column) = column else { return rebuild(Box::new(Plan::Pipeline(pipeline))) };
         sort_columns.push((column, key.descending, key.nulls_first));
     }
-    let replaced = match &mut pipeline.source {
-        // The WHERE chose an index: its order is free when it is the sort's.
-        Source::Index(scan) if scan.ranges.len() == 1 => {
-            let meta = ctx.catalog.indexes.get(&scan.index_name);
-            match meta.and_then(|m| index_order(m, &sort_columns)) {
-                Some(direction) => {
-                    scan.direction = direction;
-                    true
-                }
-                None => false,
-            }
-        }
-        // Otherwise only for a few rows of a big table.
-        Source::Heap(heap) => {
-            let rows = ctx.catalog.tables.get(&heap.table_name).map_or(0, |t| t.row_count);
-            let few = bound.is_some_and(|b| b.saturating_mul(10) <= rows);
-            let choice = ctx
-                .catalog
-                .indexes_of(&heap.table_name)
-                .filter_map(|m| index_order(m, &sort_columns).map(|d| (m.clone(), d)))
-                .next();
-            match (few && ctx.settings.boolean("enable_indexscan"), choice, ctx.catalog.tables.get(&heap.table_name)) {
-                (true, Some((meta, direction)), Some(table)) => match btree_desc(table, &meta) {
-                    Ok(desc) => {
-                        let index_only = heap.columns.iter().all(|c| meta.columns.iter().any(|k| k.column == *c));
-                        let estimated = bound.unwrap_or(0) as f64;
-                        pipeline.source = index_source(
-                            heap.clone(),
-                            &meta,
-                            desc,
-                            vec![(Bound::Unbounded, Bound::Unbounded)],
-                            direction,
-                            index_only,
-                            Vec::new(),
-                            estimated,
-                        );
-                        true
-                    }
-                    Err(_) => false,
-                },
-                _ => false,
-            }
-        }
-        _ => false,
-    };
-    if !replaced {
+    if ctx.catalog.indexes_of(&heap.table_name).next().is_none() {
         return rebuild(Box::new(Plan::Pipeline(pipeline)));
+    }
+    // Conjunct order as the WHERE had it is lost once split; the filter keeps the order
+    // in which it was written after the index conditions.
+    let Some(scan) = Scan::new(ctx, &heap, std::mem::take(&mut conjuncts)) else {
+        return rebuild(Box::new(Plan::Pipeline(pipeline)));
+    };
+    // The current input and its sort.
+    let rows = scan.rows();
+    let input_cost = match &current {
+        Some(index) => index.estimated_total_cost + index.estimated_rows * filter.as_ref().map_or(0.0, cost::operator_count) * CPU_OPERATOR_COST,
+        None => scan.seq_cost(pipeline.workers),
+    };
+    let width: f64 = types.iter().map(|t| cost::type_width(*t)).sum();
+    let estimate = Estimate { startup: 0.0, total: input_cost, rows, width };
+    let (sort_startup, sort_total) =
+        cost::sort_cost(&estimate, rows, width, bound.map(|b| b as f64), ctx.settings.memory_bytes("work_mem"));
+    let sorted = if bound.is_some() { sort_startup } else { sort_total };
+    let fraction = bound.map_or(1.0, |b| b as f64 / rows.max(1.0));
+    let mut best: Option<(f64, IndexPath)> = None;
+    for index in ctx.catalog.indexes_of(&heap.table_name) {
+        let Ok(desc) = btree_desc(scan.table, index) else { continue };
+        let fixed = ranges_for(index, &desc, &scan.conditions).fixed_columns;
+        let Some(direction) = index_order(index, &sort_columns, &fixed) else { continue };
+        let bar = best.as_ref().map_or(sorted, |b| b.0.min(sorted));
+        // The probe's cap: what the whole path may cost for its first rows to beat `bar`.
+        let beat = if fraction < 1.0 { bar / fraction.max(1e-9) } else { bar };
+        let Some(path) = scan.index_path(index, direction, true, beat) else { continue };
+        let effective = path.partial(bound.map_or(1.0, |b| b as f64 / path.rows.max(1.0)));
+        if best.as_ref().is_none_or(|b| effective < b.0) {
+            best = Some((effective, path));
+        }
+    }
+    let Some((effective, path)) = best else { return rebuild(Box::new(Plan::Pipeline(pipeline))) };
+    if effective >= sorted {
+        return rebuild(Box::new(Plan::Pipeline(pipeline)));
+    }
+    let (source, filter) = scan.apply(path);
+    pipeline.source = source;
+    pipeline.steps.retain(|s| !matches!(s, Step::Filter(_)));
+    if let Some(f) = filter {
+        pipeline.steps.insert(0, Step::Filter(f));
     }
     pipeline.workers = 0;
     // The sort's hidden columns (ORDER BY expressions not selected) are cut by a projection.
@@ -445,4 +818,60 @@ pub(crate) fn use_index_order(plan: Plan, bound: Option<u64>, ctx: &PlanContext)
         }
     }
     Plan::Pipeline(pipeline)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cond(op: BinaryOp, v: Datum, t: DataType) -> String {
+        format!("{:?}", comparison_condition(op, &v, t))
+    }
+
+    #[test]
+    fn cross_type_bounds_are_exact() {
+        let n = |s: &str| Datum::Numeric(Numeric::parse(s).unwrap());
+        assert_eq!(cond(BinaryOp::Lt, n("2.5"), DataType::Int4), format!("{:?}", Some(Condition::Range { lower: None, upper: Some((Datum::Int4(2), true)) })));
+        assert_eq!(cond(BinaryOp::Gt, n("-2.5"), DataType::Int4), format!("{:?}", Some(Condition::Range { lower: Some((Datum::Int4(-2), true)), upper: None })));
+        assert_eq!(cond(BinaryOp::Eq, n("2.5"), DataType::Int4), format!("{:?}", Some(Condition::Empty)));
+        assert_eq!(cond(BinaryOp::Eq, n("3.000"), DataType::Int4), format!("{:?}", Some(Condition::Eq(Datum::Int4(3)))));
+        assert_eq!(cond(BinaryOp::Gt, Datum::Int8(5_000_000_000), DataType::Int4), format!("{:?}", Some(Condition::Empty)));
+        assert_eq!(
+            cond(BinaryOp::Lt, Datum::Int8(5_000_000_000), DataType::Int4),
+            format!("{:?}", Some(Condition::Range { lower: None, upper: None }))
+        );
+        assert_eq!(cond(BinaryOp::GtEq, Datum::Int8(-5_000_000_000), DataType::Int4), format!("{:?}", Some(Condition::Range { lower: None, upper: None })));
+        assert_eq!(cond(BinaryOp::Lt, Datum::Float8(f64::NAN), DataType::Int4), format!("{:?}", Some(Condition::Range { lower: None, upper: None })));
+        assert_eq!(cond(BinaryOp::LtEq, Datum::Float8(-0.5), DataType::Int4), format!("{:?}", Some(Condition::Range { lower: None, upper: Some((Datum::Int4(-1), true)) })));
+        assert_eq!(cond(BinaryOp::Eq, Datum::Null, DataType::Int4), format!("{:?}", Some(Condition::Empty)));
+        assert_eq!(cond(BinaryOp::Eq, Datum::Int4(7), DataType::Int8), format!("{:?}", Some(Condition::Eq(Datum::Int8(7)))));
+        // An int8 compared as float8 is not converted.
+        assert_eq!(cond(BinaryOp::Eq, Datum::Float8(1.0), DataType::Int8), "None");
+        assert_eq!(cond(BinaryOp::NotEq, Datum::Int4(1), DataType::Int4), "None");
+    }
+
+    #[test]
+    fn order_skips_columns_fixed_by_equalities() {
+        use weft_access::catalog::IndexColumnMeta;
+        let index = IndexMeta {
+            oid: 1,
+            name: "i".into(),
+            table: "t".into(),
+            columns: vec![
+                IndexColumnMeta { column: 0, descending: false, nulls_first: false },
+                IndexColumnMeta { column: 1, descending: true, nulls_first: true },
+            ],
+            unique: false,
+            fillfactor: 90,
+            parallel_workers: None,
+            rel_number: 1,
+        };
+        assert_eq!(index_order(&index, &[(0, false, false)], &[]), Some(ScanDirection::Forward));
+        assert_eq!(index_order(&index, &[(0, true, true), (1, false, false)], &[]), Some(ScanDirection::Backward));
+        assert_eq!(index_order(&index, &[(0, true, true), (1, true, true)], &[]), None);
+        assert_eq!(index_order(&index, &[(1, true, true)], &[]), None);
+        assert_eq!(index_order(&index, &[(1, true, true)], &[0]), Some(ScanDirection::Forward));
+        assert_eq!(index_order(&index, &[(1, false, false)], &[0]), Some(ScanDirection::Backward));
+        assert_eq!(index_order(&index, &[(0, false, true)], &[]), None);
+    }
 }

@@ -306,7 +306,12 @@ impl<'a> Binder<'a> {
                         Some(prev) => ex::resolve_binary(BinaryOp::Or, prev, bound)?,
                     });
                 }
-                let any = any.ok_or_else(|| Error::syntax("syntax error at or near \")\""))?;
+                let mut any = any.ok_or_else(|| Error::syntax("syntax error at or near \")\""))?;
+                if list.len() > 1 {
+                    // A one-argument COALESCE (the identity) marks the OR as an IN list,
+                    // so EXPLAIN prints PostgreSQL's `a = ANY ('{1,2}'::integer[])`.
+                    any = Expr::Coalesce { args: vec![any], data_type: DataType::Bool };
+                }
                 if *negated {
                     ex::resolve_unary(UnaryOp::Not, any)
                 } else {

@@ -1,6 +1,7 @@
-//! The cost model EXPLAIN prints: PostgreSQL's formulas (`costsize.c`) and default
-//! constants, reduced to the nodes weft has and to the statistics it keeps (a table's
-//! row count and size; no per-column statistics yet).
+//! The cost model: PostgreSQL's formulas (`costsize.c`) and default constants, reduced
+//! to the nodes weft has and to the statistics it keeps (a table's row count and size,
+//! ANALYZE's column statistics through `selectivity.rs`). The planner compares the costs
+//! of access paths (`access_path.rs`); EXPLAIN prints them.
 //!
 //! Units are PostgreSQL's: reading one page sequentially costs `SEQ_PAGE_COST` = 1.
 //!
@@ -29,12 +30,17 @@
 //! the estimated width. Estimates are clamped to at least one row, as PostgreSQL's
 //! `clamp_row_est` does.
 //!
-//! **Selectivity** (PostgreSQL's defaults for columns without statistics, `selfuncs.h`):
-//! `=` 0.005 (`DEFAULT_EQ_SEL`), `<>` 0.995, `<` `<=` `>` `>=` 1/3 (`DEFAULT_INEQ_SEL`),
-//! `IS NULL` 0.005 and `IS NOT NULL` 0.995 (`DEFAULT_UNK_SEL`), a boolean column 0.5,
-//! `AND` multiplies, `OR` is `s1 + s2 − s1 s2`, `NOT` of a comparison is its negator's
-//! (`NOT (a < 1)` is `a >= 1`, as the planner rewrites it), other `NOT`s `1 − s`, a constant true / false
-//! or NULL is 1 / 0, anything else 0.5.
+//! **Selectivity**: `selectivity.rs` — ANALYZE's statistics when usable, else
+//! PostgreSQL's defaults (`selfuncs.h`): `=` 0.005 (`DEFAULT_EQ_SEL`), `<>` 0.995, `<`
+//! `<=` `>` `>=` 1/3 (`DEFAULT_INEQ_SEL`), a lower and upper bound on one column 0.005
+//! (`DEFAULT_RANGE_INEQ_SEL`), `IS NULL` 0.005 and `IS NOT NULL` 0.995
+//! (`DEFAULT_UNK_SEL`), a boolean column 0.5, `AND` multiplies, `OR` is `s1 + s2 − s1 s2`
+//! (an IN list: the sum), `NOT` of a comparison is its negator's (`NOT (a < 1)` is
+//! `a >= 1`, as the planner rewrites it), other `NOT`s `1 − s`, a constant true / false or
+//! NULL is 1 / 0, anything else 0.5.
+//!
+//! **Index scans**: [`index_scan_cost`] (PostgreSQL's `cost_index` with
+//! `btcostestimate`'s descent cost); sequential scans [`seq_scan_cost`].
 //!
 //! **Groups** of a GROUP BY: the product, over keys, of the key's distinct values —
 //! exact for a `generate_series` column, otherwise `DEFAULT_NUM_DISTINCT` = 200 — clamped
@@ -46,14 +52,12 @@
 //! size: the bytes per row left after the fixed columns and per-tuple overhead, shared
 //! among its text columns.
 
-use weft_common::{DataType, Datum};
-use weft_exec::expr::{BinaryOp, Expr, UnaryOp};
+use weft_common::DataType;
+use weft_exec::expr::Expr;
 
 pub const SEQ_PAGE_COST: f64 = 1.0;
 pub const RANDOM_PAGE_COST: f64 = 4.0;
 pub const CPU_INDEX_TUPLE_COST: f64 = 0.005;
-/// Descending a B-tree before the first entry (PostgreSQL's is about this for small trees).
-pub const INDEX_STARTUP_COST: f64 = 0.29;
 /// PostgreSQL's cost of a disabled plan kind (`enable_seqscan = off`, ...).
 pub const DISABLE_COST: f64 = 1.0e10;
 pub const CPU_TUPLE_COST: f64 = 0.01;
@@ -61,11 +65,7 @@ pub const CPU_OPERATOR_COST: f64 = 0.0025;
 pub const PARALLEL_TUPLE_COST: f64 = 0.1;
 pub const PARALLEL_SETUP_COST: f64 = 1000.0;
 
-pub const DEFAULT_EQ_SEL: f64 = 0.005;
-pub const DEFAULT_INEQ_SEL: f64 = 1.0 / 3.0;
-pub const DEFAULT_UNK_SEL: f64 = 0.005;
-pub const DEFAULT_SEL: f64 = 0.5;
-pub const DEFAULT_NUM_DISTINCT: f64 = 200.0;
+pub use crate::selectivity::DEFAULT_NUM_DISTINCT;
 
 /// A varlena column's width when nothing is known (`get_typavgwidth`).
 const DEFAULT_VARLENA_WIDTH: f64 = 32.0;
@@ -160,27 +160,126 @@ pub fn operator_count(expr: &Expr) -> f64 {
     }
 }
 
-/// The fraction of rows for which the predicate is true, from PostgreSQL's defaults.
+/// The fraction of rows for which the predicate is true, from PostgreSQL's defaults
+/// (`selectivity.rs` with nothing known about the columns).
 pub fn selectivity(predicate: &Expr) -> f64 {
-    match predicate {
-        Expr::Literal { value: Datum::Bool(true), .. } => 1.0,
-        Expr::Literal { .. } => 0.0,
-        Expr::Binary { op: BinaryOp::And, left, right, .. } => selectivity(left) * selectivity(right),
-        Expr::Binary { op: BinaryOp::Or, left, right, .. } => {
-            let (l, r) = (selectivity(left), selectivity(right));
-            l + r - l * r
+    crate::selectivity::clause_selectivity(predicate, &crate::selectivity::RelStats::none())
+}
+
+/// PostgreSQL's `effective_cache_size` default (4GB) in pages: how much of a table the
+/// Mackert–Lohman formula assumes stays cached during one index scan.
+pub const EFFECTIVE_CACHE_PAGES: f64 = 524_288.0;
+
+/// PostgreSQL's `index_pages_fetched` (Mackert and Lohman) for one scan: distinct pages
+/// of a `pages`-page table read when fetching `tuples` rows in random order.
+pub fn index_pages_fetched(tuples: f64, pages: f64) -> f64 {
+    let t = pages.max(1.0);
+    let b = EFFECTIVE_CACHE_PAGES.max(1.0);
+    let fetched = if t <= b {
+        let f = (2.0 * t * tuples) / (2.0 * t + tuples);
+        f.min(t)
+    } else {
+        let lim = (2.0 * t * b) / (2.0 * t - b);
+        if tuples <= lim {
+            (2.0 * t * tuples) / (2.0 * t + tuples)
+        } else {
+            b + (tuples - lim) * (t - b) / t
         }
-        Expr::Binary { op: BinaryOp::Eq, .. } => DEFAULT_EQ_SEL,
-        Expr::Binary { op: BinaryOp::NotEq, .. } => 1.0 - DEFAULT_EQ_SEL,
-        Expr::Binary { op: BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq, .. } => DEFAULT_INEQ_SEL,
-        Expr::Unary { op: UnaryOp::Not, expr, .. } => match crate::deparse::negate(expr) {
-            Some(negated) => selectivity(&negated),
-            None => 1.0 - selectivity(expr),
-        },
-        Expr::IsNull { negated: false, .. } => DEFAULT_UNK_SEL,
-        Expr::IsNull { negated: true, .. } => 1.0 - DEFAULT_UNK_SEL,
-        _ => DEFAULT_SEL,
+    };
+    fetched.ceil()
+}
+
+/// What an index scan's cost depends on (PostgreSQL's `cost_index` and
+/// `btcostestimate` inputs).
+#[derive(Clone, Copy, Debug)]
+pub struct IndexScanInput {
+    /// Rows and pages of the table.
+    pub tuples: f64,
+    pub heap_pages: f64,
+    /// Pages of the index file (metapage included) and its entries.
+    pub index_pages: f64,
+    pub index_tuples: f64,
+    /// Entries read, over all ranges.
+    pub entries: f64,
+    /// Ranges scanned (one descent each).
+    pub scans: f64,
+    /// Index conditions checked per entry.
+    pub index_quals: usize,
+    /// The fraction of entries read that pass the conditions checked on their keys
+    /// (conditions on later index columns): the others are not fetched from the heap.
+    pub key_check_selectivity: f64,
+    /// Correlation of the index's order with the heap's (its leading column's, times
+    /// 0.75 for several columns, as PostgreSQL's `btcostestimate`).
+    pub correlation: f64,
+    /// Index-only: the fraction of entries whose heap row must still be visited;
+    /// `None` for a plain index scan.
+    pub index_only_heap_frac: Option<f64>,
+    /// Heap pages the entries point to, when counted (a probe of the index), replacing
+    /// the Mackert–Lohman / correlation estimate.
+    pub counted_heap_pages: Option<(f64, f64)>,
+}
+
+/// An index scan's estimate: startup, total (filters not included), heap rows fetched.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct IndexScanCost {
+    pub startup: f64,
+    pub total: f64,
+    pub heap_rows: f64,
+}
+
+/// PostgreSQL's cost of a B-tree index scan, filters aside (they are the caller's):
+/// startup is the descent (`ceil(log2 N) × cpu_operator_cost` plus
+/// `50 × cpu_operator_cost` per level); then the index pages in proportion to the
+/// entries read at `random_page_cost`, `cpu_index_tuple_cost` + one operator per
+/// condition per entry, the heap pages between the uncorrelated Mackert–Lohman count at
+/// `random_page_cost` and the perfectly correlated sequential run, interpolated by the
+/// squared correlation (only the not-all-visible share of them for an index-only scan),
+/// and `cpu_tuple_cost` per row fetched.
+pub fn index_scan_cost(input: &IndexScanInput) -> IndexScanCost {
+    let index_tuples = input.index_tuples.max(1.0);
+    let entries = input.entries.max(0.0);
+    let scans = input.scans.max(1.0);
+    // The descent, once per range.
+    let mut height = 0.0;
+    let mut level_pages = (input.index_pages - 1.0).max(1.0);
+    while level_pages > 1.0 {
+        level_pages /= 256.0;
+        height += 1.0;
     }
+    let descent = index_tuples.log2().ceil().max(0.0) * CPU_OPERATOR_COST + (height + 1.0) * 50.0 * CPU_OPERATOR_COST;
+    let startup = descent;
+    let leaf_pages = if input.index_pages > 1.0 { (entries * input.index_pages / index_tuples).ceil().max(1.0) } else { 1.0 };
+    let index_io = leaf_pages.min(input.index_pages.max(1.0)) * RANDOM_PAGE_COST;
+    let index_cpu = entries * (CPU_INDEX_TUPLE_COST + input.index_quals as f64 * CPU_OPERATOR_COST);
+    let heap_rows = entries * input.key_check_selectivity.clamp(0.0, 1.0);
+    let visit_frac = input.index_only_heap_frac.unwrap_or(1.0).clamp(0.0, 1.0);
+    let heap_io = match input.counted_heap_pages {
+        Some((random, sequential)) => {
+            (random * RANDOM_PAGE_COST + sequential * SEQ_PAGE_COST) * visit_frac * input.key_check_selectivity.clamp(0.0, 1.0)
+        }
+        None => {
+            let max_pages = (index_pages_fetched(heap_rows, input.heap_pages) * visit_frac).ceil();
+            let max_io = max_pages * RANDOM_PAGE_COST;
+            let selectivity = if input.tuples > 0.0 { (heap_rows / input.tuples).min(1.0) } else { 1.0 };
+            let min_pages = (selectivity * input.heap_pages * visit_frac).ceil();
+            let min_io = if min_pages > 0.0 { RANDOM_PAGE_COST + (min_pages - 1.0).max(0.0) * SEQ_PAGE_COST } else { 0.0 };
+            let c2 = input.correlation * input.correlation;
+            max_io + c2 * (min_io - max_io)
+        }
+    };
+    let total = startup + (scans - 1.0) * descent + index_io + index_cpu + heap_io + heap_rows * CPU_TUPLE_COST;
+    IndexScanCost { startup, total, heap_rows }
+}
+
+/// A sequential scan's total cost without filters; with `workers`, the parallel scan
+/// under its Gather (rows out: `out_rows`).
+pub fn seq_scan_cost(pages: f64, tuples: f64, filter_ops: f64, out_rows: f64, workers: usize, leader_participates: bool) -> f64 {
+    let cpu = tuples * (CPU_TUPLE_COST + filter_ops * CPU_OPERATOR_COST);
+    if workers == 0 {
+        return pages * SEQ_PAGE_COST + cpu;
+    }
+    let divisor = parallel_divisor(workers, leader_participates);
+    pages * SEQ_PAGE_COST + cpu / divisor + PARALLEL_SETUP_COST + out_rows * PARALLEL_TUPLE_COST
 }
 
 /// Startup and total cost of sorting `rows` rows of `width` bytes whose input costs
@@ -234,6 +333,8 @@ pub fn limit(input: &Estimate, limit: Option<u64>, offset: u64) -> Estimate {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use weft_common::Datum;
+    use weft_exec::expr::BinaryOp;
 
     fn col(i: usize) -> Expr {
         Expr::Column { index: i, data_type: DataType::Int4 }
@@ -252,11 +353,52 @@ mod tests {
     fn default_selectivities() {
         assert_eq!(selectivity(&cmp(BinaryOp::Eq)), 0.005);
         assert!((selectivity(&cmp(BinaryOp::Gt)) - 1.0 / 3.0).abs() < 1e-12);
+        // A lower and an upper bound on one column: DEFAULT_RANGE_INEQ_SEL.
         let and = Expr::Binary { op: BinaryOp::And, left: Box::new(cmp(BinaryOp::Gt)), right: Box::new(cmp(BinaryOp::Lt)), data_type: DataType::Bool };
-        assert!((selectivity(&and) - 1.0 / 9.0).abs() < 1e-12);
+        assert!((selectivity(&and) - 0.005).abs() < 1e-12);
+        let both_gt = Expr::Binary { op: BinaryOp::And, left: Box::new(cmp(BinaryOp::Gt)), right: Box::new(cmp(BinaryOp::Eq)), data_type: DataType::Bool };
+        assert!((selectivity(&both_gt) - 0.005 / 3.0).abs() < 1e-12);
         let or = Expr::Binary { op: BinaryOp::Or, left: Box::new(cmp(BinaryOp::Eq)), right: Box::new(cmp(BinaryOp::Eq)), data_type: DataType::Bool };
-        assert!((selectivity(&or) - (0.01 - 0.000025)).abs() < 1e-12);
+        // An OR of equalities on one column is an IN list: the sum.
+        assert!((selectivity(&or) - 0.01).abs() < 1e-12);
         assert_eq!(operator_count(&and), 3.0);
+    }
+
+    #[test]
+    fn index_scan_costs_follow_postgres() {
+        // Mackert-Lohman: never more pages than the table, about N for few rows.
+        assert_eq!(index_pages_fetched(10.0, 1000.0), 10.0);
+        assert_eq!(index_pages_fetched(1e6, 1000.0), 1000.0);
+        let base = IndexScanInput {
+            tuples: 100_000.0,
+            heap_pages: 1000.0,
+            index_pages: 300.0,
+            index_tuples: 100_000.0,
+            entries: 5000.0,
+            scans: 1.0,
+            index_quals: 1,
+            key_check_selectivity: 1.0,
+            correlation: 0.0,
+            index_only_heap_frac: None,
+            counted_heap_pages: None,
+        };
+        let random = index_scan_cost(&base);
+        let correlated = index_scan_cost(&IndexScanInput { correlation: 1.0, ..base });
+        let index_only = index_scan_cost(&IndexScanInput { index_only_heap_frac: Some(0.0), ..base });
+        let half_checked = index_scan_cost(&IndexScanInput { index_only_heap_frac: Some(0.5), ..base });
+        assert!(correlated.total < random.total && index_only.total < correlated.total);
+        assert!(index_only.total < half_checked.total && half_checked.total < random.total);
+        assert_eq!(random.startup, correlated.startup);
+        assert_eq!(random.heap_rows, 5000.0);
+        // Correlated: one random page then 49 sequential ones.
+        let heap_io = correlated.total - index_only.total;
+        assert!((heap_io - (4.0 + 49.0) - 0.0).abs() < 1e-6, "{heap_io}");
+        let checked = index_scan_cost(&IndexScanInput { key_check_selectivity: 0.1, ..base });
+        assert_eq!(checked.heap_rows, 500.0);
+        assert!(checked.total < random.total);
+        // Several ranges descend several times.
+        let ranges = index_scan_cost(&IndexScanInput { scans: 10.0, ..base });
+        assert!(ranges.total > random.total);
     }
 
     #[test]

@@ -239,6 +239,12 @@ fn write_expr(expr: &Expr, input: &[ColumnText], out: &mut String) {
             }
             out.push_str(" END");
         }
+        Expr::Coalesce { args, .. } if in_list_marker(args).is_some() => {
+            let inner = in_list_marker(args).expect("checked");
+            if !write_any_all(inner, input, out) {
+                write_expr(inner, input, out);
+            }
+        }
         Expr::Coalesce { args, .. } => {
             out.push_str("COALESCE(");
             write_list(args, input, out);
@@ -250,6 +256,91 @@ fn write_expr(expr: &Expr, input: &[ColumnText], out: &mut String) {
             write_list(args, input, out);
             out.push(')');
         }
+    }
+}
+
+/// The OR (or, negated, AND) chain a one-argument COALESCE marks as an IN list
+/// (`bind.rs`).
+fn in_list_marker(args: &[Expr]) -> Option<&Expr> {
+    match args {
+        [inner @ Expr::Binary { op: BinaryOp::Or | BinaryOp::And, .. }] => Some(inner),
+        _ => None,
+    }
+}
+
+/// An IN list as PostgreSQL prints its `ScalarArrayOpExpr`: `(a = ANY ('{1,2}'::integer[]))`,
+/// or for NOT IN `(a <> ALL (...))`; `ARRAY[b, 1]` when some element is not a constant.
+/// False (nothing written) when `chain` is not such a list.
+fn write_any_all(chain: &Expr, input: &[ColumnText], out: &mut String) -> bool {
+    let Expr::Binary { op: chain_op, .. } = chain else { return false };
+    let (op, quantifier) = match chain_op {
+        BinaryOp::Or => (BinaryOp::Eq, "ANY"),
+        BinaryOp::And => (BinaryOp::NotEq, "ALL"),
+        _ => return false,
+    };
+    let mut items = Vec::new();
+    flatten(chain, *chain_op, &mut items);
+    let mut left_text: Option<String> = None;
+    let mut elements: Vec<&Expr> = Vec::with_capacity(items.len());
+    for item in &items {
+        let Expr::Binary { op: item_op, left, right, .. } = item else { return false };
+        if *item_op != op {
+            return false;
+        }
+        let text = deparse(operand(left), input);
+        if left_text.as_ref().is_some_and(|l| *l != text) {
+            return false;
+        }
+        left_text = Some(text);
+        elements.push(right);
+    }
+    let (Some(left), Some(first)) = (left_text, elements.first()) else { return false };
+    let element_type = first.data_type();
+    if elements.iter().any(|e| e.data_type() != element_type) {
+        return false;
+    }
+    out.push('(');
+    out.push_str(&left);
+    out.push(' ');
+    out.push_str(operator(op));
+    out.push(' ');
+    out.push_str(quantifier);
+    out.push_str(" (");
+    let eval = EvalContext::with_seed(0);
+    let values: Option<Vec<Datum>> =
+        elements.iter().map(|e| if is_constant(e) { e.eval(&[], &eval).ok() } else { None }).collect();
+    match values {
+        Some(values) => {
+            let literal: Vec<String> = values.iter().map(array_element).collect();
+            let text = format!("{{{}}}", literal.join(","));
+            out.push_str(&format!("'{}'::{}[]", text.replace('\'', "''"), element_type.name()));
+        }
+        None => {
+            out.push_str("ARRAY[");
+            for (i, e) in elements.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                write_expr(e, input, out);
+            }
+            out.push(']');
+        }
+    }
+    out.push_str("))");
+    true
+}
+
+/// One element of an array literal as PostgreSQL's `array_out` writes it: quoted when
+/// empty, `NULL`-like, or holding a delimiter, brace, quote, backslash or white space.
+fn array_element(value: &Datum) -> String {
+    let Some(text) = value.to_pg_text() else { return "NULL".to_string() };
+    let needs_quotes = text.is_empty()
+        || text.eq_ignore_ascii_case("null")
+        || text.chars().any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_ascii_whitespace());
+    if needs_quotes {
+        format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        text
     }
 }
 
@@ -280,6 +371,10 @@ pub fn negate(expr: &Expr) -> Option<Expr> {
         }
         Expr::Unary { op: UnaryOp::Not, expr, .. } => Some(expr.as_ref().clone()),
         Expr::IsNull { expr, negated } => Some(Expr::IsNull { expr: expr.clone(), negated: !negated }),
+        // NOT IN: the list's marker stays around the negated chain.
+        Expr::Coalesce { args, data_type } if in_list_marker(args).is_some() => {
+            Some(Expr::Coalesce { args: vec![not(&args[0])], data_type: *data_type })
+        }
         _ => None,
     }
 }

@@ -45,9 +45,9 @@ use weft_exec::{node_id, NodeStats, PipelineStats, SortReport};
 use crate::api::{ColumnInfo, QueryResult};
 use crate::bind::object_name;
 use crate::cost::{
-    self, Estimate, CPU_INDEX_TUPLE_COST, CPU_OPERATOR_COST, CPU_TUPLE_COST, INDEX_STARTUP_COST, PARALLEL_SETUP_COST, PARALLEL_TUPLE_COST,
-    RANDOM_PAGE_COST, SEQ_PAGE_COST,
+    self, Estimate, CPU_OPERATOR_COST, CPU_TUPLE_COST, PARALLEL_SETUP_COST, PARALLEL_TUPLE_COST, SEQ_PAGE_COST,
 };
+use crate::selectivity::{self, RelStats};
 use crate::deparse::{aggregate_call, column_reference, deparse, quote_identifier, ColumnText};
 use crate::session::Session;
 use crate::statements;
@@ -477,16 +477,28 @@ impl<'a> Builder<'a> {
     /// A heap's output columns, row estimate and printed relation (`t`, `public.t` with
     /// VERBOSE, then the alias if any).
     fn heap_scan(&self, heap: &HeapSource) -> (Vec<Col>, f64, String) {
-        let row_count = self.catalog.tables.get(&heap.table_name).map_or(0, |t| t.row_count);
-        let widths = cost::heap_column_widths(heap.layout.types(), row_count, heap.nblocks);
+        let table = self.catalog.tables.get(&heap.table_name);
+        let row_count = table.map_or(0, |t| t.row_count);
+        let mut widths = cost::heap_column_widths(heap.layout.types(), row_count, heap.nblocks);
         let tuples = cost::heap_tuples(row_count, heap.nblocks, widths.iter().sum());
+        let rel = self.rel_stats(heap);
+        // ANALYZE's average widths replace the measured ones for variable-length columns.
+        for (c, width) in widths.iter_mut().enumerate() {
+            if heap.layout.types()[c].fixed_width().is_none() {
+                if let Some(s) = rel.table_column_stats(c) {
+                    *width = s.avg_width.round().max(1.0);
+                }
+            }
+        }
         let qualifier = self.unique_name(heap.label.alias.as_ref().unwrap_or(&heap.table_name));
         let cols = heap
             .columns
             .iter()
-            .map(|&c| {
+            .enumerate()
+            .map(|(i, &c)| {
                 let name = heap.label.columns.get(c).map_or("?column?", String::as_str);
-                self.column(&qualifier, name, widths.get(c).copied().unwrap_or(0.0), None)
+                let distinct = rel.distinct(i, heap.layout.types()[c]);
+                self.column(&qualifier, name, widths.get(c).copied().unwrap_or(0.0), distinct)
             })
             .collect();
         let table = quote_identifier(&heap.table_name);
@@ -496,6 +508,14 @@ impl<'a> Builder<'a> {
             relation.push_str(&quote_identifier(&qualifier));
         }
         (cols, tuples, relation)
+    }
+
+    /// What is known about the columns of a scan of `heap`'s rows.
+    fn rel_stats(&self, heap: &HeapSource) -> RelStats<'a> {
+        match self.catalog.tables.get(&heap.table_name) {
+            Some(table) => RelStats::for_table(self.catalog, table, &heap.columns),
+            None => RelStats::none(),
+        }
     }
 
     /// The scan node of a pipeline: its source, filters and projections.
@@ -525,9 +545,9 @@ impl<'a> Builder<'a> {
                     1 => Some(conds[0].clone()),
                     _ => Some(format!("({})", conds.join(" AND "))),
                 };
-                let rows = index.estimated_rows.max(1.0);
-                let heap_pages = if index.index_only { 0.0 } else { rows * RANDOM_PAGE_COST };
-                (name, cols, rows, INDEX_STARTUP_COST, heap_pages, rows * (CPU_INDEX_TUPLE_COST + CPU_TUPLE_COST))
+                let rows = index.estimated_rows.max(0.0);
+                let startup = index.estimated_startup_cost;
+                (name, cols, rows, startup, index.estimated_total_cost - startup, 0.0)
             }
             Source::Series { start, stop, step, data_type, label } => {
                 let count = series_count(*start, *stop, *step);
@@ -583,16 +603,23 @@ impl<'a> Builder<'a> {
         let mut rows = rows_in;
         let mut filters = Vec::new();
         let qualify_filter = self.options.verbose || matches!(pipeline.source, Source::Subquery { .. });
+        // Column statistics apply to the table's columns, before any projection.
+        let mut rel = match &pipeline.source {
+            Source::Heap(heap) => self.rel_stats(heap),
+            Source::Index(index) => self.rel_stats(&index.heap),
+            _ => RelStats::none(),
+        };
         for step in &pipeline.steps {
             match step {
                 Step::Filter(predicate) => {
                     cpu += rows * cost::operator_count(predicate) * CPU_OPERATOR_COST;
                     filters.push(deparse(predicate, &names(&cols, qualify_filter)));
-                    rows *= cost::selectivity(predicate);
+                    rows *= selectivity::clauselist_selectivity(&selectivity::conjuncts(predicate), &rel);
                 }
                 Step::Project(exprs) => {
                     cpu += rows * exprs.iter().map(cost::operator_count).sum::<f64>() * CPU_OPERATOR_COST;
                     cols = exprs.iter().map(|e| self.project(e, &cols)).collect();
+                    rel = RelStats::none();
                 }
             }
         }
@@ -613,6 +640,11 @@ impl<'a> Builder<'a> {
             if let Some(s) = stats {
                 let loops = s.participants.len().max(1) as f64;
                 lines.push(format!("Rows Removed by Filter: {:.0}", (s.rows_in() - s.rows_out()) as f64 / loops));
+            }
+        }
+        if let (Source::Index(index), Some(s)) = (&pipeline.source, stats) {
+            if index.index_only {
+                lines.push(format!("Heap Fetches: {}", s.heap_fetches));
             }
         }
         let name = if parallel { format!("Parallel {name}") } else { name };

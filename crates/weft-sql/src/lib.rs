@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod access_path;
+mod analyze;
 mod api;
 mod bind;
 mod copy;
@@ -12,6 +13,7 @@ mod explain;
 mod exprutil;
 mod indexes;
 mod planner;
+mod selectivity;
 mod session;
 pub mod settings;
 mod statements;

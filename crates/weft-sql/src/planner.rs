@@ -3,8 +3,9 @@
 //! Shape of what comes out, bottom up: one pipeline (source, WHERE filter, projection or
 //! aggregate input), an optional aggregate (GROUP BY / aggregates, then HAVING and the
 //! select list over its output), an optional sort, an optional limit. A heap scan decodes
-//! only the columns the query uses. Parallelism is chosen per pipeline from the source's
-//! size, as PostgreSQL's `compute_parallel_worker` does.
+//! only the columns the query uses, and `access_path.rs` may replace it by an index scan
+//! (and drop the sort an index's order makes unnecessary). Parallelism is chosen per
+//! pipeline from the source's size, as PostgreSQL's `compute_parallel_worker` does.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -28,7 +28,7 @@ pub fn execute(session: &mut Session, statement: &Statement, cancel: &CancelToke
         }
         Statement::CreateIndex(create) => crate::indexes::create_index(session, create, cancel),
         Statement::AlterTable(_) => crate::indexes::alter_table(session, statement),
-        Statement::Analyze(analyze) => analyze_tables(session, analyze.table_name.as_ref(), cancel),
+        Statement::Analyze(analyze) => crate::analyze::analyze(session, analyze, cancel),
         Statement::Drop { object_type, .. } => Err(Error::not_supported(format!("DROP {object_type} is not supported yet"))),
         Statement::Truncate(t) => truncate(session, &t.table_names),
         Statement::Insert(insert) => insert_into(session, insert, cancel),
@@ -259,39 +259,6 @@ fn drop_tables(session: &mut Session, names: &[ast::ObjectName], if_exists: bool
     let mut result = QueryResult::command("DROP TABLE");
     result.notices = notices;
     Ok(result)
-}
-
-/// ANALYZE [t]: recount the live rows the planner's estimates start from. (Column
-/// statistics are not kept: the index planner counts entries in the index itself.)
-fn analyze_tables(session: &mut Session, table: Option<&ast::ObjectName>, cancel: &CancelToken) -> Result<QueryResult> {
-    let db = session.db.clone();
-    db.write(|txn| {
-        let names: Vec<String> = match table {
-            Some(name) => {
-                let name = object_name(name)?;
-                txn.catalog.table(&name)?;
-                vec![name]
-            }
-            None => txn.catalog.tables.keys().cloned().collect(),
-        };
-        let snapshot = txn.catalog.snapshot();
-        for name in names {
-            let rel = txn.catalog.table(&name)?.locator();
-            let nblocks = db.pool.nblocks(rel, weft_storage::ForkNumber::Main)?;
-            let mut live = 0u64;
-            for first in (0..nblocks).step_by(1024) {
-                cancel.check()?;
-                let blocks = first..(first + 1024).min(nblocks);
-                weft_access::heap::scan_blocks_by_page(&db.pool, rel, blocks, None, &snapshot, |_, tuples| {
-                    live += tuples.len() as u64;
-                    Ok(true)
-                })?;
-            }
-            txn.catalog.table_mut(&name)?.row_count = live;
-        }
-        Ok(())
-    })?;
-    Ok(QueryResult::command("ANALYZE"))
 }
 
 fn truncate(session: &mut Session, targets: &[ast::TruncateTableTarget]) -> Result<QueryResult> {

@@ -1,7 +1,9 @@
 //! Index scans against sequential scans: random predicates (=, <, <=, >, >=, BETWEEN, IN,
-//! conjunctions, with NULLs in the data) and ORDER BY ... LIMIT over ASC, DESC, NULLS
-//! FIRST, multi-column and text indexes give the same rows as the same query with index
-//! scans disabled; the plans do use the indexes; rows of a failed INSERT never appear.
+//! NOT IN, IS [NOT] NULL, cross-type constants, conjunctions, with NULLs in the data) and
+//! ORDER BY ... LIMIT over ASC, DESC, NULLS FIRST, multi-column and text indexes give the
+//! same rows as the same query with index scans disabled, with and without ANALYZE
+//! statistics; the plans do use the indexes, and their shapes follow the statistics; rows
+//! of a failed INSERT never appear; EXPLAIN prints PostgreSQL's index lines.
 
 use weft_sql::{Database, Datum, Session};
 
@@ -58,7 +60,16 @@ fn setup(s: &mut Session) {
 
 fn predicate(rng: &mut Rng) -> String {
     let op = ["=", "<", "<=", ">", ">="][rng.below(5) as usize];
-    match rng.below(9) {
+    match rng.below(17) {
+        9 => format!("a IS NULL AND b {op} {}", rng.below(43000)),
+        10 => format!("a IS NOT NULL AND a {op} {}", rng.below(2200) as i64 - 1100),
+        // Cross-type constants: int4 against numeric, int8 and float8.
+        11 => format!("a {op} {}.{}", rng.below(2200) as i64 - 1100, rng.below(10)),
+        12 => format!("a {op} {}", [5_000_000_000i64, -5_000_000_000, 2_147_483_647, -2_147_483_648][rng.below(4) as usize]),
+        13 => format!("a {op} {}::float8", (rng.below(4400) as f64 - 2200.0) / 2.0),
+        14 => format!("c IN ('v{}', 'v{}', 'nope') AND a {op} {}", rng.below(300), rng.below(300), rng.below(2000) as i64 - 1000),
+        15 => format!("a NOT IN ({}, {}) AND a BETWEEN {} AND {}", rng.below(100), rng.below(100), rng.below(50), 50 + rng.below(100)),
+        16 => format!("d IS NULL OR d {op} 0"),
         0 => format!("a {op} {}", rng.below(2200) as i64 - 1100),
         1 => format!("{} {op} a", rng.below(2200) as i64 - 1100),
         2 => format!("b {op} {}", rng.below(43000)),
@@ -74,6 +85,29 @@ fn predicate(rng: &mut Rng) -> String {
     }
 }
 
+/// Run `n` random queries with and without index scans (with `force`, sequential scans
+/// are disabled in the first run); returns how many used an index.
+fn compare_random_queries(s: &mut Session, rng: &mut Rng, n: usize, force: bool) -> usize {
+    let mut used_index = 0;
+    for _ in 0..n {
+        let p = predicate(rng);
+        let select = ["*", "a", "b", "c, a", "count(*)", "a, d"][rng.below(6) as usize];
+        let sql = format!("SELECT {select} FROM r WHERE {p}");
+        s.execute("SET enable_indexscan = on; SET enable_indexonlyscan = on").unwrap();
+        s.execute(if force { "SET enable_seqscan = off" } else { "SET enable_seqscan = on" }).unwrap();
+        if plan(s, &sql).contains("Index") {
+            used_index += 1;
+        }
+        let with_index = sorted(rows(s, &sql));
+        s.execute("SET enable_indexscan = off; SET enable_indexonlyscan = off; SET enable_seqscan = on").unwrap();
+        assert!(!plan(s, &sql).contains("Index"));
+        let without = sorted(rows(s, &sql));
+        assert_eq!(with_index, without, "{sql}");
+    }
+    s.execute("SET enable_indexscan = on; SET enable_indexonlyscan = on").unwrap();
+    used_index
+}
+
 #[test]
 fn index_scans_return_what_sequential_scans_return() {
     let dir = tempfile::tempdir().unwrap();
@@ -81,22 +115,15 @@ fn index_scans_return_what_sequential_scans_return() {
     let mut s = db.session();
     setup(&mut s);
     let mut rng = Rng(0xdead_beef_1234);
-    let mut used_index = 0;
-    for _ in 0..300 {
-        let p = predicate(&mut rng);
-        let select = ["*", "a", "b", "c, a", "count(*)", "a, d"][rng.below(6) as usize];
-        let sql = format!("SELECT {select} FROM r WHERE {p}");
-        s.execute("SET enable_indexscan = on; SET enable_indexonlyscan = on; SET enable_seqscan = on").unwrap();
-        if plan(&mut s, &sql).contains("Index") {
-            used_index += 1;
-        }
-        let with_index = sorted(rows(&mut s, &sql));
-        s.execute("SET enable_indexscan = off; SET enable_indexonlyscan = off").unwrap();
-        assert!(!plan(&mut s, &sql).contains("Index"));
-        let without = sorted(rows(&mut s, &sql));
-        assert_eq!(with_index, without, "{sql}");
-    }
-    assert!(used_index > 100, "only {used_index} of 300 queries used an index");
+    // Without statistics (the planner probes the indexes), then with them.
+    let used = compare_random_queries(&mut s, &mut rng, 300, false);
+    assert!(used > 100, "only {used} of 300 queries used an index without statistics");
+    s.execute("ANALYZE r").unwrap();
+    let used = compare_random_queries(&mut s, &mut rng, 300, false);
+    assert!(used > 100, "only {used} of 300 queries used an index with statistics");
+    // Index plans wherever one applies, however unselective.
+    let used = compare_random_queries(&mut s, &mut rng, 200, true);
+    assert!(used > 150, "only {used} of 200 queries used an index with enable_seqscan off");
 }
 
 #[test]
@@ -166,4 +193,230 @@ fn rows_of_a_failed_insert_never_show_through_an_index() {
         assert_eq!(rows(&mut s, sql)[0][0], Datum::Int8(0), "{sql}");
     }
     s.execute("SELECT weft_index_check('fa', heapallindexed => true)").unwrap();
+}
+
+fn explain_costs_off(s: &mut Session, sql: &str) -> String {
+    plan(s, &format!("(COSTS OFF) {sql}"))
+}
+
+#[test]
+fn analyze_gathers_column_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), &[]).unwrap();
+    let mut s = db.session();
+    s.execute("CREATE TABLE st (u int, few int, t text, n int)").unwrap();
+    s.execute(
+        "INSERT INTO st SELECT i, i % 5, 'x' || (i % 50), CASE WHEN i % 4 = 0 THEN NULL ELSE i END \
+         FROM generate_series(1, 20000) i",
+    )
+    .unwrap();
+    assert!(db.catalog().statistics.is_empty());
+    assert_eq!(s.execute("ANALYZE st").unwrap().tag, "ANALYZE");
+    let catalog = db.catalog();
+    let table = catalog.table("st").unwrap();
+    let stats = catalog.table_stats(table).expect("statistics after ANALYZE");
+    assert_eq!(stats.rows, 20000);
+    assert_eq!(stats.sample_rows, 20000);
+    let [u, few, t, n] = &stats.columns[..] else { panic!("four columns") };
+    // Unique, physically ordered: no MCVs, a full histogram, correlation 1.
+    assert_eq!(u.n_distinct, -1.0);
+    assert!(u.most_common_vals.is_empty());
+    assert_eq!(u.histogram_bounds.len(), 101);
+    assert!((u.correlation.unwrap() - 1.0).abs() < 1e-9);
+    // Five values, all of them most common.
+    assert_eq!(few.n_distinct, 5.0);
+    assert_eq!(few.most_common_vals.len(), 5);
+    assert!(few.histogram_bounds.is_empty());
+    assert!(few.most_common_freqs.iter().all(|f| (f - 0.2).abs() < 1e-9));
+    assert_eq!(t.n_distinct, 50.0);
+    // 'x0' .. 'x49': two or three bytes and a one-byte length.
+    assert!((t.avg_width - 3.8).abs() < 1e-9, "{}", t.avg_width);
+    assert!((n.null_frac - 0.25).abs() < 1e-9);
+    assert!((n.n_distinct + 0.75).abs() < 1e-9, "{}", n.n_distinct);
+    // Errors as PostgreSQL's; a bare ANALYZE covers every table; statistics survive a reopen.
+    let e = s.execute("ANALYZE st (nope)").unwrap_err();
+    assert_eq!(e.message, "column \"nope\" of relation \"st\" does not exist");
+    assert_eq!(s.execute("ANALYZE nope").unwrap_err().message, "relation \"nope\" does not exist");
+    s.execute("CREATE TABLE other (x int)").unwrap();
+    s.execute("ANALYZE").unwrap();
+    assert_eq!(db.catalog().statistics.len(), 2);
+    s.execute("DROP TABLE other").unwrap();
+    s.execute("ANALYZE st (u, few)").unwrap();
+    assert_eq!(db.catalog().statistics.len(), 1, "a dropped table's statistics go with the next ANALYZE");
+    drop(s);
+    drop(db);
+    let db = Database::open(dir.path(), &[]).unwrap();
+    let catalog = db.catalog();
+    assert_eq!(catalog.table_stats(catalog.table("st").unwrap()).map(|s| s.columns.len()), Some(4));
+}
+
+/// The plan shapes the statistics lead to: a selective equality uses the index, a
+/// range over most of the table does not, the index answers alone where it can, and an
+/// ORDER BY ... LIMIT reads the index in order.
+#[test]
+fn plan_shapes_after_analyze() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), &[]).unwrap();
+    let mut s = db.session();
+    s.execute("CREATE TABLE p (id int NOT NULL, a int, skew int, t text)").unwrap();
+    s.execute(
+        "INSERT INTO p SELECT i, hashint4(i) % 10000, CASE WHEN i % 10 = 0 THEN i ELSE 1 END, md5(i::text) \
+         FROM generate_series(1, 100000) i",
+    )
+    .unwrap();
+    s.execute("CREATE UNIQUE INDEX p_id ON p (id)").unwrap();
+    s.execute("CREATE INDEX p_a ON p (a)").unwrap();
+    s.execute("CREATE INDEX p_skew ON p (skew)").unwrap();
+    s.execute("CREATE INDEX p_t ON p (t DESC)").unwrap();
+    s.execute("ANALYZE p").unwrap();
+    s.execute("SET max_parallel_workers_per_gather = 0").unwrap();
+    let shape = |s: &mut Session, sql: &str| explain_costs_off(s, sql);
+    assert_eq!(shape(&mut s, "SELECT * FROM p WHERE a = 42"), "Index Scan using p_a on p\n  Index Cond: (a = 42)");
+    assert_eq!(shape(&mut s, "SELECT * FROM p WHERE a > -9000"), "Seq Scan on p\n  Filter: (a > '-9000'::integer)");
+    assert_eq!(shape(&mut s, "SELECT a FROM p WHERE a < -9990"), "Index Only Scan using p_a on p\n  Index Cond: (a < '-9990'::integer)");
+    assert_eq!(shape(&mut s, "SELECT * FROM p ORDER BY a LIMIT 5"), "Limit\n  ->  Index Scan using p_a on p");
+    assert_eq!(shape(&mut s, "SELECT id FROM p ORDER BY id DESC LIMIT 5"), "Limit\n  ->  Index Only Scan Backward using p_id on p");
+    // The MCV makes `skew = 1` (90 % of rows) a sequential scan, a rare value an index scan.
+    assert_eq!(shape(&mut s, "SELECT * FROM p WHERE skew = 1"), "Seq Scan on p\n  Filter: (skew = 1)");
+    assert_eq!(shape(&mut s, "SELECT * FROM p WHERE skew = 20"), "Index Scan using p_skew on p\n  Index Cond: (skew = 20)");
+    // A DESC index: `t > x` is its upper end.
+    assert_eq!(shape(&mut s, "SELECT t FROM p WHERE t > 'fff'"), "Index Only Scan using p_t on p\n  Index Cond: (t > 'fff'::text)");
+    assert_eq!(
+        shape(&mut s, "SELECT * FROM p WHERE a BETWEEN 5 AND 7 AND t < 'c'"),
+        "Index Scan using p_a on p\n  Index Cond: ((a >= 5) AND (a <= 7))\n  Filter: (t < 'c'::text)"
+    );
+    assert_eq!(
+        shape(&mut s, "SELECT * FROM p WHERE a IN (1, 2, 3)"),
+        "Index Scan using p_a on p\n  Index Cond: (a = ANY ('{1,2,3}'::integer[]))"
+    );
+    // The estimates: one row for a unique equality, about the MCV frequency for skew.
+    let one = plan(&mut s, "SELECT * FROM p WHERE id = 77");
+    assert!(one.starts_with("Index Scan using p_id on p") && one.contains(" rows=1 "), "{one}");
+    // (The sample is 30000 of the 100000 rows.)
+    let skew = plan(&mut s, "SELECT * FROM p WHERE skew = 1");
+    let estimate: f64 = skew.split(" rows=").nth(1).and_then(|r| r.split(' ').next()).unwrap().parse().unwrap();
+    assert!((88_000.0..92_000.0).contains(&estimate), "{skew}");
+    // enable_* settings steer as in PostgreSQL.
+    s.execute("SET enable_indexonlyscan = off").unwrap();
+    assert_eq!(shape(&mut s, "SELECT a FROM p WHERE a < -9990"), "Index Scan using p_a on p\n  Index Cond: (a < '-9990'::integer)");
+    s.execute("SET enable_indexscan = off").unwrap();
+    assert_eq!(shape(&mut s, "SELECT * FROM p WHERE a = 42"), "Seq Scan on p\n  Filter: (a = 42)");
+    s.execute("RESET enable_indexscan; RESET enable_indexonlyscan; SET enable_seqscan = off").unwrap();
+    assert_eq!(shape(&mut s, "SELECT * FROM p WHERE a > -9000"), "Index Scan using p_a on p\n  Index Cond: (a > '-9000'::integer)");
+}
+
+#[test]
+fn explain_analyze_counts_heap_fetches() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), &[]).unwrap();
+    let mut s = db.session();
+    s.execute("CREATE TABLE h (a int, b int)").unwrap();
+    s.execute("INSERT INTO h SELECT i, i FROM generate_series(1, 50000) i").unwrap();
+    s.execute("CREATE INDEX ha ON h (a)").unwrap();
+    // Entries after the build carry the heap-check bit.
+    s.execute("INSERT INTO h SELECT i, i FROM generate_series(1, 30) i").unwrap();
+    s.execute("SET max_parallel_workers_per_gather = 0").unwrap();
+    let out = plan(&mut s, "(ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT a FROM h WHERE a < 21");
+    assert_eq!(
+        out,
+        "Index Only Scan using ha on h (actual rows=40 loops=1)\n  Index Cond: (a < 21)\n  Heap Fetches: 20"
+    );
+    let out = plan(&mut s, "(ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) SELECT * FROM h WHERE a < 21 AND b > 10");
+    assert_eq!(
+        out,
+        "Index Scan using ha on h (actual rows=20 loops=1)\n  Index Cond: (a < 21)\n  Filter: (b > 10)\n  Rows Removed by Filter: 20"
+    );
+}
+
+/// A statement that fails half way (a NOT NULL violation after many rows) leaves rows in
+/// the heap that no snapshot sees; an index built or maintained afterwards must not show them.
+#[test]
+fn rows_of_a_statement_failing_half_way_stay_invisible() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), &[]).unwrap();
+    let mut s = db.session();
+    s.execute("CREATE TABLE nn (a int NOT NULL, b int)").unwrap();
+    s.execute("INSERT INTO nn SELECT i, i FROM generate_series(1, 20000) i").unwrap();
+    s.execute("CREATE INDEX nn_a ON nn (a)").unwrap();
+    s.execute("CREATE INDEX nn_b ON nn (b)").unwrap();
+    let err = s
+        .execute("INSERT INTO nn SELECT CASE WHEN i = 15000 THEN NULL ELSE 100000 + i END, i FROM generate_series(1, 20000) i")
+        .unwrap_err();
+    assert_eq!(err.sqlstate, weft_sql::SqlState::NOT_NULL_VIOLATION);
+    s.execute("INSERT INTO nn VALUES (100001, -1)").unwrap();
+    for analyzed in [false, true] {
+        for (sql, expected) in [
+            ("SELECT count(*) FROM nn WHERE a > 100000", 1),
+            ("SELECT count(a) FROM nn WHERE a BETWEEN 100000 AND 200000", 1),
+            ("SELECT count(*) FROM nn WHERE b < 1", 1),
+            ("SELECT count(*) FROM nn WHERE b BETWEEN 14001 AND 14140", 140),
+        ] {
+            for force in ["SET enable_seqscan = off", "SET enable_seqscan = on"] {
+                s.execute(force).unwrap();
+                assert_eq!(rows(&mut s, sql)[0][0], Datum::Int8(expected), "{sql} ({force}, analyzed: {analyzed})");
+            }
+            assert!(plan(&mut s, sql).contains("Index"), "{sql}");
+        }
+        let through_index = rows(&mut s, "SELECT a, b FROM nn WHERE a > 99999 ORDER BY a LIMIT 3");
+        assert_eq!(through_index, vec![vec![Datum::Int4(100001), Datum::Int4(-1)]]);
+        s.execute("RESET enable_seqscan; ANALYZE nn").unwrap();
+    }
+    s.execute("SELECT weft_index_check('nn_a', heapallindexed => true)").unwrap();
+}
+
+#[test]
+fn booleans_cross_types_and_null_tests_use_the_index_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), &[]).unwrap();
+    let mut s = db.session();
+    s.execute("CREATE TABLE x (i int, f bool, k bigint)").unwrap();
+    s.execute(
+        "INSERT INTO x SELECT CASE WHEN g % 97 = 0 THEN NULL ELSE g - 2500 END, \
+         CASE WHEN g % 5 = 0 THEN NULL ELSE g % 50 = 0 END, g::int8 * 3000000000 \
+         FROM generate_series(1, 5000) g",
+    )
+    .unwrap();
+    s.execute("CREATE INDEX x_i ON x (i DESC NULLS LAST)").unwrap();
+    s.execute("CREATE INDEX x_f ON x (f)").unwrap();
+    s.execute("CREATE INDEX x_k ON x (k)").unwrap();
+    let queries = [
+        "SELECT i FROM x WHERE i < 2.5",
+        "SELECT i FROM x WHERE i <= -2.5",
+        "SELECT i FROM x WHERE i > 2.5 AND i < 7.000",
+        "SELECT i FROM x WHERE i = 2.5",
+        "SELECT i FROM x WHERE i = 3.0",
+        "SELECT i FROM x WHERE i < 5000000000",
+        "SELECT i FROM x WHERE i > 5000000000",
+        "SELECT i FROM x WHERE i >= -5000000000",
+        "SELECT i FROM x WHERE i < 'NaN'::float8",
+        "SELECT i FROM x WHERE i >= 'Infinity'::float8",
+        "SELECT i FROM x WHERE i > -3.5::float8 AND i <= 4::float8",
+        "SELECT i FROM x WHERE i IS NULL",
+        "SELECT i FROM x WHERE i IS NOT NULL AND i > 2490",
+        "SELECT i FROM x WHERE i IN (1, 2.5, 7, NULL, 5000000000)",
+        "SELECT i FROM x WHERE i = NULL",
+        "SELECT i, f FROM x WHERE f",
+        "SELECT i, f FROM x WHERE NOT f AND i > 2400",
+        "SELECT i, f FROM x WHERE f IS NULL AND i < -2400",
+        "SELECT i, f FROM x WHERE f = true",
+        "SELECT k FROM x WHERE k = 3000000000",
+        "SELECT k FROM x WHERE k < 9000000000.5",
+        "SELECT k FROM x WHERE k > 1.5e13",
+        "SELECT i FROM x WHERE -i > 2490",
+        "SELECT i FROM x WHERE i + 0 = 5",
+    ];
+    for analyzed in [false, true] {
+        for sql in queries {
+            s.execute("SET enable_seqscan = off; SET enable_indexscan = on; SET enable_indexonlyscan = on").unwrap();
+            let shape = plan(&mut s, sql);
+            let with_index = sorted(rows(&mut s, sql));
+            s.execute("SET enable_seqscan = on; SET enable_indexscan = off; SET enable_indexonlyscan = off").unwrap();
+            let without = sorted(rows(&mut s, sql));
+            assert_eq!(with_index, without, "{sql} (analyzed: {analyzed})\n{shape}");
+        }
+        s.execute("ANALYZE x").unwrap();
+    }
+    s.execute("SET enable_seqscan = off; SET enable_indexscan = on").unwrap();
+    assert!(plan(&mut s, "SELECT i FROM x WHERE i < 2.5").contains("Index Cond: ((i)::numeric < 2.5)"));
+    assert!(plan(&mut s, "SELECT i FROM x WHERE i IS NULL").contains("Index Cond: (i IS NULL)"));
 }
