@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use weft_common::parallel::{CancelToken, WorkerPool};
 use weft_common::progress::{CreateIndexPhase, IndexBuildProgress};
 use weft_common::tuple::RowLayout;
-use weft_common::{DataType, Error, Result, SqlState};
+use weft_common::{Error, Result, SqlState};
 use weft_sort::{
     merge_ranges_in_order, Merger, RangeWorkers, SharedSort, SortOptions, SortReport, SortStrategy, TraceFn,
 };
@@ -324,9 +324,4 @@ fn run_phase_serial(times: &[Duration], wall: Duration) -> Duration {
         (Some(&fastest), n) if n > 1 => wall.saturating_sub(fastest),
         _ => wall,
     }
-}
-
-/// Types a B-tree key may have.
-pub fn indexable(data_type: DataType) -> bool {
-    matches!(data_type, DataType::Int4 | DataType::Int8 | DataType::Float8 | DataType::Bool | DataType::Text | DataType::Numeric)
 }

@@ -8,7 +8,7 @@ use sqlparser::ast::{self, Statement};
 use weft_access::btree::{self, BTree, BTreeDesc, BTreeWriter, TidWord};
 use weft_access::catalog::{IndexColumnMeta, IndexMeta, TableMeta};
 use weft_access::heap::{self, scan_own_rows};
-use weft_access::index_build::{btree_desc, build_btree, indexable, unique_violation, BuildEnv, IndexBuildReport, KeyProjector};
+use weft_access::index_build::{btree_desc, build_btree, unique_violation, BuildEnv, IndexBuildReport, KeyProjector};
 use weft_access::{Catalog, Snapshot, Xid};
 use weft_common::parallel::CancelToken;
 use weft_common::progress::IndexBuildProgress;
@@ -144,7 +144,7 @@ pub fn create_index(session: &mut Session, create: &ast::CreateIndex, cancel: &C
                 Error::new(SqlState::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist"))
             })?;
             let data_type = table.columns[column].data_type;
-            if !indexable(data_type) {
+            if !btree::indexable(data_type) {
                 return Err(Error::new(
                     SqlState::UNDEFINED_OBJECT,
                     format!("data type {} has no default operator class for access method \"btree\"", data_type.name()),

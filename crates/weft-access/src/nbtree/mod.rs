@@ -53,6 +53,11 @@ impl TidWord {
     }
 }
 
+/// Types a B-tree key may have (the ones `weft_sort::SortKeys` compares in place).
+pub fn indexable(data_type: DataType) -> bool {
+    matches!(data_type, DataType::Int4 | DataType::Int8 | DataType::Float8 | DataType::Bool | DataType::Text | DataType::Numeric)
+}
+
 /// How an index's tuples look and compare: `keys ++ [tid word]` in weft's tuple format,
 /// ordered by the keys (each with its direction and NULL placement), then the tid word.
 #[derive(Clone, Debug)]
@@ -86,7 +91,7 @@ impl BTreeDesc {
             return Err(Error::internal("an index needs at least one key column"));
         }
         for c in columns {
-            if !matches!(c.data_type, DataType::Int4 | DataType::Int8 | DataType::Float8 | DataType::Bool | DataType::Text | DataType::Numeric) {
+            if !indexable(c.data_type) {
                 return Err(Error::new(
                     SqlState::UNDEFINED_OBJECT,
                     format!("data type {} has no default operator class for access method \"btree\"", c.data_type.name()),
