@@ -43,6 +43,10 @@ pub struct ExecContext<'a> {
     /// One entry per aggregate, limit and sort node run, in the order they finished
     /// (EXPLAIN ANALYZE; pipelines are in `stats`).
     pub nodes: Mutex<Vec<NodeStats>>,
+    /// Budget and debug settings of hash joins.
+    pub hash: crate::hash_join::HashJoinSettings,
+    /// One entry per hash join step run, in the order they finished (EXPLAIN ANALYZE).
+    pub joins: Mutex<Vec<crate::hash_join::HashJoinStats>>,
 }
 
 /// The identity EXPLAIN ANALYZE matches statistics to plan nodes by: the node's address
@@ -354,6 +358,7 @@ impl StepBuffers {
                     }
                     current = Some(target);
                 }
+                Step::HashJoin(_) => return Err(Error::not_supported("hash joins are not supported yet")),
             }
         }
         sink(match current { None => row, Some(i) => &self.buffers[i][..] })

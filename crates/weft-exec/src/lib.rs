@@ -4,11 +4,13 @@
 mod aggregate;
 pub mod execute;
 pub mod expr;
+pub mod hash_join;
 mod index_scan;
 pub mod plan;
 mod sort;
 
+pub use hash_join::{HashJoinSettings, HashJoinStats};
 pub use sort::SortSettings;
 pub use weft_sort::{SortReport, SortStrategy};
 pub use execute::{execute, execute_insert, insert_rows, node_id, ExecContext, InsertTarget, NodeStats, ParticipantStats, PipelineStats};
-pub use plan::{AggregateCall, AggregateFunction, HeapSource, IndexSource, Pipeline, Plan, Row, ScanLabel, SortKey, SortPlan, Source, Step};
+pub use plan::{AggregateCall, AggregateFunction, HashJoin, HashJoinMode, HeapSource, IndexSource, JoinType, Pipeline, Plan, Row, ScanLabel, SortKey, SortPlan, Source, Step};

@@ -100,6 +100,91 @@ pub enum Step {
     Filter(Expr),
     /// Replace the row by these expressions over it.
     Project(Vec<Expr>),
+    /// Probe a hash table built from `join.inner`: one row in, zero or more rows out
+    /// (`hash_join/`). The table is built by the pipeline's participants before their
+    /// first probe; right and full joins emit the unmatched inner rows after the last.
+    HashJoin(Box<HashJoin>),
+}
+
+/// The kinds of hash join. The row arriving at the step is the *outer* row, the build
+/// side's row the *inner* one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JoinType {
+    /// Matching pairs: `outer ++ inner`.
+    Inner,
+    /// Matching pairs, and each unmatched outer row with NULLs for the inner columns.
+    Left,
+    /// Matching pairs, and each unmatched inner row with NULLs for the outer columns
+    /// (emitted after the probe).
+    Right,
+    /// Left and right together.
+    Full,
+    /// The outer row (its columns only), once, when at least one inner row matches.
+    Semi,
+    /// The outer row (its columns only) when no inner row matches. With
+    /// `HashJoin::null_aware`, `NOT IN`'s rules instead.
+    Anti,
+}
+
+impl JoinType {
+    /// Does the output carry the inner columns (after the outer ones)?
+    pub fn emits_inner_columns(self) -> bool {
+        !matches!(self, JoinType::Semi | JoinType::Anti)
+    }
+
+    /// Must unmatched inner rows be emitted after the probe?
+    pub fn emits_unmatched_inner(self) -> bool {
+        matches!(self, JoinType::Right | JoinType::Full)
+    }
+
+    /// Must unmatched outer rows be emitted?
+    pub fn emits_unmatched_outer(self) -> bool {
+        matches!(self, JoinType::Left | JoinType::Full | JoinType::Anti)
+    }
+}
+
+/// How the pipeline's participants share a hash join's build side (the seed's three
+/// plan shapes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HashJoinMode {
+    /// The pipeline runs with no workers; one participant builds and probes.
+    Serial,
+    /// Every participant builds a private table from the whole inner side (its source
+    /// read in full by each) and probes it with its share of the outer rows. Never used
+    /// for right and full joins (no participant sees every match).
+    ParallelOblivious,
+    /// One table in shared memory built by all participants together (the inner
+    /// source's morsels shared), probed by all; batches in shared temp files.
+    ParallelAware,
+}
+
+/// One equi-join step of a pipeline (see [`Step::HashJoin`]).
+#[derive(Clone, Debug)]
+pub struct HashJoin {
+    pub join_type: JoinType,
+    pub mode: HashJoinMode,
+    /// The build side. Its `workers` is ignored: it is read by the participants of the
+    /// pipeline the step belongs to (shared morsels when parallel-aware, a full private
+    /// read per participant when parallel-oblivious).
+    pub inner: Pipeline,
+    /// Key expressions over the outer row and over the inner row, pairwise of the same
+    /// type (the planner has cast both sides to a common type). Rows match when every
+    /// pair is equal; a NULL key never matches.
+    pub outer_keys: Vec<Expr>,
+    pub inner_keys: Vec<Expr>,
+    /// Further ON conditions over `outer ++ inner` (outer columns first), checked on each
+    /// key match; a pair failing it is not a match (for outer joins too).
+    pub filter: Option<Expr>,
+    /// `NOT IN (subquery)` (anti join, one key): no row at all when the inner side has a
+    /// NULL key; an outer row with a NULL key is emitted only when the inner side is empty.
+    pub null_aware: bool,
+    /// Columns of the outer row and of the inner row.
+    pub outer_width: usize,
+    pub inner_width: usize,
+    /// The planner's estimates of the inner side (rows, average row width in bytes), used to
+    /// size the table and the first number of batches (PostgreSQL's `ExecChooseHashTableSize`).
+    pub estimated_inner_rows: f64,
+    pub estimated_inner_width: usize,
 }
 
 #[derive(Clone, Debug)]

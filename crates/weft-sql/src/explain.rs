@@ -621,6 +621,7 @@ impl<'a> Builder<'a> {
                     cols = exprs.iter().map(|e| self.project(e, &cols)).collect();
                     rel = RelStats::none();
                 }
+                Step::HashJoin(_) => unreachable!("joins are explained by explain_join"),
             }
         }
         let estimate = Estimate {
@@ -723,6 +724,7 @@ impl<'a> Builder<'a> {
                     output_ops += exprs.iter().map(cost::operator_count).sum::<f64>();
                     cols = exprs.iter().map(|e| self.project(e, &cols)).collect();
                 }
+                Step::HashJoin(_) => unreachable!("an aggregate's output steps hold no join"),
             }
         }
         let rows = cost::clamp_rows(groups * selectivity);

@@ -74,6 +74,12 @@ pub(crate) fn exec_context<'a>(session: &'a Session, cancel: &'a CancelToken) ->
         notices: Default::default(),
         sort_reports: Default::default(),
         nodes: Default::default(),
+        hash: weft_exec::HashJoinSettings {
+            work_mem: session.settings.memory_bytes("work_mem"),
+            hash_mem_multiplier: 2.0,
+            attach_phases: Vec::new(),
+        },
+        joins: Default::default(),
     }
 }
 

@@ -1,0 +1,49 @@
+//! Hash joins: `Step::HashJoin` inside a pipeline (see the crate README, "Hash join").
+
+use std::time::Duration;
+
+/// Budget and debugging knobs of hash joins, from the session's settings.
+#[derive(Clone, Debug)]
+pub struct HashJoinSettings {
+    /// `work_mem` in bytes; a participant's share of the table is `work_mem` ×
+    /// `hash_mem_multiplier` (combined across participants for a shared table).
+    pub work_mem: usize,
+    pub hash_mem_multiplier: f64,
+    /// Debug (`weft_hash_attach_phases`): participant `i` (in the order participants
+    /// arrive at the join) first attaches to the join's barrier at phase
+    /// `attach_phases[i]`; participants beyond the list attach wherever the join is.
+    pub attach_phases: Vec<usize>,
+}
+
+impl Default for HashJoinSettings {
+    fn default() -> HashJoinSettings {
+        HashJoinSettings { work_mem: 4 << 20, hash_mem_multiplier: 2.0, attach_phases: Vec::new() }
+    }
+}
+
+/// Waits at one barrier phase of a parallel-aware join, over its participants.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PhaseWait {
+    /// The phase's name (`"build"`, `"probe"`, ...).
+    pub phase: String,
+    pub waits: Vec<Duration>,
+}
+
+/// What one hash join step did (EXPLAIN ANALYZE's `Hash` node and join statistics).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct HashJoinStats {
+    /// [`crate::node_id`] of the `HashJoin` (the boxed struct in `Step::HashJoin`).
+    pub node: usize,
+    pub buckets: usize,
+    pub original_buckets: usize,
+    pub batches: usize,
+    pub original_batches: usize,
+    /// Peak bytes of the in-memory table (all participants' shares for a shared table).
+    pub peak_memory: usize,
+    /// Rows the build side put into the table (all batches).
+    pub inner_rows: u64,
+    /// Rows the step emitted, per participant.
+    pub rows_out: Vec<u64>,
+    /// Barrier waits per phase (parallel-aware only).
+    pub phase_waits: Vec<PhaseWait>,
+}
