@@ -21,9 +21,13 @@ enum Kind {
     /// PostgreSQL's minimum in those units.
     Memory { unit_bytes: usize, min_units: i64 },
     Integer { min: i64, max: i64 },
+    /// A floating-point number in a range (PostgreSQL's `real` GUCs).
+    Real { min: f64, max: f64 },
     Bool,
     /// Free text (accepted and shown back).
     Text,
+    /// Comma-separated non-negative integers, possibly none.
+    IntegerList,
     Enum(&'static [&'static str]),
 }
 
@@ -52,6 +56,10 @@ const DEFINITIONS: &[Definition] = &[
     Definition { name: "enable_seqscan", kind: Kind::Bool, default: "on", context: Context::Session, description: "Enables the planner's use of sequential-scan plans." },
     Definition { name: "enable_indexscan", kind: Kind::Bool, default: "on", context: Context::Session, description: "Enables the planner's use of index-scan plans." },
     Definition { name: "enable_indexonlyscan", kind: Kind::Bool, default: "on", context: Context::Session, description: "Enables the planner's use of index-only-scan plans." },
+    Definition { name: "enable_hashjoin", kind: Kind::Bool, default: "on", context: Context::Session, description: "Enables the planner's use of hash join plans." },
+    Definition { name: "enable_parallel_hash", kind: Kind::Bool, default: "on", context: Context::Session, description: "Enables the planner's use of parallel hash plans." },
+    Definition { name: "hash_mem_multiplier", kind: Kind::Real { min: 1.0, max: 1000.0 }, default: "2", context: Context::Session, description: "Multiple of work_mem to use for hash tables." },
+    Definition { name: "weft_hash_attach_phases", kind: Kind::IntegerList, default: "", context: Context::Session, description: "Debug: the barrier phase at which each participant of a parallel hash join attaches (comma-separated, in arrival order)." },
     Definition { name: "parallel_leader_participation", kind: Kind::Bool, default: "on", context: Context::Session, description: "Controls whether Gather and Gather Merge also run subplans." },
     Definition { name: "min_parallel_table_scan_size", kind: Kind::Memory { unit_bytes: BLOCK, min_units: 0 }, default: "8MB", context: Context::Session, description: "Sets the minimum amount of table data for a parallel scan." },
     Definition { name: "parallel_sort_strategy", kind: Kind::Enum(&["partition", "leader_merge"]), default: "partition", context: Context::Session, description: "How participants' sorted runs are merged: by key range in every participant, or by the leader alone." },
@@ -99,6 +107,21 @@ fn normalize(def: &Definition, value: &str) -> Result<String> {
             }
             v.to_string()
         }
+        Kind::Real { min, max } => {
+            let v: f64 = trimmed.parse().ok().filter(|v: &f64| v.is_finite()).ok_or_else(|| {
+                Error::new(
+                    SqlState::INVALID_PARAMETER_VALUE,
+                    format!("parameter \"{}\" requires a numeric value", def.name),
+                )
+            })?;
+            if v < min || v > max {
+                return Err(Error::new(
+                    SqlState::INVALID_PARAMETER_VALUE,
+                    format!("{v} is outside the valid range for parameter \"{}\" ({min} .. {max})", def.name),
+                ));
+            }
+            v.to_string()
+        }
         Kind::Bool => match parse_bool(trimmed) {
             Some(true) => "on".to_string(),
             Some(false) => "off".to_string(),
@@ -110,6 +133,13 @@ fn normalize(def: &Definition, value: &str) -> Result<String> {
             }
         },
         Kind::Text => trimmed.to_string(),
+        Kind::IntegerList => {
+            let items: Vec<&str> = trimmed.split(',').map(str::trim).filter(|item| !item.is_empty()).collect();
+            if items.iter().any(|item| item.parse::<u32>().is_err()) {
+                return Err(invalid(def, value).with_detail("Expected a comma-separated list of non-negative integers."));
+            }
+            items.join(",")
+        }
         Kind::Enum(values) => match values.iter().find(|v| v.eq_ignore_ascii_case(trimmed)) {
             Some(v) => v.to_string(),
             None => {
@@ -215,6 +245,16 @@ impl Settings {
     pub fn boolean(&self, name: &str) -> bool {
         let def = definition(name).expect("bool setting is defined");
         self.value(def) == "on"
+    }
+
+    pub fn real(&self, name: &str) -> f64 {
+        let def = definition(name).expect("real setting is defined");
+        self.value(def).parse().expect("stored real settings are valid")
+    }
+
+    pub fn integer_list(&self, name: &str) -> Vec<usize> {
+        let def = definition(name).expect("list setting is defined");
+        self.value(def).split(',').filter(|item| !item.is_empty()).map(|item| item.parse().expect("stored lists are valid")).collect()
     }
 
     pub fn text(&self, name: &str) -> String {

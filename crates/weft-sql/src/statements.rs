@@ -76,8 +76,8 @@ pub(crate) fn exec_context<'a>(session: &'a Session, cancel: &'a CancelToken) ->
         nodes: Default::default(),
         hash: weft_exec::HashJoinSettings {
             work_mem: session.settings.memory_bytes("work_mem"),
-            hash_mem_multiplier: 2.0,
-            attach_phases: Vec::new(),
+            hash_mem_multiplier: session.settings.real("hash_mem_multiplier"),
+            attach_phases: session.settings.integer_list("weft_hash_attach_phases"),
         },
         joins: Default::default(),
     }
