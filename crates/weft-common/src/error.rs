@@ -41,6 +41,7 @@ impl SqlState {
     pub const DUPLICATE_OBJECT: SqlState = SqlState("42710");
     pub const DUPLICATE_COLUMN: SqlState = SqlState("42701");
     pub const AMBIGUOUS_COLUMN: SqlState = SqlState("42702");
+    pub const DUPLICATE_ALIAS: SqlState = SqlState("42712");
     pub const DATATYPE_MISMATCH: SqlState = SqlState("42804");
     pub const GROUPING_ERROR: SqlState = SqlState("42803");
     pub const INVALID_COLUMN_REFERENCE: SqlState = SqlState("42P10");

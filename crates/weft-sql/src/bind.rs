@@ -27,31 +27,72 @@ pub struct ScopeColumn {
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
     pub columns: Vec<ScopeColumn>,
+    /// Columns found only through their table's name (indexes after `columns`): each
+    /// side's own copy of a `JOIN ... USING` column, whose unqualified name means the
+    /// merged column.
+    pub qualified_only: Vec<ScopeColumn>,
+    /// The enclosing query's columns, for a correlated subquery (indexes after
+    /// `qualified_only`): found only when this level has no column of the name.
+    pub outer: Vec<ScopeColumn>,
 }
 
 impl Scope {
+    pub fn new(columns: Vec<ScopeColumn>) -> Scope {
+        Scope { columns, ..Scope::default() }
+    }
+
+    /// The column at a resolved index, whichever list it is in.
+    pub fn column_at(&self, index: usize) -> &ScopeColumn {
+        let local = self.columns.len() + self.qualified_only.len();
+        if index < self.columns.len() {
+            &self.columns[index]
+        } else if index < local {
+            &self.qualified_only[index - self.columns.len()]
+        } else {
+            &self.outer[index - local]
+        }
+    }
+
+    /// Number of columns of this query level (outer references have larger indexes).
+    pub fn local_width(&self) -> usize {
+        self.columns.len() + self.qualified_only.len()
+    }
+
     fn resolve(&self, qualifier: Option<&str>, name: &str) -> Result<(usize, DataType)> {
-        let mut found = None;
-        for (index, col) in self.columns.iter().enumerate() {
+        let matches = |col: &ScopeColumn| {
             let table_matches = match qualifier {
                 None => true,
                 Some(q) => col.table.as_deref() == Some(q),
             };
-            if table_matches && col.name == name {
-                if found.is_some() {
-                    return Err(Error::new(
-                        SqlState::AMBIGUOUS_COLUMN,
-                        format!("column reference \"{name}\" is ambiguous"),
-                    ));
+            table_matches && col.name == name
+        };
+        let qualified = if qualifier.is_some() { &self.qualified_only[..] } else { &[][..] };
+        let levels: [(usize, Vec<&ScopeColumn>); 2] = [
+            (0, self.columns.iter().chain(qualified.iter()).collect()),
+            (self.local_width(), self.outer.iter().collect()),
+        ];
+        for (base, level) in levels {
+            let mut found = None;
+            for (index, col) in level.iter().enumerate() {
+                if matches(col) {
+                    if found.is_some() {
+                        return Err(Error::new(
+                            SqlState::AMBIGUOUS_COLUMN,
+                            format!("column reference \"{name}\" is ambiguous"),
+                        ));
+                    }
+                    found = Some((base + index, col.data_type));
                 }
-                found = Some((index, col.data_type));
+            }
+            if let Some(found) = found {
+                return Ok(found);
             }
         }
-        if let Some(found) = found {
-            return Ok(found);
-        }
+        let any_table = |q: &str| {
+            self.columns.iter().chain(&self.qualified_only).chain(&self.outer).any(|c| c.table.as_deref() == Some(q))
+        };
         Err(match qualifier {
-            Some(q) if !self.columns.iter().any(|c| c.table.as_deref() == Some(q)) => Error::new(
+            Some(q) if !any_table(q) => Error::new(
                 SqlState::UNDEFINED_TABLE,
                 format!("missing FROM-clause entry for table \"{q}\""),
             ),
@@ -354,7 +395,7 @@ impl<'a> Binder<'a> {
         if self.aggregates.is_some() {
             let shown = match qualifier {
                 Some(q) => format!("{q}.{name}"),
-                None => match &self.scope.columns[index].table {
+                None => match &self.scope.column_at(index).table {
                     Some(t) => format!("{t}.{name}"),
                     None => name.to_string(),
                 },

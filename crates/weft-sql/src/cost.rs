@@ -64,6 +64,9 @@ pub const CPU_TUPLE_COST: f64 = 0.01;
 pub const CPU_OPERATOR_COST: f64 = 0.0025;
 pub const PARALLEL_TUPLE_COST: f64 = 0.1;
 pub const PARALLEL_SETUP_COST: f64 = 1000.0;
+/// Share of key matches a join filter keeps when nothing is known (PostgreSQL's default
+/// selectivity of an opaque clause).
+pub const DEFAULT_JOIN_FILTER_SELECTIVITY: f64 = 1.0 / 3.0;
 
 pub use crate::selectivity::DEFAULT_NUM_DISTINCT;
 

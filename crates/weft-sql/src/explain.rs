@@ -39,8 +39,8 @@ use weft_common::parallel::CancelToken;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_exec::expr::Expr;
 use weft_access::btree::ScanDirection;
-use weft_exec::plan::{HeapSource, Pipeline, Plan, SortPlan, Source, Step};
-use weft_exec::{node_id, NodeStats, PipelineStats, SortReport};
+use weft_exec::plan::{HashJoin, HashJoinMode, HeapSource, JoinType, Pipeline, Plan, SortPlan, Source, Step};
+use weft_exec::{node_id, HashJoinStats, NodeStats, PipelineStats, SortReport};
 
 use crate::api::{ColumnInfo, QueryResult};
 use crate::bind::object_name;
@@ -151,6 +151,7 @@ pub struct RunStats {
     pub nodes: Vec<NodeStats>,
     pub sort_reports: Vec<SortReport>,
     pub leader_participates: bool,
+    pub joins: Vec<HashJoinStats>,
 }
 
 impl RunStats {
@@ -162,6 +163,12 @@ impl RunStats {
     fn node(&self, plan: &Plan) -> Option<&NodeStats> {
         let id = node_id(plan);
         self.nodes.iter().find(|s| s.node == id)
+    }
+
+    /// A hash join's statistics, its participants' figures summed when it ran more than once.
+    fn join(&self, join: &HashJoin) -> Option<&HashJoinStats> {
+        let id = node_id(join);
+        self.joins.iter().find(|s| s.node == id)
     }
 }
 
@@ -215,7 +222,13 @@ pub(crate) fn explain(
         statements::finish_context(session, &ctx);
         outcome?;
         let leader_participates = ctx.leader_participates;
-        let run = RunStats { pipelines: ctx.stats.into_inner(), nodes: ctx.nodes.into_inner(), sort_reports, leader_participates };
+        let run = RunStats {
+            pipelines: ctx.stats.into_inner(),
+            nodes: ctx.nodes.into_inner(),
+            sort_reports,
+            leader_participates,
+            joins: ctx.joins.into_inner(),
+        };
         session.last_pipeline_stats = run.pipelines.clone();
         Some(run)
     } else {
@@ -259,14 +272,20 @@ fn millis(d: Duration) -> f64 {
 /// printed qualified.
 fn range_entries(plan: &Plan) -> usize {
     match plan {
-        Plan::Pipeline(p) | Plan::Aggregate { input: p, .. } => match &p.source {
-            Source::Single => 0,
-            Source::Heap(_) | Source::Index(_) | Source::Series { .. } | Source::Values(_) => 1,
-            Source::Subquery { plan, .. } => 1 + range_entries(plan),
-        },
+        Plan::Pipeline(p) | Plan::Aggregate { input: p, .. } => pipeline_entries(p),
         Plan::Limit { input, .. } => range_entries(input),
         Plan::Sort(sort) => range_entries(&sort.input),
     }
+}
+
+fn pipeline_entries(p: &Pipeline) -> usize {
+    let source = match &p.source {
+        Source::Single => 0,
+        Source::Heap(_) | Source::Index(_) | Source::Series { .. } | Source::Values(_) => 1,
+        Source::Subquery { plan, .. } => 1 + range_entries(plan),
+    };
+    let joined: usize = p.steps.iter().map(|s| if let Step::HashJoin(j) = s { pipeline_entries(&j.inner) } else { 0 }).sum();
+    source + joined
 }
 
 /// One node of the printed tree.
@@ -351,6 +370,29 @@ fn names(cols: &[Col], qualified: bool) -> Vec<ColumnText> {
 struct Built {
     node: Node,
     cols: Vec<Col>,
+}
+
+/// A join node built over the rows so far.
+struct JoinBuilt {
+    node: Node,
+    cols: Vec<Col>,
+    /// Estimated rows out, over all participants.
+    rows: f64,
+}
+
+/// `Buckets: N  Batches: N  Memory Usage: NkB`, as PostgreSQL's Hash node prints it.
+fn hash_usage_line(run: &HashJoinStats) -> String {
+    let buckets = if run.buckets != run.original_buckets {
+        format!("Buckets: {} (originally {})", run.buckets, run.original_buckets)
+    } else {
+        format!("Buckets: {}", run.buckets)
+    };
+    let batches = if run.batches != run.original_batches {
+        format!("Batches: {} (originally {})", run.batches, run.original_batches)
+    } else {
+        format!("Batches: {}", run.batches)
+    };
+    format!("{buckets}  {batches}  Memory Usage: {}kB", run.peak_memory.div_ceil(1024))
 }
 
 /// A pipeline's scan node (before any Gather above it).
@@ -520,8 +562,14 @@ impl<'a> Builder<'a> {
 
     /// The scan node of a pipeline: its source, filters and projections.
     fn scan(&self, pipeline: &'a Pipeline) -> Scan<'a> {
-        let parallel = pipeline.workers > 0;
-        let divisor = if parallel { cost::parallel_divisor(pipeline.workers, self.leader_participates) } else { 1.0 };
+        self.scan_with(pipeline, pipeline.workers)
+    }
+
+    /// The scan node of a pipeline run by `workers` workers besides the leader (a
+    /// parallel-aware join's build side is run by the workers of the pipeline it is in).
+    fn scan_with(&self, pipeline: &'a Pipeline, workers: usize) -> Scan<'a> {
+        let parallel = workers > 0;
+        let divisor = if parallel { cost::parallel_divisor(workers, self.leader_participates) } else { 1.0 };
         let stats = self.run.and_then(|r| r.pipeline(pipeline));
         let mut children = Vec::new();
         // Name, input columns, rows in, startup cost, cost not shared by participants
@@ -609,11 +657,15 @@ impl<'a> Builder<'a> {
             Source::Index(index) => self.rel_stats(&index.heap),
             _ => RelStats::none(),
         };
-        for step in &pipeline.steps {
+        let has_joins = pipeline.steps.iter().any(|s| matches!(s, Step::HashJoin(_)));
+        let mut steps = pipeline.steps.iter();
+        // The scan's own filters and projections, up to the first join.
+        let mut first_join = None;
+        for step in steps.by_ref() {
             match step {
                 Step::Filter(predicate) => {
                     cpu += rows * cost::operator_count(predicate) * CPU_OPERATOR_COST;
-                    filters.push(deparse(predicate, &names(&cols, qualify_filter)));
+                    filters.push(deparse(predicate, &names(&cols, qualify_filter || has_joins)));
                     rows *= selectivity::clauselist_selectivity(&selectivity::conjuncts(predicate), &rel);
                 }
                 Step::Project(exprs) => {
@@ -621,7 +673,10 @@ impl<'a> Builder<'a> {
                     cols = exprs.iter().map(|e| self.project(e, &cols)).collect();
                     rel = RelStats::none();
                 }
-                Step::HashJoin(_) => unreachable!("joins are explained by explain_join"),
+                Step::HashJoin(join) => {
+                    first_join = Some(join);
+                    break;
+                }
             }
         }
         let estimate = Estimate {
@@ -631,14 +686,15 @@ impl<'a> Builder<'a> {
             width: cols.iter().map(|c| c.width).sum(),
         };
         let mut lines: Vec<String> = self.output_line(&cols).into_iter().collect();
-        let actual = stats.map(|s| participant_actual(s, s.rows_out() as f64));
+        // Below a join only the rows the source produced are known.
+        let actual = stats.map(|s| participant_actual(s, if has_joins { s.rows_in() } else { s.rows_out() } as f64));
         if let Some(cond) = index_cond {
             lines.push(format!("Index Cond: {cond}"));
         }
         if !filters.is_empty() {
             let filter = if filters.len() == 1 { filters.remove(0) } else { format!("({})", filters.join(" AND ")) };
             lines.push(format!("Filter: {filter}"));
-            if let Some(s) = stats {
+            if let (Some(s), false) = (stats, has_joins) {
                 let loops = s.participants.len().max(1) as f64;
                 lines.push(format!("Rows Removed by Filter: {:.0}", (s.rows_in() - s.rows_out()) as f64 / loops));
             }
@@ -649,7 +705,164 @@ impl<'a> Builder<'a> {
             }
         }
         let name = if parallel { format!("Parallel {name}") } else { name };
-        Scan { node: Node { name, estimate, actual, lines, children }, cols, rows, divisor, stats }
+        let mut node = Node { name, estimate, actual, lines, children };
+        let Some(mut join) = first_join else {
+            return Scan { node, cols, rows, divisor, stats };
+        };
+        // Each join takes the node so far as its outer child; the filters and
+        // projections after it belong to it.
+        loop {
+            let built = self.hash_join(join, node, cols, rows, divisor, pipeline.workers);
+            node = built.node;
+            cols = built.cols;
+            rows = built.rows;
+            let mut next = None;
+            let mut after = Vec::new();
+            for step in steps.by_ref() {
+                match step {
+                    Step::Filter(predicate) => {
+                        node.estimate.total += rows / divisor * cost::operator_count(predicate) * CPU_OPERATOR_COST;
+                        after.push(deparse(predicate, &names(&cols, true)));
+                        rows *= cost::selectivity(predicate);
+                        node.estimate.rows = cost::clamp_rows(rows / divisor);
+                    }
+                    Step::Project(exprs) => {
+                        cols = exprs.iter().map(|e| self.project(e, &cols)).collect();
+                        node.estimate.width = cols.iter().map(|c| c.width).sum();
+                    }
+                    Step::HashJoin(j) => {
+                        next = Some(j);
+                        break;
+                    }
+                }
+            }
+            if !after.is_empty() {
+                let filter = if after.len() == 1 { after.remove(0) } else { format!("({})", after.join(" AND ")) };
+                node.lines.push(format!("Filter: {filter}"));
+            }
+            match next {
+                Some(j) => join = j,
+                None => break,
+            }
+        }
+        if let (Some(s), Some(actual)) = (stats, node.actual.as_mut()) {
+            let loops = s.participants.len().max(1) as f64;
+            actual.rows = s.rows_out() as f64 / loops;
+        }
+        node.lines.splice(0..0, self.output_line(&cols));
+        Scan { node, cols, rows, divisor, stats }
+    }
+
+    /// A `Hash Join` node over `outer` (the rows so far) and a `Hash` node over the join's
+    /// build side.
+    fn hash_join(&self, join: &'a HashJoin, outer: Node, outer_cols: Vec<Col>, outer_rows: f64, divisor: f64, workers: usize) -> JoinBuilt {
+        let aware = join.mode == HashJoinMode::ParallelAware;
+        let inner = self.scan_with(&join.inner, if aware { workers } else { 0 });
+        let inner_total_rows = inner.rows;
+        let mut cols = outer_cols.clone();
+        if join.join_type.emits_inner_columns() {
+            cols.extend(inner.cols.iter().cloned());
+        }
+        let qualified_outer = names(&outer_cols, true);
+        let qualified_inner = names(&inner.cols, true);
+        let conds: Vec<String> = join
+            .outer_keys
+            .iter()
+            .zip(&join.inner_keys)
+            .map(|(o, i)| format!("({} = {})", deparse(o, &qualified_outer), deparse(i, &qualified_inner)))
+            .collect();
+        let run = self.run.and_then(|r| r.join(join));
+        // The hash node: the build side's scan, costed as PostgreSQL's cost_hashjoin
+        // charges building (one operator per key per inner row).
+        let keys = join.inner_keys.len().max(1) as f64;
+        let hash_cost = inner_total_rows * (CPU_OPERATOR_COST * keys + CPU_TUPLE_COST);
+        let hash_estimate = Estimate {
+            startup: inner.node.estimate.total + hash_cost / if aware { divisor } else { 1.0 },
+            total: inner.node.estimate.total + hash_cost / if aware { divisor } else { 1.0 },
+            rows: inner.node.estimate.rows,
+            width: inner.node.estimate.width,
+        };
+        let mut hash_lines: Vec<String> = self.output_line(&inner.cols).into_iter().collect();
+        if let Some(run) = run {
+            hash_lines.push(hash_usage_line(run));
+        }
+        let hash = Node {
+            name: if aware { "Parallel Hash".into() } else { "Hash".into() },
+            estimate: hash_estimate,
+            actual: inner.node.actual,
+            lines: hash_lines,
+            children: vec![inner.node],
+        };
+        let rows = match join.join_type {
+            JoinType::Inner if join.outer_keys.is_empty() => outer_rows * inner_total_rows,
+            JoinType::Inner => outer_rows.max(inner_total_rows).min(outer_rows * inner_total_rows),
+            JoinType::Left => outer_rows.max(inner_total_rows).min(outer_rows * inner_total_rows.max(1.0)),
+            JoinType::Right | JoinType::Full => outer_rows.max(inner_total_rows),
+            JoinType::Semi | JoinType::Anti => outer_rows * 0.5,
+        };
+        let rows = if join.filter.is_some() { rows * cost::DEFAULT_JOIN_FILTER_SELECTIVITY } else { rows };
+        let startup = hash.estimate.total;
+        let probe = outer_rows / divisor * CPU_OPERATOR_COST * keys + rows / divisor * CPU_TUPLE_COST;
+        let estimate = Estimate {
+            startup,
+            total: outer.estimate.total + startup + probe,
+            rows: cost::clamp_rows(rows / divisor),
+            width: cols.iter().map(|c| c.width).sum(),
+        };
+        let mut lines = Vec::new();
+        match conds.len() {
+            0 => {}
+            1 => lines.push(format!("Hash Cond: {}", conds[0])),
+            _ => lines.push(format!("Hash Cond: ({})", conds.join(" AND "))),
+        }
+        if let Some(filter) = &join.filter {
+            let mut both = names(&outer_cols, true);
+            both.extend(names(&inner.cols, true));
+            lines.push(format!("Join Filter: {}", deparse(filter, &both)));
+        }
+        let kind = match join.join_type {
+            JoinType::Inner => "",
+            JoinType::Left => " Left",
+            JoinType::Right => " Right",
+            JoinType::Full => " Full",
+            JoinType::Semi => " Semi",
+            JoinType::Anti => " Anti",
+        };
+        let name = format!("{}Hash{kind} Join", if aware { "Parallel " } else { "" });
+        if let Some(run) = run {
+            // weft's own lines: rows each participant emitted, and how long participants
+            // waited at each barrier phase (min / median / max), which the seed measured
+            // with dtrace.
+            if run.rows_out.len() > 1 {
+                let rows: Vec<String> = run.rows_out.iter().map(u64::to_string).collect();
+                lines.push(format!("Rows per Participant: {}", rows.join(", ")));
+            }
+            let waits: Vec<String> = run
+                .phase_waits
+                .iter()
+                .filter(|w| !w.waits.is_empty())
+                .map(|w| {
+                    let mut sorted = w.waits.clone();
+                    sorted.sort_unstable();
+                    let median = sorted[(sorted.len() - 1) / 2];
+                    format!(
+                        "{} {:.3}/{:.3}/{:.3}",
+                        w.phase,
+                        millis(sorted[0]),
+                        millis(median),
+                        millis(sorted[sorted.len() - 1])
+                    )
+                })
+                .collect();
+            if !waits.is_empty() {
+                lines.push(format!("Barrier Waits (min/median/max ms): {}", waits.join(", ")));
+            }
+        }
+        let actual = run.map(|r| {
+            let loops = r.rows_out.len().max(1) as f64;
+            Actual { startup: Duration::ZERO, total: Duration::ZERO, rows: r.rows_out.iter().sum::<u64>() as f64 / loops, loops }
+        });
+        JoinBuilt { node: Node { name, estimate, actual, lines, children: vec![outer, hash] }, cols, rows }
     }
 
     fn workers_lines(&self, pipeline: &Pipeline, stats: Option<&PipelineStats>) -> Vec<String> {
@@ -724,7 +937,8 @@ impl<'a> Builder<'a> {
                     output_ops += exprs.iter().map(cost::operator_count).sum::<f64>();
                     cols = exprs.iter().map(|e| self.project(e, &cols)).collect();
                 }
-                Step::HashJoin(_) => unreachable!("an aggregate's output steps hold no join"),
+                // The planner puts joins in pipelines only; an aggregate's output has none.
+                Step::HashJoin(_) => {}
             }
         }
         let rows = cost::clamp_rows(groups * selectivity);

@@ -73,3 +73,29 @@ pub fn is_volatile(expr: &Expr) -> bool {
     });
     volatile
 }
+
+/// A copy of `expr` with every `Column { index }` replaced by `values[index]`.
+pub fn substitute_columns(expr: &Expr, values: &[Expr]) -> Expr {
+    let recurse = |e: &Expr| Box::new(substitute_columns(e, values));
+    match expr {
+        Expr::Column { index, .. } => values[*index].clone(),
+        Expr::Literal { .. } => expr.clone(),
+        Expr::Cast { expr, to } => Expr::Cast { expr: recurse(expr), to: *to },
+        Expr::Unary { op, expr, data_type } => Expr::Unary { op: *op, expr: recurse(expr), data_type: *data_type },
+        Expr::IsNull { expr, negated } => Expr::IsNull { expr: recurse(expr), negated: *negated },
+        Expr::Binary { op, left, right, data_type } => {
+            Expr::Binary { op: *op, left: recurse(left), right: recurse(right), data_type: *data_type }
+        }
+        Expr::Case { whens, otherwise, data_type } => Expr::Case {
+            whens: whens.iter().map(|(c, r)| (substitute_columns(c, values), substitute_columns(r, values))).collect(),
+            otherwise: otherwise.as_ref().map(|o| recurse(o)),
+            data_type: *data_type,
+        },
+        Expr::Coalesce { args, data_type } => {
+            Expr::Coalesce { args: args.iter().map(|a| substitute_columns(a, values)).collect(), data_type: *data_type }
+        }
+        Expr::Function { func, args, data_type } => {
+            Expr::Function { func: *func, args: args.iter().map(|a| substitute_columns(a, values)).collect(), data_type: *data_type }
+        }
+    }
+}

@@ -12,6 +12,7 @@ mod deparse;
 mod explain;
 mod exprutil;
 mod indexes;
+mod join;
 mod planner;
 mod selectivity;
 mod session;

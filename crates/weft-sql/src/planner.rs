@@ -214,9 +214,15 @@ fn plan_values(values: &ast::Values, ctx: &PlanContext) -> Result<PlannedQuery> 
 }
 
 /// The FROM clause: its source, the scope it defines, and the table layout if it is a heap.
-struct From {
-    source: Source,
-    scope: Scope,
+pub(crate) struct From {
+    pub source: Source,
+    pub scope: Scope,
+}
+
+/// The FROM clause: one relation, or relations to join (`join.rs`).
+enum FromPlan {
+    Single(From),
+    Joins(crate::join::FromClause),
 }
 
 fn plan_from(select: &ast::Select, ctx: &PlanContext) -> Result<From> {
@@ -232,7 +238,7 @@ fn plan_from(select: &ast::Select, ctx: &PlanContext) -> Result<From> {
     }
 }
 
-fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Result<From> {
+pub(crate) fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Result<From> {
     match factor {
         TableFactor::Table { name, alias, args, .. } => {
             let table_name = object_name(name)?;
@@ -276,8 +282,8 @@ fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Result<From> {
             let planned = plan_query(subquery, ctx)?;
             let qualifier = ident_name(&alias.name);
             let renames: Vec<String> = alias.columns.iter().map(|c| ident_name(&c.name)).collect();
-            let scope = Scope {
-                columns: planned
+            let scope = Scope::new(
+                planned
                     .columns
                     .iter()
                     .enumerate()
@@ -287,7 +293,7 @@ fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Result<From> {
                         data_type: c.data_type,
                     })
                     .collect(),
-            };
+            );
             let label = ScanLabel { alias: Some(qualifier), columns: scope.columns.iter().map(|c| c.name.clone()).collect() };
             Ok(From { source: Source::Subquery { plan: Box::new(planned.plan), label }, scope })
         }
@@ -331,7 +337,7 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
     let qualifier = alias.map(|a| ident_name(&a.name)).unwrap_or_else(|| "generate_series".to_string());
     let column = column.unwrap_or_else(|| "generate_series".to_string());
     let label = ScanLabel { alias: alias.map(|a| ident_name(&a.name)), columns: vec![column.clone()] };
-    let scope = Scope { columns: vec![ScopeColumn { table: Some(qualifier), name: column, data_type }] };
+    let scope = Scope::new(vec![ScopeColumn { table: Some(qualifier), name: column, data_type }]);
     // A NULL bound yields no rows, as the strict function returns nothing.
     let source = match (values[0], values[1], values.get(2).copied().unwrap_or(Some(1))) {
         (Some(start), Some(stop), Some(step)) => {
@@ -352,8 +358,16 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     if select.into.is_some() {
         return Err(Error::not_supported("SELECT INTO is not supported; use CREATE TABLE AS"));
     }
-    let from = plan_from(select, ctx)?;
-    let scope = &from.scope;
+    let (where_plain, subqueries) = crate::join::split_where(select.selection.as_ref());
+    let from = if crate::join::needs_join_planning(select) {
+        FromPlan::Joins(crate::join::analyze_from(&select.from, ctx)?)
+    } else {
+        FromPlan::Single(plan_from(select, ctx)?)
+    };
+    let scope = match &from {
+        FromPlan::Single(single) => &single.scope,
+        FromPlan::Joins(joins) => &joins.scope,
+    };
 
     // Select list: expand `*`, keep (ast, output name).
     let mut items: Vec<(ast::Expr, String)> = Vec::new();
@@ -402,16 +416,19 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         }
     }
 
-    let mut filter = match &select.selection {
-        Some(predicate) => {
-            if contains_aggregate(predicate) {
-                return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in WHERE"));
-            }
-            let bound = Binder::new(scope).bind(predicate)?;
-            Some(require_bool(bound, "WHERE")?)
+    // WHERE without its subquery conditions (those become semi and anti joins).
+    let where_plain: Vec<&ast::Expr> = if subqueries.is_empty() { select.selection.iter().collect() } else { where_plain.iter().collect() };
+    let mut filter: Option<Expr> = None;
+    for predicate in where_plain {
+        if contains_aggregate(predicate) {
+            return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in WHERE"));
         }
-        None => None,
-    };
+        let bound = require_bool(Binder::new(scope).bind(predicate)?, "WHERE")?;
+        filter = Some(match filter {
+            None => bound,
+            Some(f) => Expr::Binary { op: ex::BinaryOp::And, left: Box::new(f), right: Box::new(bound), data_type: DataType::Bool },
+        });
+    }
 
     let group_by_asts: Vec<ast::Expr> = match &select.group_by {
         ast::GroupByExpr::Expressions(exprs, modifiers) => {
@@ -441,22 +458,30 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
             columns.push(ColumnInfo { name: name.clone(), data_type: bound.data_type() });
             exprs.push(bound);
         }
-        let mut source = from.source;
-        {
-            let mut all: Vec<&mut Expr> = exprs.iter_mut().collect();
-            if let Some(f) = filter.as_mut() {
-                all.push(f);
+        let (source, mut steps, workers) = match from {
+            FromPlan::Joins(joins) => {
+                let serial = exprs.iter().any(is_volatile);
+                let input = crate::join::plan_joins(joins, filter.take(), &subqueries, &scope_columns_used(exprs.iter()), serial, ctx)?;
+                exprs.iter_mut().for_each(|e| remap_columns(e, &input.positions));
+                (input.source, input.steps, input.workers)
             }
-            prune_heap_columns(&mut source, all);
-        }
-        crate::access_path::choose_index_scan(&mut source, &mut filter, ctx);
-        let volatile = exprs.iter().chain(filter.iter()).any(is_volatile);
-        let mut steps = Vec::new();
-        if let Some(f) = filter {
-            steps.push(Step::Filter(f));
-        }
+            FromPlan::Single(single) => {
+                let mut source = single.source;
+                {
+                    let mut all: Vec<&mut Expr> = exprs.iter_mut().collect();
+                    if let Some(f) = filter.as_mut() {
+                        all.push(f);
+                    }
+                    prune_heap_columns(&mut source, all);
+                }
+                crate::access_path::choose_index_scan(&mut source, &mut filter, ctx);
+                let volatile = exprs.iter().chain(filter.iter()).any(is_volatile);
+                let steps: Vec<Step> = filter.take().map(Step::Filter).into_iter().collect();
+                let workers = workers_for(&source, volatile);
+                (source, steps, workers)
+            }
+        };
         steps.push(Step::Project(exprs));
-        let workers = workers_for(&source, volatile);
         let hidden_types = columns.drain(visible..).map(|c| c.data_type).collect();
         return Ok(PlannedQuery { plan: Plan::Pipeline(Pipeline { source, steps, workers }), columns, hidden, hidden_types });
     }
@@ -483,27 +508,39 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         None => None,
     };
     let AggregateContext { mut group_by, mut calls } = aggregates;
-    let mut source = from.source;
-    {
-        let mut all: Vec<&mut Expr> = group_by.iter_mut().collect();
-        for call in calls.iter_mut() {
-            if let Some(arg) = call.arg.as_mut() {
-                all.push(arg);
+    let outputs_volatile = outputs.iter().any(is_volatile);
+    let (source, steps, workers) = match from {
+        FromPlan::Joins(joins) => {
+            let serial = outputs_volatile
+                || group_by.iter().chain(calls.iter().filter_map(|c| c.arg.as_ref())).any(is_volatile);
+            let used = scope_columns_used(group_by.iter().chain(calls.iter().filter_map(|c| c.arg.as_ref())));
+            let input = crate::join::plan_joins(joins, filter.take(), &subqueries, &used, serial, ctx)?;
+            group_by.iter_mut().for_each(|e| remap_columns(e, &input.positions));
+            calls.iter_mut().filter_map(|c| c.arg.as_mut()).for_each(|e| remap_columns(e, &input.positions));
+            (input.source, input.steps, input.workers)
+        }
+        FromPlan::Single(single) => {
+            let mut source = single.source;
+            {
+                let mut all: Vec<&mut Expr> = group_by.iter_mut().collect();
+                for call in calls.iter_mut() {
+                    if let Some(arg) = call.arg.as_mut() {
+                        all.push(arg);
+                    }
+                }
+                if let Some(f) = filter.as_mut() {
+                    all.push(f);
+                }
+                prune_heap_columns(&mut source, all);
             }
+            crate::access_path::choose_index_scan(&mut source, &mut filter, ctx);
+            let volatile = group_by.iter().chain(filter.iter()).chain(calls.iter().filter_map(|c| c.arg.as_ref())).any(is_volatile)
+                || outputs_volatile;
+            let steps: Vec<Step> = filter.take().map(Step::Filter).into_iter().collect();
+            let workers = workers_for(&source, volatile);
+            (source, steps, workers)
         }
-        if let Some(f) = filter.as_mut() {
-            all.push(f);
-        }
-        prune_heap_columns(&mut source, all);
-    }
-    crate::access_path::choose_index_scan(&mut source, &mut filter, ctx);
-    let volatile = group_by.iter().chain(filter.iter()).chain(calls.iter().filter_map(|c| c.arg.as_ref())).any(is_volatile)
-        || outputs.iter().any(is_volatile);
-    let mut steps = Vec::new();
-    if let Some(f) = filter.take() {
-        steps.push(Step::Filter(f));
-    }
-    let workers = workers_for(&source, volatile);
+    };
     let mut output = Vec::new();
     if let Some(h) = having {
         output.push(Step::Filter(h));
@@ -516,6 +553,15 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         hidden,
         hidden_types,
     })
+}
+
+/// The scope columns these expressions read.
+fn scope_columns_used<'e>(exprs: impl Iterator<Item = &'e Expr>) -> BTreeSet<usize> {
+    let mut used = BTreeSet::new();
+    for e in exprs {
+        columns_used(e, &mut used);
+    }
+    used
 }
 
 fn column_ast(col: &ScopeColumn) -> ast::Expr {
@@ -552,7 +598,7 @@ fn resolve_group_item(g: &ast::Expr, items: &[(ast::Expr, String)], scope: &Scop
     Ok(g.clone())
 }
 
-fn require_bool(expr: Expr, clause: &str) -> Result<Expr> {
+pub(crate) fn require_bool(expr: Expr, clause: &str) -> Result<Expr> {
     if crate::bind::is_null_literal(&expr) {
         return Ok(Expr::Literal { value: Datum::Null, data_type: DataType::Bool });
     }

@@ -59,6 +59,7 @@ const DEFINITIONS: &[Definition] = &[
     Definition { name: "enable_hashjoin", kind: Kind::Bool, default: "on", context: Context::Session, description: "Enables the planner's use of hash join plans." },
     Definition { name: "enable_parallel_hash", kind: Kind::Bool, default: "on", context: Context::Session, description: "Enables the planner's use of parallel hash plans." },
     Definition { name: "hash_mem_multiplier", kind: Kind::Real { min: 1.0, max: 1000.0 }, default: "2", context: Context::Session, description: "Multiple of work_mem to use for hash tables." },
+    Definition { name: "parallel_hash_min_inner_rows", kind: Kind::Integer { min: 0, max: i64::MAX }, default: "20000", context: Context::Session, description: "Estimated build-side rows from which a parallel hash join builds one shared table (parallel-aware) instead of one table per participant." },
     Definition { name: "weft_hash_attach_phases", kind: Kind::IntegerList, default: "", context: Context::Session, description: "Debug: the barrier phase at which each participant of a parallel hash join attaches (comma-separated, in arrival order)." },
     Definition { name: "parallel_leader_participation", kind: Kind::Bool, default: "on", context: Context::Session, description: "Controls whether Gather and Gather Merge also run subplans." },
     Definition { name: "min_parallel_table_scan_size", kind: Kind::Memory { unit_bytes: BLOCK, min_units: 0 }, default: "8MB", context: Context::Session, description: "Sets the minimum amount of table data for a parallel scan." },

@@ -1,5 +1,6 @@
 //! `weft demo`: the parallel tuplesort text's table, built, queried and indexed (its
-//! CREATE INDEX) in a temporary data directory, then read again after closing and reopening the database (durability at a
+//! CREATE INDEX), and the parallel hash join text's `big JOIN small`, in a temporary data
+//! directory, then read again after closing and reopening the database (durability at a
 //! glance). Each statement is echoed with the prompt, then its result and its time, as a
 //! psql session with `\timing on` would show them.
 
@@ -38,6 +39,13 @@ pub fn run(rows: u64, settings: &[(String, String)]) -> i32 {
         "EXPLAIN SELECT * FROM parallel_sort_test WHERE randint = 42".to_string(),
         "SELECT randint, padding1 FROM parallel_sort_test ORDER BY randint LIMIT 3".to_string(),
         "SELECT weft_index_check('parallel_idx', heapallindexed => true)".to_string(),
+        // The parallel hash join text's tables and query (a), with the plan weft chose.
+        format!("CREATE TABLE big AS SELECT i AS a, substr(repeat(md5(i::text), 2), 1, 60) AS b FROM generate_series(1, {rows}) i"),
+        "CREATE TABLE small AS SELECT i AS a, substr(repeat(md5(i::text), 2), 1, 60) AS b FROM generate_series(1, 20000) i".to_string(),
+        "ANALYZE".to_string(),
+        "EXPLAIN SELECT COUNT(*) FROM big JOIN small USING (a)".to_string(),
+        "SELECT COUNT(*) FROM big JOIN small USING (a)".to_string(),
+        "SELECT s.a, count(b.a) FROM small s LEFT JOIN big b ON b.a = s.a * 1000 WHERE s.a <= 5 GROUP BY s.a ORDER BY s.a".to_string(),
     ];
     let mut failures = match run_session(&data_dir, settings, &statements) {
         Ok(failures) => failures,

@@ -1,0 +1,1038 @@
+//! Joins: JOIN clauses, comma lists, and WHERE's `EXISTS` / `IN` subqueries, planned as
+//! hash joins inside one pipeline.
+//!
+//! The FROM clause is first *analysed* ([`analyze_from`]): every table, subquery or
+//! function in it becomes a relation whose columns sit at fixed places in the *raw row*
+//! (all relations' columns, in FROM order), and the query's scope maps each visible column
+//! to an expression over that row — a relation's column, or for `JOIN ... USING` the
+//! merged column (the left one, the right one for RIGHT JOIN, `COALESCE` of both for FULL
+//! JOIN). ON conditions are bound against the scope of their own join.
+//!
+//! Planning ([`plan_joins`]) then builds one pipeline, left-deep: the *probe* relation is
+//! the pipeline's source and every other relation is the build side of a `Step::HashJoin`.
+//! Inner joins (and comma lists) form *islands* whose order is free: the largest item is
+//! probed, then the connected item with the fewest rows is joined next (an item with no
+//! equality to what is joined is a cross join with no keys). Outer joins keep their sides;
+//! when both are single relations the smaller one is built and LEFT becomes RIGHT (or the
+//! reverse). A build side that itself holds joins is planned as its own pipeline and
+//! materialized. Conditions go as low as they are valid: one relation's conditions filter
+//! its scan (unless an outer join makes it nullable above them), `a = b` across the two
+//! sides becomes a hash key, the rest a join filter or a filter after the join.
+//! `EXISTS`, `IN`, `NOT EXISTS` and `NOT IN` at the top level of WHERE become semi and
+//! anti joins after the FROM clause's joins; their correlated equalities become keys.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use sqlparser::ast::{self, TableFactor};
+use weft_common::{DataType, Datum, Error, Result, SqlState};
+use weft_exec::expr::{self as ex, BinaryOp, Expr};
+use weft_exec::plan::{HashJoin, HashJoinMode, JoinType, Pipeline, Plan, ScanLabel, Source, Step};
+
+use crate::bind::{contains_aggregate, object_name, Binder, Scope, ScopeColumn};
+use crate::exprutil::{columns_used, is_volatile, remap_columns, substitute_columns};
+use crate::planner::{choose_workers, plan_query, plan_table_factor, require_bool, PlanContext};
+
+/// A relation whose size is unknown (a subquery) is planned as this many rows.
+const UNKNOWN_ROWS: f64 = 1000.0;
+
+/// One relation of a FROM clause.
+struct Rel {
+    source: Source,
+    columns: Vec<ScopeColumn>,
+    rows: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Inner,
+    Left,
+    Right,
+    Full,
+}
+
+enum Tree {
+    Rel(usize),
+    /// `on`: the join's conditions, conjuncts over the raw row.
+    Join { kind: Kind, left: Box<Tree>, right: Box<Tree>, on: Vec<Expr> },
+}
+
+impl Tree {
+    fn rels(&self, out: &mut BTreeSet<usize>) {
+        match self {
+            Tree::Rel(r) => {
+                out.insert(*r);
+            }
+            Tree::Join { left, right, .. } => {
+                left.rels(out);
+                right.rels(out);
+            }
+        }
+    }
+
+    fn rel_set(&self) -> BTreeSet<usize> {
+        let mut out = BTreeSet::new();
+        self.rels(&mut out);
+        out
+    }
+}
+
+/// A subtree's columns as the query sees them: (scope column, value over the raw row).
+#[derive(Default)]
+struct Columns {
+    visible: Vec<(ScopeColumn, Expr)>,
+    qualified_only: Vec<(ScopeColumn, Expr)>,
+}
+
+impl Columns {
+    fn scope(&self) -> Scope {
+        Scope {
+            columns: self.visible.iter().map(|(c, _)| c.clone()).collect(),
+            qualified_only: self.qualified_only.iter().map(|(c, _)| c.clone()).collect(),
+            outer: Vec::new(),
+        }
+    }
+
+    /// Values of the scope's columns in index order (visible, then qualified-only).
+    fn values(&self) -> Vec<Expr> {
+        self.visible.iter().chain(&self.qualified_only).map(|(_, e)| e.clone()).collect()
+    }
+}
+
+/// The FROM clause analysed: relations, how they are joined, and the scope it defines.
+pub(crate) struct FromClause {
+    rels: Vec<Rel>,
+    /// Where each relation's columns start in the raw row.
+    offsets: Vec<usize>,
+    tree: Tree,
+    pub scope: Scope,
+    /// The value of each scope column (visible, then qualified-only) over the raw row.
+    values: Vec<Expr>,
+}
+
+impl FromClause {
+    fn raw_width(&self) -> usize {
+        self.offsets.last().map(|o| o + self.rels.last().map(|r| r.columns.len()).unwrap_or(0)).unwrap_or(0)
+    }
+
+    /// The relation a raw column belongs to.
+    fn rel_of(&self, raw: usize) -> usize {
+        self.offsets.partition_point(|&o| o <= raw) - 1
+    }
+
+    /// Make every heap scan decode only the `needed` raw columns; returns, per relation,
+    /// the raw columns its rows carry, in order.
+    fn prune_columns(&mut self, needed: &BTreeSet<usize>) -> Vec<Vec<usize>> {
+        let mut produced = Vec::with_capacity(self.rels.len());
+        for (rel, &offset) in self.rels.iter_mut().zip(&self.offsets) {
+            let mine: Vec<usize> = (offset..offset + rel.columns.len()).collect();
+            match &mut rel.source {
+                Source::Heap(heap) => {
+                    let keep: Vec<usize> = mine.into_iter().filter(|c| needed.contains(c)).collect();
+                    heap.columns = keep.iter().map(|c| c - offset).collect();
+                    produced.push(keep);
+                }
+                _ => produced.push(mine),
+            }
+        }
+        produced
+    }
+
+    fn rels_used(&self, expr: &Expr) -> BTreeSet<usize> {
+        let mut cols = BTreeSet::new();
+        columns_used(expr, &mut cols);
+        cols.into_iter().map(|c| self.rel_of(c)).collect()
+    }
+}
+
+/// Does this SELECT need the join planner: several FROM items, a JOIN, or a subquery
+/// condition in WHERE?
+pub(crate) fn needs_join_planning(select: &ast::Select) -> bool {
+    let joined = select.from.len() > 1
+        || select.from.iter().any(|t| !t.joins.is_empty() || matches!(t.relation, TableFactor::NestedJoin { .. }));
+    joined || split_where(select.selection.as_ref()).1.iter().next().is_some()
+}
+
+/// Analyse a FROM list.
+pub(crate) fn analyze_from(from: &[ast::TableWithJoins], ctx: &PlanContext) -> Result<FromClause> {
+    let mut analyzer = Analyzer { rels: Vec::new(), width: 0, offsets: Vec::new(), ctx };
+    let mut tree: Option<(Tree, Columns)> = None;
+    for item in from {
+        let next = analyzer.table_with_joins(item)?;
+        tree = Some(match tree {
+            None => next,
+            Some(left) => analyzer.join(left, next, Kind::Inner, &ast::JoinConstraint::None)?,
+        });
+    }
+    let Some((tree, columns)) = tree else {
+        return Err(Error::internal("join planning of an empty FROM clause"));
+    };
+    Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values() })
+}
+
+struct Analyzer<'c, 'a> {
+    rels: Vec<Rel>,
+    offsets: Vec<usize>,
+    width: usize,
+    ctx: &'c PlanContext<'a>,
+}
+
+impl Analyzer<'_, '_> {
+    fn table_with_joins(&mut self, item: &ast::TableWithJoins) -> Result<(Tree, Columns)> {
+        let mut left = self.factor(&item.relation)?;
+        for join in &item.joins {
+            let right = self.factor(&join.relation)?;
+            use ast::JoinOperator as J;
+            let (kind, constraint) = match &join.join_operator {
+                J::Join(c) | J::Inner(c) => (Kind::Inner, c),
+                J::Left(c) | J::LeftOuter(c) => (Kind::Left, c),
+                J::Right(c) | J::RightOuter(c) => (Kind::Right, c),
+                J::FullOuter(c) => (Kind::Full, c),
+                J::CrossJoin(c) => (Kind::Inner, c),
+                other => return Err(Error::not_supported(format!("join type not supported: {other:?}"))),
+            };
+            if matches!(constraint, ast::JoinConstraint::None) && !matches!(join.join_operator, J::CrossJoin(_)) {
+                return Err(Error::syntax("syntax error at or near end of JOIN: a JOIN needs ON, USING or NATURAL"));
+            }
+            left = self.join(left, right, kind, constraint)?;
+        }
+        Ok(left)
+    }
+
+    fn factor(&mut self, factor: &TableFactor) -> Result<(Tree, Columns)> {
+        if let TableFactor::NestedJoin { table_with_joins, alias } = factor {
+            if alias.is_some() {
+                return Err(Error::not_supported("an alias on a parenthesized join"));
+            }
+            return self.table_with_joins(table_with_joins);
+        }
+        let planned = plan_table_factor(factor, self.ctx)?;
+        if let Some(name) = planned.scope.columns.first().and_then(|c| c.table.clone()) {
+            let taken = self.rels.iter().any(|r| r.columns.first().and_then(|c| c.table.as_deref()) == Some(name.as_str()));
+            if taken {
+                return Err(Error::new(SqlState::DUPLICATE_ALIAS, format!("table name \"{name}\" specified more than once")));
+            }
+        }
+        let rows = estimated_rows(&planned.source, self.ctx);
+        let index = self.rels.len();
+        let offset = self.width;
+        let mut columns = Columns::default();
+        for (i, col) in planned.scope.columns.iter().enumerate() {
+            columns.visible.push((col.clone(), Expr::Column { index: offset + i, data_type: col.data_type }));
+        }
+        self.width += planned.scope.columns.len();
+        self.offsets.push(offset);
+        self.rels.push(Rel { source: planned.source, columns: planned.scope.columns, rows });
+        Ok((Tree::Rel(index), columns))
+    }
+
+    fn join(&mut self, left: (Tree, Columns), right: (Tree, Columns), kind: Kind, constraint: &ast::JoinConstraint) -> Result<(Tree, Columns)> {
+        let (left_tree, left_cols) = left;
+        let (right_tree, right_cols) = right;
+        let mut on = Vec::new();
+        let mut columns = Columns::default();
+        let using: Vec<String> = match constraint {
+            ast::JoinConstraint::Using(names) => names.iter().map(object_name).collect::<Result<_>>()?,
+            ast::JoinConstraint::Natural => left_cols
+                .visible
+                .iter()
+                .map(|(c, _)| c.name.clone())
+                .filter(|name| right_cols.visible.iter().any(|(c, _)| &c.name == name))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let mut used_left = BTreeSet::new();
+        let mut used_right = BTreeSet::new();
+        for name in &using {
+            let l = find_using_column(&left_cols, name, "left")?;
+            let r = find_using_column(&right_cols, name, "right")?;
+            if !used_left.insert(l) || !used_right.insert(r) {
+                return Err(Error::new(
+                    SqlState::DUPLICATE_COLUMN,
+                    format!("column name \"{name}\" appears more than once in USING clause"),
+                ));
+            }
+            let (lcol, lexpr) = &left_cols.visible[l];
+            let (_, rexpr) = &right_cols.visible[r];
+            let data_type = ex::common_type(&[lexpr.data_type(), rexpr.data_type()], "JOIN/USING")?;
+            let lkey = ex::coerce(lexpr.clone(), data_type, false)?;
+            let rkey = ex::coerce(rexpr.clone(), data_type, false)?;
+            on.push(Expr::Binary { op: BinaryOp::Eq, left: Box::new(lkey.clone()), right: Box::new(rkey.clone()), data_type: DataType::Bool });
+            let merged = match kind {
+                Kind::Inner | Kind::Left => lkey,
+                Kind::Right => rkey,
+                Kind::Full => Expr::Coalesce { args: vec![lkey, rkey], data_type },
+            };
+            columns.visible.push((ScopeColumn { table: None, name: lcol.name.clone(), data_type }, merged));
+        }
+        for (i, col) in left_cols.visible.iter().enumerate() {
+            if used_left.contains(&i) { columns.qualified_only.push(col.clone()) } else { columns.visible.push(col.clone()) }
+        }
+        for (i, col) in right_cols.visible.iter().enumerate() {
+            if used_right.contains(&i) { columns.qualified_only.push(col.clone()) } else { columns.visible.push(col.clone()) }
+        }
+        columns.qualified_only.extend(left_cols.qualified_only.iter().cloned());
+        columns.qualified_only.extend(right_cols.qualified_only.iter().cloned());
+        if let ast::JoinConstraint::On(condition) = constraint {
+            if contains_aggregate(condition) {
+                return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in JOIN conditions"));
+            }
+            // ON sees the columns of its two sides only.
+            let mut sides = Columns::default();
+            sides.visible.extend(left_cols.visible.iter().chain(&right_cols.visible).cloned());
+            sides.qualified_only.extend(left_cols.qualified_only.iter().chain(&right_cols.qualified_only).cloned());
+            let bound = require_bool(Binder::new(&sides.scope()).bind(condition)?, "JOIN/ON")?;
+            let bound = substitute_columns(&bound, &sides.values());
+            on.extend(crate::selectivity::conjuncts(&bound).into_iter().cloned());
+        }
+        Ok((Tree::Join { kind, left: Box::new(left_tree), right: Box::new(right_tree), on }, columns))
+    }
+}
+
+fn find_using_column(side: &Columns, name: &str, which: &str) -> Result<usize> {
+    let mut found = side.visible.iter().enumerate().filter(|(_, (c, _))| c.name == name).map(|(i, _)| i);
+    let first = found.next().ok_or_else(|| {
+        Error::new(SqlState::UNDEFINED_COLUMN, format!("column \"{name}\" specified in USING clause does not exist in {which} table"))
+    })?;
+    if found.next().is_some() {
+        return Err(Error::new(
+            SqlState::AMBIGUOUS_COLUMN,
+            format!("common column name \"{name}\" appears more than once in {which} table"),
+        ));
+    }
+    Ok(first)
+}
+
+fn estimated_rows(source: &Source, ctx: &PlanContext) -> f64 {
+    match source {
+        Source::Heap(heap) => match ctx.catalog.tables.get(&heap.table_name) {
+            Some(meta) if meta.row_count > 0 => meta.row_count as f64,
+            _ => (heap.nblocks as f64 * 50.0).max(1.0),
+        },
+        Source::Index(index) => index.estimated_rows,
+        Source::Series { start, stop, step, .. } => (((*stop as f64 - *start as f64) / *step as f64).floor() + 1.0).max(0.0),
+        Source::Values(rows) => rows.len() as f64,
+        Source::Single => 1.0,
+        Source::Subquery { .. } => UNKNOWN_ROWS,
+    }
+}
+
+/// WHERE's top-level conjuncts, split into plain ones and subquery conditions.
+pub(crate) fn split_where(selection: Option<&ast::Expr>) -> (Vec<ast::Expr>, Vec<SubqueryCondition>) {
+    let mut plain = Vec::new();
+    let mut subqueries = Vec::new();
+    fn go(e: &ast::Expr, plain: &mut Vec<ast::Expr>, subqueries: &mut Vec<SubqueryCondition>) {
+        match e {
+            ast::Expr::BinaryOp { left, op: ast::BinaryOperator::And, right } => {
+                go(left, plain, subqueries);
+                go(right, plain, subqueries);
+            }
+            ast::Expr::Nested(inner) if is_subquery_condition(inner) => go(inner, plain, subqueries),
+            ast::Expr::Exists { subquery, negated } => {
+                subqueries.push(SubqueryCondition { outer: None, subquery: subquery.as_ref().clone(), negated: *negated })
+            }
+            ast::Expr::UnaryOp { op: ast::UnaryOperator::Not, expr } if is_subquery_condition(expr) => {
+                let mut inner = Vec::new();
+                go(expr, plain, &mut inner);
+                for mut condition in inner {
+                    condition.negated = !condition.negated;
+                    subqueries.push(condition);
+                }
+            }
+            ast::Expr::InSubquery { expr, subquery, negated } => subqueries.push(SubqueryCondition {
+                outer: Some(expr.as_ref().clone()),
+                subquery: subquery.as_ref().clone(),
+                negated: *negated,
+            }),
+            other => plain.push(other.clone()),
+        }
+    }
+    if let Some(e) = selection {
+        go(e, &mut plain, &mut subqueries);
+    }
+    (plain, subqueries)
+}
+
+fn is_subquery_condition(e: &ast::Expr) -> bool {
+    match e {
+        ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. } => true,
+        ast::Expr::Nested(inner) => is_subquery_condition(inner),
+        _ => false,
+    }
+}
+
+/// `[NOT] EXISTS (subquery)` or `outer [NOT] IN (subquery)` at the top level of WHERE.
+#[derive(Clone, Debug)]
+pub(crate) struct SubqueryCondition {
+    outer: Option<ast::Expr>,
+    subquery: ast::Query,
+    negated: bool,
+}
+
+/// The join pipeline of a query: its source and steps, whose last step projects the scope
+/// columns the query uses, in increasing scope order.
+pub(crate) struct JoinedInput {
+    pub source: Source,
+    pub steps: Vec<Step>,
+    pub workers: usize,
+    /// Scope column → position in the pipeline's output row.
+    pub positions: BTreeMap<usize, usize>,
+}
+
+/// Rows of one side while planning: a source, its steps, and which relations' columns the
+/// row holds, in order.
+struct Partial {
+    source: Source,
+    steps: Vec<Step>,
+    rels: Vec<usize>,
+    rows: f64,
+    /// Does the pipeline hold a join?
+    joined: bool,
+}
+
+struct Planner<'c, 'a> {
+    from: &'c FromClause,
+    /// For each relation: the raw columns its row carries, in order.
+    produced: Vec<Vec<usize>>,
+    ctx: &'c PlanContext<'a>,
+}
+
+/// Plan the FROM clause's joins, WHERE (`filter`, over the scope) and its subquery
+/// conditions; `used` are the scope columns the rest of the query reads.
+pub(crate) fn plan_joins(
+    from: FromClause,
+    filter: Option<Expr>,
+    subqueries: &[SubqueryCondition],
+    used: &BTreeSet<usize>,
+    serial: bool,
+    ctx: &PlanContext,
+) -> Result<JoinedInput> {
+    let mut from = from;
+    let raw_where: Vec<Expr> = match &filter {
+        Some(f) => crate::selectivity::conjuncts(&substitute_columns(f, &from.values)).into_iter().cloned().collect(),
+        None => Vec::new(),
+    };
+    // Subquery conditions, bound now so their outer references count as used columns.
+    let mut semis = Vec::with_capacity(subqueries.len());
+    for condition in subqueries {
+        semis.push(SemiJoin::bind(condition, &from, ctx)?);
+    }
+    let outputs: Vec<Expr> = used.iter().map(|&i| from.values[i].clone()).collect();
+
+    // Which raw columns each relation must produce.
+    let mut needed = BTreeSet::new();
+    for e in outputs.iter().chain(&raw_where) {
+        columns_used(e, &mut needed);
+    }
+    collect_tree_columns(&from.tree, &mut needed);
+    for semi in &semis {
+        semi.outer_columns(&mut needed);
+    }
+    let produced = from.prune_columns(&needed);
+    let mut planner = Planner { from: &from, produced, ctx };
+    let mut partial = planner.plan_tree(&from.tree, raw_where)?;
+    for semi in semis {
+        planner.add_semi_join(&mut partial, semi)?;
+    }
+    let positions_raw = planner.positions(&partial.rels);
+    let mut projection = Vec::with_capacity(outputs.len());
+    for mut e in outputs {
+        remap_columns(&mut e, &positions_raw);
+        projection.push(e);
+    }
+    let volatile = projection.iter().any(is_volatile) || partial.steps.iter().any(step_is_volatile);
+    partial.steps.push(Step::Project(projection));
+    let workers = parallel_workers(&partial.source, &mut partial.steps, volatile || serial, ctx);
+    let positions = used.iter().enumerate().map(|(pos, &i)| (i, pos)).collect();
+    Ok(JoinedInput { source: partial.source, steps: partial.steps, workers, positions })
+}
+
+fn step_is_volatile(step: &Step) -> bool {
+    match step {
+        Step::Filter(e) => is_volatile(e),
+        Step::Project(es) => es.iter().any(is_volatile),
+        Step::HashJoin(join) => {
+            join.filter.iter().chain(&join.outer_keys).chain(&join.inner_keys).any(is_volatile)
+                || join.inner.steps.iter().any(step_is_volatile)
+        }
+    }
+}
+
+/// Workers for a pipeline holding joins, and each join's shape.
+fn parallel_workers(source: &Source, steps: &mut [Step], serial: bool, ctx: &PlanContext) -> usize {
+    let rule = ShapeRule::new(ctx);
+    let mut workers = if serial { 0 } else { choose_workers(source, ctx.settings) };
+    // Right and full joins need one shared table to know every inner row's matches.
+    let unmatched_inner = steps.iter().any(|s| matches!(s, Step::HashJoin(j) if j.join_type.emits_unmatched_inner()));
+    if unmatched_inner && !rule.parallel_hash {
+        workers = 0;
+    }
+    set_modes(steps, workers, &rule);
+    workers
+}
+
+/// How a parallel join's shape is chosen: `enable_parallel_hash`, and the build-side size
+/// from which one shared table pays (`parallel_hash_min_inner_rows`; the seed measured the
+/// break-even near 20k rows with 2 participants).
+struct ShapeRule {
+    parallel_hash: bool,
+    min_inner_rows: f64,
+}
+
+impl ShapeRule {
+    fn new(ctx: &PlanContext) -> ShapeRule {
+        ShapeRule {
+            parallel_hash: ctx.settings.boolean("enable_parallel_hash"),
+            min_inner_rows: ctx.settings.integer("parallel_hash_min_inner_rows") as f64,
+        }
+    }
+}
+
+/// Choose each join's shape once the pipeline's workers are known.
+fn set_modes(steps: &mut [Step], workers: usize, rule: &ShapeRule) {
+    for step in steps {
+        if let Step::HashJoin(join) = step {
+            join.mode = if workers == 0 {
+                HashJoinMode::Serial
+            } else if join.join_type.emits_unmatched_inner()
+                || (rule.parallel_hash
+                    && (join.estimated_inner_rows >= rule.min_inner_rows
+                        // A materialized or index-scanned build side is better read once.
+                        || matches!(join.inner.source, Source::Subquery { .. } | Source::Index(_))))
+            {
+                HashJoinMode::ParallelAware
+            } else {
+                HashJoinMode::ParallelOblivious
+            };
+        }
+    }
+}
+
+fn collect_tree_columns(tree: &Tree, out: &mut BTreeSet<usize>) {
+    if let Tree::Join { left, right, on, .. } = tree {
+        for e in on {
+            columns_used(e, out);
+        }
+        collect_tree_columns(left, out);
+        collect_tree_columns(right, out);
+    }
+}
+
+impl Planner<'_, '_> {
+    /// Raw column → position in a row holding `rels`' columns in that order.
+    fn positions(&self, rels: &[usize]) -> BTreeMap<usize, usize> {
+        let mut map = BTreeMap::new();
+        let mut pos = 0;
+        for &r in rels {
+            for &c in &self.produced[r] {
+                map.insert(c, pos);
+                pos += 1;
+            }
+        }
+        map
+    }
+
+    fn width(&self, rels: &[usize]) -> usize {
+        rels.iter().map(|&r| self.produced[r].len()).sum()
+    }
+
+    /// Plan a subtree; `extra` are conditions (over the raw row, on this subtree's
+    /// relations only) to apply to its result.
+    fn plan_tree(&mut self, tree: &Tree, extra: Vec<Expr>) -> Result<Partial> {
+        match tree {
+            Tree::Rel(r) => self.scan(*r, extra),
+            Tree::Join { kind: Kind::Inner, .. } => {
+                let mut items = Vec::new();
+                let mut conditions = extra;
+                flatten_inner(tree, &mut items, &mut conditions);
+                self.plan_island(items, conditions)
+            }
+            Tree::Join { kind, left, right, on } => self.plan_outer(*kind, left, right, on, extra),
+        }
+    }
+
+    fn scan(&mut self, r: usize, conditions: Vec<Expr>) -> Result<Partial> {
+        let rel = &self.from.rels[r];
+        let mut source = rel.source.clone();
+        let positions = self.positions(&[r]);
+        let mut filter: Option<Expr> = None;
+        for mut c in conditions {
+            remap_columns(&mut c, &positions);
+            filter = Some(match filter {
+                None => c,
+                Some(f) => Expr::Binary { op: BinaryOp::And, left: Box::new(f), right: Box::new(c), data_type: DataType::Bool },
+            });
+        }
+        let selectivity = if filter.is_some() { 0.5 } else { 1.0 };
+        crate::access_path::choose_index_scan(&mut source, &mut filter, self.ctx);
+        let rows = match &source {
+            Source::Index(index) => index.estimated_rows,
+            _ => rel.rows * selectivity,
+        };
+        let steps = filter.map(Step::Filter).into_iter().collect();
+        Ok(Partial { source, steps, rels: vec![r], rows: rows.max(1.0), joined: false })
+    }
+
+    /// Inner joins among `items`, in the order the greedy rule picks.
+    fn plan_island(&mut self, items: Vec<&Tree>, conditions: Vec<Expr>) -> Result<Partial> {
+        let item_rels: Vec<BTreeSet<usize>> = items.iter().map(|t| t.rel_set()).collect();
+        let item_of = |rels: &BTreeSet<usize>| -> BTreeSet<usize> {
+            rels.iter().filter_map(|r| item_rels.iter().position(|s| s.contains(r))).collect()
+        };
+        // Conditions on one item go to it; the others wait for their items to be joined.
+        let mut own: Vec<Vec<Expr>> = vec![Vec::new(); items.len()];
+        let mut pending: Vec<(BTreeSet<usize>, Expr)> = Vec::new();
+        for c in conditions {
+            let touched = item_of(&self.from.rels_used(&c));
+            match touched.len() {
+                0 => own[0].push(c),
+                1 => own[*touched.iter().next().unwrap()].push(c),
+                _ => pending.push((touched, c)),
+            }
+        }
+        let sizes: Vec<f64> = items.iter().map(|t| self.estimate(t)).collect();
+        let first = (0..items.len()).max_by(|&a, &b| sizes[a].total_cmp(&sizes[b])).unwrap_or(0);
+        let mut joined: BTreeSet<usize> = BTreeSet::from([first]);
+        let mut partial = self.plan_tree(items[first], std::mem::take(&mut own[first]))?;
+        while joined.len() < items.len() {
+            let connected = |i: usize| pending.iter().any(|(t, c)| t.contains(&i) && t.iter().all(|x| *x == i || joined.contains(x)) && is_equality(c));
+            let remaining: Vec<usize> = (0..items.len()).filter(|i| !joined.contains(i)).collect();
+            let pool: Vec<usize> = match remaining.iter().copied().filter(|&i| connected(i)).collect::<Vec<_>>() {
+                v if v.is_empty() => remaining,
+                v => v,
+            };
+            let next = pool.iter().copied().min_by(|&a, &b| sizes[a].total_cmp(&sizes[b])).expect("an item remains");
+            joined.insert(next);
+            let (ready, waiting): (Vec<_>, Vec<_>) = pending.into_iter().partition(|(t, _)| t.iter().all(|x| joined.contains(x)));
+            pending = waiting;
+            let build = self.plan_tree(items[next], std::mem::take(&mut own[next]))?;
+            let conditions: Vec<Expr> = ready.into_iter().map(|(_, c)| c).collect();
+            partial = self.hash_join(partial, build, JoinType::Inner, conditions, Vec::new())?;
+        }
+        Ok(partial)
+    }
+
+    fn estimate(&self, tree: &Tree) -> f64 {
+        match tree {
+            Tree::Rel(r) => self.from.rels[*r].rows,
+            Tree::Join { left, right, .. } => self.estimate(left).max(self.estimate(right)),
+        }
+    }
+
+    fn plan_outer(&mut self, kind: Kind, left: &Tree, right: &Tree, on: &[Expr], extra: Vec<Expr>) -> Result<Partial> {
+        let left_rels = left.rel_set();
+        let right_rels = right.rel_set();
+        let mut left_own = Vec::new();
+        let mut right_own = Vec::new();
+        let mut join_conditions = Vec::new();
+        for c in on {
+            let rels = self.from.rels_used(c);
+            let only_left = !rels.is_empty() && rels.is_subset(&left_rels);
+            let only_right = !rels.is_empty() && rels.is_subset(&right_rels);
+            // A condition on the nullable side only filters that side's rows before the
+            // join; on the preserved side it can only decide matches.
+            match kind {
+                Kind::Left if only_right => right_own.push(c.clone()),
+                Kind::Right if only_left => left_own.push(c.clone()),
+                _ => join_conditions.push(c.clone()),
+            }
+        }
+        // Conditions over the result that read only the preserved side filter that side
+        // first: a preserved row they reject would have been rejected after the join too.
+        let mut after = Vec::new();
+        for c in extra {
+            let rels = self.from.rels_used(&c);
+            match kind {
+                Kind::Left if !rels.is_empty() && rels.is_subset(&left_rels) => left_own.push(c),
+                Kind::Right if !rels.is_empty() && rels.is_subset(&right_rels) => right_own.push(c),
+                _ => after.push(c),
+            }
+        }
+        let left_simple = matches!(left, Tree::Rel(_));
+        let right_simple = matches!(right, Tree::Rel(_));
+        let probe_left = match (left_simple, right_simple) {
+            (true, true) => self.estimate(left) >= self.estimate(right),
+            (false, true) => true,
+            (true, false) => false,
+            (false, false) => true,
+        };
+        let left_partial = self.plan_tree(left, left_own)?;
+        let right_partial = self.plan_tree(right, right_own)?;
+        let (probe, build, join_type) = match (kind, probe_left) {
+            (Kind::Left, true) | (Kind::Right, false) => {
+                let (p, b) = if probe_left { (left_partial, right_partial) } else { (right_partial, left_partial) };
+                (p, b, JoinType::Left)
+            }
+            (Kind::Left, false) | (Kind::Right, true) => {
+                let (p, b) = if probe_left { (left_partial, right_partial) } else { (right_partial, left_partial) };
+                (p, b, JoinType::Right)
+            }
+            (Kind::Full, true) => (left_partial, right_partial, JoinType::Full),
+            (Kind::Full, false) => (right_partial, left_partial, JoinType::Full),
+            (Kind::Inner, _) => return Err(Error::internal("inner join planned as an outer join")),
+        };
+        self.hash_join(probe, build, join_type, join_conditions, after)
+    }
+
+    /// `probe JOIN build` on `conditions` (over the raw row); `after` filters the result.
+    fn hash_join(&mut self, probe: Partial, build: Partial, join_type: JoinType, conditions: Vec<Expr>, after: Vec<Expr>) -> Result<Partial> {
+        let probe_rels: BTreeSet<usize> = probe.rels.iter().copied().collect();
+        let build_rels: BTreeSet<usize> = build.rels.iter().copied().collect();
+        let probe_pos = self.positions(&probe.rels);
+        let build_pos = self.positions(&build.rels);
+        let mut all_rels = probe.rels.clone();
+        all_rels.extend(&build.rels);
+        let joined_pos = self.positions(&all_rels);
+        let mut outer_keys = Vec::new();
+        let mut inner_keys = Vec::new();
+        let mut filters = Vec::new();
+        for c in conditions {
+            if let Some((mut o, mut i)) = self.key_pair(&c, &probe_rels, &build_rels)? {
+                remap_columns(&mut o, &probe_pos);
+                remap_columns(&mut i, &build_pos);
+                outer_keys.push(o);
+                inner_keys.push(i);
+            } else {
+                let mut c = c;
+                remap_columns(&mut c, &joined_pos);
+                filters.push(c);
+            }
+        }
+        let rows = if outer_keys.is_empty() { probe.rows * build.rows } else { probe.rows.max(build.rows) };
+        let join = HashJoin {
+            join_type,
+            mode: HashJoinMode::Serial,
+            inner: self.build_pipeline(build),
+            outer_keys,
+            inner_keys,
+            filter: and_all(filters),
+            null_aware: false,
+            outer_width: self.width(&probe.rels),
+            inner_width: self.width(&all_rels) - self.width(&probe.rels),
+            estimated_inner_rows: 0.0,
+            estimated_inner_width: 0,
+        };
+        self.push_join(probe, join, all_rels, rows, after)
+    }
+
+    fn push_join(&mut self, probe: Partial, mut join: HashJoin, rels: Vec<usize>, rows: f64, after: Vec<Expr>) -> Result<Partial> {
+        let Partial { source, mut steps, .. } = probe;
+        if join.estimated_inner_rows == 0.0 {
+            join.estimated_inner_rows = UNKNOWN_ROWS;
+        }
+        steps.push(Step::HashJoin(Box::new(join)));
+        let positions = self.positions(&rels);
+        for mut c in after {
+            remap_columns(&mut c, &positions);
+            steps.push(Step::Filter(c));
+        }
+        Ok(Partial { source, steps, rels, rows: rows.max(1.0), joined: true })
+    }
+
+    /// The build side as a pipeline: as it is, or materialized when it holds joins.
+    fn build_pipeline(&self, build: Partial) -> Pipeline {
+        let _ = build.rows;
+        if !build.joined {
+            return Pipeline { source: build.source, steps: build.steps, workers: 0 };
+        }
+        let mut steps = build.steps;
+        let serial = steps.iter().any(step_is_volatile);
+        let workers = parallel_workers(&build.source, &mut steps, serial, self.ctx);
+        let plan = Plan::Pipeline(Pipeline { source: build.source, steps, workers });
+        Pipeline { source: Source::Subquery { plan: Box::new(plan), label: ScanLabel::default() }, steps: Vec::new(), workers: 0 }
+    }
+
+    /// `a = b` with `a` over the probe's relations and `b` over the build's (either way
+    /// round), both cast to their common type.
+    fn key_pair(&self, c: &Expr, probe: &BTreeSet<usize>, build: &BTreeSet<usize>) -> Result<Option<(Expr, Expr)>> {
+        let Expr::Binary { op: BinaryOp::Eq, left, right, .. } = c else { return Ok(None) };
+        let l = self.from.rels_used(left);
+        let r = self.from.rels_used(right);
+        let side = |rels: &BTreeSet<usize>, of: &BTreeSet<usize>| !rels.is_empty() && rels.is_subset(of);
+        let (o, i) = if side(&l, probe) && side(&r, build) {
+            (left.as_ref(), right.as_ref())
+        } else if side(&r, probe) && side(&l, build) {
+            (right.as_ref(), left.as_ref())
+        } else {
+            return Ok(None);
+        };
+        key_types(o.clone(), i.clone()).map(Some)
+    }
+
+    fn add_semi_join(&mut self, partial: &mut Partial, semi: SemiJoin) -> Result<()> {
+        let probe_pos = self.positions(&partial.rels);
+        let outer_width = self.width(&partial.rels);
+        let SemiJoin { build, keys, filter, join_type, null_aware, inner_positions, inner_width, rows } = semi;
+        let mut outer_keys = Vec::new();
+        let mut inner_keys = Vec::new();
+        for (mut o, mut i) in keys {
+            remap_columns(&mut o, &probe_pos);
+            remap_columns(&mut i, &inner_positions);
+            outer_keys.push(o);
+            inner_keys.push(i);
+        }
+        let filter = filter.map(|mut f| {
+            // Outer columns by the probe row, inner ones after them.
+            let mut map = probe_pos.clone();
+            for (raw, pos) in &inner_positions {
+                map.insert(*raw, outer_width + pos);
+            }
+            remap_columns(&mut f, &map);
+            f
+        });
+        let join = HashJoin {
+            join_type,
+            mode: HashJoinMode::Serial,
+            inner: build,
+            outer_keys,
+            inner_keys,
+            filter,
+            null_aware,
+            outer_width,
+            inner_width,
+            estimated_inner_rows: rows,
+            estimated_inner_width: 0,
+        };
+        partial.steps.push(Step::HashJoin(Box::new(join)));
+        partial.joined = true;
+        Ok(())
+    }
+}
+
+fn key_types(o: Expr, i: Expr) -> Result<(Expr, Expr)> {
+    let data_type = ex::common_type(&[o.data_type(), i.data_type()], "JOIN")?;
+    Ok((ex::coerce(o, data_type, false)?, ex::coerce(i, data_type, false)?))
+}
+
+fn is_equality(e: &Expr) -> bool {
+    matches!(e, Expr::Binary { op: BinaryOp::Eq, .. })
+}
+
+fn and_all(conditions: Vec<Expr>) -> Option<Expr> {
+    conditions.into_iter().reduce(|a, b| Expr::Binary { op: BinaryOp::And, left: Box::new(a), right: Box::new(b), data_type: DataType::Bool })
+}
+
+/// The items and conditions of an island of inner joins (outer joins are items).
+fn flatten_inner<'t>(tree: &'t Tree, items: &mut Vec<&'t Tree>, conditions: &mut Vec<Expr>) {
+    match tree {
+        Tree::Join { kind: Kind::Inner, left, right, on } => {
+            flatten_inner(left, items, conditions);
+            flatten_inner(right, items, conditions);
+            conditions.extend(on.iter().cloned());
+        }
+        other => items.push(other),
+    }
+}
+
+/// A subquery condition bound and planned: the build side and how it matches.
+struct SemiJoin {
+    build: Pipeline,
+    /// (outer key over the outer raw row, inner key over the subquery's raw row).
+    keys: Vec<(Expr, Expr)>,
+    /// Conditions over both: outer raw columns as they are, inner ones shifted by the outer
+    /// raw width (see `SemiJoin::bind`).
+    filter: Option<Expr>,
+    join_type: JoinType,
+    null_aware: bool,
+    /// Shifted inner raw column → position in the build side's row.
+    inner_positions: BTreeMap<usize, usize>,
+    inner_width: usize,
+    rows: f64,
+}
+
+impl SemiJoin {
+    fn outer_columns(&self, out: &mut BTreeSet<usize>) {
+        for (o, _) in &self.keys {
+            columns_used(o, out);
+        }
+        if let Some(f) = &self.filter {
+            let mut cols = BTreeSet::new();
+            columns_used(f, &mut cols);
+            // Inner columns are shifted past every outer one.
+            out.extend(cols.into_iter().filter(|c| self.inner_positions.get(c).is_none()));
+        }
+    }
+
+    fn bind(condition: &SubqueryCondition, outer: &FromClause, ctx: &PlanContext) -> Result<SemiJoin> {
+        let join_type = if condition.negated { JoinType::Anti } else { JoinType::Semi };
+        let query = &condition.subquery;
+        let simple = match query.body.as_ref() {
+            ast::SetExpr::Select(select) => {
+                query.with.is_none()
+                    && query.limit_clause.is_none()
+                    && query.fetch.is_none()
+                    && select.distinct.is_none()
+                    && !select.from.is_empty()
+                    && select.having.is_none()
+                    && matches!(&select.group_by, ast::GroupByExpr::Expressions(e, _) if e.is_empty())
+                    && !select.projection.iter().any(|item| match item {
+                        ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => contains_aggregate(e),
+                        _ => false,
+                    })
+            }
+            _ => false,
+        };
+        if !simple {
+            return Self::bind_materialized(condition, outer, join_type, ctx);
+        }
+        let ast::SetExpr::Select(select) = query.body.as_ref() else { unreachable!("checked above") };
+        let sub = analyze_from(&select.from, ctx)?;
+        // The subquery's columns first, the outer query's after them; raw columns of the
+        // subquery are shifted past the outer raw row so both live in one index space.
+        let shift = outer.raw_width();
+        let mut scope = sub.scope.clone();
+        scope.outer = outer.scope.columns.iter().chain(&outer.scope.qualified_only).cloned().collect();
+        let mut values: Vec<Expr> = sub.values.iter().map(|v| shift_columns(v, shift)).collect();
+        values.extend(outer.values.iter().cloned());
+        let (plain, nested) = split_where(select.selection.as_ref());
+        if !nested.is_empty() {
+            return Err(Error::not_supported("EXISTS / IN inside a subquery's WHERE"));
+        }
+        let mut conjuncts = Vec::new();
+        for e in &plain {
+            if contains_aggregate(e) {
+                return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in WHERE"));
+            }
+            let bound = require_bool(Binder::new(&scope).bind(e)?, "WHERE")?;
+            let bound = substitute_columns(&bound, &values);
+            conjuncts.extend(crate::selectivity::conjuncts(&bound).into_iter().cloned());
+        }
+        let mut keys = Vec::new();
+        if let Some(outer_expr) = &condition.outer {
+            let items: Vec<&ast::Expr> = select
+                .projection
+                .iter()
+                .filter_map(|item| match item {
+                    ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+                    _ => None,
+                })
+                .collect();
+            if items.len() != 1 || select.projection.len() != 1 {
+                return Err(Error::new(SqlState::SYNTAX_ERROR, "subquery has too many columns"));
+            }
+            let outer_scope = outer.scope.clone();
+            let o = substitute_columns(&Binder::new(&outer_scope).bind(outer_expr)?, &outer.values);
+            let i = substitute_columns(&Binder::new(&scope).bind(items[0])?, &values);
+            keys.push(in_key_types(o, i)?);
+        }
+        let is_inner = |e: &Expr| {
+            let mut cols = BTreeSet::new();
+            columns_used(e, &mut cols);
+            cols.iter().all(|&c| c >= shift)
+        };
+        let is_outer = |e: &Expr| {
+            let mut cols = BTreeSet::new();
+            columns_used(e, &mut cols);
+            cols.iter().all(|&c| c < shift)
+        };
+        let mut own = Vec::new();
+        let mut filters = Vec::new();
+        let mut correlated = false;
+        for c in conjuncts {
+            if is_inner(&c) {
+                own.push(shift_columns(&c, 0usize.wrapping_sub(shift)));
+                continue;
+            }
+            correlated = true;
+            if let Expr::Binary { op: BinaryOp::Eq, left, right, .. } = &c {
+                let (l, r) = (left.as_ref(), right.as_ref());
+                let pair = if is_outer(l) && is_inner(r) && !is_outer(r) {
+                    Some((l.clone(), r.clone()))
+                } else if is_outer(r) && is_inner(l) && !is_outer(l) {
+                    Some((r.clone(), l.clone()))
+                } else {
+                    None
+                };
+                if let Some((o, i)) = pair {
+                    keys.push(key_types(o, i)?);
+                    continue;
+                }
+            }
+            filters.push(c);
+        }
+        let null_aware = condition.negated && condition.outer.is_some();
+        if null_aware && correlated {
+            return Err(Error::not_supported("NOT IN with a correlated subquery"));
+        }
+        // The subquery's relations produce what its keys, filters and conditions read.
+        let mut needed = BTreeSet::new();
+        for (_, i) in &keys {
+            columns_used(i, &mut needed);
+        }
+        for f in &filters {
+            columns_used(f, &mut needed);
+        }
+        let needed: BTreeSet<usize> = needed.into_iter().filter(|&c| c >= shift).map(|c| c - shift).collect();
+        let mut needed_all = needed.clone();
+        for c in &own {
+            columns_used(c, &mut needed_all);
+        }
+        collect_tree_columns(&sub.tree, &mut needed_all);
+        let mut sub = sub;
+        let produced = sub.prune_columns(&needed_all);
+        let mut planner = Planner { from: &sub, produced, ctx };
+        let partial = planner.plan_tree(&sub.tree, own)?;
+        let rows = partial.rows;
+        let positions = planner.positions(&partial.rels);
+        let inner_width = planner.width(&partial.rels);
+        let build = planner.build_pipeline(partial);
+        let inner_positions = positions.into_iter().map(|(raw, pos)| (raw + shift, pos)).collect();
+        Ok(SemiJoin { build, keys, filter: and_all(filters), join_type, null_aware, inner_positions, inner_width, rows })
+    }
+
+    /// `x IN (subquery)` whose subquery is not a plain SELECT (aggregates, LIMIT, ...):
+    /// planned on its own and read as a one-column relation.
+    fn bind_materialized(condition: &SubqueryCondition, outer: &FromClause, join_type: JoinType, ctx: &PlanContext) -> Result<SemiJoin> {
+        let planned = plan_query(&condition.subquery, ctx)?;
+        let Some(outer_expr) = &condition.outer else {
+            // EXISTS over a complex subquery: true when it returns a row, a join on no keys.
+            let width = planned.columns.len();
+            let build = Pipeline { source: Source::Subquery { plan: Box::new(planned.plan), label: ScanLabel::default() }, steps: Vec::new(), workers: 0 };
+            return Ok(SemiJoin { build, keys: Vec::new(), filter: None, join_type, null_aware: false, inner_positions: BTreeMap::new(), inner_width: width, rows: UNKNOWN_ROWS });
+        };
+        if planned.columns.len() != 1 {
+            return Err(Error::new(SqlState::SYNTAX_ERROR, if planned.columns.is_empty() { "subquery must return only one column" } else { "subquery has too many columns" }));
+        }
+        let shift = outer.raw_width();
+        let outer_scope = outer.scope.clone();
+        let o = substitute_columns(&Binder::new(&outer_scope).bind(outer_expr)?, &outer.values);
+        let i = Expr::Column { index: shift, data_type: planned.columns[0].data_type };
+        let key = in_key_types(o, i)?;
+        let build = Pipeline { source: Source::Subquery { plan: Box::new(planned.plan), label: ScanLabel::default() }, steps: Vec::new(), workers: 0 };
+        Ok(SemiJoin {
+            build,
+            keys: vec![key],
+            filter: None,
+            join_type,
+            null_aware: condition.negated,
+            inner_positions: BTreeMap::from([(shift, 0)]),
+            inner_width: 1,
+            rows: UNKNOWN_ROWS,
+        })
+    }
+}
+
+/// `x IN (SELECT y ...)`: the comparison's types, as `x = y` would have them.
+fn in_key_types(o: Expr, i: Expr) -> Result<(Expr, Expr)> {
+    if crate::bind::is_null_literal(&o) {
+        let t = i.data_type();
+        return Ok((Expr::Literal { value: Datum::Null, data_type: t }, i));
+    }
+    let (o_type, i_type) = (o.data_type(), i.data_type());
+    key_types(o, i).map_err(|_| {
+        Error::new(
+            SqlState::UNDEFINED_FUNCTION,
+            format!("operator does not exist: {} = {}", o_type.name(), i_type.name()),
+        )
+        .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
+    })
+}
+
+/// Add `by` (wrapping) to every column index.
+fn shift_columns(e: &Expr, by: usize) -> Expr {
+    let mut cols = BTreeSet::new();
+    columns_used(e, &mut cols);
+    let map: BTreeMap<usize, usize> = cols.into_iter().map(|c| (c, c.wrapping_add(by))).collect();
+    let mut out = e.clone();
+    remap_columns(&mut out, &map);
+    out
+}
