@@ -665,7 +665,7 @@ impl<'a> Builder<'a> {
             match step {
                 Step::Filter(predicate) => {
                     cpu += rows * cost::operator_count(predicate) * CPU_OPERATOR_COST;
-                    filters.push(deparse(predicate, &names(&cols, qualify_filter || has_joins)));
+                    filters.push(deparse(predicate, &names(&cols, qualify_filter)));
                     rows *= selectivity::clauselist_selectivity(&selectivity::conjuncts(predicate), &rel);
                 }
                 Step::Project(exprs) => {

@@ -164,7 +164,7 @@ pub(crate) fn analyze_from(from: &[ast::TableWithJoins], ctx: &PlanContext) -> R
         });
     }
     let Some((tree, columns)) = tree else {
-        return Err(Error::internal("join planning of an empty FROM clause"));
+        return Err(Error::not_supported("EXISTS / IN subqueries in a query without FROM"));
     };
     Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values() })
 }
