@@ -20,6 +20,9 @@ use weft_common::{DataType, Datum, Error, Result};
 use weft_storage::{BufferAccessStrategy, BufferPool, RelFileLocator};
 
 use crate::aggregate::AggregateSink;
+use crate::hash_join::table::{BuildSink, JoinTable};
+use crate::hash_join::HashJoinStats;
+use crate::plan::HashJoinMode;
 use crate::expr::EvalContext;
 use crate::plan::{IndexSource, Pipeline, Plan, Row, Source, Step};
 use crate::sort::SortSettings;
@@ -358,7 +361,8 @@ impl StepBuffers {
                     }
                     current = Some(target);
                 }
-                Step::HashJoin(_) => return Err(Error::not_supported("hash joins are not supported yet")),
+                // Pipelines with joins go through `process_joined`.
+                Step::HashJoin(_) => return Err(Error::internal("a join step outside a joined pipeline")),
             }
         }
         sink(match current { None => row, Some(i) => &self.buffers[i][..] })
@@ -516,10 +520,78 @@ fn series_count(start: i64, stop: i64, step: i64) -> Result<i64> {
 }
 
 pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink: &S) -> Result<()> {
+    run_pipeline_with(pipeline, pipeline.workers, ctx, sink)
+}
+
+/// Build the table of every join step of `pipeline` (from its own build-side pipeline,
+/// run by the pipeline's participants), in step order.
+fn build_join_tables(pipeline: &Pipeline, ctx: &ExecContext) -> Result<Vec<Option<JoinTable>>> {
+    let mut tables = Vec::with_capacity(pipeline.steps.len());
+    for step in &pipeline.steps {
+        let Step::HashJoin(join) = step else {
+            tables.push(None);
+            continue;
+        };
+        let workers = if join.mode == HashJoinMode::Serial { 0 } else { pipeline.workers };
+        let sink = BuildSink::new(join, ctx.eval);
+        run_pipeline_with(&join.inner, workers, ctx, &sink)?;
+        let table = sink.into_table();
+        ctx.joins.lock().push(HashJoinStats {
+            node: node_id(&**join),
+            buckets: table.buckets(),
+            original_buckets: table.buckets(),
+            batches: 1,
+            original_batches: 1,
+            peak_memory: table.bytes,
+            inner_rows: table.len() as u64,
+            rows_out: Vec::new(),
+            phase_waits: Vec::new(),
+        });
+        tables.push(Some(table));
+    }
+    Ok(tables)
+}
+
+/// Push `row` through `steps` (whose join tables are `tables`, index for index) into `out`;
+/// a join step emits each of its rows through the steps after it.
+fn process_joined(
+    row: &[Datum],
+    steps: &[Step],
+    tables: &[Option<JoinTable>],
+    eval: &EvalContext,
+    out: &mut dyn FnMut(&[Datum]) -> Result<bool>,
+) -> Result<bool> {
+    let mut current: Option<Row> = None;
+    for (i, step) in steps.iter().enumerate() {
+        let input: &[Datum] = current.as_deref().unwrap_or(row);
+        match step {
+            Step::Filter(predicate) => {
+                if !matches!(predicate.eval(input, eval)?, Datum::Bool(true)) {
+                    return Ok(true);
+                }
+            }
+            Step::Project(exprs) => {
+                let projected = exprs.iter().map(|e| e.eval(input, eval)).collect::<Result<Row>>()?;
+                current = Some(projected);
+            }
+            Step::HashJoin(join) => {
+                let table = tables[i].as_ref().ok_or_else(|| Error::internal("a join step without its table"))?;
+                let mut scratch = Vec::with_capacity(join.outer_width + join.inner_width);
+                let (rest, rest_tables) = (&steps[i + 1..], &tables[i + 1..]);
+                return table.probe(join, input, eval, &mut scratch, &mut |joined| process_joined(joined, rest, rest_tables, eval, out));
+            }
+        }
+    }
+    out(current.as_deref().unwrap_or(row))
+}
+
+fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecContext, sink: &S) -> Result<()> {
+    let tables = build_join_tables(pipeline, ctx)?;
+    let has_joins = tables.iter().any(Option::is_some);
     let started = Instant::now();
     let intervals: Mutex<Vec<(Instant, Instant)>> = Mutex::new(Vec::new());
     let participant_stats: Mutex<Vec<ParticipantStats>> = Mutex::new(Vec::new());
-    let participants = pipeline.workers + 1;
+    let participants = workers + 1;
     let state = SourceState::new(&pipeline.source, ctx, participants)?;
     let steps = &pipeline.steps;
     // A heap scan straight into a sink that decodes tuples itself skips building rows.
@@ -529,7 +601,7 @@ pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink
         }
         _ => false,
     };
-    let run = ctx.workers.run(pipeline.workers, ctx.leader_participates, ctx.cancel, |_participant| {
+    let run = ctx.workers.run(workers, ctx.leader_participates, ctx.cancel, |_participant| {
         let begin = Instant::now();
         let mut local = sink.local()?;
         // Counted in locals, summed once at the end (EXPLAIN ANALYZE's rows).
@@ -544,6 +616,17 @@ pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink
                 sink.push_raw_page(&mut local, page, tuples)
             })?;
             rows_out = rows_in;
+        } else if has_joins {
+            state.run(ctx, |row| {
+                rows_in += 1;
+                process_joined(row, steps, &tables, ctx.eval, &mut |out| {
+                    if rows_out == 0 {
+                        first_row = Some(Instant::now());
+                    }
+                    rows_out += 1;
+                    sink.push(&mut local, out)
+                })
+            })?;
         } else {
             let mut buffers = StepBuffers::new();
             state.run(ctx, |row| {
@@ -569,6 +652,21 @@ pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink
         });
         Ok(())
     })?;
+    // Right and full joins: the inner rows nobody matched, through the steps after them.
+    for (i, table) in tables.iter().enumerate() {
+        let (Some(table), Step::HashJoin(join)) = (table, &steps[i]) else { continue };
+        if !join.join_type.emits_unmatched_inner() {
+            continue;
+        }
+        let mut local = sink.local()?;
+        let mut keep_going = true;
+        table.for_each_unmatched(join.outer_width, &mut |row| {
+            ctx.cancel.check()?;
+            keep_going = process_joined(row, &steps[i + 1..], &tables[i + 1..], ctx.eval, &mut |out| sink.push(&mut local, out))?;
+            Ok(keep_going)
+        })?;
+        sink.finish(local)?;
+    }
     let wall = started.elapsed();
     let intervals = intervals.into_inner();
     let last_start = intervals.iter().map(|i| i.0).max();

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+pub(crate) mod table;
+
 /// Budget and debugging knobs of hash joins, from the session's settings.
 #[derive(Clone, Debug)]
 pub struct HashJoinSettings {
