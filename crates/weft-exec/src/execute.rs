@@ -20,9 +20,8 @@ use weft_common::{DataType, Datum, Error, Result};
 use weft_storage::{BufferAccessStrategy, BufferPool, RelFileLocator};
 
 use crate::aggregate::AggregateSink;
-use crate::hash_join::table::{BuildSink, JoinTable};
-use crate::hash_join::HashJoinStats;
-use crate::plan::HashJoinMode;
+use crate::hash_join::run::JoinRun;
+use crate::hash_join::table::{JoinTable, ProbeBuffers};
 use crate::expr::EvalContext;
 use crate::plan::{IndexSource, Pipeline, Plan, Row, Source, Step};
 use crate::sort::SortSettings;
@@ -328,18 +327,18 @@ fn apply_steps_to_all(rows: Vec<Row>, steps: &[Step], eval: &EvalContext) -> Res
 
 /// Per-participant buffers for pushing borrowed rows through steps without allocating a
 /// row per tuple: projections alternate between the two buffers.
-struct StepBuffers {
+pub(crate) struct StepBuffers {
     buffers: [Vec<Datum>; 2],
 }
 
 impl StepBuffers {
-    fn new() -> StepBuffers {
+    pub(crate) fn new() -> StepBuffers {
         StepBuffers { buffers: [Vec::new(), Vec::new()] }
     }
 
     /// Run `row` through `steps` and hand the result to `sink`; a filtered row is skipped.
     #[inline]
-    fn process(&mut self, row: &[Datum], steps: &[Step], eval: &EvalContext, sink: impl FnOnce(&[Datum]) -> Result<bool>) -> Result<bool> {
+    pub(crate) fn process(&mut self, row: &[Datum], steps: &[Step], eval: &EvalContext, sink: impl FnOnce(&[Datum]) -> Result<bool>) -> Result<bool> {
         // `current`: None = the input row, Some(i) = buffers[i].
         let mut current: Option<usize> = None;
         for step in steps {
@@ -375,7 +374,7 @@ const ROW_CHUNK: usize = 1024;
 const SERIES_CHUNK: i64 = 4096;
 
 /// The shared part of a running source.
-enum SourceState<'p> {
+pub(crate) enum SourceState<'p> {
     Single(AtomicBool),
     Heap { source: &'p crate::plan::HeapSource, cursor: HeapScanCursor },
     Series { next_index: AtomicI64, count: i64, start: i64, step: i64, data_type: DataType },
@@ -385,7 +384,7 @@ enum SourceState<'p> {
 }
 
 impl<'p> SourceState<'p> {
-    fn new(source: &'p Source, ctx: &ExecContext, participants: usize) -> Result<SourceState<'p>> {
+    pub(crate) fn new(source: &'p Source, ctx: &ExecContext, participants: usize) -> Result<SourceState<'p>> {
         Ok(match source {
             Source::Single => SourceState::Single(AtomicBool::new(false)),
             Source::Heap(heap) => {
@@ -436,7 +435,7 @@ impl<'p> SourceState<'p> {
 
     /// Feed this participant's share of rows to `emit` until the source is exhausted or
     /// `emit` returns false.
-    fn run(&self, ctx: &ExecContext, mut emit: impl FnMut(&[Datum]) -> Result<bool>) -> Result<()> {
+    pub(crate) fn run(&self, ctx: &ExecContext, mut emit: impl FnMut(&[Datum]) -> Result<bool>) -> Result<()> {
         match self {
             SourceState::Single(taken) => {
                 if !taken.swap(true, Ordering::Relaxed) {
@@ -523,41 +522,15 @@ pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink
     run_pipeline_with(pipeline, pipeline.workers, ctx, sink)
 }
 
-/// Build the table of every join step of `pipeline` (from its own build-side pipeline,
-/// run by the pipeline's participants), in step order.
-fn build_join_tables(pipeline: &Pipeline, ctx: &ExecContext) -> Result<Vec<Option<JoinTable>>> {
-    let mut tables = Vec::with_capacity(pipeline.steps.len());
-    for step in &pipeline.steps {
-        let Step::HashJoin(join) = step else {
-            tables.push(None);
-            continue;
-        };
-        let workers = if join.mode == HashJoinMode::Serial { 0 } else { pipeline.workers };
-        let sink = BuildSink::new(join, ctx.eval);
-        run_pipeline_with(&join.inner, workers, ctx, &sink)?;
-        let table = sink.into_table();
-        ctx.joins.lock().push(HashJoinStats {
-            node: node_id(&**join),
-            buckets: table.buckets(),
-            original_buckets: table.buckets(),
-            batches: 1,
-            original_batches: 1,
-            peak_memory: table.bytes,
-            inner_rows: table.len() as u64,
-            rows_out: Vec::new(),
-            phase_waits: Vec::new(),
-        });
-        tables.push(Some(table));
-    }
-    Ok(tables)
-}
-
-/// Push `row` through `steps` (whose join tables are `tables`, index for index) into `out`;
-/// a join step emits each of its rows through the steps after it.
+/// Push `row` through `steps` into `out`; a join step (whose table is `tables[i]`, index
+/// for index with `steps`) emits each of its rows through the steps after it, counted in
+/// `emitted[i]`.
 fn process_joined(
     row: &[Datum],
     steps: &[Step],
-    tables: &[Option<JoinTable>],
+    tables: &[Option<&JoinTable>],
+    buffers: &mut [ProbeBuffers],
+    emitted: &mut [u64],
     eval: &EvalContext,
     out: &mut dyn FnMut(&[Datum]) -> Result<bool>,
 ) -> Result<bool> {
@@ -575,10 +548,14 @@ fn process_joined(
                 current = Some(projected);
             }
             Step::HashJoin(join) => {
-                let table = tables[i].as_ref().ok_or_else(|| Error::internal("a join step without its table"))?;
-                let mut scratch = Vec::with_capacity(join.outer_width + join.inner_width);
+                let table = tables[i].ok_or_else(|| Error::internal("a join step without its table"))?;
+                let (mine, rest_buffers) = buffers[i..].split_first_mut().expect("one buffer per step");
+                let (count, rest_counts) = emitted[i..].split_first_mut().expect("one count per step");
                 let (rest, rest_tables) = (&steps[i + 1..], &tables[i + 1..]);
-                return table.probe(join, input, eval, &mut scratch, &mut |joined| process_joined(joined, rest, rest_tables, eval, out));
+                return table.probe(join, input, eval, mine, &mut |joined| {
+                    *count += 1;
+                    process_joined(joined, rest, rest_tables, rest_buffers, rest_counts, eval, out)
+                });
             }
         }
     }
@@ -586,12 +563,21 @@ fn process_joined(
 }
 
 fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecContext, sink: &S) -> Result<()> {
-    let tables = build_join_tables(pipeline, ctx)?;
-    let has_joins = tables.iter().any(Option::is_some);
+    let participants = workers + 1;
+    let joins: Vec<Option<JoinRun>> = pipeline
+        .steps
+        .iter()
+        .map(|step| match step {
+            Step::HashJoin(join) => JoinRun::new(join, ctx, participants).map(Some),
+            _ => Ok(None),
+        })
+        .collect::<Result<_>>()?;
+    let has_joins = joins.iter().any(Option::is_some);
+    // Rows each join step emitted, per participant.
+    let join_rows: Mutex<Vec<Vec<u64>>> = Mutex::new(vec![Vec::new(); joins.len()]);
     let started = Instant::now();
     let intervals: Mutex<Vec<(Instant, Instant)>> = Mutex::new(Vec::new());
     let participant_stats: Mutex<Vec<ParticipantStats>> = Mutex::new(Vec::new());
-    let participants = workers + 1;
     let state = SourceState::new(&pipeline.source, ctx, participants)?;
     let steps = &pipeline.steps;
     // A heap scan straight into a sink that decodes tuples itself skips building rows.
@@ -601,7 +587,7 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
         }
         _ => false,
     };
-    let run = ctx.workers.run(workers, ctx.leader_participates, ctx.cancel, |_participant| {
+    let run = ctx.workers.run(workers, ctx.leader_participates, ctx.cancel, |participant| {
         let begin = Instant::now();
         let mut local = sink.local()?;
         // Counted in locals, summed once at the end (EXPLAIN ANALYZE's rows).
@@ -617,16 +603,45 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
             })?;
             rows_out = rows_in;
         } else if has_joins {
+            // Every join's table first (built alone, or together), in step order.
+            let mut built = Vec::with_capacity(joins.len());
+            for join in &joins {
+                built.push(match join {
+                    Some(run) => Some(run.build(ctx, &participant)?),
+                    None => None,
+                });
+            }
+            let tables: Vec<Option<&JoinTable>> = built.iter().map(|b| b.as_ref().map(|(table, _)| table.get())).collect();
+            let mut buffers: Vec<ProbeBuffers> = steps.iter().map(|_| ProbeBuffers::default()).collect();
+            let mut emitted = vec![0u64; steps.len()];
+            let mut push = |out: &[Datum]| {
+                if rows_out == 0 {
+                    first_row = Some(Instant::now());
+                }
+                rows_out += 1;
+                sink.push(&mut local, out)
+            };
             state.run(ctx, |row| {
                 rows_in += 1;
-                process_joined(row, steps, &tables, ctx.eval, &mut |out| {
-                    if rows_out == 0 {
-                        first_row = Some(Instant::now());
-                    }
-                    rows_out += 1;
-                    sink.push(&mut local, out)
-                })
+                process_joined(row, steps, &tables, &mut buffers, &mut emitted, ctx.eval, &mut push)
             })?;
+            // The end of each join's probe, in step order: right and full joins' unmatched
+            // inner rows go on through the later steps (later joins are still probing).
+            for (i, join) in joins.iter().enumerate() {
+                let (Some(run), Some((table, after)), Step::HashJoin(step)) = (join, &built[i], &steps[i]) else { continue };
+                let (rest_buffers, rest_emitted) = (&mut buffers[i + 1..], &mut emitted[i + 1..]);
+                run.finish_probe(table.get(), *after, ctx, &mut |table, range| {
+                    table.emit_unmatched(step.outer_width, range, &mut |row| {
+                        process_joined(row, &steps[i + 1..], &tables[i + 1..], rest_buffers, rest_emitted, ctx.eval, &mut push)
+                    })
+                })?;
+            }
+            let mut all = join_rows.lock();
+            for (i, count) in emitted.iter().enumerate() {
+                if joins[i].is_some() {
+                    all[i].push(*count);
+                }
+            }
         } else {
             let mut buffers = StepBuffers::new();
             state.run(ctx, |row| {
@@ -652,20 +667,11 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
         });
         Ok(())
     })?;
-    // Right and full joins: the inner rows nobody matched, through the steps after them.
-    for (i, table) in tables.iter().enumerate() {
-        let (Some(table), Step::HashJoin(join)) = (table, &steps[i]) else { continue };
-        if !join.join_type.emits_unmatched_inner() {
-            continue;
+    let join_rows = join_rows.into_inner();
+    for (run, rows) in joins.iter().zip(join_rows) {
+        if let Some(run) = run {
+            run.report(ctx, rows);
         }
-        let mut local = sink.local()?;
-        let mut keep_going = true;
-        table.for_each_unmatched(join.outer_width, &mut |row| {
-            ctx.cancel.check()?;
-            keep_going = process_joined(row, &steps[i + 1..], &tables[i + 1..], ctx.eval, &mut |out| sink.push(&mut local, out))?;
-            Ok(keep_going)
-        })?;
-        sink.finish(local)?;
     }
     let wall = started.elapsed();
     let intervals = intervals.into_inner();

@@ -698,6 +698,7 @@ impl Planner<'_, '_> {
             }
         }
         let rows = if outer_keys.is_empty() { probe.rows * build.rows } else { probe.rows.max(build.rows) };
+        let estimated_inner_rows = build.rows;
         let join = HashJoin {
             join_type,
             mode: HashJoinMode::Serial,
@@ -708,17 +709,14 @@ impl Planner<'_, '_> {
             null_aware: false,
             outer_width: self.width(&probe.rels),
             inner_width: self.width(&all_rels) - self.width(&probe.rels),
-            estimated_inner_rows: 0.0,
+            estimated_inner_rows,
             estimated_inner_width: 0,
         };
         self.push_join(probe, join, all_rels, rows, after)
     }
 
-    fn push_join(&mut self, probe: Partial, mut join: HashJoin, rels: Vec<usize>, rows: f64, after: Vec<Expr>) -> Result<Partial> {
+    fn push_join(&mut self, probe: Partial, join: HashJoin, rels: Vec<usize>, rows: f64, after: Vec<Expr>) -> Result<Partial> {
         let Partial { source, mut steps, .. } = probe;
-        if join.estimated_inner_rows == 0.0 {
-            join.estimated_inner_rows = UNKNOWN_ROWS;
-        }
         steps.push(Step::HashJoin(Box::new(join)));
         let positions = self.positions(&rels);
         for mut c in after {

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+pub(crate) mod run;
 pub(crate) mod table;
 
 /// Budget and debugging knobs of hash joins, from the session's settings.

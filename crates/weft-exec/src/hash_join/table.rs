@@ -1,196 +1,389 @@
-//! An in-memory hash table of a join's build side, built once before the probe by the
-//! pipeline's participants, and probed by all of them.
+//! The hash table of a join's build side: tuples in per-participant arenas, a bucket array
+//! of atomics whose chains are pushed with compare-and-swap (no lock), probed read-only.
+//!
+//! A tuple is named by a [`TupleId`]: its arena (one per participant that built) and its
+//! index there, packed in a `u64` (`0` = end of chain). Each arena holds, per tuple, its
+//! key hash, its key values, its row and the next tuple of its bucket chain. Inserting a
+//! tuple writes its `next` and publishes it with one CAS on the bucket head; probing starts
+//! after the build has ended (a barrier or a single thread), so readers see every chain
+//! complete.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::hash::Hasher;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 
-use parking_lot::Mutex;
 use weft_common::{Datum, Result};
 
-use crate::execute::Sink;
-use crate::expr::compare::GroupKey;
-use crate::expr::EvalContext;
-use crate::plan::{HashJoin, JoinType, Row};
+use crate::expr::compare::{compare_datums, datum_hash};
+use crate::expr::{EvalContext, Expr};
+use crate::plan::{HashJoin, JoinType};
 
-/// The build side of one join, ready to probe.
-pub(crate) struct JoinTable {
-    rows: Vec<Row>,
-    /// Key → indexes into `rows`; rows with a NULL key are kept only for outer joins.
-    buckets: HashMap<GroupKey, Vec<u32>>,
-    /// Right and full joins: which inner rows found a partner.
-    matched: Vec<AtomicBool>,
-    /// A NULL key was seen (NOT IN: then nothing qualifies).
-    has_null_key: bool,
-    /// Bytes the rows hold, roughly (EXPLAIN ANALYZE's `Memory Usage`).
-    pub bytes: usize,
-}
+/// A multiplicative hasher (keys are not attacker-chosen; SipHash buys nothing here).
+struct KeyHasher(u64);
 
-/// Rows a participant collected for the table, with their keys.
-pub(crate) struct BuildSink<'j> {
-    join: &'j HashJoin,
-    eval: &'j EvalContext,
-    parts: Mutex<Vec<Vec<(Option<GroupKey>, Row)>>>,
-}
+const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
 
-impl<'j> BuildSink<'j> {
-    pub fn new(join: &'j HashJoin, eval: &'j EvalContext) -> BuildSink<'j> {
-        BuildSink { join, eval, parts: Mutex::new(Vec::new()) }
+impl Hasher for KeyHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.write_u64(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.write_u64(u64::from_le_bytes(last) ^ (rest.len() as u64) << 59);
+        }
     }
 
-    pub fn into_table(self) -> JoinTable {
-        let parts = self.parts.into_inner();
-        let count: usize = parts.iter().map(Vec::len).sum();
-        let mut rows = Vec::with_capacity(count);
-        let mut buckets: HashMap<GroupKey, Vec<u32>> = HashMap::with_capacity(count);
-        let mut has_null_key = false;
-        let mut bytes = 0;
-        for (key, row) in parts.into_iter().flatten() {
-            bytes += row.iter().map(datum_bytes).sum::<usize>() + 16;
-            let index = rows.len() as u32;
-            rows.push(row);
-            match key {
-                Some(key) => buckets.entry(key).or_default().push(index),
-                None => has_null_key = true,
-            }
-        }
-        let matched = if self.join.join_type.emits_unmatched_inner() {
-            (0..rows.len()).map(|_| AtomicBool::new(false)).collect()
-        } else {
-            Vec::new()
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(23) ^ v).wrapping_mul(MULTIPLIER);
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64);
+    }
+
+    fn write_i32(&mut self, v: i32) {
+        self.write_u64(v as u32 as u64);
+    }
+
+    fn write_i64(&mut self, v: i64) {
+        self.write_u64(v as u64);
+    }
+
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(v as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        // Fold the high bits down: bucket numbers are taken from the low ones.
+        let h = self.0;
+        h ^ (h >> 29) ^ (h >> 47)
+    }
+}
+
+/// The hash of key values that compare equal under PostgreSQL's rules.
+pub(crate) fn key_hash(keys: &[Datum]) -> u64 {
+    let mut h = KeyHasher(0x243F_6A88_85A3_08D3);
+    for k in keys {
+        datum_hash(k, &mut h);
+    }
+    h.finish()
+}
+
+/// Evaluate key expressions into `out`; false when any key is NULL (it matches nothing).
+pub(crate) fn eval_keys(exprs: &[Expr], row: &[Datum], eval: &EvalContext, out: &mut Vec<Datum>) -> Result<bool> {
+    out.clear();
+    for e in exprs {
+        // Keys are nearly always plain columns: skip the evaluator for them.
+        let value = match e {
+            Expr::Column { index, .. } => row[*index].clone(),
+            other => other.eval(row, eval)?,
         };
-        JoinTable { rows, buckets, matched, has_null_key, bytes }
+        if value.is_null() {
+            return Ok(false);
+        }
+        out.push(value);
+    }
+    Ok(true)
+}
+
+/// Where a tuple lives: arena and index, plus one (`0` ends a chain).
+type TupleId = u64;
+
+fn pack(arena: usize, index: usize) -> TupleId {
+    ((arena as u64) << 40 | index as u64) + 1
+}
+
+fn unpack(id: TupleId) -> (usize, usize) {
+    let v = id - 1;
+    ((v >> 40) as usize, (v & ((1 << 40) - 1)) as usize)
+}
+
+/// One participant's tuples.
+pub(crate) struct Arena {
+    width: usize,
+    key_count: usize,
+    hashes: Vec<u64>,
+    /// False for a tuple with a NULL key (never in a chain; kept for right/full joins).
+    keyed: Vec<bool>,
+    keys: Vec<Datum>,
+    rows: Vec<Datum>,
+    next: Vec<AtomicU64>,
+    matched: Vec<AtomicBool>,
+    bytes: usize,
+}
+
+impl Arena {
+    pub fn new(join: &HashJoin) -> Arena {
+        Arena {
+            width: join.inner_width,
+            key_count: join.inner_keys.len(),
+            hashes: Vec::new(),
+            keyed: Vec::new(),
+            keys: Vec::new(),
+            rows: Vec::new(),
+            next: Vec::new(),
+            matched: Vec::new(),
+            bytes: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.hashes.len()
+    }
+
+    /// Bytes the tuples hold, roughly.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Add an inner row. `keys` is `None` when a key is NULL: such a row is kept only when
+    /// `keep_unkeyed` (right and full joins emit it unmatched). Returns the tuple's index.
+    pub fn push(&mut self, keys: Option<&[Datum]>, row: &[Datum], keep_unkeyed: bool) -> Option<usize> {
+        let (hash, keyed) = match keys {
+            Some(k) => (key_hash(k), true),
+            None if keep_unkeyed => (0, false),
+            None => return None,
+        };
+        let index = self.hashes.len();
+        self.hashes.push(hash);
+        self.keyed.push(keyed);
+        match keys {
+            Some(k) => self.keys.extend_from_slice(k),
+            None => self.keys.extend(std::iter::repeat_n(Datum::Null, self.key_count)),
+        }
+        self.rows.extend_from_slice(row);
+        self.next.push(AtomicU64::new(0));
+        self.matched.push(AtomicBool::new(false));
+        self.bytes += 48 + row.iter().chain(keys.unwrap_or(&[])).map(datum_bytes).sum::<usize>();
+        Some(index)
+    }
+
+    fn row(&self, index: usize) -> &[Datum] {
+        &self.rows[index * self.width..(index + 1) * self.width]
+    }
+
+    fn key(&self, index: usize) -> &[Datum] {
+        &self.keys[index * self.key_count..(index + 1) * self.key_count]
     }
 }
 
 fn datum_bytes(d: &Datum) -> usize {
     match d {
-        Datum::Text(t) => 24 + t.len(),
+        Datum::Text(t) => 32 + t.len(),
+        Datum::Numeric(_) => 40,
         _ => 16,
     }
 }
 
-impl Sink for BuildSink<'_> {
-    type Local = Vec<(Option<GroupKey>, Row)>;
+/// A bucket array: the head of each chain.
+pub(crate) struct Buckets {
+    heads: Box<[AtomicU64]>,
+    mask: u64,
+}
 
-    fn local(&self) -> Result<Self::Local> {
-        Ok(Vec::new())
+impl Buckets {
+    /// At least `tuples` buckets (a power of two, at least 1024): chains of one on average.
+    pub fn for_tuples(tuples: usize) -> Buckets {
+        let n = tuples.max(1024).next_power_of_two();
+        Buckets { heads: (0..n).map(|_| AtomicU64::new(0)).collect(), mask: n as u64 - 1 }
     }
 
-    fn push(&self, local: &mut Self::Local, row: &[Datum]) -> Result<bool> {
-        let key = key_of(&self.join.inner_keys, row, self.eval)?;
-        // A NULL-keyed inner row can only ever appear unmatched (right/full joins) or
-        // decide NOT IN; other joins drop it here.
-        if key.is_some() || self.join.join_type.emits_unmatched_inner() || self.join.null_aware {
-            local.push((key, row.to_vec()));
+    pub fn len(&self) -> usize {
+        self.heads.len()
+    }
+
+    /// Push a tuple on its chain: lock-free, any number of participants at once.
+    fn insert(&self, id: TupleId, hash: u64, next: &AtomicU64) {
+        let head = &self.heads[(hash & self.mask) as usize];
+        let mut current = head.load(Ordering::Relaxed);
+        loop {
+            next.store(current, Ordering::Relaxed);
+            // Release: whoever reads the new head after the build sees `next` written.
+            match head.compare_exchange_weak(current, id, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(actual) => current = actual,
+            }
         }
-        Ok(true)
-    }
-
-    fn finish(&self, local: Self::Local) -> Result<()> {
-        self.parts.lock().push(local);
-        Ok(())
     }
 }
 
-/// The join key of a row; `None` when any part is NULL (it never matches).
-fn key_of(exprs: &[crate::expr::Expr], row: &[Datum], eval: &EvalContext) -> Result<Option<GroupKey>> {
-    let mut key = Vec::with_capacity(exprs.len());
-    for e in exprs {
-        let value = e.eval(row, eval)?;
-        if value.is_null() {
-            return Ok(None);
-        }
-        key.push(value);
-    }
-    Ok(Some(GroupKey(key)))
+/// The whole build side, ready to probe.
+pub(crate) struct JoinTable {
+    arenas: Vec<Arena>,
+    buckets: Arc<Buckets>,
+    /// The first global tuple number of each arena, and the total after them.
+    starts: Vec<usize>,
+    has_null_key: bool,
+    pub original_buckets: usize,
 }
 
 impl JoinTable {
-    pub fn len(&self) -> usize {
-        self.rows.len()
+    /// Assemble the arenas built into `buckets` (their tuples already inserted unless
+    /// `reinsert` is needed, see [`JoinTable::needs_more_buckets`]).
+    pub fn assemble(arenas: Vec<Arena>, buckets: Arc<Buckets>, original_buckets: usize) -> JoinTable {
+        let mut starts = Vec::with_capacity(arenas.len() + 1);
+        let mut total = 0;
+        for a in &arenas {
+            starts.push(total);
+            total += a.len();
+        }
+        starts.push(total);
+        let has_null_key = arenas.iter().any(|a| a.keyed.iter().any(|k| !k));
+        JoinTable { arenas, buckets, starts, has_null_key, original_buckets }
+    }
+
+    pub fn tuples(&self) -> usize {
+        *self.starts.last().unwrap_or(&0)
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.arenas.iter().map(Arena::bytes).sum::<usize>() + self.buckets.len() * 8
     }
 
     pub fn buckets(&self) -> usize {
-        self.buckets.len().next_power_of_two().max(1024)
+        self.buckets.len()
+    }
+
+    /// Were far more tuples built than the estimate sized the buckets for?
+    pub fn needs_more_buckets(&self) -> bool {
+        self.tuples() > 2 * self.buckets.len()
+    }
+
+    /// Replace the bucket array by one sized for the tuples; their chains must then be
+    /// rebuilt with [`JoinTable::insert_range`] over every tuple.
+    pub fn grow_buckets(&mut self) {
+        self.buckets = Arc::new(Buckets::for_tuples(self.tuples()));
+    }
+
+    /// Insert global tuples `range` into the bucket array (several participants may insert
+    /// disjoint ranges at once).
+    pub fn insert_range(&self, range: std::ops::Range<usize>) {
+        for global in range {
+            let arena = self.starts.partition_point(|&s| s <= global) - 1;
+            let index = global - self.starts[arena];
+            let a = &self.arenas[arena];
+            if a.keyed[index] {
+                self.buckets.insert(pack(arena, index), a.hashes[index], &a.next[index]);
+            }
+        }
+    }
+
+    /// Insert one arena's tuples as the participant that built it does during the build.
+    pub fn insert_arena(buckets: &Buckets, arena_number: usize, arena: &Arena, from: usize) {
+        for index in from..arena.len() {
+            if arena.keyed[index] {
+                buckets.insert(pack(arena_number, index), arena.hashes[index], &arena.next[index]);
+            }
+        }
     }
 
     /// Emit what `outer` produces against the table: joined rows, the outer row alone
-    /// (semi/anti) or with NULLs (left/full), or nothing. `scratch` is reused for joined
-    /// rows. Returns false when the sink asked to stop.
+    /// (semi/anti) or with NULLs (left/full), or nothing. Returns false when the sink
+    /// asked to stop.
     pub fn probe(
         &self,
         join: &HashJoin,
         outer: &[Datum],
         eval: &EvalContext,
-        scratch: &mut Row,
+        buffers: &mut ProbeBuffers,
         emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
     ) -> Result<bool> {
-        let key = key_of(&join.outer_keys, outer, eval)?;
+        let has_key = eval_keys(&join.outer_keys, outer, eval, &mut buffers.keys)?;
         if join.null_aware {
-            // NOT IN: any NULL inside means never true; a NULL outside is true only
-            // against an empty subquery.
+            // NOT IN: a NULL in the subquery makes it never true; a NULL outside is true
+            // only against an empty subquery.
             if self.has_null_key {
                 return Ok(true);
             }
-            if key.is_none() {
-                return if self.rows.is_empty() { emit(outer) } else { Ok(true) };
+            if !has_key {
+                return if self.tuples() == 0 { emit(outer) } else { Ok(true) };
             }
         }
-        let candidates: &[u32] = match &key {
-            Some(key) => self.buckets.get(key).map(Vec::as_slice).unwrap_or(&[]),
-            None => &[],
-        };
         let mut any = false;
-        for &index in candidates {
-            let inner = &self.rows[index as usize];
-            scratch.clear();
-            scratch.extend_from_slice(outer);
-            scratch.extend_from_slice(inner);
-            if let Some(filter) = &join.filter {
-                if !matches!(filter.eval(scratch, eval)?, Datum::Bool(true)) {
+        if has_key {
+            let hash = key_hash(&buffers.keys);
+            let mut id = self.buckets.heads[(hash & self.buckets.mask) as usize].load(Ordering::Acquire);
+            while id != 0 {
+                let (arena_number, index) = unpack(id);
+                let arena = &self.arenas[arena_number];
+                id = arena.next[index].load(Ordering::Relaxed);
+                if arena.hashes[index] != hash
+                    || !arena.key(index).iter().zip(&buffers.keys).all(|(a, b)| compare_datums(a, b).is_eq())
+                {
                     continue;
                 }
-            }
-            any = true;
-            match join.join_type {
-                JoinType::Semi => return emit(outer),
-                JoinType::Anti => return Ok(true),
-                JoinType::Right | JoinType::Full => {
-                    self.matched[index as usize].store(true, Ordering::Relaxed);
+                let joined = &mut buffers.joined;
+                joined.clear();
+                joined.extend_from_slice(outer);
+                joined.extend_from_slice(arena.row(index));
+                if let Some(filter) = &join.filter {
+                    if !matches!(filter.eval(joined, eval)?, Datum::Bool(true)) {
+                        continue;
+                    }
                 }
-                JoinType::Inner | JoinType::Left => {}
-            }
-            if !emit(scratch)? {
-                return Ok(false);
+                any = true;
+                match join.join_type {
+                    JoinType::Semi => return emit(outer),
+                    JoinType::Anti => return Ok(true),
+                    JoinType::Right | JoinType::Full => {
+                        if !arena.matched[index].load(Ordering::Relaxed) {
+                            arena.matched[index].store(true, Ordering::Relaxed);
+                        }
+                    }
+                    JoinType::Inner | JoinType::Left => {}
+                }
+                if !emit(joined)? {
+                    return Ok(false);
+                }
             }
         }
         if !any && join.join_type.emits_unmatched_outer() {
             if join.join_type == JoinType::Anti {
                 return emit(outer);
             }
-            scratch.clear();
-            scratch.extend_from_slice(outer);
-            scratch.extend(std::iter::repeat_n(Datum::Null, join.inner_width));
-            return emit(scratch);
+            let joined = &mut buffers.joined;
+            joined.clear();
+            joined.extend_from_slice(outer);
+            joined.extend(std::iter::repeat_n(Datum::Null, join.inner_width));
+            return emit(joined);
         }
         Ok(true)
     }
 
-    /// Right and full joins: every inner row no outer row matched, after NULLs for the
-    /// outer columns.
-    pub fn for_each_unmatched(&self, outer_width: usize, emit: &mut dyn FnMut(&[Datum]) -> Result<bool>) -> Result<()> {
-        let mut row = Vec::new();
-        for (inner, matched) in self.rows.iter().zip(&self.matched) {
-            if matched.load(Ordering::Relaxed) {
+    /// Right and full joins: the inner tuples of global numbers `range` no outer row
+    /// matched, after NULLs for the outer columns.
+    pub fn emit_unmatched(
+        &self,
+        outer_width: usize,
+        range: std::ops::Range<usize>,
+        emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
+    ) -> Result<bool> {
+        let mut row = Vec::with_capacity(outer_width + self.arenas.first().map_or(0, |a| a.width));
+        for global in range {
+            let arena_number = self.starts.partition_point(|&s| s <= global) - 1;
+            let index = global - self.starts[arena_number];
+            let arena = &self.arenas[arena_number];
+            if arena.matched[index].load(Ordering::Relaxed) {
                 continue;
             }
             row.clear();
             row.extend(std::iter::repeat_n(Datum::Null, outer_width));
-            row.extend_from_slice(inner);
+            row.extend_from_slice(arena.row(index));
             if !emit(&row)? {
-                break;
+                return Ok(false);
             }
         }
-        Ok(())
+        Ok(true)
     }
+}
+
+/// A prober's reusable buffers: the outer row's keys and the joined row.
+#[derive(Default)]
+pub(crate) struct ProbeBuffers {
+    keys: Vec<Datum>,
+    joined: Vec<Datum>,
 }
