@@ -681,7 +681,7 @@ pub(crate) fn choose_index_scan(source: &mut Source, filter: &mut Option<Expr>, 
     }
     let heap = heap.clone();
     let Some(scan) = Scan::new(ctx, &heap, split_conjuncts(filter.as_ref())) else { return };
-    let workers = choose_workers(&Source::Heap(heap.clone()), ctx.settings);
+    let workers = choose_workers(&Source::Heap(heap.clone()), ctx);
     let seq = scan.seq_cost(workers).min(scan.seq_cost(0));
     let Some(path) = scan.best_index_path(seq) else { return };
     if path.total() >= seq {

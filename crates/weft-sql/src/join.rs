@@ -460,7 +460,7 @@ fn step_is_volatile(step: &Step) -> bool {
 /// Workers for a pipeline holding joins, and each join's shape.
 fn parallel_workers(source: &Source, steps: &mut [Step], serial: bool, ctx: &PlanContext) -> usize {
     let rule = ShapeRule::new(ctx);
-    let mut workers = if serial { 0 } else { choose_workers(source, ctx.settings) };
+    let mut workers = if serial { 0 } else { choose_workers(source, ctx) };
     // Right and full joins need one shared table to know every inner row's matches.
     let unmatched_inner = steps.iter().any(|s| matches!(s, Step::HashJoin(j) if j.join_type.emits_unmatched_inner()));
     if unmatched_inner && !rule.parallel_hash {

@@ -447,7 +447,7 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         if exprs_volatile {
             return 0;
         }
-        choose_workers(source, ctx.settings)
+        choose_workers(source, ctx)
     };
 
     if !is_aggregate {
@@ -628,7 +628,19 @@ fn prune_heap_columns(source: &mut Source, exprs: Vec<&mut Expr>) {
 /// Workers for a pipeline over `source`, PostgreSQL's rule: none below
 /// `min_parallel_table_scan_size`, then one more for every tripling of the size, capped by
 /// `max_parallel_workers_per_gather`.
-pub fn choose_workers(source: &Source, settings: &Settings) -> usize {
+pub fn choose_workers(source: &Source, ctx: &PlanContext) -> usize {
+    // A table's `parallel_workers` storage parameter overrides the size rule, as in
+    // PostgreSQL (still capped by max_parallel_workers_per_gather).
+    if let Source::Heap(heap) = source {
+        if let Some(Some(n)) = ctx.catalog.tables.get(&heap.table_name).map(|t| t.parallel_workers) {
+            let max = ctx.settings.integer("max_parallel_workers_per_gather").max(0) as usize;
+            return (n as usize).min(max);
+        }
+    }
+    workers_by_size(source, ctx.settings)
+}
+
+fn workers_by_size(source: &Source, settings: &Settings) -> usize {
     let max = settings.integer("max_parallel_workers_per_gather").max(0) as usize;
     match source {
         Source::Heap(heap) => {
