@@ -8,6 +8,7 @@
 //! weft bench load [--rows N] [--runs K] [--no-postgres]
 //! weft bench sort [--rows N] [--runs K] [--no-postgres] [--no-duckdb] [--strategies S,S]
 //! weft bench index [--rows N] [--runs K] [--no-postgres] [--strategies S,S]
+//! weft bench join [--rows N] [--self-rows N] [--runs K] [--no-postgres]
 //! ```
 //!
 //! Exit status, as psql's: 0 done (errors in a script without `ON_ERROR_STOP` do not count),
@@ -26,6 +27,7 @@ macro_rules! outln {
 
 mod bench;
 mod bench_index;
+mod bench_join;
 mod bench_sort;
 mod cancel;
 mod demo;
@@ -167,6 +169,23 @@ enum BenchWorkload {
         #[arg(long, value_name = "S,S", default_value = "partition,leader_merge")]
         strategies: String,
     },
+    /// The parallel hash join text's big JOIN small_N (5k..100k) queries in the serial,
+    /// parallel-oblivious and parallel-aware shapes, and a self-join at work_mem 2GB and
+    /// 64MB, next to PostgreSQL 15 (defaults: big 1M rows, self-join 1M rows, 3 runs)
+    Join {
+        /// Rows of `big` [default: 1000000]
+        #[arg(long)]
+        rows: Option<u64>,
+        /// Rows of the self-joined table [default: 1000000; the issue's figure: 10000000]
+        #[arg(long = "self-rows")]
+        self_rows: Option<u64>,
+        /// Runs per configuration, the systems alternating run by run [default: 3]
+        #[arg(long)]
+        runs: Option<usize>,
+        /// Leave PostgreSQL out
+        #[arg(long = "no-postgres")]
+        no_postgres: bool,
+    },
     /// CREATE INDEX on parallel_sort_test (randint) and (padding1): 1 and 2 participants,
     /// maintenance_work_mem 1GB and 64MB, next to PostgreSQL 15 (defaults: 100000 rows, 1
     /// run; the real measurement: --rows 10000000 --runs 3 --set fsync=off)
@@ -239,6 +258,16 @@ fn real_main() -> i32 {
                 strategies,
             };
             return bench_index::index(&options);
+        }
+        Some(Command::Bench { workload: BenchWorkload::Join { rows, self_rows, runs, no_postgres } }) => {
+            let options = bench_join::JoinOptions {
+                rows: rows.unwrap_or(1_000_000),
+                self_rows: self_rows.unwrap_or(1_000_000),
+                runs: runs.unwrap_or(3),
+                postgres: !no_postgres,
+                settings,
+            };
+            return bench_join::join(&options);
         }
         None => {}
     }

@@ -29,7 +29,7 @@ use parking_lot::Mutex;
 use weft_common::parallel::{Barrier, ParticipantContext};
 use weft_common::{Datum, Error, Result};
 
-use super::table::{eval_keys, Arena, Buckets, JoinTable};
+use super::table::{eval_keys, Arena, Buckets, JoinTable, MAX_ARENAS};
 use super::{HashJoinStats, PhaseWait};
 use crate::execute::{node_id, ExecContext, ParticipantStats, PipelineStats, SourceState, StepBuffers};
 use crate::plan::{HashJoin, HashJoinMode};
@@ -272,6 +272,9 @@ impl<'p> SharedJoin<'p> {
                     // on its chain at once.
                     let buckets = self.buckets.lock().clone().ok_or_else(|| Error::internal("hash join buckets not allocated"))?;
                     let number = self.next_arena.fetch_add(1, Ordering::Relaxed);
+                    if number >= MAX_ARENAS {
+                        return Err(Error::not_supported(format!("a parallel hash join with more than {MAX_ARENAS} participants")));
+                    }
                     let mut arena = Arena::new(self.join);
                     let (rows_in, rows_out) = fill_arena(self.join, &self.source, ctx, &mut arena)?;
                     JoinTable::insert_arena(&buckets, number, &arena, 0);

@@ -90,28 +90,47 @@ pub(crate) fn eval_keys(exprs: &[Expr], row: &[Datum], eval: &EvalContext, out: 
     Ok(true)
 }
 
-/// Where a tuple lives: arena and index, plus one (`0` ends a chain).
+/// Where a tuple lives: arena and index, plus one (`0` ends a chain); 48 bits.
 type TupleId = u64;
 
+const ID_BITS: u32 = 48;
+const ID_MASK: u64 = (1 << ID_BITS) - 1;
+const INDEX_BITS: u32 = 40;
+/// Arenas a table can have (one per participant that built).
+pub(crate) const MAX_ARENAS: usize = 1 << (ID_BITS - INDEX_BITS);
+
 fn pack(arena: usize, index: usize) -> TupleId {
-    ((arena as u64) << 40 | index as u64) + 1
+    debug_assert!(arena < MAX_ARENAS && index < 1 << INDEX_BITS);
+    ((arena as u64) << INDEX_BITS | index as u64) + 1
 }
 
 fn unpack(id: TupleId) -> (usize, usize) {
     let v = id - 1;
-    ((v >> 40) as usize, (v & ((1 << 40) - 1)) as usize)
+    ((v >> INDEX_BITS) as usize, (v & ((1 << INDEX_BITS) - 1)) as usize)
+}
+
+/// A bucket head is a tuple id (low 48 bits) and a 16-bit filter of the hashes on its
+/// chain (one bit per tuple, chosen by the hash's top bits): a probe whose bit is clear
+/// skips the chain without touching a tuple — most probes of a selective join.
+fn filter_bit(hash: u64) -> u64 {
+    1 << (ID_BITS + (hash >> 60) as u32)
+}
+
+/// A tuple's chain entry: its hash and the next tuple, side by side (one cache line).
+pub(crate) struct Entry {
+    hash: u64,
+    next: AtomicU64,
 }
 
 /// One participant's tuples.
 pub(crate) struct Arena {
     width: usize,
     key_count: usize,
-    hashes: Vec<u64>,
+    entries: Vec<Entry>,
     /// False for a tuple with a NULL key (never in a chain; kept for right/full joins).
     keyed: Vec<bool>,
     keys: Vec<Datum>,
     rows: Vec<Datum>,
-    next: Vec<AtomicU64>,
     matched: Vec<AtomicBool>,
     bytes: usize,
 }
@@ -121,18 +140,17 @@ impl Arena {
         Arena {
             width: join.inner_width,
             key_count: join.inner_keys.len(),
-            hashes: Vec::new(),
+            entries: Vec::new(),
             keyed: Vec::new(),
             keys: Vec::new(),
             rows: Vec::new(),
-            next: Vec::new(),
             matched: Vec::new(),
             bytes: 0,
         }
     }
 
     pub fn len(&self) -> usize {
-        self.hashes.len()
+        self.entries.len()
     }
 
     /// Bytes the tuples hold, roughly.
@@ -148,17 +166,16 @@ impl Arena {
             None if keep_unkeyed => (0, false),
             None => return None,
         };
-        let index = self.hashes.len();
-        self.hashes.push(hash);
+        let index = self.entries.len();
+        self.entries.push(Entry { hash, next: AtomicU64::new(0) });
         self.keyed.push(keyed);
         match keys {
             Some(k) => self.keys.extend_from_slice(k),
             None => self.keys.extend(std::iter::repeat_n(Datum::Null, self.key_count)),
         }
         self.rows.extend_from_slice(row);
-        self.next.push(AtomicU64::new(0));
         self.matched.push(AtomicBool::new(false));
-        self.bytes += 48 + row.iter().chain(keys.unwrap_or(&[])).map(datum_bytes).sum::<usize>();
+        self.bytes += 40 + row.iter().chain(keys.unwrap_or(&[])).map(datum_bytes).sum::<usize>();
         Some(index)
     }
 
@@ -197,13 +214,14 @@ impl Buckets {
     }
 
     /// Push a tuple on its chain: lock-free, any number of participants at once.
-    fn insert(&self, id: TupleId, hash: u64, next: &AtomicU64) {
-        let head = &self.heads[(hash & self.mask) as usize];
+    fn insert(&self, id: TupleId, entry: &Entry) {
+        let head = &self.heads[(entry.hash & self.mask) as usize];
+        let bit = filter_bit(entry.hash);
         let mut current = head.load(Ordering::Relaxed);
         loop {
-            next.store(current, Ordering::Relaxed);
+            entry.next.store(current & ID_MASK, Ordering::Relaxed);
             // Release: whoever reads the new head after the build sees `next` written.
-            match head.compare_exchange_weak(current, id, Ordering::Release, Ordering::Relaxed) {
+            match head.compare_exchange_weak(current, id | (current & !ID_MASK) | bit, Ordering::Release, Ordering::Relaxed) {
                 Ok(_) => return,
                 Err(actual) => current = actual,
             }
@@ -267,7 +285,7 @@ impl JoinTable {
             let index = global - self.starts[arena];
             let a = &self.arenas[arena];
             if a.keyed[index] {
-                self.buckets.insert(pack(arena, index), a.hashes[index], &a.next[index]);
+                self.buckets.insert(pack(arena, index), &a.entries[index]);
             }
         }
     }
@@ -276,7 +294,7 @@ impl JoinTable {
     pub fn insert_arena(buckets: &Buckets, arena_number: usize, arena: &Arena, from: usize) {
         for index in from..arena.len() {
             if arena.keyed[index] {
-                buckets.insert(pack(arena_number, index), arena.hashes[index], &arena.next[index]);
+                buckets.insert(pack(arena_number, index), &arena.entries[index]);
             }
         }
     }
@@ -306,12 +324,14 @@ impl JoinTable {
         let mut any = false;
         if has_key {
             let hash = key_hash(&buffers.keys);
-            let mut id = self.buckets.heads[(hash & self.buckets.mask) as usize].load(Ordering::Acquire);
+            let head = self.buckets.heads[(hash & self.buckets.mask) as usize].load(Ordering::Acquire);
+            let mut id = if head & filter_bit(hash) != 0 { head & ID_MASK } else { 0 };
             while id != 0 {
                 let (arena_number, index) = unpack(id);
                 let arena = &self.arenas[arena_number];
-                id = arena.next[index].load(Ordering::Relaxed);
-                if arena.hashes[index] != hash
+                let entry = &arena.entries[index];
+                id = entry.next.load(Ordering::Relaxed);
+                if entry.hash != hash
                     || !arena.key(index).iter().zip(&buffers.keys).all(|(a, b)| compare_datums(a, b).is_eq())
                 {
                     continue;
