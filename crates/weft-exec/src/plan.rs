@@ -250,10 +250,18 @@ impl Plan {
     /// must not rewrite the page its scan is visiting.)
     pub fn reads_relation(&self, rel: RelFileLocator) -> bool {
         match self {
-            Plan::Pipeline(pipeline) | Plan::Aggregate { input: pipeline, .. } => pipeline.source.reads_relation(rel),
+            Plan::Pipeline(pipeline) | Plan::Aggregate { input: pipeline, .. } => pipeline.reads_relation(rel),
             Plan::Limit { input, .. } => input.reads_relation(rel),
             Plan::Sort(sort) => sort.input.reads_relation(rel),
         }
+    }
+}
+
+impl Pipeline {
+    /// Does the pipeline's source, or the build side of one of its joins, read `rel`?
+    pub fn reads_relation(&self, rel: RelFileLocator) -> bool {
+        self.source.reads_relation(rel)
+            || self.steps.iter().any(|step| matches!(step, Step::HashJoin(join) if join.inner.reads_relation(rel)))
     }
 }
 

@@ -1,4 +1,5 @@
-//! Hash joins: `Step::HashJoin` inside a pipeline (see the crate README, "Hash join").
+//! Hash joins: `Step::HashJoin` inside a pipeline (see the crate README, "Hash join"):
+//! the table (`table.rs`) and how participants build and finish it (`run.rs`).
 
 use std::time::Duration;
 
@@ -8,8 +9,9 @@ pub(crate) mod table;
 /// Budget and debugging knobs of hash joins, from the session's settings.
 #[derive(Clone, Debug)]
 pub struct HashJoinSettings {
-    /// `work_mem` in bytes; a participant's share of the table is `work_mem` ×
-    /// `hash_mem_multiplier` (combined across participants for a shared table).
+    /// `work_mem` in bytes; the budget of a participant's share of a table is `work_mem` ×
+    /// `hash_mem_multiplier` (combined across participants for a shared table). Not
+    /// enforced yet: tables are built in memory whatever their size (no batches).
     pub work_mem: usize,
     pub hash_mem_multiplier: f64,
     /// Debug (`weft_hash_attach_phases`): participant `i` (in the order participants
