@@ -126,6 +126,9 @@ pub(crate) struct Entry {
 pub(crate) struct Arena {
     width: usize,
     key_count: usize,
+    /// When every key is a plain column of the row, its column: keys are then read from
+    /// the row and not stored twice (a self-join's tuple is half the size).
+    key_columns: Option<Vec<usize>>,
     entries: Vec<Entry>,
     /// False for a tuple with a NULL key (never in a chain; kept for right/full joins).
     keyed: Vec<bool>,
@@ -140,6 +143,14 @@ impl Arena {
         Arena {
             width: join.inner_width,
             key_count: join.inner_keys.len(),
+            key_columns: join
+                .inner_keys
+                .iter()
+                .map(|k| match k {
+                    Expr::Column { index, .. } => Some(*index),
+                    _ => None,
+                })
+                .collect(),
             entries: Vec::new(),
             keyed: Vec::new(),
             keys: Vec::new(),
@@ -169,13 +180,17 @@ impl Arena {
         let index = self.entries.len();
         self.entries.push(Entry { hash, next: AtomicU64::new(0) });
         self.keyed.push(keyed);
-        match keys {
-            Some(k) => self.keys.extend_from_slice(k),
-            None => self.keys.extend(std::iter::repeat_n(Datum::Null, self.key_count)),
+        let mut bytes = std::mem::size_of::<Entry>() + 2 + row.iter().map(datum_bytes).sum::<usize>();
+        if self.key_columns.is_none() {
+            match keys {
+                Some(k) => self.keys.extend_from_slice(k),
+                None => self.keys.extend(std::iter::repeat_n(Datum::Null, self.key_count)),
+            }
+            bytes += keys.unwrap_or(&[]).iter().map(datum_bytes).sum::<usize>();
         }
         self.rows.extend_from_slice(row);
         self.matched.push(AtomicBool::new(false));
-        self.bytes += 40 + row.iter().chain(keys.unwrap_or(&[])).map(datum_bytes).sum::<usize>();
+        self.bytes += bytes;
         Some(index)
     }
 
@@ -183,17 +198,28 @@ impl Arena {
         &self.rows[index * self.width..(index + 1) * self.width]
     }
 
-    fn key(&self, index: usize) -> &[Datum] {
-        &self.keys[index * self.key_count..(index + 1) * self.key_count]
+    /// Are tuple `index`'s keys equal to `probe`'s?
+    fn key_equals(&self, index: usize, probe: &[Datum]) -> bool {
+        match &self.key_columns {
+            Some(columns) => {
+                let row = self.row(index);
+                columns.iter().zip(probe).all(|(&c, p)| compare_datums(&row[c], p).is_eq())
+            }
+            None => {
+                let keys = &self.keys[index * self.key_count..(index + 1) * self.key_count];
+                keys.iter().zip(probe).all(|(a, b)| compare_datums(a, b).is_eq())
+            }
+        }
     }
 }
 
+/// A datum's bytes in an arena: the value, and a text's characters.
 fn datum_bytes(d: &Datum) -> usize {
-    match d {
-        Datum::Text(t) => 32 + t.len(),
-        Datum::Numeric(_) => 40,
-        _ => 16,
-    }
+    std::mem::size_of::<Datum>()
+        + match d {
+            Datum::Text(t) => t.capacity(),
+            _ => 0,
+        }
 }
 
 /// A bucket array: the head of each chain.
@@ -332,7 +358,7 @@ impl JoinTable {
                 let entry = &arena.entries[index];
                 id = entry.next.load(Ordering::Relaxed);
                 if entry.hash != hash
-                    || !arena.key(index).iter().zip(&buffers.keys).all(|(a, b)| compare_datums(a, b).is_eq())
+                    || !arena.key_equals(index, &buffers.keys)
                 {
                     continue;
                 }
