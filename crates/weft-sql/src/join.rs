@@ -895,6 +895,7 @@ impl SemiJoin {
             conjuncts.extend(crate::selectivity::conjuncts(&bound).into_iter().cloned());
         }
         let mut keys = Vec::new();
+        let mut in_pair = None;
         if let Some(outer_expr) = &condition.outer {
             let items: Vec<&ast::Expr> = select
                 .projection
@@ -910,7 +911,7 @@ impl SemiJoin {
             let outer_scope = outer.scope.clone();
             let o = substitute_columns(&Binder::new(&outer_scope).bind(outer_expr)?, &outer.values);
             let i = substitute_columns(&Binder::new(&scope).bind(items[0])?, &values);
-            keys.push(in_key_types(o, i)?);
+            in_pair = Some(in_key_types(o, i)?);
         }
         let is_inner = |e: &Expr| {
             let mut cols = BTreeSet::new();
@@ -925,6 +926,16 @@ impl SemiJoin {
         let mut own = Vec::new();
         let mut filters = Vec::new();
         let mut correlated = false;
+        // The IN item is a key when it reads the subquery's columns only; an item reading
+        // the outer query's is a comparison in the join filter.
+        if let Some((o, i)) = in_pair {
+            if is_inner(&i) {
+                keys.push((o, i));
+            } else {
+                correlated = true;
+                filters.push(Expr::Binary { op: BinaryOp::Eq, left: Box::new(o), right: Box::new(i), data_type: DataType::Bool });
+            }
+        }
         for c in conjuncts {
             if is_inner(&c) {
                 own.push(shift_columns(&c, 0usize.wrapping_sub(shift)));

@@ -84,6 +84,10 @@ fn query(rng: &mut Rng) -> String {
                 "SELECT a.id, x.k FROM a JOIN (SELECT k, count(*) AS n FROM b GROUP BY k) x ON a.k = x.k AND x.n > 5",
                 "SELECT c.v, x.id FROM c FULL JOIN (SELECT id, k FROM b WHERE id < 50) x ON c.k = x.k",
                 "SELECT a.id FROM a WHERE a.k IN (SELECT max(k) FROM b GROUP BY id % 7)",
+                "SELECT a.id FROM a WHERE a.k IN (SELECT a.k8 % 300 FROM b WHERE b.id < 10)",
+                "SELECT a.id FROM a WHERE a.k IN (SELECT b.k + a.id % 3 FROM b WHERE b.id < 200)",
+                "SELECT a.id, b.id FROM a JOIN b ON true WHERE a.id < 20 AND b.id < 20",
+                "SELECT a.id, b.id FROM a LEFT JOIN b ON false WHERE a.id < 30",
             ]);
             shape.to_string()
         }
@@ -115,7 +119,7 @@ fn joins_match_postgresql() {
         s.execute(sql).unwrap_or_else(|e| panic!("weft: {sql}: {e:?}"));
     }
     let mut rng = Rng(0x5eed_1234_abcd);
-    const QUERIES: usize = 120;
+    const QUERIES: usize = 160;
     let queries: Vec<String> = (0..QUERIES).map(|_| query(&mut rng)).collect();
     let mut expected = Vec::with_capacity(queries.len());
     for sql in &queries {
