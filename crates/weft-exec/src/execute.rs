@@ -562,6 +562,37 @@ fn process_joined(
     out(current.as_deref().unwrap_or(row))
 }
 
+/// Probe the outer rows still waiting at each join step from `first` on, in step order (a
+/// flush feeds the later steps, which are flushed after it). False when the sink stopped.
+fn flush_joins(
+    first: usize,
+    steps: &[Step],
+    tables: &[Option<&JoinTable>],
+    buffers: &mut [ProbeBuffers],
+    emitted: &mut [u64],
+    eval: &EvalContext,
+    out: &mut dyn FnMut(&[Datum]) -> Result<bool>,
+) -> Result<bool> {
+    for i in first..steps.len() {
+        let Step::HashJoin(join) = &steps[i] else { continue };
+        let (mine, rest_buffers) = buffers[i..].split_first_mut().expect("one buffer per step");
+        if !mine.has_pending() {
+            continue;
+        }
+        let table = tables[i].ok_or_else(|| Error::internal("a join step without its table"))?;
+        let (count, rest_counts) = emitted[i..].split_first_mut().expect("one count per step");
+        let (rest, rest_tables) = (&steps[i + 1..], &tables[i + 1..]);
+        let going = table.flush(join, eval, mine, &mut |joined| {
+            *count += 1;
+            process_joined(joined, rest, rest_tables, rest_buffers, rest_counts, eval, out)
+        })?;
+        if !going {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecContext, sink: &S) -> Result<()> {
     let participants = workers + 1;
     let joins: Vec<Option<JoinRun>> = pipeline
@@ -625,6 +656,8 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                 rows_in += 1;
                 process_joined(row, steps, &tables, &mut buffers, &mut emitted, ctx.eval, &mut push)
             })?;
+            // Outer rows still waiting at a join are probed before its probe ends.
+            flush_joins(0, steps, &tables, &mut buffers, &mut emitted, ctx.eval, &mut push)?;
             // The end of each join's probe, in step order: right and full joins' unmatched
             // inner rows go on through the later steps (later joins are still probing).
             for (i, join) in joins.iter().enumerate() {
@@ -635,6 +668,7 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                         process_joined(row, &steps[i + 1..], &tables[i + 1..], rest_buffers, rest_emitted, ctx.eval, &mut push)
                     })
                 })?;
+                flush_joins(i + 1, steps, &tables, &mut buffers, &mut emitted, ctx.eval, &mut push)?;
             }
             let mut all = join_rows.lock();
             for (i, count) in emitted.iter().enumerate() {

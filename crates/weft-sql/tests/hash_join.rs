@@ -246,3 +246,62 @@ fn parallel_full_joins_never_deadlock() {
     let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("tmp")).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
     assert!(leftovers.is_empty(), "temp files left behind: {leftovers:?}");
 }
+
+/// Build sides large enough for batched probing (a bucket array of 2^18 heads and more):
+/// counts and sums per join type, against a count-by-key oracle.
+#[test]
+fn large_build_sides_probe_in_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut s = db.session();
+    // l.k: 0..250000 with duplicates, NULL every 11th row; r.k: 0..350000 step 3 pattern.
+    let l_key = |id: i64| (id % 11 != 0).then_some((id * 7) % 250_000);
+    let r_key = |id: i64| (id % 13 != 0).then_some((id * 3) % 350_000);
+    let (l_rows, r_rows) = (400_000i64, 300_000i64);
+    s.execute(&format!("CREATE TABLE l AS SELECT i AS id, CASE WHEN i % 11 = 0 THEN NULL ELSE (i * 7) % 250000 END AS k FROM generate_series(1, {l_rows}) i")).unwrap();
+    s.execute(&format!("CREATE TABLE r AS SELECT i AS id, CASE WHEN i % 13 = 0 THEN NULL ELSE (i * 3) % 350000 END AS k FROM generate_series(1, {r_rows}) i")).unwrap();
+    s.execute("ANALYZE").unwrap();
+    let mut r_by_key: std::collections::HashMap<i64, (i64, i64)> = std::collections::HashMap::new();
+    for id in 1..=r_rows {
+        if let Some(k) = r_key(id) {
+            let e = r_by_key.entry(k).or_default();
+            e.0 += 1;
+            e.1 += id;
+        }
+    }
+    let mut l_keys: std::collections::HashSet<i64> = std::collections::HashSet::new();
+    let (mut inner, mut inner_lsum, mut left_only, mut semi) = (0i64, 0i64, 0i64, 0i64);
+    for id in 1..=l_rows {
+        match l_key(id).and_then(|k| r_by_key.get(&k).map(|m| (k, *m))) {
+            Some((k, (n, _))) => {
+                inner += n;
+                inner_lsum += n * id;
+                semi += 1;
+                l_keys.insert(k);
+            }
+            None => left_only += 1,
+        }
+    }
+    let right_only: i64 = (1..=r_rows).filter(|&id| r_key(id).is_none_or(|k| !l_keys.contains(&k))).count() as i64;
+    let expected = [
+        ("SELECT count(*), sum(l.id) FROM l JOIN r ON l.k = r.k", format!("{inner}|{inner_lsum}")),
+        ("SELECT count(*) FROM l LEFT JOIN r ON l.k = r.k", (inner + left_only).to_string()),
+        ("SELECT count(*) FROM l RIGHT JOIN r ON l.k = r.k", (inner + right_only).to_string()),
+        ("SELECT count(*) FROM l FULL JOIN r ON l.k = r.k", (inner + left_only + right_only).to_string()),
+        ("SELECT count(*) FROM l WHERE EXISTS (SELECT 1 FROM r WHERE r.k = l.k)", semi.to_string()),
+        ("SELECT count(*) FROM l WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.k = l.k)", (l_rows - semi).to_string()),
+    ];
+    for (shape, settings) in shapes(2) {
+        s.execute("RESET ALL").unwrap();
+        for set in &settings {
+            s.execute(set).unwrap();
+        }
+        for (sql, want) in &expected {
+            let got = result(&mut s, sql).join(",");
+            assert_eq!(&got, want, "{shape}: {sql}");
+            let plan = result(&mut s, &format!("EXPLAIN ANALYZE {sql}")).join("\n");
+            // The build side (l or r, 300k+ rows) gets a bucket array of 2^19 heads.
+            assert!(plan.contains("Buckets: 524288") || plan.contains("Buckets: 1048576"), "{shape}: {sql}\n{plan}");
+        }
+    }
+}

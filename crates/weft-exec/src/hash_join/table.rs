@@ -325,9 +325,11 @@ impl JoinTable {
         }
     }
 
-    /// Emit what `outer` produces against the table: joined rows, the outer row alone
-    /// (semi/anti) or with NULLs (left/full), or nothing. Returns false when the sink
-    /// asked to stop.
+    /// Take one outer row. With a large bucket array, rows wait in `buffers` until
+    /// [`PROBE_BATCH`] have come (or [`JoinTable::flush`] is called): then every row's
+    /// bucket head is loaded first — independent loads the processor overlaps — and only
+    /// then are the chains walked. A small array is probed at once.
+    /// Returns false when the sink asked to stop.
     pub fn probe(
         &self,
         join: &HashJoin,
@@ -337,6 +339,76 @@ impl JoinTable {
         emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
     ) -> Result<bool> {
         let has_key = eval_keys(&join.outer_keys, outer, eval, &mut buffers.keys)?;
+        if self.buckets.len() < BATCHED_PROBE_MIN_BUCKETS {
+            // A small bucket array stays in cache: probing at once beats copying rows.
+            let hash = if has_key { key_hash(&buffers.keys) } else { 0 };
+            let head = if has_key { self.buckets.heads[(hash & self.buckets.mask) as usize].load(Ordering::Acquire) } else { 0 };
+            let ProbeBuffers { keys, joined, .. } = buffers;
+            return self.probe_one(join, outer, has_key, keys, hash, head, eval, joined, emit);
+        }
+        let pending = &mut buffers.pending;
+        pending.rows.extend_from_slice(outer);
+        pending.hashes.push(if has_key { key_hash(&buffers.keys) } else { 0 });
+        pending.has_key.push(has_key);
+        pending.keys.extend(buffers.keys.drain(..));
+        pending.keys.extend(std::iter::repeat_n(Datum::Null, if has_key { 0 } else { join.outer_keys.len() }));
+        if pending.has_key.len() >= PROBE_BATCH {
+            return self.flush(join, eval, buffers, emit);
+        }
+        Ok(true)
+    }
+
+    /// Probe with every row waiting in `buffers`.
+    pub fn flush(
+        &self,
+        join: &HashJoin,
+        eval: &EvalContext,
+        buffers: &mut ProbeBuffers,
+        emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
+    ) -> Result<bool> {
+        let mut pending = std::mem::take(&mut buffers.pending);
+        let count = pending.has_key.len();
+        let width = join.outer_width;
+        let key_count = join.outer_keys.len();
+        pending.heads.clear();
+        pending.heads.extend(pending.hashes.iter().zip(&pending.has_key).map(|(&hash, &has_key)| {
+            if has_key {
+                self.buckets.heads[(hash & self.buckets.mask) as usize].load(Ordering::Acquire)
+            } else {
+                0
+            }
+        }));
+        let mut going = true;
+        for j in 0..count {
+            let outer = &pending.rows[j * width..(j + 1) * width];
+            let keys = &pending.keys[j * key_count..(j + 1) * key_count];
+            let (hash, head) = (pending.hashes[j], pending.heads[j]);
+            if !self.probe_one(join, outer, pending.has_key[j], keys, hash, head, eval, &mut buffers.joined, emit)? {
+                going = false;
+                break;
+            }
+        }
+        pending.clear();
+        buffers.pending = pending;
+        Ok(going)
+    }
+
+    /// Emit what `outer` produces against the table: joined rows, the outer row alone
+    /// (semi/anti) or with NULLs (left/full), or nothing. `head` is its bucket's head word.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn probe_one(
+        &self,
+        join: &HashJoin,
+        outer: &[Datum],
+        has_key: bool,
+        keys: &[Datum],
+        hash: u64,
+        head: u64,
+        eval: &EvalContext,
+        joined: &mut Vec<Datum>,
+        emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
+    ) -> Result<bool> {
         if join.null_aware {
             // NOT IN: a NULL in the subquery makes it never true; a NULL outside is true
             // only against an empty subquery.
@@ -349,20 +421,15 @@ impl JoinTable {
         }
         let mut any = false;
         if has_key {
-            let hash = key_hash(&buffers.keys);
-            let head = self.buckets.heads[(hash & self.buckets.mask) as usize].load(Ordering::Acquire);
             let mut id = if head & filter_bit(hash) != 0 { head & ID_MASK } else { 0 };
             while id != 0 {
                 let (arena_number, index) = unpack(id);
                 let arena = &self.arenas[arena_number];
                 let entry = &arena.entries[index];
                 id = entry.next.load(Ordering::Relaxed);
-                if entry.hash != hash
-                    || !arena.key_equals(index, &buffers.keys)
-                {
+                if entry.hash != hash || !arena.key_equals(index, keys) {
                     continue;
                 }
-                let joined = &mut buffers.joined;
                 joined.clear();
                 joined.extend_from_slice(outer);
                 joined.extend_from_slice(arena.row(index));
@@ -391,7 +458,6 @@ impl JoinTable {
             if join.join_type == JoinType::Anti {
                 return emit(outer);
             }
-            let joined = &mut buffers.joined;
             joined.clear();
             joined.extend_from_slice(outer);
             joined.extend(std::iter::repeat_n(Datum::Null, join.inner_width));
@@ -427,9 +493,44 @@ impl JoinTable {
     }
 }
 
-/// A prober's reusable buffers: the outer row's keys and the joined row.
+/// Outer rows a join step holds before probing them together.
+pub(crate) const PROBE_BATCH: usize = 64;
+/// Bucket arrays from this size (2 MiB of heads) are probed in batches: their heads miss
+/// the caches, and loading a batch's heads at once overlaps the misses.
+const BATCHED_PROBE_MIN_BUCKETS: usize = 1 << 18;
+
+/// A prober's reusable buffers: the outer row's keys, the joined row, and the outer rows
+/// waiting to be probed.
 #[derive(Default)]
 pub(crate) struct ProbeBuffers {
     keys: Vec<Datum>,
     joined: Vec<Datum>,
+    pending: PendingRows,
+}
+
+impl ProbeBuffers {
+    /// Are outer rows waiting (a flush is due before the probe ends)?
+    pub fn has_pending(&self) -> bool {
+        !self.pending.has_key.is_empty()
+    }
+}
+
+/// Outer rows (flat), their keys (flat), hashes, and bucket heads once loaded.
+#[derive(Default)]
+struct PendingRows {
+    rows: Vec<Datum>,
+    keys: Vec<Datum>,
+    hashes: Vec<u64>,
+    has_key: Vec<bool>,
+    heads: Vec<u64>,
+}
+
+impl PendingRows {
+    fn clear(&mut self) {
+        self.rows.clear();
+        self.keys.clear();
+        self.hashes.clear();
+        self.has_key.clear();
+        self.heads.clear();
+    }
 }
