@@ -728,7 +728,6 @@ impl Planner<'_, '_> {
 
     /// The build side as a pipeline: as it is, or materialized when it holds joins.
     fn build_pipeline(&self, build: Partial) -> Pipeline {
-        let _ = build.rows;
         if !build.joined {
             return Pipeline { source: build.source, steps: build.steps, workers: 0 };
         }
@@ -872,7 +871,9 @@ impl SemiJoin {
         if !simple {
             return Self::bind_materialized(condition, outer, join_type, ctx);
         }
-        let ast::SetExpr::Select(select) = query.body.as_ref() else { unreachable!("checked above") };
+        let ast::SetExpr::Select(select) = query.body.as_ref() else {
+            return Err(Error::internal("a plain subquery that is not a SELECT"));
+        };
         let sub = analyze_from(&select.from, ctx)?;
         // The subquery's columns first, the outer query's after them; raw columns of the
         // subquery are shifted past the outer raw row so both live in one index space.

@@ -2,8 +2,9 @@
 //! every join type (inner, left, right, full, semi, anti, NOT IN), with and without a join
 //! filter, in all three shapes (serial, parallel-oblivious, parallel-aware) with 1 to 8
 //! participants on a 2-core machine; every barrier phase forced as the attach point of
-//! some participant; and a stress loop of parallel full joins with many participants that
-//! must always finish (no participant ever waits for one that waits for it).
+//! some participant; a stress loop of parallel full joins with many participants that
+//! must always finish (no participant ever waits for one that waits for it); and build
+//! sides large enough for batched probing, against a count-by-key oracle.
 
 use std::collections::BTreeMap;
 

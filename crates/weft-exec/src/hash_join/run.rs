@@ -268,8 +268,8 @@ impl<'p> SharedJoin<'p> {
                     phase = HASH_INNER;
                 }
                 HASH_INNER => {
-                    // All: this participant's morsels into its own arena, each tuple pushed
-                    // on its chain at once.
+                    // All: this participant's morsels into its own arena, then its tuples
+                    // pushed on their chains (lock-free, while the others push theirs).
                     let buckets = self.buckets.lock().clone().ok_or_else(|| Error::internal("hash join buckets not allocated"))?;
                     let number = self.next_arena.fetch_add(1, Ordering::Relaxed);
                     if number >= MAX_ARENAS {
@@ -343,6 +343,7 @@ impl<'p> SharedJoin<'p> {
         if table.needs_more_buckets() {
             table.grow_buckets();
         }
+        // Only the elected participant assembles, once per join.
         let _ = self.table.set(table);
     }
 
