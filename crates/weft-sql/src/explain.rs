@@ -716,6 +716,12 @@ impl<'a> Builder<'a> {
             node = built.node;
             cols = built.cols;
             rows = built.rows;
+            // A join runs in its pipeline's loops: their times are its times.
+            if let (Some(s), Some(actual)) = (stats, node.actual.as_mut()) {
+                let loop_times = participant_actual(s, 0.0);
+                actual.startup = loop_times.startup;
+                actual.total = loop_times.total;
+            }
             let mut next = None;
             let mut after = Vec::new();
             for step in steps.by_ref() {
