@@ -65,7 +65,7 @@ pub fn datum_hash<H: Hasher>(d: &Datum, h: &mut H) {
         Datum::Float8(v) => canonical_float8_bits(*v).hash(h),
         Datum::Numeric(n) => {
             let normalized = n.normalize();
-            normalized.mantissa.hash(h);
+            { normalized.mantissa }.hash(h);
             normalized.scale.hash(h);
         }
         Datum::Text(s) => s.as_bytes().hash(h),
