@@ -74,6 +74,9 @@ pub struct NodeStats {
     pub elapsed: Duration,
     /// Sort: the index in `ExecContext::sort_reports` of this sort's report.
     pub sort_report: Option<usize>,
+    /// Aggregate: what its memory budget made it do (EXPLAIN ANALYZE's `Batches`,
+    /// `Memory Usage`, `Disk Usage`).
+    pub spill: Option<crate::aggregate::AggregateSpillReport>,
 }
 
 /// What one participant of a pipeline did.
@@ -160,10 +163,11 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
         }
         Plan::Aggregate { input, group_by, aggregates, output } => {
             let began = Instant::now();
-            let sink = AggregateSink::new(group_by, aggregates, ctx.eval);
+            let sink = AggregateSink::new(group_by, aggregates, ctx, input.workers);
             run_pipeline(input, ctx, &sink)?;
             let partial_groups = sink.partial_groups();
-            let rows = sink.into_rows()?;
+            let rows = sink.take_rows()?;
+            let spill = sink.spill_report();
             let groups = rows.len() as u64;
             let rows = apply_steps_to_all(rows, output, ctx.eval)?;
             ctx.nodes.lock().push(NodeStats {
@@ -173,6 +177,7 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
                 partial_groups,
                 elapsed: began.elapsed(),
                 sort_report: None,
+                spill: Some(spill),
             });
             Ok(rows)
         }

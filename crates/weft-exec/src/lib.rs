@@ -9,6 +9,7 @@ mod index_scan;
 pub mod plan;
 mod sort;
 
+pub use aggregate::AggregateSpillReport;
 pub use hash_join::{HashJoinSettings, HashJoinStats};
 pub use sort::SortSettings;
 pub use weft_sort::{SortReport, SortStrategy};

@@ -35,7 +35,12 @@ pub struct TempFileSet {
 impl TempFileSet {
     /// Create `<parent>/sort.<pid>.<n>`.
     pub fn create(parent: &Path) -> Result<TempFileSet> {
-        let dir = parent.join(format!("sort.{}.{}", std::process::id(), NEXT_SET.fetch_add(1, Ordering::Relaxed)));
+        TempFileSet::create_named(parent, "sort")
+    }
+
+    /// Create `<parent>/<kind>.<pid>.<n>` (other operators' spill files: `hashagg`).
+    pub fn create_named(parent: &Path, kind: &str) -> Result<TempFileSet> {
+        let dir = parent.join(format!("{kind}.{}.{}", std::process::id(), NEXT_SET.fetch_add(1, Ordering::Relaxed)));
         std::fs::create_dir_all(&dir)
             .map_err(|e| Error::io(format!("could not create temporary directory \"{}\"", dir.display()), &e))?;
         Ok(TempFileSet { dir, created: AtomicU64::new(0), written: AtomicU64::new(0) })
@@ -51,7 +56,7 @@ impl TempFileSet {
     }
 
     /// A new file named after its writer.
-    pub(crate) fn new_file(&self, owner: &str) -> Result<(File, Arc<PathBuf>)> {
+    pub fn new_file(&self, owner: &str) -> Result<(File, Arc<PathBuf>)> {
         let n = self.created.fetch_add(1, Ordering::Relaxed);
         let path = self.dir.join(format!("{owner}.{n}"));
         let file = File::options()

@@ -962,6 +962,10 @@ impl<'a> Builder<'a> {
                 lines.push(format!("Rows Removed by Filter: {}", s.groups.saturating_sub(s.rows)));
             }
         }
+        // PostgreSQL's `Batches: N  Memory Usage: NkB  [Disk Usage: NkB]` of a hash aggregate.
+        if let (true, Some(spill)) = (grouped, stats.and_then(|s| s.spill.as_ref())) {
+            lines.push(spill.explain_line());
+        }
         let actual = stats.map(|s| Actual { startup: s.elapsed, total: s.elapsed, rows: s.rows as f64, loops: 1.0 });
 
         if input.workers == 0 {

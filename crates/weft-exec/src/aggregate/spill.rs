@@ -1,0 +1,450 @@
+//! Spill files of a hash aggregate: a directory per aggregate, one file per writer and
+//! partition, records of partial aggregate states.
+//!
+//! A record is `u32` body length, then the body: the key's `u64` hash, the key's datums,
+//! the group's accumulator states. Everything is little-endian and exact: integers and
+//! i128 sums as they are, floats by their bits (so `-0`, NaN payloads and infinities come
+//! back as they went), numerics as mantissa and scale (so `1.00` stays `1.00`), text as
+//! length and bytes. A state read back merges with others exactly as the in-memory one
+//! would have.
+//!
+//! The directory (`<temp_dir>/hashagg.<pid>.<n>`) is removed when its last owner drops
+//! it, whatever ends the statement; a partition file is removed as soon as it has been
+//! read back, so the disk holds at most what is still to be read.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use weft_common::numeric::Numeric;
+use weft_common::{Datum, Error, Result};
+use weft_sort::TempFileSet;
+
+use super::Accumulator;
+
+
+/// Bytes on disk now, at most, and in total.
+#[derive(Default)]
+pub(super) struct DiskCounters {
+    current: AtomicU64,
+    peak: AtomicU64,
+    written: AtomicU64,
+    files: AtomicU64,
+}
+
+impl DiskCounters {
+    fn wrote(&self, bytes: u64) {
+        self.written.fetch_add(bytes, Ordering::Relaxed);
+        let now = self.current.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        self.peak.fetch_max(now, Ordering::Relaxed);
+    }
+
+    fn removed(&self, bytes: u64) {
+        self.current.fetch_sub(bytes, Ordering::Relaxed);
+    }
+
+    pub fn peak(&self) -> u64 {
+        self.peak.load(Ordering::Relaxed)
+    }
+
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::Relaxed)
+    }
+
+    pub fn files(&self) -> u64 {
+        self.files.load(Ordering::Relaxed)
+    }
+}
+
+/// The temp directory of one aggregate (a `weft_sort::TempFileSet`: removed on drop).
+pub(super) struct SpillDir {
+    files: TempFileSet,
+    pub counters: DiskCounters,
+}
+
+impl SpillDir {
+    pub fn create(parent: &Path) -> Result<SpillDir> {
+        Ok(SpillDir { files: TempFileSet::create_named(parent, "hashagg")?, counters: DiskCounters::default() })
+    }
+
+    fn new_file(&self, level: usize, partition: usize) -> Result<(File, PathBuf)> {
+        let (file, path) = self.files.new_file(&format!("l{level}.p{partition}"))?;
+        self.counters.files.fetch_add(1, Ordering::Relaxed);
+        Ok((file, Arc::unwrap_or_clone(path)))
+    }
+}
+
+/// A finished partition file, waiting to be read back.
+pub(super) struct SpillFile {
+    dir: Arc<SpillDir>,
+    file: File,
+    path: PathBuf,
+    pub bytes: u64,
+    pub records: u64,
+}
+
+impl Drop for SpillFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        self.dir.counters.removed(self.bytes);
+    }
+}
+
+impl SpillFile {
+    /// Read the records back, with a buffer of `buffer` bytes; the file is removed when
+    /// the reader is dropped.
+    pub fn reader(self, buffer: usize) -> Result<SpillReader> {
+        let file = self.file.try_clone().map_err(|e| io_error(&self.path, &e))?;
+        let mut reader = BufReader::with_capacity(buffer, file);
+        // The clone shares the file offset, which writing left at the end.
+        reader.seek(SeekFrom::Start(0)).map_err(|e| io_error(&self.path, &e))?;
+        let remaining = self.records;
+        Ok(SpillReader { reader, remaining, body: Vec::new(), source: self })
+    }
+}
+
+fn io_error(path: &Path, e: &std::io::Error) -> Error {
+    Error::io(format!("could not access temporary file \"{}\"", path.display()), e)
+}
+
+pub(super) struct SpillReader {
+    reader: BufReader<File>,
+    remaining: u64,
+    body: Vec<u8>,
+    source: SpillFile,
+}
+
+impl SpillReader {
+    /// The next record's body.
+    pub fn next(&mut self) -> Result<Option<Decoder<'_>>> {
+        if self.remaining == 0 {
+            return Ok(None);
+        }
+        self.remaining -= 1;
+        let mut len = [0u8; 4];
+        self.reader.read_exact(&mut len).map_err(|e| io_error(&self.source.path, &e))?;
+        let len = u32::from_le_bytes(len) as usize;
+        self.body.resize(len, 0);
+        self.reader.read_exact(&mut self.body).map_err(|e| io_error(&self.source.path, &e))?;
+        Ok(Some(Decoder { buf: &self.body, pos: 0 }))
+    }
+
+    /// Bytes this reader holds (its buffer and its largest record).
+    pub fn memory(&self) -> usize {
+        self.reader.capacity() + self.body.capacity()
+    }
+}
+
+/// One partition's file being written.
+struct PartitionWriter {
+    file: File,
+    path: PathBuf,
+    buf: Vec<u8>,
+    bytes: u64,
+    records: u64,
+}
+
+impl PartitionWriter {
+    fn write_out(&mut self, dir: &SpillDir, data: &[u8]) -> Result<()> {
+        self.file.write_all(data).map_err(|e| io_error(&self.path, &e))?;
+        self.bytes += data.len() as u64;
+        dir.counters.wrote(data.len() as u64);
+        Ok(())
+    }
+}
+
+/// Which partition a hash falls in at `level`: the level's slice of `bits` bits, taken
+/// from the top of the hash down.
+#[inline]
+pub(super) fn partition_of(hash: u64, level: usize, bits: u32) -> usize {
+    let shift = 64 - bits * (level as u32 + 1);
+    ((hash >> shift) & ((1u64 << bits) - 1)) as usize
+}
+
+/// The files of one writer (a participant, or a combine task) at one level: records
+/// go to the file of their hash's partition, each through a buffer of `buffer` bytes
+/// (allocated on the partition's first record).
+pub(super) struct PartitionWriters {
+    dir: Arc<SpillDir>,
+    level: usize,
+    bits: u32,
+    buffer: usize,
+    parts: Vec<Option<PartitionWriter>>,
+    record: Vec<u8>,
+    /// Records written.
+    pub records: u64,
+}
+
+impl PartitionWriters {
+    pub fn new(dir: Arc<SpillDir>, level: usize, bits: u32, buffer: usize) -> PartitionWriters {
+        let parts = (0..1usize << bits).map(|_| None).collect();
+        PartitionWriters { dir, level, bits, buffer, parts, record: Vec::new(), records: 0 }
+    }
+
+    /// Bytes held in write buffers.
+    pub fn memory(&self) -> usize {
+        self.parts.iter().flatten().map(|p| p.buf.capacity()).sum::<usize>() + self.record.capacity()
+    }
+
+    pub fn write(&mut self, hash: u64, key: &[Datum], states: &[Accumulator]) -> Result<()> {
+        let partition = partition_of(hash, self.level, self.bits);
+        let record = &mut self.record;
+        record.clear();
+        record.extend_from_slice(&[0; 4]);
+        record.extend_from_slice(&hash.to_le_bytes());
+        for d in key {
+            encode_datum(record, d);
+        }
+        for s in states {
+            encode_state(record, s);
+        }
+        let len = u32::try_from(record.len() - 4).map_err(|_| Error::internal("aggregate spill record over 4 GB"))?;
+        record[..4].copy_from_slice(&len.to_le_bytes());
+        let part = match &mut self.parts[partition] {
+            Some(part) => part,
+            slot @ None => {
+                let (file, path) = self.dir.new_file(self.level, partition)?;
+                slot.insert(PartitionWriter { file, path, buf: Vec::with_capacity(self.buffer), bytes: 0, records: 0 })
+            }
+        };
+        if part.buf.len() + record.len() > self.buffer {
+            let buf = std::mem::take(&mut part.buf);
+            part.write_out(&self.dir, &buf)?;
+            part.buf = buf;
+            part.buf.clear();
+        }
+        if record.len() > self.buffer {
+            part.write_out(&self.dir, record)?;
+        } else {
+            part.buf.extend_from_slice(record);
+        }
+        part.records += 1;
+        self.records += 1;
+        Ok(())
+    }
+
+    /// Write out every buffer; the finished files by partition.
+    pub fn finish(self) -> Result<Vec<(usize, SpillFile)>> {
+        let mut out = Vec::new();
+        for (partition, part) in self.parts.into_iter().enumerate() {
+            let Some(mut part) = part else { continue };
+            let buf = std::mem::take(&mut part.buf);
+            part.write_out(&self.dir, &buf)?;
+            out.push((
+                partition,
+                SpillFile { dir: self.dir.clone(), file: part.file, path: part.path, bytes: part.bytes, records: part.records },
+            ));
+        }
+        Ok(out)
+    }
+}
+
+fn encode_datum(out: &mut Vec<u8>, d: &Datum) {
+    match d {
+        Datum::Null => out.push(0),
+        Datum::Bool(v) => out.extend_from_slice(&[1, *v as u8]),
+        Datum::Int4(v) => {
+            out.push(2);
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        Datum::Int8(v) => {
+            out.push(3);
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        Datum::Float8(v) => {
+            out.push(4);
+            out.extend_from_slice(&v.to_bits().to_le_bytes());
+        }
+        Datum::Numeric(n) => {
+            out.push(5);
+            encode_numeric(out, n);
+        }
+        Datum::Text(s) => {
+            out.push(6);
+            out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+            out.extend_from_slice(s.as_bytes());
+        }
+    }
+}
+
+fn encode_numeric(out: &mut Vec<u8>, n: &Numeric) {
+    out.extend_from_slice(&{ n.mantissa }.to_le_bytes());
+    out.extend_from_slice(&{ n.scale }.to_le_bytes());
+}
+
+fn encode_optional_numeric(out: &mut Vec<u8>, n: &Option<Numeric>) {
+    match n {
+        None => out.push(0),
+        Some(n) => {
+            out.push(1);
+            encode_numeric(out, n);
+        }
+    }
+}
+
+fn encode_state(out: &mut Vec<u8>, s: &Accumulator) {
+    match s {
+        Accumulator::Count(n) => {
+            out.push(0);
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        Accumulator::SumInt { sum, any, .. } => {
+            out.push(1);
+            out.extend_from_slice(&sum.to_le_bytes());
+            out.push(*any as u8);
+        }
+        Accumulator::SumFloat { sum, any } => {
+            out.push(2);
+            out.extend_from_slice(&sum.to_bits().to_le_bytes());
+            out.push(*any as u8);
+        }
+        Accumulator::SumNumeric { sum } => {
+            out.push(3);
+            encode_optional_numeric(out, sum);
+        }
+        Accumulator::AvgInt { sum, count } => {
+            out.push(4);
+            out.extend_from_slice(&sum.to_le_bytes());
+            out.extend_from_slice(&count.to_le_bytes());
+        }
+        Accumulator::AvgFloat { sum, count } => {
+            out.push(5);
+            out.extend_from_slice(&sum.to_bits().to_le_bytes());
+            out.extend_from_slice(&count.to_le_bytes());
+        }
+        Accumulator::AvgNumeric { sum, count } => {
+            out.push(6);
+            encode_optional_numeric(out, sum);
+            out.extend_from_slice(&count.to_le_bytes());
+        }
+        // A min/max that saw no value is written as NULL (it never holds a NULL value).
+        Accumulator::Min(v) => {
+            out.push(7);
+            encode_datum(out, v.as_ref().unwrap_or(&Datum::Null));
+        }
+        Accumulator::Max(v) => {
+            out.push(8);
+            encode_datum(out, v.as_ref().unwrap_or(&Datum::Null));
+        }
+    }
+}
+
+fn corrupt() -> Error {
+    Error::internal("corrupt aggregate spill record")
+}
+
+/// Reads one record's body.
+pub(super) struct Decoder<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Decoder<'a> {
+    #[cfg(test)]
+    pub fn new(buf: &'a [u8]) -> Decoder<'a> {
+        Decoder { buf, pos: 0 }
+    }
+
+    fn take<const N: usize>(&mut self) -> Result<[u8; N]> {
+        let bytes = self.buf.get(self.pos..self.pos + N).ok_or_else(corrupt)?;
+        self.pos += N;
+        Ok(bytes.try_into().expect("N bytes"))
+    }
+
+    fn u8(&mut self) -> Result<u8> {
+        Ok(self.take::<1>()?[0])
+    }
+
+    fn i64(&mut self) -> Result<i64> {
+        Ok(i64::from_le_bytes(self.take()?))
+    }
+
+    fn i128(&mut self) -> Result<i128> {
+        Ok(i128::from_le_bytes(self.take()?))
+    }
+
+    fn f64(&mut self) -> Result<f64> {
+        Ok(f64::from_bits(u64::from_le_bytes(self.take()?)))
+    }
+
+    fn bool(&mut self) -> Result<bool> {
+        match self.u8()? {
+            0 => Ok(false),
+            1 => Ok(true),
+            _ => Err(corrupt()),
+        }
+    }
+
+    pub fn hash(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.take()?))
+    }
+
+    fn numeric(&mut self) -> Result<Numeric> {
+        let mantissa = self.i128()?;
+        let scale = u16::from_le_bytes(self.take()?);
+        Ok(Numeric { mantissa, scale })
+    }
+
+    fn optional_numeric(&mut self) -> Result<Option<Numeric>> {
+        Ok(if self.bool()? { Some(self.numeric()?) } else { None })
+    }
+
+    pub fn datum(&mut self) -> Result<Datum> {
+        Ok(match self.u8()? {
+            0 => Datum::Null,
+            1 => Datum::Bool(self.bool()?),
+            2 => Datum::Int4(i32::from_le_bytes(self.take()?)),
+            3 => Datum::Int8(self.i64()?),
+            4 => Datum::Float8(self.f64()?),
+            5 => Datum::Numeric(self.numeric()?),
+            6 => {
+                let len = u32::from_le_bytes(self.take()?) as usize;
+                let bytes = self.buf.get(self.pos..self.pos + len).ok_or_else(corrupt)?;
+                self.pos += len;
+                Datum::Text(String::from_utf8(bytes.to_vec()).map_err(|_| corrupt())?)
+            }
+            _ => return Err(corrupt()),
+        })
+    }
+
+    /// A state of the same kind as `template` (which supplies what is not written: the
+    /// result type of an integer sum).
+    pub fn state(&mut self, template: &Accumulator) -> Result<Accumulator> {
+        let tag = self.u8()?;
+        let state = match (tag, template) {
+            (0, Accumulator::Count(_)) => Accumulator::Count(self.i64()?),
+            (1, Accumulator::SumInt { result, .. }) => {
+                Accumulator::SumInt { sum: self.i128()?, any: self.bool()?, result: *result }
+            }
+            (2, Accumulator::SumFloat { .. }) => Accumulator::SumFloat { sum: self.f64()?, any: self.bool()? },
+            (3, Accumulator::SumNumeric { .. }) => Accumulator::SumNumeric { sum: self.optional_numeric()? },
+            (4, Accumulator::AvgInt { .. }) => Accumulator::AvgInt { sum: self.i128()?, count: self.i64()? },
+            (5, Accumulator::AvgFloat { .. }) => Accumulator::AvgFloat { sum: self.f64()?, count: self.i64()? },
+            (6, Accumulator::AvgNumeric { .. }) => {
+                Accumulator::AvgNumeric { sum: self.optional_numeric()?, count: self.i64()? }
+            }
+            (7, Accumulator::Min(_)) => Accumulator::Min(Some(self.datum()?).filter(|d| !d.is_null())),
+            (8, Accumulator::Max(_)) => Accumulator::Max(Some(self.datum()?).filter(|d| !d.is_null())),
+            _ => return Err(corrupt()),
+        };
+        Ok(state)
+    }
+
+    pub fn at_end(&self) -> bool {
+        self.pos == self.buf.len()
+    }
+}
+
+#[cfg(test)]
+pub(super) fn encode_for_test(key: &[Datum], states: &[Accumulator]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for d in key {
+        encode_datum(&mut out, d);
+    }
+    for s in states {
+        encode_state(&mut out, s);
+    }
+    out
+}

@@ -1,0 +1,687 @@
+//! Hash aggregation under a budget against a naive oracle (a `BTreeMap` of every group's
+//! rows, each aggregate computed from scratch), with budgets small enough to spill and
+//! to repartition several levels deep.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use weft_common::numeric::Numeric;
+use weft_common::parallel::{CancelToken, WorkerPool};
+use weft_common::{DataType, Datum, Result, SqlState};
+use weft_storage::{BufferMappingKind, BufferPool, BufferPoolConfig, StorageManager};
+
+use super::spill::{encode_for_test, Decoder};
+use super::{Accumulator, AggregateSink, AggregateSpillReport, Budget};
+use crate::execute::{run_pipeline, ExecContext, Sink};
+use crate::expr::compare::{compare_datums, GroupKey};
+use crate::expr::{BinaryOp, EvalContext, Expr};
+use crate::hash_join::HashJoinSettings;
+use crate::plan::{AggregateCall, AggregateFunction, Pipeline, Row, ScanLabel, Source, Step};
+use crate::sort::SortSettings;
+
+static NEXT_ENV: AtomicU64 = AtomicU64::new(0);
+
+/// A data directory for one test, removed at the end.
+struct Env {
+    root: PathBuf,
+    pool: Arc<BufferPool>,
+    workers: WorkerPool,
+    cancel: CancelToken,
+    eval: EvalContext,
+}
+
+impl Env {
+    fn new() -> Env {
+        let root = std::env::temp_dir()
+            .join(format!("weft-agg-unit.{}.{}", std::process::id(), NEXT_ENV.fetch_add(1, Ordering::Relaxed)));
+        std::fs::create_dir_all(&root).unwrap();
+        let smgr = StorageManager::open(&root).unwrap();
+        let pool = BufferPool::new(smgr, BufferPoolConfig { shared_buffers_bytes: 64 * 8192, mapping: BufferMappingKind::Hash });
+        Env { root, pool, workers: WorkerPool::new(8), cancel: CancelToken::new(), eval: EvalContext::with_seed(1) }
+    }
+
+    fn temp_dir(&self) -> PathBuf {
+        self.root.join("tmp")
+    }
+
+    fn ctx(&self, work_mem: usize) -> ExecContext<'_> {
+        ExecContext {
+            pool: &self.pool,
+            workers: &self.workers,
+            cancel: &self.cancel,
+            eval: &self.eval,
+            leader_participates: true,
+            stats: Default::default(),
+            sort: SortSettings {
+                work_mem,
+                strategy: weft_sort::SortStrategy::Partition,
+                trace: false,
+                temp_dir: self.temp_dir(),
+            },
+            notices: Default::default(),
+            sort_reports: Default::default(),
+            nodes: Default::default(),
+            hash: HashJoinSettings { work_mem, hash_mem_multiplier: 1.0, attach_phases: Vec::new() },
+            joins: Default::default(),
+        }
+    }
+
+    /// Nothing left under the temp directory (or it was never created).
+    fn temp_is_empty(&self) -> bool {
+        match std::fs::read_dir(self.temp_dir()) {
+            Ok(mut entries) => entries.next().is_none(),
+            Err(_) => true,
+        }
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Data: key columns of several types, then one argument column of each type.
+
+#[derive(Clone, Copy, Debug)]
+enum KeyType {
+    Int4,
+    Int8,
+    Text,
+    Numeric,
+    Float8,
+}
+
+impl KeyType {
+    fn data_type(self) -> DataType {
+        match self {
+            KeyType::Int4 => DataType::Int4,
+            KeyType::Int8 => DataType::Int8,
+            KeyType::Text => DataType::Text,
+            KeyType::Numeric => DataType::Numeric,
+            KeyType::Float8 => DataType::Float8,
+        }
+    }
+}
+
+/// A key value from `v`, among about `domain` distinct groups, with NULLs, equal values
+/// of different representations (`1 = 1.0 = 1.00`, `-0 = 0`, two NaNs).
+fn key_datum(t: KeyType, v: u32, domain: u32) -> Datum {
+    let x = v % domain.max(1);
+    if x == 0 {
+        return Datum::Null;
+    }
+    let centered = x as i64 - (domain / 2) as i64;
+    match t {
+        KeyType::Int4 => Datum::Int4(centered as i32),
+        KeyType::Int8 => Datum::Int8(centered.wrapping_mul(1_000_000_007)),
+        KeyType::Text => Datum::Text(format!("k{x}{}", "·".repeat((x % 4) as usize))),
+        KeyType::Numeric => {
+            let (value, scale) = (centered / 3, x % 3);
+            Datum::Numeric(Numeric { mantissa: value as i128 * 10i128.pow(scale), scale: scale as u16 })
+        }
+        KeyType::Float8 => Datum::Float8(match x {
+            1 => -0.0,
+            2 => 0.0,
+            3 => f64::NAN,
+            4 => f64::from_bits(0xfff8_0000_0000_0001), // another NaN
+            5 => f64::INFINITY,
+            6 => f64::NEG_INFINITY,
+            _ => centered as f64 * 0.25,
+        }),
+    }
+}
+
+const ARG_TYPES: [DataType; 5] = [DataType::Int4, DataType::Int8, DataType::Numeric, DataType::Float8, DataType::Text];
+
+/// The argument columns from one seed: full-range integers (sums past i64), numerics of
+/// scales 0..3, floats that are multiples of 0.25 (sums exact in any order) or NaN/inf,
+/// text of varying length; each NULL now and then.
+fn arg_datums(s: u64) -> [Datum; 5] {
+    let int4 = if s.is_multiple_of(11) { Datum::Null } else { Datum::Int4((s >> 8) as i32) };
+    let int8 = if s.is_multiple_of(13) { Datum::Null } else { Datum::Int8((s >> 3) as i64 ^ (s << 61) as i64) };
+    let numeric = if s.is_multiple_of(7) {
+        Datum::Null
+    } else {
+        Datum::Numeric(Numeric { mantissa: ((s >> 16) % 2_000_001) as i128 - 1_000_000, scale: ((s >> 40) % 4) as u16 })
+    };
+    let float = match s % 101 {
+        0..=19 => Datum::Null,
+        20 => Datum::Float8(f64::NAN),
+        21 => Datum::Float8(f64::INFINITY),
+        22 => Datum::Float8(-0.0),
+        _ => Datum::Float8(((s >> 20) % 4001) as f64 * 0.25 - 500.0),
+    };
+    let text = if s.is_multiple_of(3) {
+        Datum::Null
+    } else {
+        Datum::Text(format!("{:x}{}", (s >> 32) % 4096, "y".repeat(((s >> 50) % 24) as usize)))
+    };
+    [int4, int8, numeric, float, text]
+}
+
+fn make_rows(keys: &[KeyType], domain: u32, raw: &[(u32, u32, u64)]) -> Vec<Row> {
+    raw.iter()
+        .map(|&(a, b, s)| {
+            let mut row: Row = Vec::new();
+            for (i, &t) in keys.iter().enumerate() {
+                // The second key column varies less, so that groups still repeat.
+                row.push(if i == 0 { key_datum(t, a, domain) } else { key_datum(t, b, 5) });
+            }
+            row.extend(arg_datums(s));
+            row
+        })
+        .collect()
+}
+
+/// count(*), and count, sum, avg, min, max of every argument column they accept.
+fn every_aggregate(key_width: usize) -> Vec<AggregateCall> {
+    use AggregateFunction::*;
+    let mut calls = vec![AggregateCall { function: CountStar, arg: None, result_type: DataType::Int8 }];
+    for (i, &t) in ARG_TYPES.iter().enumerate() {
+        for f in [Count, Sum, Avg, Min, Max] {
+            if let Some(result_type) = AggregateCall::result_type_for(f, Some(t)) {
+                calls.push(AggregateCall { function: f, arg: Some(Expr::Column { index: key_width + i, data_type: t }), result_type });
+            }
+        }
+    }
+    calls
+}
+
+fn group_by(keys: &[KeyType]) -> Vec<Expr> {
+    keys.iter().enumerate().map(|(index, t)| Expr::Column { index, data_type: t.data_type() }).collect()
+}
+
+// ---------------------------------------------------------------------------------------
+// The oracle.
+
+fn oracle(rows: &[Row], key_width: usize, calls: &[AggregateCall]) -> Vec<Row> {
+    let mut groups: BTreeMap<GroupKey, Vec<&Row>> = BTreeMap::new();
+    for row in rows {
+        groups.entry(GroupKey(row[..key_width].to_vec())).or_default().push(row);
+    }
+    groups
+        .into_iter()
+        .map(|(key, members)| {
+            let mut out = key.0;
+            for call in calls {
+                out.push(oracle_aggregate(call, &members));
+            }
+            out
+        })
+        .collect()
+}
+
+fn oracle_aggregate(call: &AggregateCall, rows: &[&Row]) -> Datum {
+    use AggregateFunction::*;
+    let Some(Expr::Column { index, data_type }) = &call.arg else {
+        return Datum::Int8(rows.len() as i64);
+    };
+    let values: Vec<&Datum> = rows.iter().map(|r| &r[*index]).filter(|d| !d.is_null()).collect();
+    if call.function == Count {
+        return Datum::Int8(values.len() as i64);
+    }
+    if values.is_empty() {
+        return Datum::Null;
+    }
+    let ints = || values.iter().map(|d| match d {
+        Datum::Int4(v) => *v as i128,
+        Datum::Int8(v) => *v as i128,
+        _ => unreachable!(),
+    });
+    let numeric_sum = || values.iter().fold(Numeric::from_i64(0), |acc, d| match d {
+        Datum::Numeric(n) => acc.add(n).unwrap(),
+        _ => unreachable!(),
+    });
+    let float_sum = || values.iter().map(|d| match d {
+        Datum::Float8(v) => *v,
+        _ => unreachable!(),
+    }).fold(0.0, |a, b| a + b);
+    let count = values.len() as i64;
+    match (call.function, data_type) {
+        (Sum, DataType::Int4) => Datum::Int8(ints().sum::<i128>() as i64),
+        (Sum, DataType::Int8) => Datum::Numeric(Numeric::from_i128(ints().sum())),
+        (Sum, DataType::Numeric) => Datum::Numeric(numeric_sum()),
+        (Sum, DataType::Float8) => Datum::Float8(float_sum()),
+        (Avg, DataType::Int4 | DataType::Int8) => {
+            Datum::Numeric(Numeric::from_i128(ints().sum()).div(&Numeric::from_i64(count)).unwrap())
+        }
+        (Avg, DataType::Numeric) => Datum::Numeric(numeric_sum().div(&Numeric::from_i64(count)).unwrap()),
+        (Avg, DataType::Float8) => Datum::Float8(float_sum() / count as f64),
+        (Min, _) => (*values.iter().min_by(|a, b| compare_datums(a, b)).unwrap()).clone(),
+        (Max, _) => (*values.iter().max_by(|a, b| compare_datums(a, b)).unwrap()).clone(),
+        other => panic!("no oracle for {other:?}"),
+    }
+}
+
+/// Equal as SQL sees them: same type and equal value (numerics by value, floats with
+/// NaN = NaN and -0 = 0), or both NULL.
+fn same(a: &Datum, b: &Datum) -> bool {
+    match (a, b) {
+        (Datum::Null, Datum::Null) => true,
+        (Datum::Numeric(x), Datum::Numeric(y)) => x.eq_value(y),
+        _ => a.data_type() == b.data_type() && compare_datums(a, b).is_eq(),
+    }
+}
+
+fn assert_same_groups(mut got: Vec<Row>, expected: Vec<Row>, key_width: usize) {
+    got.sort_by(|a, b| GroupKey(a[..key_width].to_vec()).cmp(&GroupKey(b[..key_width].to_vec())));
+    assert_eq!(got.len(), expected.len(), "number of groups");
+    for (g, e) in got.iter().zip(&expected) {
+        assert_eq!(g.len(), e.len());
+        for (i, (x, y)) in g.iter().zip(e).enumerate() {
+            assert!(same(x, y), "column {i} differs: got {g:?}\nexpected {e:?}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Driving the sink.
+
+/// Push `rows` through `participants` participants (threads, each with its own local
+/// state, the rows cut into contiguous shares), then combine.
+fn aggregate_with(
+    ctx: &ExecContext,
+    keys: &[Expr],
+    calls: &[AggregateCall],
+    rows: &[Row],
+    participants: usize,
+    workers: usize,
+    budget: usize,
+) -> (Result<Vec<Row>>, AggregateSpillReport) {
+    let sink = AggregateSink::new(keys, calls, ctx, workers).with_budget(budget);
+    let share = rows.len().div_ceil(participants.max(1)).max(1);
+    let pushed: Result<()> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..participants)
+            .map(|p| {
+                let sink = &sink;
+                let mine = rows.get((p * share).min(rows.len())..((p + 1) * share).min(rows.len())).unwrap_or(&[]);
+                scope.spawn(move || -> Result<()> {
+                    let mut local = sink.local()?;
+                    for row in mine {
+                        sink.push(&mut local, row)?;
+                    }
+                    sink.finish(local)
+                })
+            })
+            .collect();
+        handles.into_iter().try_for_each(|h| h.join().unwrap())
+    });
+    let result = pushed.and_then(|_| sink.take_rows());
+    let report = sink.spill_report();
+    (result, report)
+}
+
+/// The most a tracked figure may exceed the budget by: one group's entry (slots, hash,
+/// key and states, text) and the encoding of one record in a reader and in a writer.
+fn one_group_slack(key_width: usize, aggregates: usize, max_text: usize) -> usize {
+    let entry = 2 * 8 + 8 + 1 + key_width * size_of::<Datum>() + aggregates * size_of::<Accumulator>();
+    let text = (key_width + aggregates) * max_text;
+    let record = 8 + (key_width + aggregates) * 20 + text;
+    entry + text + 2 * record
+}
+
+fn check_report(report: &AggregateSpillReport, budget: usize, slack: usize) {
+    for &peak in &report.participant_peak_bytes {
+        assert!(peak <= budget + slack, "a participant tracked {peak} bytes, budget {budget} + {slack}: {report:?}");
+    }
+    assert!(
+        report.combine_peak_bytes <= budget + slack,
+        "a combine task tracked {} bytes, budget {budget} + {slack}: {report:?}",
+        report.combine_peak_bytes
+    );
+}
+
+const MAX_TEXT: usize = 64;
+
+proptest! {
+    // 48 cases unless PROPTEST_CASES says otherwise.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(48),
+        ..ProptestConfig::default()
+    })]
+
+    /// Any budget, any number of participants: the oracle's groups and values, memory
+    /// within the budget, and no file left.
+    #[test]
+    fn spilled_aggregation_matches_oracle(
+        key_types in prop::collection::vec(
+            prop_oneof![Just(KeyType::Int4), Just(KeyType::Int8), Just(KeyType::Text), Just(KeyType::Numeric), Just(KeyType::Float8)],
+            1..=2,
+        ),
+        domain in prop_oneof![Just(3u32), 1u32..40, 40u32..3000],
+        raw in prop::collection::vec((any::<u32>(), any::<u32>(), any::<u64>()), 0..2500),
+        participants in 1usize..=8,
+        parallel_combine in any::<bool>(),
+        budget in prop_oneof![Just(4usize << 10), Just(12 << 10), Just(48 << 10), Just(1 << 30)],
+    ) {
+        let env = Env::new();
+        let ctx = env.ctx(4 << 20);
+        let rows = make_rows(&key_types, domain, &raw);
+        let keys = group_by(&key_types);
+        let calls = every_aggregate(keys.len());
+        let workers = if parallel_combine { participants.saturating_sub(1).max(1) } else { 0 };
+        let (result, report) = aggregate_with(&ctx, &keys, &calls, &rows, participants, workers, budget);
+        let got = result.unwrap();
+        assert_same_groups(got, oracle(&rows, keys.len(), &calls), keys.len());
+        check_report(&report, budget, one_group_slack(keys.len(), calls.len(), MAX_TEXT));
+        if budget == 1 << 30 {
+            prop_assert_eq!(report.disk_written_bytes, 0);
+            prop_assert_eq!(report.batches, 1);
+        }
+        prop_assert!(env.temp_is_empty());
+    }
+
+    /// Every partial state and every key datum survives a spill record exactly.
+    #[test]
+    fn states_round_trip(raw in prop::collection::vec((any::<u32>(), any::<u64>()), 1..40)) {
+        let calls = every_aggregate(1);
+        for (v, s) in raw {
+            let key = [key_datum(KeyType::Float8, v, 9), key_datum(KeyType::Numeric, v, 50), key_datum(KeyType::Text, v, 50)];
+            let mut states: Vec<Accumulator> = calls.iter().map(|c| Accumulator::new(c).unwrap()).collect();
+            let row: Row = std::iter::once(Datum::Null).chain(arg_datums(s)).collect();
+            for (acc, call) in states.iter_mut().zip(&calls) {
+                match &call.arg {
+                    None => acc.update_count_star(),
+                    Some(Expr::Column { index, .. }) => { acc.update_ref(&row[*index]).unwrap(); }
+                    Some(_) => unreachable!(),
+                }
+            }
+            let bytes = encode_for_test(&key, &states);
+            let mut decoder = Decoder::new(&bytes);
+            for k in &key {
+                let back = decoder.datum().unwrap();
+                prop_assert!(bit_identical(k, &back), "{:?} came back as {:?}", k, back);
+            }
+            let templates: Vec<Accumulator> = calls.iter().map(|c| Accumulator::new(c).unwrap()).collect();
+            for (state, template) in states.iter().zip(&templates) {
+                let back = decoder.state(template).unwrap();
+                prop_assert!(states_identical(state, &back), "{:?} came back as {:?}", state, back);
+            }
+            prop_assert!(decoder.at_end());
+        }
+    }
+}
+
+/// The same value and the same representation (scale of a numeric, bits of a float).
+fn bit_identical(a: &Datum, b: &Datum) -> bool {
+    match (a, b) {
+        (Datum::Float8(x), Datum::Float8(y)) => x.to_bits() == y.to_bits(),
+        (Datum::Numeric(x), Datum::Numeric(y)) => ({ x.mantissa }, { x.scale }) == ({ y.mantissa }, { y.scale }),
+        _ => a == b,
+    }
+}
+
+fn states_identical(a: &Accumulator, b: &Accumulator) -> bool {
+    match (a, b) {
+        (Accumulator::SumFloat { sum: x, any: p }, Accumulator::SumFloat { sum: y, any: q }) => x.to_bits() == y.to_bits() && p == q,
+        (Accumulator::AvgFloat { sum: x, count: p }, Accumulator::AvgFloat { sum: y, count: q }) => x.to_bits() == y.to_bits() && p == q,
+        (Accumulator::Min(Some(x)), Accumulator::Min(Some(y))) | (Accumulator::Max(Some(x)), Accumulator::Max(Some(y))) => bit_identical(x, y),
+        _ => a == b,
+    }
+}
+
+#[test]
+fn extreme_states_round_trip() {
+    let n = |mantissa: i128, scale: u16| Numeric { mantissa, scale };
+    let states = [
+        Accumulator::Count(i64::MAX),
+        Accumulator::SumInt { sum: i128::MIN, any: true, result: DataType::Numeric },
+        Accumulator::SumInt { sum: 0, any: false, result: DataType::Int8 },
+        Accumulator::SumFloat { sum: -0.0, any: true },
+        Accumulator::SumFloat { sum: f64::from_bits(0x7ff8_0000_dead_beef), any: true },
+        Accumulator::SumNumeric { sum: None },
+        Accumulator::SumNumeric { sum: Some(n(i128::MAX, 38)) },
+        Accumulator::AvgInt { sum: i128::MAX, count: i64::MAX },
+        Accumulator::AvgFloat { sum: f64::NEG_INFINITY, count: 3 },
+        Accumulator::AvgNumeric { sum: Some(n(-100, 2)), count: 7 },
+        Accumulator::AvgNumeric { sum: None, count: 0 },
+        Accumulator::Min(None),
+        Accumulator::Max(None),
+        Accumulator::Min(Some(Datum::Text(String::new()))),
+        Accumulator::Max(Some(Datum::Text("ünïcødé ✓".into()))),
+        Accumulator::Min(Some(Datum::Numeric(n(1000, 3)))),
+        Accumulator::Max(Some(Datum::Float8(-0.0))),
+        Accumulator::Min(Some(Datum::Int4(i32::MIN))),
+        Accumulator::Max(Some(Datum::Int8(i64::MAX))),
+        Accumulator::Max(Some(Datum::Bool(true))),
+    ];
+    let key = [Datum::Null, Datum::Bool(false), Datum::Numeric(n(-5, 1)), Datum::Text("a\u{0}b".into())];
+    let bytes = encode_for_test(&key, &states);
+    let mut decoder = Decoder::new(&bytes);
+    for k in &key {
+        assert!(bit_identical(k, &decoder.datum().unwrap()));
+    }
+    for state in &states {
+        let template = match state {
+            Accumulator::SumInt { result, .. } => Accumulator::SumInt { sum: 0, any: false, result: *result },
+            other => other.clone(),
+        };
+        let back = decoder.state(&template).unwrap();
+        assert!(states_identical(state, &back), "{state:?} came back as {back:?}");
+    }
+    assert!(decoder.at_end());
+}
+
+/// Many groups, a budget of a few groups: partitions are repartitioned several levels
+/// deep, and the answer is still the oracle's.
+#[test]
+fn deep_repartitioning() {
+    let env = Env::new();
+    let ctx = env.ctx(4 << 20);
+    let key_types = [KeyType::Text, KeyType::Int4];
+    let raw: Vec<(u32, u32, u64)> = (0..20_000u64)
+        .map(|i| {
+            let h = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            ((h >> 7) as u32, (h >> 40) as u32, h ^ (h >> 29))
+        })
+        .collect();
+    let rows = make_rows(&key_types, 6000, &raw);
+    let keys = group_by(&key_types);
+    let calls = every_aggregate(keys.len());
+    let budget = 8 << 10;
+    for (participants, workers) in [(1, 0), (4, 3), (8, 7)] {
+        let (result, report) = aggregate_with(&ctx, &keys, &calls, &rows, participants, workers, budget);
+        assert_same_groups(result.unwrap(), oracle(&rows, keys.len(), &calls), keys.len());
+        check_report(&report, budget, one_group_slack(keys.len(), calls.len(), MAX_TEXT));
+        assert!(report.max_level >= 2, "expected repartitioning: {report:?}");
+        assert!(report.batches > Budget::new(budget).partitions() as u64, "{report:?}");
+        assert!(report.disk_peak_bytes > 0 && report.disk_written_bytes >= report.disk_peak_bytes);
+        assert!(report.explain_line().contains("Disk Usage: "), "{}", report.explain_line());
+        assert!(env.temp_is_empty());
+    }
+}
+
+/// With room for every group nothing is written, and the EXPLAIN line says so.
+#[test]
+fn fitting_groups_stay_in_memory() {
+    let env = Env::new();
+    let ctx = env.ctx(4 << 20);
+    let key_types = [KeyType::Int8];
+    let raw: Vec<(u32, u32, u64)> = (0..5000u64).map(|i| (i as u32, 0, i * 7919)).collect();
+    let rows = make_rows(&key_types, 500, &raw);
+    let keys = group_by(&key_types);
+    let calls = every_aggregate(1);
+    let (result, report) = aggregate_with(&ctx, &keys, &calls, &rows, 3, 2, 8 << 20);
+    assert_same_groups(result.unwrap(), oracle(&rows, 1, &calls), 1);
+    assert_eq!((report.batches, report.disk_peak_bytes, report.spill_files), (1, 0, 0));
+    assert!(report.peak_memory_bytes > 0);
+    let line = report.explain_line();
+    assert!(line.starts_with("Batches: 1  Memory Usage: ") && line.ends_with("kB") && !line.contains("Disk"), "{line}");
+}
+
+fn series_pipeline(count: i64, steps: Vec<Step>, workers: usize) -> Pipeline {
+    Pipeline {
+        source: Source::Series { start: 1, stop: count, step: 1, data_type: DataType::Int8, label: ScanLabel::default() },
+        steps,
+        workers,
+    }
+}
+
+fn col(index: usize, data_type: DataType) -> Expr {
+    Expr::Column { index, data_type }
+}
+
+fn binary(op: BinaryOp, left: Expr, right: Expr, data_type: DataType) -> Expr {
+    Expr::Binary { op, left: Box::new(left), right: Box::new(right), data_type }
+}
+
+fn lit8(v: i64) -> Expr {
+    Expr::Literal { value: Datum::Int8(v), data_type: DataType::Int8 }
+}
+
+/// `SELECT x % groups, count(*), sum(x), min(x), max(x) FROM generate_series(1, n) x
+/// GROUP BY 1` through a real pipeline on the worker pool, under `work_mem`.
+#[test]
+fn pipeline_on_the_worker_pool_spills_within_work_mem() {
+    let env = Env::new();
+    let (n, groups) = (60_000i64, 7_000i64);
+    let work_mem = 64 << 10;
+    let ctx = env.ctx(work_mem);
+    let steps = vec![Step::Project(vec![binary(BinaryOp::Mod, col(0, DataType::Int8), lit8(groups), DataType::Int8), col(0, DataType::Int8)])];
+    let keys = vec![col(0, DataType::Int8)];
+    let x = || Some(col(1, DataType::Int8));
+    let calls = vec![
+        AggregateCall { function: AggregateFunction::CountStar, arg: None, result_type: DataType::Int8 },
+        AggregateCall { function: AggregateFunction::Sum, arg: x(), result_type: DataType::Numeric },
+        AggregateCall { function: AggregateFunction::Min, arg: x(), result_type: DataType::Int8 },
+        AggregateCall { function: AggregateFunction::Max, arg: x(), result_type: DataType::Int8 },
+    ];
+    for workers in [0, 3, 7] {
+        let pipeline = series_pipeline(n, steps.clone(), workers);
+        let sink = AggregateSink::new(&keys, &calls, &ctx, workers);
+        run_pipeline(&pipeline, &ctx, &sink).unwrap();
+        let mut rows = sink.take_rows().unwrap();
+        let report = sink.spill_report();
+        rows.sort_by(|a, b| compare_datums(&a[0], &b[0]));
+        assert_eq!(rows.len() as i64, groups);
+        for (r, row) in rows.iter().enumerate() {
+            let r = r as i64;
+            let members: Vec<i64> = (0..).map(|k| k * groups + r).skip_while(|&v| v == 0).take_while(|&v| v <= n).collect();
+            let sum: i128 = members.iter().map(|&v| v as i128).sum();
+            assert_eq!(row[0], Datum::Int8(r));
+            assert_eq!(row[1], Datum::Int8(members.len() as i64));
+            assert!(same(&row[2], &Datum::Numeric(Numeric::from_i128(sum))));
+            assert_eq!(row[3], Datum::Int8(members[0]));
+            assert_eq!(row[4], Datum::Int8(*members.last().unwrap()));
+        }
+        assert!(report.spilled_participants >= 1 && report.disk_written_bytes > 0, "{report:?}");
+        check_report(&report, work_mem, one_group_slack(1, calls.len(), 0));
+        drop(sink);
+        assert!(env.temp_is_empty());
+    }
+}
+
+/// An error in the first pass, after spilling began, leaves no file behind.
+#[test]
+fn error_in_first_pass_removes_temp_files() {
+    // Key: 1000000 / (x - 50000): division by zero at x = 50000, long after the first flush.
+    let key = binary(BinaryOp::Div, lit8(1_000_000_000), binary(BinaryOp::Sub, col(0, DataType::Int8), lit8(50_000), DataType::Int8), DataType::Int8);
+    let steps = vec![Step::Project(vec![key, col(0, DataType::Int8)])];
+    let keys = vec![col(0, DataType::Int8)];
+    let calls = vec![AggregateCall { function: AggregateFunction::Max, arg: Some(col(1, DataType::Int8)), result_type: DataType::Int8 }];
+    for workers in [0, 5] {
+        let env = Env::new();
+        let ctx = env.ctx(32 << 10);
+        let pipeline = series_pipeline(100_000, steps.clone(), workers);
+        let sink = AggregateSink::new(&keys, &calls, &ctx, workers);
+        let err = run_pipeline(&pipeline, &ctx, &sink).unwrap_err();
+        assert_eq!(err.sqlstate, SqlState::DIVISION_BY_ZERO, "{err:?}");
+        assert!(sink.spill_report().spilled_participants >= 1);
+        drop(sink);
+        assert!(env.temp_is_empty());
+    }
+}
+
+/// An error while combining (numeric overflow merging two participants' sums of one
+/// group) leaves no file behind.
+#[test]
+fn error_in_combine_removes_temp_files() {
+    let keys = vec![col(0, DataType::Int8)];
+    let calls = vec![AggregateCall { function: AggregateFunction::Sum, arg: Some(col(1, DataType::Numeric)), result_type: DataType::Numeric }];
+    let huge = Datum::Numeric(Numeric { mantissa: i128::MAX / 3 * 2, scale: 0 });
+    // Two participants, each: one huge value in group 0 among many small groups.
+    let mut rows: Vec<Row> = Vec::new();
+    for p in 0..2i64 {
+        rows.push(vec![Datum::Int8(0), huge.clone()]);
+        for g in 1..3000 {
+            rows.push(vec![Datum::Int8(g + p), Datum::Numeric(Numeric::from_i64(g))]);
+        }
+    }
+    for workers in [0, 1] {
+        let env = Env::new();
+        let ctx = env.ctx(4 << 20);
+        let (result, report) = aggregate_with(&ctx, &keys, &calls, &rows, 2, workers, 16 << 10);
+        let err = result.unwrap_err();
+        assert_eq!(err.sqlstate, SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "{err:?}");
+        assert!(report.disk_written_bytes > 0, "{report:?}");
+        assert!(env.temp_is_empty());
+    }
+}
+
+/// A cancel between the passes stops the combine and removes the files.
+#[test]
+fn cancel_removes_temp_files() {
+    let env = Env::new();
+    let ctx = env.ctx(4 << 20);
+    let keys = vec![col(0, DataType::Int8)];
+    let calls = vec![AggregateCall { function: AggregateFunction::CountStar, arg: None, result_type: DataType::Int8 }];
+    let rows: Vec<Row> = (0..20_000).map(|i| vec![Datum::Int8(i * 31 % 9000)]).collect();
+    let sink = AggregateSink::new(&keys, &calls, &ctx, 3).with_budget(8 << 10);
+    for share in rows.chunks(5000) {
+        let mut local = sink.local().unwrap();
+        for row in share {
+            sink.push(&mut local, row).unwrap();
+        }
+        sink.finish(local).unwrap();
+    }
+    assert!(!env.temp_is_empty(), "the first pass should have spilled");
+    env.cancel.cancel();
+    let err = sink.take_rows().unwrap_err();
+    assert_eq!(err.sqlstate, SqlState::QUERY_CANCELED);
+    assert!(env.temp_is_empty());
+}
+
+/// Budgets split as documented: the table's share plus buffers never exceed the total.
+#[test]
+fn budget_shares() {
+    for total in [1usize << 10, 4 << 10, 64 << 10, 1 << 20, 8 << 20, 1 << 30] {
+        let b = Budget::new(total);
+        assert!(b.partitions() >= 4 && b.partitions() <= 64);
+        assert!(b.first_pass_limit() <= total && b.combine_limit() <= b.first_pass_limit());
+        if total >= 4 << 10 {
+            assert!(b.combine_limit() >= total / 2, "{b:?}");
+        }
+    }
+}
+
+/// Not an assertion on time: prints what 10M rows into 1M groups do under
+/// `work_mem = 4MB × 2` (run with `-- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn report_ten_million_rows_into_a_million_groups() {
+    let env = Env::new();
+    let mut ctx = env.ctx(4 << 20);
+    ctx.hash.hash_mem_multiplier = 2.0;
+    let steps = vec![Step::Project(vec![binary(BinaryOp::Mod, col(0, DataType::Int8), lit8(1_000_000), DataType::Int8), col(0, DataType::Int8)])];
+    let keys = vec![col(0, DataType::Int8)];
+    let calls = vec![
+        AggregateCall { function: AggregateFunction::CountStar, arg: None, result_type: DataType::Int8 },
+        AggregateCall { function: AggregateFunction::Sum, arg: Some(col(1, DataType::Int8)), result_type: DataType::Numeric },
+    ];
+    for workers in [0, 1] {
+        let pipeline = series_pipeline(10_000_000, steps.clone(), workers);
+        let began = std::time::Instant::now();
+        let sink = AggregateSink::new(&keys, &calls, &ctx, workers);
+        run_pipeline(&pipeline, &ctx, &sink).unwrap();
+        let rows = sink.take_rows().unwrap();
+        let elapsed = began.elapsed();
+        assert_eq!(rows.len(), 1_000_000);
+        let report = sink.spill_report();
+        eprintln!("workers={workers}: {elapsed:?}  {}\n  {report:?}", report.explain_line());
+    }
+}
