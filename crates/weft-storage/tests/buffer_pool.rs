@@ -492,3 +492,25 @@ fn write_during_flush_keeps_the_page_dirty(kind: BufferMappingKind) {
 }
 
 both_mappings!(concurrent_stress_against_model, concurrent_stress_large_pool, concurrent_batch_reads_against_model, bulk_read_ring_spares_hot_pages, bulk_write_ring_spares_hot_pages, all_buffers_pinned_is_an_error, corrupt_page_read_through_pool_names_file_and_block, concurrent_extend_allocates_distinct_blocks, dropped_buffers_are_not_written, write_during_flush_keeps_the_page_dirty);
+
+/// An ART pool whose every buffer holds a page of a different relation, over
+/// and over (each eviction retires one inner tree and attaches another): the
+/// node pool and the slots sized from shared_buffers never run out.
+#[test]
+fn art_pool_of_distinct_relations_never_runs_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let smgr = StorageManager::open(dir.path()).unwrap();
+    let pool = pool_with(&smgr, 64, BufferMappingKind::Art);
+    for r in 0..512u32 {
+        write_relation(&smgr, rel(1000 + r), 1, r as u64);
+    }
+    for round in 0..3 {
+        for r in 0..512u32 {
+            let buffer = pool.read_buffer(BufferTag::new(rel(1000 + r), ForkNumber::Main, 0), None).unwrap();
+            assert_eq!(page_stamp(&buffer.read()), Some(r as u64), "round {round}");
+        }
+    }
+    pool.check_invariants(true).unwrap();
+    pool.drop_relations_buffers(&(0..512).map(|r| rel(1000 + r)).collect::<Vec<_>>());
+    pool.check_invariants(true).unwrap();
+}

@@ -205,3 +205,55 @@ fn concurrent_churn_keeps_each_threads_entries() {
         mapping.verify().unwrap();
     }
 }
+
+/// The ART's node pool and slots are sized from the buffer count for the
+/// worst case: every buffer (plus every eviction that may be in flight) a
+/// page of a distinct relation fork, or all of them sparse blocks of one
+/// fork. Neither may run out, repeatedly (freed nodes come back).
+#[test]
+fn art_node_pool_never_runs_out() {
+    use weft_storage::mapping::art::INSERTS_IN_FLIGHT_MAX;
+    let nbuffers = 4096;
+    let entries = nbuffers + INSERTS_IN_FLIGHT_MAX;
+    let mapping = ArtMapping::new(nbuffers);
+    let (_, capacity) = mapping.node_bytes();
+    let mut x = 0x2545_f491_4f6c_dd1d_u64;
+    for round in 0..3u32 {
+        // Distinct relation forks (spread over all key bytes of the outer tree).
+        let tags: Vec<BufferTag> = (0..entries as u32)
+            .map(|i| {
+                let scrambled = i.wrapping_mul(0x9e37_79b1) ^ round;
+                BufferTag::new(RelFileLocator::new(1663 + (i & 7), 5 + (i >> 12), scrambled), ForkNumber::ALL[(i % 4) as usize], i)
+            })
+            .collect();
+        for (id, t) in tags.iter().enumerate() {
+            assert_eq!(mapping.insert(*t, id).unwrap(), Ok(()), "round {round}: distinct relation {id} of {entries}");
+        }
+        assert_eq!(mapping.inner_trees(), entries);
+        mapping.verify().unwrap();
+        for (id, t) in tags.iter().enumerate() {
+            assert!(mapping.remove(t, id));
+        }
+        assert_eq!(mapping.inner_trees(), 0);
+        // One fork, sparse random blocks: the deepest inner tree.
+        let mut blocks = std::collections::HashSet::new();
+        while blocks.len() < entries {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            blocks.insert(x as u32);
+        }
+        for (id, &block) in blocks.iter().enumerate() {
+            let t = tag(1, 0, block);
+            assert_eq!(mapping.insert(t, id).unwrap(), Ok(()), "round {round}: block {id} of {entries}");
+        }
+        mapping.verify().unwrap();
+        assert_eq!(mapping.len(), entries);
+        assert!(mapping.node_bytes().0 <= capacity);
+        for (id, &block) in blocks.iter().enumerate() {
+            assert!(mapping.remove(&tag(1, 0, block), id));
+        }
+        assert_eq!(mapping.len(), 0);
+        mapping.verify().unwrap();
+    }
+}
