@@ -39,11 +39,17 @@ fn key_strategy(key_len: usize) -> BoxedStrategy<Vec<u8>> {
     prop_oneof![3 => dense, 2 => binary, 2 => clustered, 1 => sparse].boxed()
 }
 
+/// Small values (held inline in last-level nodes) and values too large for that
+/// (held in leaves), so both representations and conversions between them occur.
+fn value_strategy() -> BoxedStrategy<u64> {
+    prop_oneof![3 => 0u64..1000, 1 => (1u64 << 61)..=u64::MAX, 1 => any::<u64>()].boxed()
+}
+
 fn op_strategy(key_len: usize) -> impl Strategy<Value = Op> {
     let key = key_strategy(key_len);
     prop_oneof![
-        6 => (key.clone(), any::<u64>()).prop_map(|(k, v)| Op::Insert(k, v)),
-        2 => (key.clone(), any::<u64>()).prop_map(|(k, v)| Op::Upsert(k, v)),
+        6 => (key.clone(), value_strategy()).prop_map(|(k, v)| Op::Insert(k, v)),
+        2 => (key.clone(), value_strategy()).prop_map(|(k, v)| Op::Upsert(k, v)),
         4 => key.clone().prop_map(Op::Remove),
         1 => (key.clone(), 0u64..3).prop_map(|(k, v)| Op::RemoveIf(k, v)),
         2 => key.clone().prop_map(Op::Get),

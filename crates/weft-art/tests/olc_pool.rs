@@ -68,7 +68,8 @@ fn worst_shapes_fit_worst_case_bytes() {
     let pool = NodePool::new(bytes);
     assert!(pool.capacity_bytes() <= bytes);
 
-    let shapes: [(u8, usize, u8, fn(NodeCounts) -> usize); 4] = [
+    type Shape = (u8, usize, u8, fn(NodeCounts) -> usize);
+    let shapes: [Shape; 4] = [
         (2, 13, 2, |c| c.node4),
         (4, 6, 5, |c| c.node16),
         (13, 3, 17, |c| c.node48),
@@ -79,7 +80,7 @@ fn worst_shapes_fit_worst_case_bytes() {
         let tree = OlcArt::new(len, Arc::clone(&pool));
         let n = build_min_fill(&tree, arity, len, grow_to);
         let counts = tree.node_counts();
-        assert_eq!(counts.leaves, n);
+        assert_eq!(counts.leaves + counts.inline_values, n);
         assert_eq!(of_kind(counts), inner_nodes(arity as usize, len as u32), "arity {arity}: {counts:?}");
         trees.push(tree);
     }
@@ -97,10 +98,13 @@ fn worst_case_is_tight_for_node4() {
     let tree = OlcArt::new(12, Arc::clone(&pool));
     build_min_fill(&tree, 2, 12, 2);
     let free = pool.free_slots();
-    assert_eq!(tree.node_counts().node4, n - 1);
-    // n leaves and n - 1 Node4s used; the slack (64 per class) and one Node4 are left.
-    assert_eq!(free[0], 64);
+    let counts = tree.node_counts();
+    assert_eq!(counts.node4, n - 1);
+    // n - 1 Node4s used; the slack (64 per class) and one Node4 are left. The entries
+    // under last-level nodes are inline values, the others leaves.
     assert_eq!(free[1], 65);
+    assert_eq!(counts.leaves + counts.inline_values, n);
+    assert_eq!(free[0], n + 64 - counts.leaves);
 }
 
 /// A pool too small: inserts eventually return OutOfNodeMemory, the tree stays
@@ -174,4 +178,67 @@ fn drop_returns_nodes() {
     // drain it, and so does any later collection. Force one through a tiny tree.
     let used_after_drop = pool.used_bytes();
     assert!(used_after_drop <= pool.retired_nodes() * 2080);
+}
+
+/// Removing from a last-level node whose other child is an inline value needs a leaf
+/// for that value (it moves up, where only leaves live). With no leaf to be had, the
+/// removal still succeeds: the node stays with one child, and removing that child
+/// unlinks the node. The tree stays consistent throughout.
+#[test]
+fn removal_without_memory_for_a_collapse_leaf() {
+    // 8 slots in every class.
+    let pool = NodePool::new(NodePool::worst_case_bytes(0, 2) / 64 * 8);
+    let tree = OlcArt::new(2, Arc::clone(&pool));
+    let mut model = BTreeMap::new();
+    // Three last-level Node4s holding inline values [a, 1] and [a, 2] (the first key
+    // under a new node is a leaf, [a, 0], removed again).
+    for a in [10u8, 20, 30] {
+        for b in [0u8, 1, 2] {
+            tree.insert_if_absent(&[a, b], (a + b) as u64).unwrap().unwrap();
+        }
+        assert_eq!(tree.remove(&[a, 0]), Some(a as u64));
+        for b in [1u8, 2] {
+            model.insert(vec![a, b], (a + b) as u64);
+        }
+    }
+    assert_eq!(tree.node_counts().leaves, 0);
+    // Exhaust the leaves with values too large to be inline.
+    let mut filler = 100u8;
+    loop {
+        match tree.insert_if_absent(&[filler, 0], u64::MAX - filler as u64) {
+            Ok(Ok(())) => {
+                model.insert(vec![filler, 0], u64::MAX - filler as u64);
+                filler += 1;
+            }
+            Err(OutOfNodeMemory) => break,
+            Ok(Err(_)) => unreachable!(),
+        }
+    }
+    tree.verify().unwrap();
+    // Each removal would collapse a Node4 into an inline value that needs a leaf.
+    for a in [10u8, 20, 30] {
+        assert_eq!(tree.remove(&[a, 1]), Some(a as u64 + 1));
+        model.remove(&vec![a, 1]);
+        tree.verify().unwrap();
+    }
+    // One-child nodes are left where no leaf could be had (no collapse happened).
+    let counts = tree.node_counts();
+    assert_eq!(counts.node4, 3, "{counts:?}");
+    assert_eq!(counts.inline_values, 3, "{counts:?}");
+    // Removing the last child unlinks them.
+    for a in [10u8, 20, 30] {
+        assert_eq!(tree.get(&[a, 2]), Some(a as u64 + 2));
+        assert_eq!(tree.remove(&[a, 2]), Some(a as u64 + 2));
+        model.remove(&vec![a, 2]);
+        tree.verify().unwrap();
+    }
+    let mut contents = BTreeMap::new();
+    tree.for_each(|k, v| {
+        contents.insert(k.to_vec(), v);
+    });
+    assert_eq!(contents, model);
+    assert_eq!(tree.len(), model.len());
+    let counts = tree.node_counts();
+    assert_eq!(counts.leaves, model.len(), "{counts:?}");
+    assert_eq!(counts.node4 + counts.node16 + counts.node48 + counts.node256, 1, "{counts:?}");
 }

@@ -12,12 +12,17 @@
 //! - `tree`: lookups, inserts, removals (optimistic lock coupling);
 //! - `scan`: ordered iteration, `remove_prefix`, `verify`, statistics, drop.
 //!
-//! No module here uses `unsafe` (`forbid` below): nodes are named by slab index and
-//! all their fields are atomics, so optimistic reads are defined behaviour.
+//! - `hugepage`: the one module with `unsafe` (a `madvise` hint), with its safety
+//!   contract at its top.
+//!
+//! Nothing else here uses `unsafe` (`deny` below, allowed only in `hugepage`): nodes
+//! are named by slab index and all their fields are atomics, so optimistic reads are
+//! defined behaviour.
 #![doc = include_str!("README.md")]
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 
 mod epoch;
+mod hugepage;
 mod node;
 mod pool;
 mod scan;

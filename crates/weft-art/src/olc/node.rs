@@ -40,7 +40,11 @@ pub(crate) struct Restart;
 // Node references
 // ---------------------------------------------------------------------------
 
-/// A child word: 0 is "no child"; otherwise `(slot index << 3) | tag`.
+/// A child word: 0 is "no child"; an inline value (below); otherwise
+/// `(slot index << 7) | (depth << 3) | tag`, where `depth` is the inner node's depth
+/// (0 for leaves). Carrying the (immutable) depth in the word lets a lookup compute
+/// the child word's address without waiting for the node's header: the two cache
+/// misses of a large node overlap instead of following each other.
 pub(crate) type NodeRef = u64;
 pub(crate) const NULL_REF: NodeRef = 0;
 pub(crate) const TAG_LEAF: u64 = 1;
@@ -48,7 +52,24 @@ pub(crate) const TAG_N4: u64 = 2;
 pub(crate) const TAG_N16: u64 = 3;
 pub(crate) const TAG_N48: u64 = 4;
 pub(crate) const TAG_N256: u64 = 5;
+/// An inline value: `(value << 3) | TAG_VALUE`, only in a node at depth `key_len - 1`
+/// (the key is then the node's prefix plus the child's byte; README rule 10).
+pub(crate) const TAG_VALUE: u64 = 6;
 const TAG_MASK: u64 = 7;
+
+/// The largest value a child word can hold inline (61 bits); larger ones get a leaf.
+pub(crate) const INLINE_VALUE_MAX: u64 = (1 << 61) - 1;
+
+/// The child word holding `value` inline, if it fits.
+#[inline]
+pub(crate) fn inline_word(value: u64) -> Option<NodeRef> {
+    (value <= INLINE_VALUE_MAX).then_some((value << 3) | TAG_VALUE)
+}
+
+#[inline]
+pub(crate) fn inline_value(word: NodeRef) -> u64 {
+    word >> 3
+}
 
 #[inline]
 pub(crate) fn tag_of(node: NodeRef) -> u64 {
@@ -57,12 +78,18 @@ pub(crate) fn tag_of(node: NodeRef) -> u64 {
 
 #[inline]
 pub(crate) fn index_of(node: NodeRef) -> usize {
-    (node >> 3) as usize
+    (node >> 7) as usize
+}
+
+/// The depth of the inner node `node` names, from the word itself.
+#[inline]
+pub(crate) fn depth_of(node: NodeRef) -> usize {
+    ((node >> 3) & 15) as usize
 }
 
 #[inline]
-pub(crate) fn make_ref(tag: u64, index: usize) -> NodeRef {
-    ((index as u64) << 3) | tag
+pub(crate) fn make_ref(tag: u64, index: usize, depth: usize) -> NodeRef {
+    ((index as u64) << 7) | (((depth & 15) as u64) << 3) | tag
 }
 
 // ---------------------------------------------------------------------------
@@ -94,6 +121,12 @@ pub(crate) fn prefix_mask(len: usize) -> u128 {
     } else {
         u128::MAX << (128 - 8 * len)
     }
+}
+
+/// The key `prefix` (first `depth` bytes) followed by `byte` at `depth`.
+#[inline]
+pub(crate) fn key_with_byte(prefix: u128, depth: usize, byte: u8) -> u128 {
+    (prefix & prefix_mask(depth)) | ((byte as u128) << (120 - 8 * (depth & 15)))
 }
 
 /// Index of the first byte where two keys differ (16 when equal).

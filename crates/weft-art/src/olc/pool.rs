@@ -6,7 +6,7 @@
 //! Slots of a class never change class, so a slot that a reader may still be looking
 //! at holds a node of the type the reader expects, and every field is an atomic: a
 //! stale read is a wrong number, never undefined behaviour. Nodes are named by
-//! `(slot index << 3) | class tag` rather than by pointer, so the module needs no
+//! `(slot index << 7) | (depth << 3) | class tag` rather than by pointer, so the module needs no
 //! `unsafe`. The price is that capacity is split between the classes up front: a pool
 //! is sized by an entry count `n` (see [`NodePool::worst_case_bytes`]) and each class
 //! gets the most slots an `n`-entry forest could need of it. README "The pool" argues
@@ -53,7 +53,11 @@ struct Slab<T> {
 
 impl<T> Slab<T> {
     fn new(count: usize, make: impl Fn() -> T) -> Slab<T> {
-        Slab { slots: (0..count).map(|_| make()).collect(), free: Mutex::new((0..count as u32).rev().collect()) }
+        let mut slots: Vec<T> = Vec::with_capacity(count);
+        // Before the first touch: huge pages for big slabs (see hugepage.rs).
+        super::hugepage::advise(slots.as_ptr().cast::<u8>(), count * std::mem::size_of::<T>());
+        slots.extend((0..count).map(|_| make()));
+        Slab { slots: slots.into_boxed_slice(), free: Mutex::new((0..count as u32).rev().collect()) }
     }
 
     fn pop(&self) -> Option<usize> {
@@ -228,22 +232,22 @@ impl NodePool {
         }
     }
 
-    fn allocate(&self, tag: u64) -> Result<NodeRef, OutOfNodeMemory> {
+    fn allocate(&self, tag: u64, depth: usize) -> Result<NodeRef, OutOfNodeMemory> {
         let index = self.slab_pop(tag).ok_or(OutOfNodeMemory)?;
         self.used_bytes.fetch_add(class_bytes()[Self::class_index(tag)], Ordering::Relaxed);
-        Ok(make_ref(tag, index))
+        Ok(make_ref(tag, index, depth))
     }
 
     /// A fresh leaf holding `key` and `value` (not yet linked).
     pub(crate) fn allocate_leaf(&self, key: u128, value: u64) -> Result<NodeRef, OutOfNodeMemory> {
-        let node = self.allocate(TAG_LEAF)?;
+        let node = self.allocate(TAG_LEAF, 0)?;
         self.leaf(node).init(key, value);
         Ok(node)
     }
 
     /// A fresh, empty inner node of `kind` (not yet linked).
     pub(crate) fn allocate_inner(&self, kind: Kind, depth: usize, prefix: u128) -> Result<NodeRef, OutOfNodeMemory> {
-        let node = self.allocate(kind.tag())?;
+        let node = self.allocate(kind.tag(), depth)?;
         if let Some(inner) = self.inner(node) {
             inner.init(depth, prefix);
         }

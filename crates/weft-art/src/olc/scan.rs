@@ -20,11 +20,11 @@
 use std::collections::HashSet;
 
 use super::node::{
-    key_byte, lock_blocking, prefix_mask, read_lock, validate, write_unlock_obsolete, Inner, Kind, NodeRef,
-    Restart, LOCKED_BIT, NULL_REF, OBSOLETE_BIT,
+    depth_of, inline_value, key_byte, key_with_byte, lock_blocking, prefix_mask, read_lock, tag_of, validate,
+    write_unlock_obsolete, Inner, Kind, NodeRef, Restart, LOCKED_BIT, NULL_REF, OBSOLETE_BIT, TAG_VALUE,
 };
 use super::sync::{AtomicU64, Ordering};
-use super::tree::{Links, Parent, Retry};
+use super::tree::{Links, Retry};
 use super::OlcArt;
 
 /// Entries a scan collects per pin.
@@ -34,6 +34,8 @@ const SCAN_BATCH_ENTRIES: usize = 128;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NodeCounts {
     pub leaves: usize,
+    /// Entries held inline in a last-level node's child word (no leaf).
+    pub inline_values: usize,
     pub node4: usize,
     pub node16: usize,
     pub node48: usize,
@@ -151,11 +153,22 @@ impl OlcArt {
             if byte as usize > last {
                 break;
             }
+            from = byte as usize + 1;
+            if tag_of(child) == TAG_VALUE {
+                validate(&header.version, version)?;
+                let key = key_with_byte(node_prefix, depth, byte);
+                if scan.after.is_none_or(|after| key > after) {
+                    scan.batch.push((key, inline_value(child)));
+                    if scan.batch.len() >= SCAN_BATCH_ENTRIES {
+                        return Ok(Flow::Full);
+                    }
+                }
+                continue;
+            }
             let child_bounded = bounded && byte == key_byte(after, depth);
             if let Flow::Full = self.scan_node(child, &header.version, version, child_bounded, scan)? {
                 return Ok(Flow::Full);
             }
-            from = byte as usize + 1;
         }
         validate(&header.version, version)?;
         Ok(Flow::Continue)
@@ -164,6 +177,10 @@ impl OlcArt {
     // -- remove_prefix -------------------------------------------------------------
 
     pub(crate) fn remove_prefix_key(&self, prefix: u128, prefix_len: usize) -> Vec<(u128, u64)> {
+        if prefix_len == self.key_len {
+            // One key; the only prefix whose subtree can be an inline value.
+            return self.remove_key(prefix, None).map(|value| vec![(prefix, value)]).unwrap_or_default();
+        }
         let removed = self
             .run(|memory_short| self.remove_prefix_attempt(prefix, prefix_len, memory_short))
             .unwrap_or_default();
@@ -173,15 +190,7 @@ impl OlcArt {
 
     fn remove_prefix_attempt(&self, prefix: u128, prefix_len: usize, memory_short: bool) -> Result<Vec<(u128, u64)>, Retry> {
         let pool = &*self.pool;
-        let mut links = Links {
-            grand: Parent::Root,
-            grand_version: 0,
-            grand_byte: 0,
-            parent: Parent::Root,
-            parent_version: read_lock(&self.root_version)?,
-            parent_byte: 0,
-            parent_node: NULL_REF,
-        };
+        let mut links = Links::at_root(read_lock(&self.root_version)?);
         let mut node = self.root.load(Ordering::Acquire);
         loop {
             if node == NULL_REF {
@@ -190,7 +199,11 @@ impl OlcArt {
             }
             let covered = match pool.inner(node) {
                 None => {
-                    let key = pool.leaf(node).key();
+                    // A leaf: an inline value is reached only with a full-length prefix,
+                    // which `remove_prefix_key` hands to `remove_key`.
+                    let Some((key, _)) = self.entry(links.parent, links.parent_byte, node) else {
+                        return Err(Retry::Restart);
+                    };
                     (key ^ prefix) & prefix_mask(prefix_len) == 0
                 }
                 Some(inner) => {
@@ -210,15 +223,7 @@ impl OlcArt {
                             validate(&header.version, version)?;
                             return Ok(Vec::new());
                         }
-                        links = Links {
-                            grand: links.parent,
-                            grand_version: links.parent_version,
-                            grand_byte: links.parent_byte,
-                            parent: Parent::Node(inner),
-                            parent_version: version,
-                            parent_byte: byte,
-                            parent_node: node,
-                        };
+                        links = links.down(inner, version, byte, node);
                         node = child;
                         continue;
                     }
@@ -266,9 +271,14 @@ impl OlcArt {
             return;
         }
         locked.push(node);
+        let header = inner.header();
         let mut from = 0usize;
         while let Some((byte, child)) = inner.next_child(from) {
-            self.lock_subtree(child, locked, leaves, entries);
+            if tag_of(child) == TAG_VALUE {
+                entries.push((key_with_byte(header.prefix(), header.depth(), byte), inline_value(child)));
+            } else {
+                self.lock_subtree(child, locked, leaves, entries);
+            }
             from = byte as usize + 1;
         }
     }
@@ -290,7 +300,7 @@ impl OlcArt {
         };
         check.node(self.root.load(Ordering::Acquire), 0, 0)?;
         if check.leaves != self.len() {
-            return Err(format!("len() is {} but the tree holds {} leaves", self.len(), check.leaves));
+            return Err(format!("len() is {} but the tree holds {} entries", self.len(), check.leaves));
         }
         Ok(())
     }
@@ -302,6 +312,10 @@ impl OlcArt {
         let mut stack = vec![self.root.load(Ordering::Acquire)];
         while let Some(node) = stack.pop() {
             if node == NULL_REF {
+                continue;
+            }
+            if tag_of(node) == TAG_VALUE {
+                counts.inline_values += 1;
                 continue;
             }
             let Some(inner) = self.pool.inner(node) else {
@@ -370,14 +384,22 @@ impl Verify<'_> {
             if key & !prefix_mask(key_len) != 0 {
                 return Err(format!("leaf {key:#x} longer than {key_len} bytes"));
             }
-            if self.last_key.is_some_and(|last| last >= key) {
-                return Err(format!("leaf {key:#x} out of order"));
-            }
-            self.last_key = Some(key);
-            self.leaves += 1;
-            return Ok(());
+            return self.entry(key);
         };
+        if depth_of(node) != inner.header().depth() {
+            return Err(format!("word {node:#x} carries depth {} but the node has {}", depth_of(node), inner.header().depth()));
+        }
         self.inner(inner, path, path_len)
+    }
+
+    /// An entry (leaf or inline value) with `key`, in key order.
+    fn entry(&mut self, key: u128) -> Result<(), String> {
+        if self.last_key.is_some_and(|last| last >= key) {
+            return Err(format!("entry {key:#x} out of order"));
+        }
+        self.last_key = Some(key);
+        self.leaves += 1;
+        Ok(())
     }
 
     fn inner(&mut self, inner: Inner<'_>, path: u128, path_len: usize) -> Result<(), String> {
@@ -396,7 +418,7 @@ impl Verify<'_> {
             return Err(format!("{kind:?} prefix {prefix:#x}/{depth} disagrees with path {path:#x}/{path_len}"));
         }
         let count = inner.count();
-        let minimum = if self.relaxed_fill { 2 } else { kind.children_min() };
+        let minimum = if self.relaxed_fill { 1 } else { kind.children_min() };
         if count < minimum || count > kind.capacity() {
             return Err(format!("{kind:?} at depth {depth} has {count} children"));
         }
@@ -405,9 +427,16 @@ impl Verify<'_> {
         let mut children = 0usize;
         while let Some((byte, child)) = inner.next_child(from) {
             children += 1;
-            let child_path = prefix | ((byte as u128) << (120 - 8 * depth));
-            self.node(child, child_path, depth + 1)?;
+            let child_path = key_with_byte(prefix, depth, byte);
             from = byte as usize + 1;
+            if tag_of(child) == TAG_VALUE {
+                if depth + 1 != self.tree.key_len {
+                    return Err(format!("inline value under a {kind:?} at depth {depth}, not the last byte"));
+                }
+                self.entry(child_path)?;
+                continue;
+            }
+            self.node(child, child_path, depth + 1)?;
         }
         if children != count {
             return Err(format!("{kind:?} count {count} but {children} children"));

@@ -9,8 +9,9 @@
 //! so a writer never waits for a lock (README rules 4-5).
 
 use super::node::{
-    first_difference, key_byte, read_lock, try_upgrade, validate, write_unlock, write_unlock_obsolete, Inner,
-    Kind, NodeRef, Restart, NULL_REF,
+    depth_of, first_difference, inline_value, inline_word, key_byte, key_with_byte, prefix_mask, read_lock, tag_of,
+    try_upgrade, validate, write_unlock, write_unlock_obsolete, Inner, Kind, NodeRef, Restart, NULL_REF, TAG_LEAF,
+    TAG_VALUE,
 };
 use super::sync::{AtomicU64, Ordering};
 use super::{OlcArt, OutOfNodeMemory};
@@ -116,7 +117,8 @@ impl OlcArt {
     }
 
     /// No prefix comparisons on the way down: the leaf holds the whole key, and a key
-    /// that leaves the path of its prefix ends at a leaf with another key.
+    /// that leaves the path of its prefix ends at a leaf with another key. Only an
+    /// inline value (which has no key of its own) is checked against its node's prefix.
     #[inline]
     fn get_attempt(&self, key: u128) -> Result<Option<u64>, Restart> {
         let pool = &*self.pool;
@@ -128,23 +130,29 @@ impl OlcArt {
                 validate(parent_word, parent_version)?;
                 return Ok(None);
             }
-            match pool.inner(node) {
-                None => {
-                    let leaf = pool.leaf(node);
-                    let leaf_key = leaf.key();
-                    let value = leaf.value();
-                    validate(parent_word, parent_version)?;
-                    return Ok(if leaf_key == key { Some(value) } else { None });
-                }
-                Some(inner) => {
-                    let header = inner.header();
-                    let version = read_lock(&header.version)?;
-                    validate(parent_word, parent_version)?;
-                    node = inner.find(key_byte(key, header.depth()));
-                    parent_word = &header.version;
-                    parent_version = version;
-                }
+            let Some(inner) = pool.inner(node) else {
+                // The root slot or a node's word: a leaf (inline values are handled below).
+                let leaf = pool.leaf(node);
+                let leaf_key = leaf.key();
+                let value = leaf.value();
+                validate(parent_word, parent_version)?;
+                return Ok(if leaf_key == key { Some(value) } else { None });
+            };
+            let header = inner.header();
+            let version = read_lock(&header.version)?;
+            validate(parent_word, parent_version)?;
+            // From the word, not the header: the child word's load need not wait.
+            let depth = depth_of(node);
+            let child = inner.find(key_byte(key, depth));
+            if tag_of(child) == TAG_VALUE {
+                let prefix = header.prefix();
+                validate(&header.version, version)?;
+                let matches = (prefix ^ key) & prefix_mask(depth) == 0;
+                return Ok(matches.then_some(inline_value(child)));
             }
+            node = child;
+            parent_word = &header.version;
+            parent_version = version;
         }
     }
 
@@ -192,6 +200,10 @@ impl OlcArt {
             }
             let byte = key_byte(key, depth);
             let child = inner.find(byte);
+            if tag_of(child) == TAG_VALUE {
+                // Prefix and byte matched at the last level: this is the key.
+                return self.insert_at_inline(inner, version, byte, child, key, value, upsert);
+            }
             if child != NULL_REF {
                 parent = Parent::Node(inner);
                 parent_version = version;
@@ -201,11 +213,11 @@ impl OlcArt {
             }
             if !inner.is_full() {
                 try_upgrade(&header.version, version)?;
-                let Ok(leaf) = pool.allocate_leaf(key, value) else {
+                let Ok(word) = self.new_entry(key, value, depth) else {
                     write_unlock(&header.version);
                     return Err(Retry::NoMemory);
                 };
-                inner.insert(byte, leaf);
+                inner.insert(byte, word);
                 write_unlock(&header.version);
                 return Ok(InsertOutcome::Inserted);
             }
@@ -216,6 +228,43 @@ impl OlcArt {
             }
             return self.grow(parent, parent_byte, node, inner, byte, key, value);
         }
+    }
+
+    /// A child word for a new entry whose byte sits at `depth`: the value inline when
+    /// `depth` is the last byte and the value fits, else a fresh leaf.
+    fn new_entry(&self, key: u128, value: u64, depth: usize) -> Result<NodeRef, super::OutOfNodeMemory> {
+        match inline_word(value) {
+            Some(word) if depth + 1 == self.key_len => Ok(word),
+            _ => self.pool.allocate_leaf(key, value),
+        }
+    }
+
+    /// The walk found `key` as an inline value in `inner` (version `version`).
+    #[allow(clippy::too_many_arguments)]
+    fn insert_at_inline(
+        &self,
+        inner: Inner<'_>,
+        version: u64,
+        byte: u8,
+        word: NodeRef,
+        key: u128,
+        value: u64,
+        upsert: bool,
+    ) -> Result<InsertOutcome, Retry> {
+        let header = inner.header();
+        let existing = inline_value(word);
+        if !upsert {
+            validate(&header.version, version)?;
+            return Ok(InsertOutcome::Present(existing));
+        }
+        try_upgrade(&header.version, version)?;
+        let Ok(replacement) = self.new_entry(key, value, header.depth()) else {
+            write_unlock(&header.version);
+            return Err(Retry::NoMemory);
+        };
+        inner.replace(byte, replacement);
+        write_unlock(&header.version);
+        Ok(InsertOutcome::Present(existing))
     }
 
     /// The walk ended at a leaf in `parent`'s word for `parent_byte`.
@@ -269,7 +318,7 @@ impl OlcArt {
             self.unlock(parent);
             return Err(Retry::NoMemory);
         };
-        let Ok(leaf) = pool.allocate_leaf(key, value) else {
+        let Ok(leaf) = self.new_entry(key, value, depth) else {
             pool.free_now(branch);
             self.unlock(parent);
             return Err(Retry::NoMemory);
@@ -312,7 +361,7 @@ impl OlcArt {
             unlock_both();
             return Err(Retry::NoMemory);
         };
-        let Ok(leaf) = pool.allocate_leaf(key, value) else {
+        let Ok(leaf) = self.new_entry(key, value, header.depth()) else {
             pool.free_now(larger);
             unlock_both();
             return Err(Retry::NoMemory);
@@ -341,52 +390,65 @@ impl OlcArt {
 
     fn remove_attempt(&self, key: u128, expected: Option<u64>, memory_short: bool) -> Result<Option<u64>, Retry> {
         let pool = &*self.pool;
-        let mut grand = Parent::Root;
-        let mut grand_version = 0u64;
-        let mut grand_byte = 0u8;
-        let mut parent = Parent::Root;
-        let mut parent_version = read_lock(&self.root_version)?;
-        let mut parent_byte = 0u8;
-        let mut parent_node = NULL_REF;
+        let mut links = Links::at_root(read_lock(&self.root_version)?);
         let mut node = self.root.load(Ordering::Acquire);
         loop {
             if node == NULL_REF {
-                validate(self.version_word(parent), parent_version)?;
+                validate(self.version_word(links.parent), links.parent_version)?;
                 return Ok(None);
             }
             let Some(inner) = pool.inner(node) else {
-                let leaf = pool.leaf(node);
-                let current = leaf.value();
-                if leaf.key() != key || expected.is_some_and(|expected| expected != current) {
-                    validate(self.version_word(parent), parent_version)?;
+                let Some((entry_key, current)) = self.entry(links.parent, links.parent_byte, node) else {
+                    return Err(Retry::Restart);
+                };
+                if entry_key != key || expected.is_some_and(|expected| expected != current) {
+                    validate(self.version_word(links.parent), links.parent_version)?;
                     return Ok(None);
                 }
-                let links = Links { grand, grand_version, grand_byte, parent, parent_version, parent_byte, parent_node };
                 self.unlink(links, memory_short, &mut || {})?;
-                pool.retire(node);
+                if tag_of(node) == TAG_LEAF {
+                    pool.retire(node);
+                }
                 return Ok(Some(current));
             };
             let header = inner.header();
             let version = read_lock(&header.version)?;
-            validate(self.version_word(parent), parent_version)?;
+            validate(self.version_word(links.parent), links.parent_version)?;
             let byte = key_byte(key, header.depth());
             let child = inner.find(byte);
             if child == NULL_REF {
                 validate(&header.version, version)?;
                 return Ok(None);
             }
-            (grand, grand_version, grand_byte) = (parent, parent_version, parent_byte);
-            (parent, parent_version, parent_byte) = (Parent::Node(inner), version, byte);
-            parent_node = node;
+            links = links.down(inner, version, byte, node);
             node = child;
+        }
+    }
+
+    /// The key and value of the entry `node` (a leaf, or an inline value in `parent`'s
+    /// word for `byte`); `None` for anything else (a torn read: restart).
+    pub(crate) fn entry(&self, parent: Parent<'_>, byte: u8, node: NodeRef) -> Option<(u128, u64)> {
+        match tag_of(node) {
+            TAG_LEAF => {
+                let leaf = self.pool.leaf(node);
+                Some((leaf.key(), leaf.value()))
+            }
+            TAG_VALUE => match parent {
+                Parent::Node(inner) => {
+                    let header = inner.header();
+                    Some((key_with_byte(header.prefix(), header.depth(), byte), inline_value(node)))
+                }
+                Parent::Root => None,
+            },
+            _ => None,
         }
     }
 
     /// Unlinks the child at `links.parent_byte` of `links.parent` (versions as read on
     /// the way down). Depending on the parent's fill this is an in-place removal, a
-    /// collapse of a two-child Node4 into its other child (in the grandparent), or a
-    /// shrink to the next smaller kind (in the grandparent). `on_locked` runs once every
-    /// lock is held and every allocation made, just before the unlink.
+    /// collapse of a one-child-left node into its other child (in the grandparent), or a
+    /// shrink to the smallest kind that fits (in the grandparent). `on_locked` runs once
+    /// every lock is held and every allocation made, just before the unlink.
     /// The caller retires the unlinked child.
     pub(crate) fn unlink(&self, links: Links<'_>, memory_short: bool, on_locked: &mut dyn FnMut()) -> Result<(), Retry> {
         let Links { grand, grand_version, grand_byte, parent, parent_version, parent_byte, .. } = links;
@@ -400,7 +462,10 @@ impl OlcArt {
         let header = inner.header();
         let kind = inner.kind();
         let remaining = inner.count().saturating_sub(1);
-        let collapse = remaining <= 1;
+        if remaining == 0 {
+            return self.unlink_emptied(links, memory_short, on_locked);
+        }
+        let collapse = remaining == 1;
         let shrink = !collapse && remaining <= kind.shrink_at() && !memory_short;
         if !collapse && !shrink {
             try_upgrade(&header.version, parent_version)?;
@@ -419,44 +484,150 @@ impl OlcArt {
         }
         let pool = &*self.pool;
         let replacement = if collapse {
-            let sibling = match inner.next_child(0) {
-                Some((byte, child)) if byte != parent_byte => child,
-                Some((byte, _)) => inner.next_child(byte as usize + 1).map_or(NULL_REF, |(_, child)| child),
-                None => NULL_REF,
-            };
-            debug_assert!(sibling != NULL_REF, "a Node4 with fewer than two children");
-            on_locked();
-            sibling
+            match self.collapse_target(inner, parent_byte) {
+                Ok(sibling) => sibling,
+                Err(_) if memory_short => {
+                    // No leaf for an inline sibling: leave a one-child node (README rule 3).
+                    self.unlock(grand);
+                    self.shrinks_skipped.fetch_add(1, Ordering::Relaxed);
+                    on_locked();
+                    inner.remove(parent_byte);
+                    write_unlock(&header.version);
+                    return Ok(());
+                }
+                Err(_) => {
+                    write_unlock(&header.version);
+                    self.unlock(grand);
+                    return Err(Retry::NoMemory);
+                }
+            }
         } else {
-            let smaller_kind = Kind::fitting(remaining);
-            let Ok(smaller) = pool.allocate_inner(smaller_kind, header.depth(), header.prefix()) else {
+            let Ok(smaller) = pool.allocate_inner(Kind::fitting(remaining), header.depth(), header.prefix()) else {
                 write_unlock(&header.version);
                 self.unlock(grand);
                 return Err(Retry::NoMemory);
             };
-            on_locked();
             if let Some(smaller_inner) = pool.inner(smaller) {
                 inner.copy_children_into(smaller_inner, Some(parent_byte));
             }
             smaller
         };
+        on_locked();
         self.set_child(grand, grand_byte, replacement);
         write_unlock_obsolete(&header.version);
         self.unlock(grand);
         pool.retire(links.parent_node);
         Ok(())
     }
+
+    /// With `inner` locked and about to lose the child at `removed`: the word that
+    /// replaces `inner` in its parent — its other child, or for an inline value (which
+    /// cannot live above the last level) a fresh leaf holding it.
+    fn collapse_target(&self, inner: Inner<'_>, removed: u8) -> Result<NodeRef, super::OutOfNodeMemory> {
+        let (byte, sibling) = match inner.next_child(0) {
+            Some((byte, child)) if byte != removed => (byte, child),
+            Some((byte, _)) => inner.next_child(byte as usize + 1).unwrap_or((0, NULL_REF)),
+            None => (0, NULL_REF),
+        };
+        debug_assert!(sibling != NULL_REF, "collapse of a node without a second child");
+        if tag_of(sibling) != TAG_VALUE {
+            return Ok(sibling);
+        }
+        let header = inner.header();
+        self.pool.allocate_leaf(key_with_byte(header.prefix(), header.depth(), byte), inline_value(sibling))
+    }
+
+    /// The parent keeps no child (only a one-child node left by a removal that found no
+    /// memory for a leaf): lock it, unlink it from its own parent, make it obsolete.
+    fn unlink_emptied(&self, links: Links<'_>, memory_short: bool, on_locked: &mut dyn FnMut()) -> Result<(), Retry> {
+        let Parent::Node(inner) = links.parent else {
+            return Err(Retry::Restart);
+        };
+        let header = inner.header();
+        try_upgrade(&header.version, links.parent_version)?;
+        match self.unlink(links.up(), memory_short, on_locked) {
+            Ok(()) => {
+                write_unlock_obsolete(&header.version);
+                self.pool.retire(links.parent_node);
+                Ok(())
+            }
+            Err(error) => {
+                write_unlock(&header.version);
+                Err(error)
+            }
+        }
+    }
 }
 
-/// The two levels above a child being unlinked, with the versions read on the way down.
+/// The three levels above a child being unlinked, with the versions read on the way
+/// down (the third only for `unlink_emptied`).
 #[derive(Clone, Copy)]
 pub(crate) struct Links<'a> {
+    pub(crate) great: Parent<'a>,
+    pub(crate) great_version: u64,
+    pub(crate) great_byte: u8,
     pub(crate) grand: Parent<'a>,
     pub(crate) grand_version: u64,
     pub(crate) grand_byte: u8,
+    /// The node `grand` names (unused when `grand` is the root slot).
+    pub(crate) grand_node: NodeRef,
     pub(crate) parent: Parent<'a>,
     pub(crate) parent_version: u64,
     pub(crate) parent_byte: u8,
     /// The node `parent` names (unused when `parent` is the root slot).
     pub(crate) parent_node: NodeRef,
+}
+
+impl<'a> Links<'a> {
+    /// Links of the root slot's child (`root_version` as read).
+    pub(crate) fn at_root(root_version: u64) -> Links<'a> {
+        Links {
+            great: Parent::Root,
+            great_version: 0,
+            great_byte: 0,
+            grand: Parent::Root,
+            grand_version: 0,
+            grand_byte: 0,
+            grand_node: NULL_REF,
+            parent: Parent::Root,
+            parent_version: root_version,
+            parent_byte: 0,
+            parent_node: NULL_REF,
+        }
+    }
+
+    /// One level down: `inner` (node `node`, version `version`) becomes the parent and
+    /// the child at `byte` the one to unlink.
+    pub(crate) fn down(self, inner: Inner<'a>, version: u64, byte: u8, node: NodeRef) -> Links<'a> {
+        Links {
+            great: self.grand,
+            great_version: self.grand_version,
+            great_byte: self.grand_byte,
+            grand: self.parent,
+            grand_version: self.parent_version,
+            grand_byte: self.parent_byte,
+            grand_node: self.parent_node,
+            parent: Parent::Node(inner),
+            parent_version: version,
+            parent_byte: byte,
+            parent_node: node,
+        }
+    }
+
+    /// One level up: the parent becomes the child to unlink.
+    fn up(self) -> Links<'a> {
+        Links {
+            great: Parent::Root,
+            great_version: 0,
+            great_byte: 0,
+            grand: self.great,
+            grand_version: self.great_version,
+            grand_byte: self.great_byte,
+            grand_node: NULL_REF,
+            parent: self.grand,
+            parent_version: self.grand_version,
+            parent_byte: self.grand_byte,
+            parent_node: self.grand_node,
+        }
+    }
 }
