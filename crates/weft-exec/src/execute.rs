@@ -20,8 +20,7 @@ use weft_common::{DataType, Datum, Error, Result};
 use weft_storage::{BufferAccessStrategy, BufferPool, RelFileLocator};
 
 use crate::aggregate::AggregateSink;
-use crate::hash_join::run::JoinRun;
-use crate::hash_join::table::{JoinTable, ProbeBuffers};
+use crate::hash_join::run::{JoinLocal, JoinRun};
 use crate::expr::EvalContext;
 use crate::plan::{IndexSource, Pipeline, Plan, Row, Source, Step};
 use crate::sort::SortSettings;
@@ -527,16 +526,15 @@ pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink
     run_pipeline_with(pipeline, pipeline.workers, ctx, sink)
 }
 
-/// Push `row` through `steps` into `out`; a join step (whose table is `tables[i]`, index
-/// for index with `steps`) emits each of its rows through the steps after it, counted in
-/// `emitted[i]`.
+/// Push `row` through `steps` into `out`; a join step (whose participant state is
+/// `joins[i]`, index for index with `steps`) emits each of its rows through the steps
+/// after it, counted in `emitted[i]`.
 fn process_joined(
     row: &[Datum],
     steps: &[Step],
-    tables: &[Option<&JoinTable>],
-    buffers: &mut [ProbeBuffers],
+    joins: &mut [Option<JoinLocal>],
     emitted: &mut [u64],
-    eval: &EvalContext,
+    ctx: &ExecContext,
     out: &mut dyn FnMut(&[Datum]) -> Result<bool>,
 ) -> Result<bool> {
     let mut current: Option<Row> = None;
@@ -544,22 +542,22 @@ fn process_joined(
         let input: &[Datum] = current.as_deref().unwrap_or(row);
         match step {
             Step::Filter(predicate) => {
-                if !matches!(predicate.eval(input, eval)?, Datum::Bool(true)) {
+                if !matches!(predicate.eval(input, ctx.eval)?, Datum::Bool(true)) {
                     return Ok(true);
                 }
             }
             Step::Project(exprs) => {
-                let projected = exprs.iter().map(|e| e.eval(input, eval)).collect::<Result<Row>>()?;
+                let projected = exprs.iter().map(|e| e.eval(input, ctx.eval)).collect::<Result<Row>>()?;
                 current = Some(projected);
             }
             Step::HashJoin(join) => {
-                let table = tables[i].ok_or_else(|| Error::internal("a join step without its table"))?;
-                let (mine, rest_buffers) = buffers[i..].split_first_mut().expect("one buffer per step");
+                let (mine, rest_joins) = joins[i..].split_first_mut().expect("one join state per step");
+                let mine = mine.as_mut().ok_or_else(|| Error::internal("a join step without its table"))?;
                 let (count, rest_counts) = emitted[i..].split_first_mut().expect("one count per step");
-                let (rest, rest_tables) = (&steps[i + 1..], &tables[i + 1..]);
-                return table.probe(join, input, eval, mine, &mut |joined| {
+                let rest = &steps[i + 1..];
+                return mine.probe(join, input, ctx, &mut |joined| {
                     *count += 1;
-                    process_joined(joined, rest, rest_tables, rest_buffers, rest_counts, eval, out)
+                    process_joined(joined, rest, rest_joins, rest_counts, ctx, out)
                 });
             }
         }
@@ -572,24 +570,23 @@ fn process_joined(
 fn flush_joins(
     first: usize,
     steps: &[Step],
-    tables: &[Option<&JoinTable>],
-    buffers: &mut [ProbeBuffers],
+    joins: &mut [Option<JoinLocal>],
     emitted: &mut [u64],
-    eval: &EvalContext,
+    ctx: &ExecContext,
     out: &mut dyn FnMut(&[Datum]) -> Result<bool>,
 ) -> Result<bool> {
     for i in first..steps.len() {
         let Step::HashJoin(join) = &steps[i] else { continue };
-        let (mine, rest_buffers) = buffers[i..].split_first_mut().expect("one buffer per step");
+        let (mine, rest_joins) = joins[i..].split_first_mut().expect("one join state per step");
+        let Some(mine) = mine.as_mut() else { continue };
         if !mine.has_pending() {
             continue;
         }
-        let table = tables[i].ok_or_else(|| Error::internal("a join step without its table"))?;
         let (count, rest_counts) = emitted[i..].split_first_mut().expect("one count per step");
-        let (rest, rest_tables) = (&steps[i + 1..], &tables[i + 1..]);
-        let going = table.flush(join, eval, mine, &mut |joined| {
+        let rest = &steps[i + 1..];
+        let going = mine.flush(join, ctx, &mut |joined| {
             *count += 1;
-            process_joined(joined, rest, rest_tables, rest_buffers, rest_counts, eval, out)
+            process_joined(joined, rest, rest_joins, rest_counts, ctx, out)
         })?;
         if !going {
             return Ok(false);
@@ -640,15 +637,13 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
             rows_out = rows_in;
         } else if has_joins {
             // Every join's table first (built alone, or together), in step order.
-            let mut built = Vec::with_capacity(joins.len());
+            let mut locals: Vec<Option<JoinLocal>> = Vec::with_capacity(joins.len());
             for join in &joins {
-                built.push(match join {
+                locals.push(match join {
                     Some(run) => Some(run.build(ctx, &participant)?),
                     None => None,
                 });
             }
-            let tables: Vec<Option<&JoinTable>> = built.iter().map(|b| b.as_ref().map(|(table, _)| table.get())).collect();
-            let mut buffers: Vec<ProbeBuffers> = steps.iter().map(|_| ProbeBuffers::default()).collect();
             let mut emitted = vec![0u64; steps.len()];
             let mut push = |out: &[Datum]| {
                 if rows_out == 0 {
@@ -659,21 +654,26 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
             };
             state.run(ctx, |row| {
                 rows_in += 1;
-                process_joined(row, steps, &tables, &mut buffers, &mut emitted, ctx.eval, &mut push)
+                process_joined(row, steps, &mut locals, &mut emitted, ctx, &mut push)
             })?;
             // Outer rows still waiting at a join are probed before its probe ends.
-            flush_joins(0, steps, &tables, &mut buffers, &mut emitted, ctx.eval, &mut push)?;
-            // The end of each join's probe, in step order: right and full joins' unmatched
-            // inner rows go on through the later steps (later joins are still probing).
+            flush_joins(0, steps, &mut locals, &mut emitted, ctx, &mut push)?;
+            // The end of each join, in step order: its later batches and the unmatched
+            // rows of right and full joins go on through the later steps (later joins
+            // are still probing).
             for (i, join) in joins.iter().enumerate() {
-                let (Some(run), Some((table, after)), Step::HashJoin(step)) = (join, &built[i], &steps[i]) else { continue };
-                let (rest_buffers, rest_emitted) = (&mut buffers[i + 1..], &mut emitted[i + 1..]);
-                run.finish_probe(table.get(), *after, ctx, &mut |table, range| {
-                    table.emit_unmatched(step.outer_width, range, &mut |row| {
-                        process_joined(row, &steps[i + 1..], &tables[i + 1..], rest_buffers, rest_emitted, ctx.eval, &mut push)
-                    })
+                let Some(run) = join else { continue };
+                let (mine, rest_joins) = locals[i..].split_first_mut().expect("one join state per step");
+                let mine = mine.as_mut().ok_or_else(|| Error::internal("a join step without its table"))?;
+                let (count, rest_emitted) = emitted[i..].split_first_mut().expect("one count per step");
+                let rest = &steps[i + 1..];
+                run.finish(mine, ctx, &mut |row| {
+                    *count += 1;
+                    process_joined(row, rest, rest_joins, rest_emitted, ctx, &mut push)
                 })?;
-                flush_joins(i + 1, steps, &tables, &mut buffers, &mut emitted, ctx.eval, &mut push)?;
+                flush_joins(i + 1, steps, &mut locals, &mut emitted, ctx, &mut push)?;
+                // This join's tables and files are no longer needed by this participant.
+                locals[i] = None;
             }
             let mut all = join_rows.lock();
             for (i, count) in emitted.iter().enumerate() {

@@ -8,6 +8,7 @@ pub mod hash_join;
 mod index_scan;
 pub mod plan;
 mod sort;
+mod spill;
 
 pub use aggregate::AggregateSpillReport;
 pub use hash_join::{HashJoinSettings, HashJoinStats};

@@ -380,19 +380,18 @@ struct JoinBuilt {
     rows: f64,
 }
 
-/// `Buckets: N  Batches: N  Memory Usage: NkB`, as PostgreSQL's Hash node prints it.
+/// `Buckets: N  Batches: N  Memory Usage: NkB`, as PostgreSQL 15's Hash node prints it:
+/// both original figures when either changed during the run.
 fn hash_usage_line(run: &HashJoinStats) -> String {
-    let buckets = if run.buckets != run.original_buckets {
-        format!("Buckets: {} (originally {})", run.buckets, run.original_buckets)
+    let memory = run.peak_memory.div_ceil(1024);
+    if run.buckets != run.original_buckets || run.batches != run.original_batches {
+        format!(
+            "Buckets: {} (originally {})  Batches: {} (originally {})  Memory Usage: {memory}kB",
+            run.buckets, run.original_buckets, run.batches, run.original_batches
+        )
     } else {
-        format!("Buckets: {}", run.buckets)
-    };
-    let batches = if run.batches != run.original_batches {
-        format!("Batches: {} (originally {})", run.batches, run.original_batches)
-    } else {
-        format!("Batches: {}", run.batches)
-    };
-    format!("{buckets}  {batches}  Memory Usage: {}kB", run.peak_memory.div_ceil(1024))
+        format!("Buckets: {}  Batches: {}  Memory Usage: {memory}kB", run.buckets, run.batches)
+    }
 }
 
 /// A pipeline's scan node (before any Gather above it).

@@ -215,6 +215,28 @@ fn every_attach_phase_gives_the_same_rows() {
             assert_eq!(&result(&mut s, &sql), rows, "attach phases {pattern}: {sql}");
         }
     }
+    // Several batches (64kB × 1 for 4 participants): the phases after the probe —
+    // scan unmatched (6), then per round batch elect, load, assemble, probe, scan (7 + 5r
+    // .. 11 + 5r) — each as some participant's attach point, up to past the end.
+    let mut patterns: Vec<String> = (5..=18).map(|p| format!("{p},0,0")).collect();
+    patterns.extend((5..=18).step_by(2).map(|p| format!("0,{p},{}", 23 - p)));
+    patterns.extend(["8,9,10,11".to_string(), "13,12,11,0".to_string()]);
+    for pattern in &patterns {
+        s.execute("RESET ALL").unwrap();
+        for set in shapes(3).remove(2).1 {
+            s.execute(&set).unwrap();
+        }
+        s.execute("SET work_mem = '64kB'").unwrap();
+        s.execute("SET hash_mem_multiplier = 1").unwrap();
+        s.execute(&format!("SET weft_hash_attach_phases = '{pattern}'")).unwrap();
+        for (kind, rows) in &expected {
+            let sql = query(kind, true);
+            assert_eq!(&result(&mut s, &sql), rows, "attach phases {pattern}, many batches: {sql}");
+        }
+    }
+    let plan = result(&mut s, &format!("EXPLAIN ANALYZE {}", query("full", true))).join("\n");
+    assert!(batches(&plan).iter().all(|&b| b >= 2), "{plan}");
+    assert!(plan.contains("batch probe"), "{plan}");
 }
 
 #[test]
@@ -244,8 +266,92 @@ fn parallel_full_joins_never_deadlock() {
             assert!(n as usize >= expected, "iteration {i}: {n}");
         }
     }
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("tmp")).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
-    assert!(leftovers.is_empty(), "temp files left behind: {leftovers:?}");
+    assert_temp_empty(dir.path());
+}
+
+/// The deadlock stress with many batches: 7 workers on 2 cores, outer joins of three
+/// tables in one pipeline (the second join's later batches fed by the first's), the
+/// smallest budget, repeated.
+#[test]
+fn multi_batch_outer_joins_never_deadlock() {
+    let mut rng = Rng(0xdead_10c);
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut s = db.session();
+    let left = random_table(&mut rng, 12000, 3000, 7);
+    let right = random_table(&mut rng, 12000, 3000, 7);
+    load(&mut s, "l", &left);
+    load(&mut s, "r", &right);
+    s.execute("ANALYZE").unwrap();
+    for set in shapes(7).remove(2).1 {
+        s.execute(&set).unwrap();
+    }
+    s.execute("SET work_mem = '64kB'").unwrap();
+    s.execute("SET hash_mem_multiplier = 1").unwrap();
+    let full = oracle_grouped("full", &left, &right, true).len();
+    let right_rows = oracle_grouped("right", &left, &right, true).len();
+    let two = "SELECT count(*) FROM l FULL JOIN r ON l.k = r.k AND (l.id + r.id) % 3 <> 0";
+    let plan = result(&mut s, &format!("EXPLAIN ANALYZE {two}")).join("\n");
+    assert!(batches(&plan).iter().all(|&b| b > 1), "{plan}");
+    // r2 matches every r row by id, so the three-way count is the two-way one plus the
+    // unmatched r2 rows: those whose id no r row of the first join's output carries.
+    let three = "SELECT count(*), count(r2.id) FROM l FULL JOIN r ON l.k = r.k AND (l.id + r.id) % 3 <> 0 FULL JOIN r r2 ON r.id = r2.id";
+    let three_right = "SELECT count(*) FROM l RIGHT JOIN r ON l.k = r.k AND (l.id + r.id) % 3 <> 0 LEFT JOIN r r2 ON r.id = r2.id";
+    for i in 0..12 {
+        assert_eq!(result(&mut s, two), vec![full.to_string()], "iteration {i}");
+        let matched_r2 = right_rows;
+        assert_eq!(result(&mut s, three), vec![format!("{full}|{matched_r2}")], "iteration {i}");
+        assert_eq!(result(&mut s, three_right), vec![right_rows.to_string()], "iteration {i}");
+    }
+    assert_temp_empty(dir.path());
+}
+
+/// Temp files go however the statement ends: an error in a later batch, and a cancel.
+#[test]
+fn batch_files_are_removed_after_errors_and_cancels() {
+    let mut rng = Rng(0xe7707);
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut s = db.session();
+    let left = random_table(&mut rng, 6000, 600, 50);
+    let right = random_table(&mut rng, 6000, 600, 50);
+    load(&mut s, "l", &left);
+    load(&mut s, "r", &right);
+    s.execute("CREATE TABLE hot AS SELECT i AS id, i % 3 AS k FROM generate_series(1, 30000) i").unwrap();
+    s.execute("ANALYZE").unwrap();
+    for workers in [0, 3] {
+        for (shape, settings) in shapes(workers.max(1)) {
+            if workers == 0 && shape != "serial" {
+                continue;
+            }
+            s.execute("RESET ALL").unwrap();
+            for set in &settings {
+                s.execute(set).unwrap();
+            }
+            s.execute("SET work_mem = '64kB'").unwrap();
+            s.execute("SET hash_mem_multiplier = 1").unwrap();
+            // Division by zero for the matching pairs whose ids agree modulo 50 (about
+            // one in 50 of 60000): somewhere in some batch.
+            let err = s.execute("SELECT count(*) FROM l LEFT JOIN r ON l.k = r.k AND 1 / (l.id % 50 - r.id % 50) >= 0").unwrap_err();
+            assert_eq!(err.sqlstate, weft_sql::SqlState::DIVISION_BY_ZERO, "{shape}");
+            assert_temp_empty(dir.path());
+            // A join of 900M rows, cancelled while it runs.
+            let handle = s.cancel_handle();
+            let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let stop = done.clone();
+            let canceller = std::thread::spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                    handle.cancel();
+                }
+            });
+            let err = s.execute("SELECT count(*) FROM hot a JOIN hot b ON a.k = b.k").unwrap_err();
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            canceller.join().unwrap();
+            assert_eq!(err.sqlstate, weft_sql::SqlState::QUERY_CANCELED, "{shape}");
+            assert_temp_empty(dir.path());
+        }
+    }
 }
 
 /// Build sides large enough for batched probing (a bucket array of 2^18 heads and more):
@@ -292,17 +398,249 @@ fn large_build_sides_probe_in_batches() {
         ("SELECT count(*) FROM l WHERE EXISTS (SELECT 1 FROM r WHERE r.k = l.k)", semi.to_string()),
         ("SELECT count(*) FROM l WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.k = l.k)", (l_rows - semi).to_string()),
     ];
-    for (shape, settings) in shapes(2) {
-        s.execute("RESET ALL").unwrap();
-        for set in &settings {
-            s.execute(set).unwrap();
-        }
-        for (sql, want) in &expected {
-            let got = result(&mut s, sql).join(",");
-            assert_eq!(&got, want, "{shape}: {sql}");
-            let plan = result(&mut s, &format!("EXPLAIN ANALYZE {sql}")).join("\n");
-            // The build side (l or r, 300k+ rows) gets a bucket array of 2^19 heads.
-            assert!(plan.contains("Buckets: 524288") || plan.contains("Buckets: 1048576"), "{shape}: {sql}\n{plan}");
+    for work_mem in ["256MB", "1MB"] {
+        for (shape, settings) in shapes(2) {
+            s.execute("RESET ALL").unwrap();
+            for set in &settings {
+                s.execute(set).unwrap();
+            }
+            s.execute(&format!("SET work_mem = '{work_mem}'")).unwrap();
+            for (sql, want) in &expected {
+                let got = result(&mut s, sql).join(",");
+                assert_eq!(&got, want, "{shape}, work_mem {work_mem}: {sql}");
+                let plan = result(&mut s, &format!("EXPLAIN ANALYZE {sql}")).join("\n");
+                if work_mem == "256MB" {
+                    // One batch: the build side (l or r, 300k+ rows) gets 2^19 heads.
+                    assert!(plan.contains("Buckets: 524288") || plan.contains("Buckets: 1048576"), "{shape}: {sql}\n{plan}");
+                    assert!(plan.contains("Batches: 1 "), "{shape}: {sql}\n{plan}");
+                } else {
+                    assert!(batches(&plan).iter().all(|&b| b > 1), "{shape}: {sql}\n{plan}");
+                }
+            }
         }
     }
+    assert_temp_empty(dir.path());
+}
+
+/// The `Batches: N` figures of a plan's Hash nodes.
+fn batches(plan: &str) -> Vec<usize> {
+    plan.split("Batches: ").skip(1).map(|rest| rest.split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()).collect()
+}
+
+/// The `Memory Usage: NkB` figures of a plan's Hash nodes.
+fn memory_kb(plan: &str) -> Vec<usize> {
+    plan.split("Memory Usage: ").skip(1).map(|rest| rest.split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()).collect()
+}
+
+fn assert_temp_empty(dir: &std::path::Path) {
+    let leftovers: Vec<_> = std::fs::read_dir(dir.join("tmp")).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    assert!(leftovers.is_empty(), "temp files left behind: {leftovers:?}");
+}
+
+/// `oracle` by grouping instead of nested loops (the same semantics), for larger tables.
+fn oracle_grouped(kind: &str, left: &Table, right: &Table, filtered: bool) -> Vec<String> {
+    if kind == "not in" || left.len() * right.len() < 4_000_000 {
+        return oracle(kind, left, right, filtered);
+    }
+    let mut by_key: std::collections::HashMap<i32, Vec<usize>> = std::collections::HashMap::new();
+    for (j, r) in right.iter().enumerate() {
+        if let Some(k) = r.1 {
+            by_key.entry(k).or_default().push(j);
+        }
+    }
+    let mut out = Vec::new();
+    let mut right_matched = vec![false; right.len()];
+    for l in left {
+        let mut any = false;
+        for &j in l.1.and_then(|k| by_key.get(&k)).map(Vec::as_slice).unwrap_or(&[]) {
+            let r = &right[j];
+            if filtered && !passes(l.0, r.0) {
+                continue;
+            }
+            any = true;
+            right_matched[j] = true;
+            if matches!(kind, "inner" | "left" | "right" | "full") {
+                out.push(format!("{}|{}", l.0, r.0));
+            }
+        }
+        match kind {
+            "semi" if any => out.push(l.0.to_string()),
+            "anti" if !any => out.push(l.0.to_string()),
+            "left" | "full" if !any => out.push(format!("{}|", l.0)),
+            _ => {}
+        }
+    }
+    if matches!(kind, "right" | "full") {
+        for (j, r) in right.iter().enumerate() {
+            if !right_matched[j] {
+                out.push(format!("|{}", r.0));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Budgets that force one batch, a few, and many (64kB with a multiplier of 1), with
+/// every join type and shape: the same rows as the oracle, the batches EXPLAIN ANALYZE
+/// reports, and no temp file left.
+#[test]
+fn every_join_type_under_a_budget_matches_nested_loops() {
+    let mut rng = Rng(0xba7c_4e5);
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut s = db.session();
+    let left = random_table(&mut rng, 6000, 2500, 9);
+    let right = random_table(&mut rng, 5000, 2000, 11);
+    load(&mut s, "l", &left);
+    load(&mut s, "r", &right);
+    s.execute("ANALYZE").unwrap();
+    let budgets = [("64MB", "2"), ("256kB", "2"), ("64kB", "1")];
+    for workers in [1, 3, 7] {
+        for (shape, settings) in shapes(workers) {
+            for (work_mem, multiplier) in budgets {
+                s.execute("RESET ALL").unwrap();
+                for set in &settings {
+                    s.execute(set).unwrap();
+                }
+                s.execute(&format!("SET work_mem = '{work_mem}'")).unwrap();
+                s.execute(&format!("SET hash_mem_multiplier = {multiplier}")).unwrap();
+                let plan = result(&mut s, &format!("EXPLAIN ANALYZE {}", query("full", false))).join("\n");
+                let got = batches(&plan);
+                match work_mem {
+                    "64MB" => assert_eq!(got, vec![1], "{shape} {workers}: {plan}"),
+                    // Aware: the participants' budgets are combined.
+                    "64kB" => assert!(got.iter().all(|&b| b >= if shape == "aware" { 2 } else { 4 }), "{shape} {workers}: {plan}"),
+                    _ => {}
+                }
+                for kind in KINDS {
+                    for filtered in [false, true] {
+                        if kind == "not in" && filtered {
+                            continue;
+                        }
+                        let sql = query(kind, filtered);
+                        let expected = oracle_grouped(kind, &left, &right, filtered);
+                        let got = result(&mut s, &sql);
+                        assert!(got == expected, "{shape} with {workers} workers, work_mem {work_mem}: {sql}\n{} rows, expected {}", got.len(), expected.len());
+                    }
+                }
+            }
+        }
+    }
+    assert_temp_empty(dir.path());
+}
+
+/// The estimate of the build side is far too low (a filter the planner guesses at 0.5%):
+/// the join starts with one batch and doubles them while it builds; NOT IN keeps its NULL
+/// rule across batches.
+#[test]
+fn batches_grow_during_the_build() {
+    let mut rng = Rng(0x9_0e5);
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut s = db.session();
+    let left = random_table(&mut rng, 4000, 3000, 13);
+    let right = random_table(&mut rng, 8000, 3000, 17);
+    load(&mut s, "l", &left);
+    load(&mut s, "r", &right);
+    s.execute("ANALYZE").unwrap();
+    let inner = oracle_grouped("inner", &left, &right, true);
+    let semi = oracle_grouped("semi", &left, &right, true);
+    let anti = oracle_grouped("anti", &left, &right, true);
+    let sqls = [
+        ("SELECT l.id, r.id FROM l JOIN r ON l.k = r.k AND (l.id + r.id) % 3 <> 0 WHERE r.id % 7 = r.id % 7 AND l.id % 7 = l.id % 7", &inner),
+        ("SELECT l.id FROM l WHERE EXISTS (SELECT 1 FROM r WHERE l.k = r.k AND (l.id + r.id) % 3 <> 0 AND r.id % 7 = r.id % 7) AND l.id % 7 = l.id % 7", &semi),
+        ("SELECT l.id FROM l WHERE NOT EXISTS (SELECT 1 FROM r WHERE l.k = r.k AND (l.id + r.id) % 3 <> 0 AND r.id % 7 = r.id % 7) AND l.id % 7 = l.id % 7", &anti),
+    ];
+    for workers in [1, 3] {
+        for (shape, settings) in shapes(workers) {
+            s.execute("RESET ALL").unwrap();
+            for set in &settings {
+                s.execute(set).unwrap();
+            }
+            s.execute("SET work_mem = '64kB'").unwrap();
+            s.execute("SET hash_mem_multiplier = 1").unwrap();
+            for (sql, expected) in &sqls {
+                assert_eq!(&result(&mut s, sql), *expected, "{shape} {workers}: {sql}");
+                let plan = result(&mut s, &format!("EXPLAIN ANALYZE {sql}")).join("\n");
+                // `Batches: N (originally M)` with N > M: the batches doubled during the build.
+                let grown = plan.split("Batches: ").nth(1).and_then(|rest| {
+                    let (now, rest) = rest.split_once(" (originally ")?;
+                    let original = rest.split(')').next()?;
+                    Some((now.parse::<usize>().ok()?, original.parse::<usize>().ok()?))
+                });
+                assert!(matches!(grown, Some((now, original)) if now > original), "{shape} {workers}: {sql}\n{plan}");
+            }
+            // NOT IN over a side with NULLs, and without them, in many batches.
+            let not_in = oracle("not in", &left, &right, false);
+            assert_eq!(result(&mut s, "SELECT l.id FROM l WHERE l.k NOT IN (SELECT k FROM r)"), not_in, "{shape}");
+            let no_nulls: Table = right.iter().filter(|r| r.1.is_some()).cloned().collect();
+            let not_in = oracle("not in", &left, &no_nulls, false);
+            assert_eq!(result(&mut s, "SELECT l.id FROM l WHERE l.k NOT IN (SELECT k FROM r WHERE k IS NOT NULL)"), not_in, "{shape}");
+        }
+    }
+    assert_temp_empty(dir.path());
+}
+
+/// One key holds most inner rows: splitting never shrinks its batch, which is processed
+/// in chunks of the inner side within the budget (PostgreSQL would exceed it). Several
+/// hot keys, so that the hot batch is batch 0 for some and a later batch for others.
+#[test]
+fn a_hot_key_is_processed_in_chunks_within_budget() {
+    let mut rng = Rng(0x407_4e7);
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut s = db.session();
+    // l: 3000 rows over 400 keys; r: 12000 rows, 80% on one hot key.
+    let left = random_table(&mut rng, 3000, 400, 10);
+    load(&mut s, "l", &left);
+    for hot in [3, 17, 42, 101] {
+        let right: Table = (0..12000)
+            .map(|id| {
+                let key = if rng.below(5) != 0 { Some(hot) } else { (rng.below(10) != 0).then(|| rng.below(400) as i32) };
+                (id, key)
+            })
+            .collect();
+        s.execute("DROP TABLE IF EXISTS r").unwrap();
+        load(&mut s, "r", &right);
+        s.execute("ANALYZE").unwrap();
+        for (shape, settings) in shapes(3) {
+            s.execute("RESET ALL").unwrap();
+            for set in &settings {
+                s.execute(set).unwrap();
+            }
+            s.execute("SET work_mem = '64kB'").unwrap();
+            s.execute("SET hash_mem_multiplier = 1").unwrap();
+            // Counts only for the big outputs; rows for the rest.
+            for kind in ["semi", "anti", "left", "full", "right"] {
+                let sql = query(kind, true);
+                let expected = oracle_grouped(kind, &left, &right, true);
+                if matches!(kind, "semi" | "anti") {
+                    assert_eq!(result(&mut s, &sql), expected, "hot {hot}, {shape}: {sql}");
+                } else {
+                    let count = format!("SELECT count(*), sum(coalesce(l.id, 0)), sum(coalesce(r.id, 0)) FROM{}", sql.split(" FROM").nth(1).unwrap());
+                    let want = {
+                        let (mut n, mut ls, mut rs) = (0i64, 0i64, 0i64);
+                        for row in &expected {
+                            let (a, b) = row.split_once('|').unwrap();
+                            n += 1;
+                            ls += a.parse::<i64>().unwrap_or(0);
+                            rs += b.parse::<i64>().unwrap_or(0);
+                        }
+                        format!("{n}|{ls}|{rs}")
+                    };
+                    assert_eq!(result(&mut s, &count).join(","), want, "hot {hot}, {shape}: {count}");
+                    let plan = result(&mut s, &format!("EXPLAIN ANALYZE {count}")).join("\n");
+                    // The table never held more than the budget (64kB per participant,
+                    // 4 participants when parallel-aware) and a block of slack.
+                    let participants = if shape == "aware" { 4 } else { 1 };
+                    for kb in memory_kb(&plan) {
+                        assert!(kb <= 64 * participants + 40, "hot {hot}, {shape}: {kb}kB\n{plan}");
+                    }
+                    assert!(batches(&plan)[0] > 1, "hot {hot}, {shape}\n{plan}");
+                }
+            }
+        }
+    }
+    assert_temp_empty(dir.path());
 }

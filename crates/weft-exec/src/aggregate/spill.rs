@@ -15,48 +15,15 @@
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use weft_common::numeric::Numeric;
 use weft_common::{Datum, Error, Result};
 use weft_sort::TempFileSet;
 
 use super::Accumulator;
+pub(super) use crate::spill::{DiskCounters, Decoder};
+use crate::spill::{corrupt, encode_datum, encode_optional_numeric, io_error};
 
-
-/// Bytes on disk now, at most, and in total.
-#[derive(Default)]
-pub(super) struct DiskCounters {
-    current: AtomicU64,
-    peak: AtomicU64,
-    written: AtomicU64,
-    files: AtomicU64,
-}
-
-impl DiskCounters {
-    fn wrote(&self, bytes: u64) {
-        self.written.fetch_add(bytes, Ordering::Relaxed);
-        let now = self.current.fetch_add(bytes, Ordering::Relaxed) + bytes;
-        self.peak.fetch_max(now, Ordering::Relaxed);
-    }
-
-    fn removed(&self, bytes: u64) {
-        self.current.fetch_sub(bytes, Ordering::Relaxed);
-    }
-
-    pub fn peak(&self) -> u64 {
-        self.peak.load(Ordering::Relaxed)
-    }
-
-    pub fn written(&self) -> u64 {
-        self.written.load(Ordering::Relaxed)
-    }
-
-    pub fn files(&self) -> u64 {
-        self.files.load(Ordering::Relaxed)
-    }
-}
 
 /// The temp directory of one aggregate (a `weft_sort::TempFileSet`: removed on drop).
 pub(super) struct SpillDir {
@@ -71,7 +38,7 @@ impl SpillDir {
 
     fn new_file(&self, level: usize, partition: usize) -> Result<(File, PathBuf)> {
         let (file, path) = self.files.new_file(&format!("l{level}.p{partition}"))?;
-        self.counters.files.fetch_add(1, Ordering::Relaxed);
+        self.counters.add_file();
         Ok((file, Arc::unwrap_or_clone(path)))
     }
 }
@@ -105,10 +72,6 @@ impl SpillFile {
     }
 }
 
-fn io_error(path: &Path, e: &std::io::Error) -> Error {
-    Error::io(format!("could not access temporary file \"{}\"", path.display()), e)
-}
-
 pub(super) struct SpillReader {
     reader: BufReader<File>,
     remaining: u64,
@@ -128,7 +91,7 @@ impl SpillReader {
         let len = u32::from_le_bytes(len) as usize;
         self.body.resize(len, 0);
         self.reader.read_exact(&mut self.body).map_err(|e| io_error(&self.source.path, &e))?;
-        Ok(Some(Decoder { buf: &self.body, pos: 0 }))
+        Ok(Some(Decoder::new(&self.body)))
     }
 
     /// Bytes this reader holds (its buffer and its largest record).
@@ -241,49 +204,6 @@ impl PartitionWriters {
     }
 }
 
-fn encode_datum(out: &mut Vec<u8>, d: &Datum) {
-    match d {
-        Datum::Null => out.push(0),
-        Datum::Bool(v) => out.extend_from_slice(&[1, *v as u8]),
-        Datum::Int4(v) => {
-            out.push(2);
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        Datum::Int8(v) => {
-            out.push(3);
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        Datum::Float8(v) => {
-            out.push(4);
-            out.extend_from_slice(&v.to_bits().to_le_bytes());
-        }
-        Datum::Numeric(n) => {
-            out.push(5);
-            encode_numeric(out, n);
-        }
-        Datum::Text(s) => {
-            out.push(6);
-            out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-            out.extend_from_slice(s.as_bytes());
-        }
-    }
-}
-
-fn encode_numeric(out: &mut Vec<u8>, n: &Numeric) {
-    out.extend_from_slice(&{ n.mantissa }.to_le_bytes());
-    out.extend_from_slice(&{ n.scale }.to_le_bytes());
-}
-
-fn encode_optional_numeric(out: &mut Vec<u8>, n: &Option<Numeric>) {
-    match n {
-        None => out.push(0),
-        Some(n) => {
-            out.push(1);
-            encode_numeric(out, n);
-        }
-    }
-}
-
 fn encode_state(out: &mut Vec<u8>, s: &Accumulator) {
     match s {
         Accumulator::Count(n) => {
@@ -331,84 +251,7 @@ fn encode_state(out: &mut Vec<u8>, s: &Accumulator) {
     }
 }
 
-fn corrupt() -> Error {
-    Error::internal("corrupt aggregate spill record")
-}
-
-/// Reads one record's body.
-pub(super) struct Decoder<'a> {
-    buf: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Decoder<'a> {
-    #[cfg(test)]
-    pub fn new(buf: &'a [u8]) -> Decoder<'a> {
-        Decoder { buf, pos: 0 }
-    }
-
-    fn take<const N: usize>(&mut self) -> Result<[u8; N]> {
-        let bytes = self.buf.get(self.pos..self.pos + N).ok_or_else(corrupt)?;
-        self.pos += N;
-        Ok(bytes.try_into().expect("N bytes"))
-    }
-
-    fn u8(&mut self) -> Result<u8> {
-        Ok(self.take::<1>()?[0])
-    }
-
-    fn i64(&mut self) -> Result<i64> {
-        Ok(i64::from_le_bytes(self.take()?))
-    }
-
-    fn i128(&mut self) -> Result<i128> {
-        Ok(i128::from_le_bytes(self.take()?))
-    }
-
-    fn f64(&mut self) -> Result<f64> {
-        Ok(f64::from_bits(u64::from_le_bytes(self.take()?)))
-    }
-
-    fn bool(&mut self) -> Result<bool> {
-        match self.u8()? {
-            0 => Ok(false),
-            1 => Ok(true),
-            _ => Err(corrupt()),
-        }
-    }
-
-    pub fn hash(&mut self) -> Result<u64> {
-        Ok(u64::from_le_bytes(self.take()?))
-    }
-
-    fn numeric(&mut self) -> Result<Numeric> {
-        let mantissa = self.i128()?;
-        let scale = u16::from_le_bytes(self.take()?);
-        Ok(Numeric { mantissa, scale })
-    }
-
-    fn optional_numeric(&mut self) -> Result<Option<Numeric>> {
-        Ok(if self.bool()? { Some(self.numeric()?) } else { None })
-    }
-
-    pub fn datum(&mut self) -> Result<Datum> {
-        Ok(match self.u8()? {
-            0 => Datum::Null,
-            1 => Datum::Bool(self.bool()?),
-            2 => Datum::Int4(i32::from_le_bytes(self.take()?)),
-            3 => Datum::Int8(self.i64()?),
-            4 => Datum::Float8(self.f64()?),
-            5 => Datum::Numeric(self.numeric()?),
-            6 => {
-                let len = u32::from_le_bytes(self.take()?) as usize;
-                let bytes = self.buf.get(self.pos..self.pos + len).ok_or_else(corrupt)?;
-                self.pos += len;
-                Datum::Text(String::from_utf8(bytes.to_vec()).map_err(|_| corrupt())?)
-            }
-            _ => return Err(corrupt()),
-        })
-    }
-
+impl Decoder<'_> {
     /// A state of the same kind as `template` (which supplies what is not written: the
     /// result type of an integer sum).
     pub fn state(&mut self, template: &Accumulator) -> Result<Accumulator> {
@@ -432,9 +275,6 @@ impl<'a> Decoder<'a> {
         Ok(state)
     }
 
-    pub fn at_end(&self) -> bool {
-        self.pos == self.buf.len()
-    }
 }
 
 #[cfg(test)]

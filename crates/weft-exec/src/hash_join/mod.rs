@@ -1,8 +1,12 @@
 //! Hash joins: `Step::HashJoin` inside a pipeline (see the crate README, "Hash join"):
-//! the table (`table.rs`) and how participants build and finish it (`run.rs`).
+//! the table (`table.rs`), its batch files (`batch.rs`), and how participants build it
+//! (`build.rs`) and finish it (`rounds.rs`), over the phases listed in `run.rs`.
 
 use std::time::Duration;
 
+pub(crate) mod batch;
+mod build;
+mod rounds;
 pub(crate) mod run;
 pub(crate) mod table;
 
@@ -10,8 +14,8 @@ pub(crate) mod table;
 #[derive(Clone, Debug)]
 pub struct HashJoinSettings {
     /// `work_mem` in bytes; the budget of a participant's share of a table is `work_mem` ×
-    /// `hash_mem_multiplier` (combined across participants for a shared table). Not
-    /// enforced yet: tables are built in memory whatever their size (no batches).
+    /// `hash_mem_multiplier` (combined across participants for a shared table); beyond
+    /// it the join runs in batches.
     pub work_mem: usize,
     pub hash_mem_multiplier: f64,
     /// Debug (`weft_hash_attach_phases`): participant `i` (in the order participants
@@ -47,6 +51,12 @@ pub struct HashJoinStats {
     pub peak_memory: usize,
     /// Rows the build side put into the table (all batches).
     pub inner_rows: u64,
+    /// Bytes written to the join's temp files (both sides, all participants).
+    pub disk_bytes: u64,
+    /// Rounds after the probe (one per later batch, or per chunk of a batch too big for
+    /// the budget), and batches processed in chunks.
+    pub rounds: usize,
+    pub chunked_batches: usize,
     /// Rows the step emitted, per participant.
     pub rows_out: Vec<u64>,
     /// Barrier waits per phase (parallel-aware only).

@@ -1,37 +1,59 @@
-//! Running a join step: building its table (privately, or together through a phased
-//! barrier), and the end of its probe (the unmatched inner rows of right and full joins).
+//! Running a join step: its shared state, each participant's local state, and what the
+//! join reports.
 //!
-//! Parallel-aware joins follow PostgreSQL's parallel hash join phases, each done by *one*
+//! Every shape runs the same phase machine (`build.rs` for the build, `rounds.rs` for
+//! what follows the probe): a parallel-aware join has one [`SharedJoin`] that every
+//! participant attaches to; a serial or parallel-oblivious join gives each participant a
+//! private one (its own read of the whole build side, its own budget and batch files),
+//! which it runs alone — its barrier waits never wait. The phases, each done by *one*
 //! participant (the one the barrier elects) or by *all* attached:
 //!
 //! | phase | who | what |
 //! |---|---|---|
 //! | 0 elect | all arrive | one participant is elected to allocate |
-//! | 1 allocate | one | the bucket array, sized from the planner's estimate |
-//! | 2 hash inner | all | inner morsels into each participant's arena, inserted lock-free |
-//! | 3 assemble | one | the arenas become one table |
-//! | 4 grow buckets | all | when far more tuples came than estimated: chains rebuilt in a larger array, ranges claimed from a counter |
-//! | 5 probe | all | outer rows (the pipeline's morsels) probe the table |
-//! | 6 scan unmatched | all | right/full joins: unmatched inner tuples, ranges claimed from a counter |
-//! | 7 done | | |
+//! | 1 allocate | one | the bucket array and the first number of batches, from the planner's estimate |
+//! | 2 hash inner | all | inner morsels: batch 0 into each participant's arena, later batches to batch files; batch growth (below) |
+//! | 3 assemble | one | the arenas become batch 0's table |
+//! | 4 grow buckets | all | when far more tuples came than estimated: chains rebuilt in a larger array |
+//! | 5 probe / hash outer | all | outer rows of batch 0 probe the table; those of later batches go to batch files |
+//! | 6 scan unmatched | all | right/full joins: batch 0's unmatched inner tuples; (one) the rounds are planned |
+//! | 7 + 5r batch elect | one | round r: the previous table dropped, buckets for this one |
+//! | 8 + 5r batch load | all | inner blocks of the round's batch (or chunk) into arenas, inserted lock-free |
+//! | 9 + 5r batch assemble | one | the arenas become the round's table |
+//! | 10 + 5r batch probe | all | the batch's outer blocks probe it |
+//! | 11 + 5r batch scan | all | unmatched inner tuples (right/full); after a chunked batch's last chunk, its unmatched outer rows |
+//! | 7 + 5R done | | |
 //!
-//! A participant attaches whenever it arrives (workers start late, or never) and joins the
-//! phase the barrier is in: past the build it only probes. Nobody waits for a participant
-//! that could itself be waiting for them: every participant pushes into its own sink, so no
-//! wait depends on somebody consuming output (the seed's leader/tuple-queue deadlock cannot
-//! arise), and no lock is held across a barrier wait.
+//! Batch growth has its own barrier (PostgreSQL's `grow_batches_barrier`), cycling
+//! through *elect* (everyone hands over its batch files and reservation), *allocate*
+//! (one: twice the batches, a new bucket array), *repartition* (all: each its own arena,
+//! the arenas of those done hashing, and the blocks of the old batch files, claimed one at
+//! a time) and *decide* (one: grow again, stop, or — a split that did not shrink a batch:
+//! one hot key — disable growth). A participant is attached to it only while it hashes
+//! inner morsels, and hands over everything it holds before detaching, so a growth never
+//! waits for somebody who is done, and never misses what they built.
+//!
+//! No participant waits for another that could be waiting for it: every participant
+//! pushes into its own sink (no wait depends on somebody consuming output: the seed's
+//! leader/tuple-queue deadlock cannot arise); joins end in step order, so a wait at join
+//! *i*'s barrier is only for participants still probing or finishing join *i*, which
+//! never wait elsewhere first; the growth barrier is only waited on by participants
+//! hashing; no lock is held across a wait; every wait polls the cancel token.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use weft_common::parallel::{Barrier, ParticipantContext};
 use weft_common::{Datum, Error, Result};
 
-use super::table::{eval_keys, Arena, Buckets, JoinTable, MAX_ARENAS};
+use super::batch::{batch_of, block_bytes, BatchWriters, Block, SpillSet, MAX_BATCHES};
+use super::rounds::RoundPlan;
+use super::table::{eval_keys, key_hash, Arena, Buckets, JoinFacts, JoinTable, ProbeBuffers};
 use super::{HashJoinStats, PhaseWait};
-use crate::execute::{node_id, ExecContext, ParticipantStats, PipelineStats, SourceState, StepBuffers};
+use crate::execute::{node_id, ExecContext, ParticipantStats, PipelineStats, SourceState};
 use crate::plan::{HashJoin, HashJoinMode};
 
 pub const ELECT: usize = 0;
@@ -41,78 +63,179 @@ pub const ASSEMBLE: usize = 3;
 pub const GROW_BUCKETS: usize = 4;
 pub const PROBE: usize = 5;
 pub const UNMATCHED: usize = 6;
-pub const DONE: usize = 7;
+/// The first phase of the rounds that follow the probe (multi-batch joins); each round
+/// has [`ROUND_PHASES`] phases.
+pub const FIRST_ROUND: usize = 7;
+pub const ROUND_PHASES: usize = 5;
+pub const BATCH_ELECT: usize = 0;
+pub const BATCH_LOAD: usize = 1;
+pub const BATCH_ASSEMBLE: usize = 2;
+pub const BATCH_PROBE: usize = 3;
+pub const BATCH_SCAN: usize = 4;
 
-/// Phase names, for EXPLAIN ANALYZE's barrier waits.
-pub const PHASE_NAMES: [&str; 8] = ["elect", "allocate", "hash inner", "assemble", "grow buckets", "probe", "scan unmatched", "done"];
+/// A phase's name, for EXPLAIN ANALYZE's barrier waits.
+pub fn phase_name(phase: usize) -> &'static str {
+    const FIRST: [&str; FIRST_ROUND] = ["elect", "allocate", "hash inner", "assemble", "grow buckets", "probe", "scan unmatched"];
+    const ROUND: [&str; ROUND_PHASES] = ["batch elect", "batch load", "batch assemble", "batch probe", "batch scan"];
+    if phase < FIRST_ROUND {
+        FIRST[phase]
+    } else {
+        ROUND[(phase - FIRST_ROUND) % ROUND_PHASES]
+    }
+}
 
-/// Global tuples a participant claims at once when inserting or scanning unmatched.
-const CLAIM: usize = 4096;
+/// Batch growth: nothing asked, more batches asked, or growth given up (a hot key).
+pub(crate) const GROWTH_OK: u8 = 0;
+pub(crate) const GROWTH_NEED_MORE: u8 = 1;
+pub(crate) const GROWTH_DISABLED: u8 = 2;
+
+/// Tuples a participant claims at once when inserting or scanning unmatched.
+pub(crate) const CLAIM: usize = 4096;
 
 /// A join step's state for one run of its pipeline.
 pub(crate) enum JoinRun<'p> {
     /// Serial or parallel-oblivious: every participant builds its own table.
-    Private { join: &'p HashJoin, stats: Mutex<Vec<ParticipantStats>>, figures: Mutex<Option<TableFigures>> },
+    Private { join: &'p HashJoin, stats: Mutex<Vec<ParticipantStats>>, figures: Mutex<Option<Figures>> },
     /// Parallel-aware: one table built by all.
     Shared(Box<SharedJoin<'p>>),
 }
 
-pub(crate) struct SharedJoin<'p> {
-    join: &'p HashJoin,
-    barrier: Barrier,
-    source: SourceState<'p>,
-    buckets: Mutex<Option<Arc<Buckets>>>,
-    next_arena: AtomicUsize,
-    deposited: Mutex<Vec<(usize, Arena)>>,
-    table: OnceLock<JoinTable>,
-    insert_cursor: AtomicUsize,
-    unmatched_cursor: AtomicUsize,
-    /// Debug attach phases: participants in arrival order, and those waiting to attach.
-    arrivals: AtomicUsize,
-    waiting: AtomicUsize,
-    finished: AtomicUsize,
-    inner_stats: Mutex<Vec<ParticipantStats>>,
-}
-
-/// A built table's figures (EXPLAIN ANALYZE's Hash node).
+/// What a join did, for EXPLAIN ANALYZE (merged over private tables).
 #[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct TableFigures {
-    buckets: usize,
-    original_buckets: usize,
-    bytes: usize,
-    tuples: usize,
+pub(crate) struct Figures {
+    pub buckets: usize,
+    pub original_buckets: usize,
+    pub batches: usize,
+    pub original_batches: usize,
+    pub peak_memory: usize,
+    pub tuples: u64,
+    pub disk_bytes: u64,
+    pub rounds: usize,
+    pub chunked_batches: usize,
 }
 
-impl TableFigures {
-    fn of(table: &JoinTable) -> TableFigures {
-        TableFigures { buckets: table.buckets(), original_buckets: table.original_buckets, bytes: table.bytes(), tuples: table.tuples() }
+impl Figures {
+    fn merge(&mut self, other: Figures) {
+        self.buckets = self.buckets.max(other.buckets);
+        self.original_buckets = self.original_buckets.max(other.original_buckets);
+        self.batches = self.batches.max(other.batches);
+        self.original_batches = self.original_batches.max(other.original_batches);
+        self.peak_memory = self.peak_memory.max(other.peak_memory);
+        self.tuples = self.tuples.max(other.tuples);
+        self.disk_bytes += other.disk_bytes;
+        self.rounds = self.rounds.max(other.rounds);
+        self.chunked_batches = self.chunked_batches.max(other.chunked_batches);
     }
 }
 
-/// A participant's table: its own, or the shared one.
-pub(crate) enum TableRef<'a> {
-    Owned(JoinTable),
-    Shared(&'a JoinTable),
+/// The shared state of one join (of all participants, or of one for a private table).
+pub(crate) struct SharedJoin<'p> {
+    pub(super) join: &'p HashJoin,
+    pub(super) private: bool,
+    pub(super) barrier: Barrier,
+    pub(super) source: SourceState<'p>,
+    temp_parent: PathBuf,
+    spill: Mutex<Option<Arc<SpillSet>>>,
+    /// Budget of the in-memory table (tuples and bucket array), all participants'.
+    pub(super) space_allowed: usize,
+    pub(super) block_bytes: usize,
+    /// A participant's reservations of `space_used` are this big (a tuple's if bigger).
+    pub(super) reserve_chunk: usize,
+    pub(super) original_batches: usize,
+    // BUILD (build.rs)
+    pub(super) build: Mutex<BuildState>,
+    pub(super) nbatch: AtomicUsize,
+    pub(super) growth: AtomicU8,
+    pub(super) grow_barrier: Barrier,
+    /// Bytes reserved for batch 0's tuples, and the bytes of its bucket array.
+    pub(super) space_used: AtomicUsize,
+    pub(super) bucket_bytes: AtomicUsize,
+    /// Batch 0 held a hot key: all of it goes to batch files (processed in chunks).
+    pub(super) batch0_evicted: AtomicBool,
+    pub(super) next_arena: AtomicUsize,
+    pub(super) generation: AtomicUsize,
+    pub(super) repartition_cursor: AtomicUsize,
+    pub(super) inner_null_key: AtomicBool,
+    pub(super) inner_rows: AtomicU64,
+    pub(super) tuples: AtomicU64,
+    /// Batch 0's table, from phase 3 until the first round.
+    pub(super) table: Mutex<Option<Arc<JoinTable>>>,
+    pub(super) table_buckets: AtomicUsize,
+    pub(super) original_buckets: AtomicUsize,
+    pub(super) insert_cursor: AtomicUsize,
+    pub(super) unmatched_cursor: AtomicUsize,
+    // PROBE AND ROUNDS (rounds.rs)
+    pub(super) outer_blocks: Mutex<Vec<Vec<Block>>>,
+    pub(super) plan: std::sync::OnceLock<RoundPlan>,
+    pub(super) round: Mutex<super::rounds::RoundState>,
+    pub(super) round_arena: AtomicUsize,
+    pub(super) load_cursor: AtomicUsize,
+    pub(super) probe_cursor: AtomicUsize,
+    pub(super) scan_cursor: AtomicUsize,
+    pub(super) outer_scan_cursor: AtomicUsize,
+    pub(super) peak_memory: AtomicUsize,
+    // DEBUG ATTACH
+    arrivals: AtomicUsize,
+    waiting: AtomicUsize,
+    pub(super) finished: AtomicUsize,
+    pub(super) inner_stats: Mutex<Vec<ParticipantStats>>,
 }
 
-impl TableRef<'_> {
-    pub fn get(&self) -> &JoinTable {
+/// The build's shared bookkeeping (under one lock, taken per block and per phase).
+#[derive(Default)]
+pub(crate) struct BuildState {
+    pub buckets: Option<Arc<Buckets>>,
+    /// Per batch of the current generation: bytes its tuples would take in a table, and
+    /// tuples, of the blocks written (batch 0: of its files once evicted).
+    pub batch_bytes: Vec<usize>,
+    pub batch_tuples: Vec<u64>,
+    pub inner_blocks: Vec<Vec<Block>>,
+    /// Arenas of participants done hashing (already in `buckets`), by arena number.
+    pub deposited: Vec<(usize, Arena)>,
+    /// Growth: batch 0's tuples handed over at *elect*, kept at *repartition*; the old
+    /// generation's tuples per batch, its blocks and arenas to repartition.
+    pub elect_batch0: u64,
+    pub repartition_batch0: u64,
+    pub old_tuples: Vec<u64>,
+    pub old_blocks: Vec<Block>,
+    pub old_arenas: Vec<(usize, Arena)>,
+}
+
+/// A participant's handle on the join it runs: the shared one, or its own.
+pub(crate) enum Handle<'s, 'p> {
+    Shared(&'s SharedJoin<'p>),
+    Private(Box<SharedJoin<'p>>),
+}
+
+impl<'p> std::ops::Deref for Handle<'_, 'p> {
+    type Target = SharedJoin<'p>;
+    fn deref(&self) -> &SharedJoin<'p> {
         match self {
-            TableRef::Owned(t) => t,
-            TableRef::Shared(t) => t,
+            Handle::Shared(s) => s,
+            Handle::Private(s) => s,
         }
     }
 }
 
-/// What a participant does after its probe, per join.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum AfterProbe {
-    /// Arrive at the end of the probe (waiting if unmatched rows follow).
-    Arrive,
-    /// Attached during the unmatched scan: help it.
-    Unmatched,
-    /// Attached when the join was over (or built privately with nothing to add).
-    Nothing,
+/// One participant's state at one join step while its pipeline runs.
+pub(crate) struct JoinLocal<'s, 'p> {
+    pub(super) handle: Handle<'s, 'p>,
+    /// Batch 0's table while probing.
+    pub(super) table: Option<Arc<JoinTable>>,
+    buffers: ProbeBuffers,
+    /// Multi-batch: where outer rows of later batches go.
+    outer: Option<OuterSpill>,
+    /// The phase this participant is in: [`PROBE`], or the later phase it attached at
+    /// (it then has no outer row to probe: the source was exhausted).
+    pub(super) phase: usize,
+    keys: Vec<Datum>,
+}
+
+struct OuterSpill {
+    nbatch: usize,
+    /// Batch 0 was evicted: its outer rows are spilled too.
+    spill_batch0: bool,
+    writers: Option<BatchWriters>,
 }
 
 impl<'p> JoinRun<'p> {
@@ -124,94 +247,71 @@ impl<'p> JoinRun<'p> {
                 }
                 JoinRun::Private { join, stats: Mutex::new(Vec::new()), figures: Mutex::new(None) }
             }
-            HashJoinMode::ParallelAware => JoinRun::Shared(Box::new(SharedJoin {
-                join,
-                barrier: Barrier::new(0),
-                source: SourceState::new(&join.inner.source, ctx, participants)?,
-                buckets: Mutex::new(None),
-                next_arena: AtomicUsize::new(0),
-                deposited: Mutex::new(Vec::new()),
-                table: OnceLock::new(),
-                insert_cursor: AtomicUsize::new(0),
-                unmatched_cursor: AtomicUsize::new(0),
-                arrivals: AtomicUsize::new(0),
-                waiting: AtomicUsize::new(0),
-                finished: AtomicUsize::new(0),
-                inner_stats: Mutex::new(Vec::new()),
-            })),
+            HashJoinMode::ParallelAware => JoinRun::Shared(Box::new(SharedJoin::new(join, ctx, participants, false)?)),
         })
     }
 
-    /// Build (or join in building) the table; returns it and what to do after the probe.
-    pub fn build<'s>(&'s self, ctx: &ExecContext, participant: &ParticipantContext) -> Result<(TableRef<'s>, AfterProbe)> {
+    /// Build (or join in building) the table; returns this participant's state to probe
+    /// with.
+    pub fn build<'s>(&'s self, ctx: &ExecContext, participant: &ParticipantContext) -> Result<JoinLocal<'s, 'p>> {
         match self {
-            JoinRun::Private { join, stats, figures } => {
-                let began = Instant::now();
+            JoinRun::Private { join, .. } => {
                 // Each participant reads the whole build side through its own source.
-                let source = SourceState::new(&join.inner.source, ctx, 1)?;
-                let mut arena = Arena::new(join);
-                let (rows_in, rows_out) = fill_arena(join, &source, ctx, &mut arena)?;
-                let buckets = Arc::new(Buckets::for_tuples(arena.len()));
-                JoinTable::insert_arena(&buckets, 0, &arena, 0);
-                let n = buckets.len();
-                let table = JoinTable::assemble(vec![arena], buckets, n);
-                figures.lock().get_or_insert_with(|| TableFigures::of(&table));
-                let finished = began.elapsed();
-                stats.lock().push(ParticipantStats { rows_in, rows_out, started: Duration::ZERO, first_row: None, finished });
-                let after = if join.join_type.emits_unmatched_inner() { AfterProbe::Arrive } else { AfterProbe::Nothing };
-                Ok((TableRef::Owned(table), after))
+                let own = Box::new(SharedJoin::new(join, ctx, 1, true)?);
+                let phase = own.run_build(ctx, participant)?;
+                Ok(JoinLocal::new(Handle::Private(own), phase))
             }
-            JoinRun::Shared(shared) => shared.build(ctx, participant),
+            JoinRun::Shared(shared) => {
+                let phase = shared.run_build(ctx, participant)?;
+                Ok(JoinLocal::new(Handle::Shared(shared), phase))
+            }
         }
     }
 
-    /// After this participant's probe: the unmatched inner rows it must emit (right/full
-    /// joins), given to `emit` in ranges, then leave the join.
-    pub fn finish_probe(
-        &self,
-        table: &JoinTable,
-        after: AfterProbe,
-        ctx: &ExecContext,
-        emit: &mut dyn FnMut(&JoinTable, std::ops::Range<usize>) -> Result<bool>,
-    ) -> Result<()> {
-        match self {
-            JoinRun::Private { join, .. } => {
-                if join.join_type.emits_unmatched_inner() {
-                    emit(table, 0..table.tuples())?;
-                }
-                Ok(())
-            }
-            JoinRun::Shared(shared) => shared.finish_probe(table, after, ctx, emit),
+    /// After this participant's probe: the rest of the join (unmatched rows, later
+    /// batches), whose rows go to `out`; then leave the join.
+    pub fn finish(&self, local: &mut JoinLocal, ctx: &ExecContext, out: &mut dyn FnMut(&[Datum]) -> Result<bool>) -> Result<()> {
+        if let Some(writers) = local.outer.take().and_then(|o| o.writers) {
+            let mut writers = writers;
+            let (blocks, _) = writers.take_blocks()?;
+            writers.close();
+            local.handle.deposit_outer(blocks);
         }
+        local.handle.finish(local.phase, &mut local.table, ctx, out)?;
+        if let (JoinRun::Private { stats, figures, .. }, Handle::Private(own)) = (self, &local.handle) {
+            stats.lock().append(&mut own.inner_stats.lock());
+            let mine = own.figures();
+            figures.lock().get_or_insert_with(Figures::default).merge(mine);
+        }
+        Ok(())
     }
 
     /// Record what the join did (once, after every participant finished).
     pub fn report(&self, ctx: &ExecContext, rows_out: Vec<u64>) {
         let (join, inner, figures) = match self {
-            JoinRun::Private { join, stats, figures } => (*join, std::mem::take(&mut *stats.lock()), *figures.lock()),
-            JoinRun::Shared(shared) => {
-                (shared.join, std::mem::take(&mut *shared.inner_stats.lock()), shared.table.get().map(TableFigures::of))
-            }
+            JoinRun::Private { join, stats, figures } => (*join, std::mem::take(&mut *stats.lock()), figures.lock().unwrap_or_default()),
+            JoinRun::Shared(shared) => (shared.join, std::mem::take(&mut *shared.inner_stats.lock()), shared.figures()),
         };
         let phase_waits = match self {
             JoinRun::Shared(shared) => shared
                 .barrier
                 .wait_stats()
                 .into_iter()
-                .filter(|w| w.phase < PHASE_NAMES.len())
-                .map(|w| PhaseWait { phase: PHASE_NAMES[w.phase].to_string(), waits: w.waits })
+                .map(|w| PhaseWait { phase: phase_name(w.phase).to_string(), waits: w.waits })
                 .collect(),
             JoinRun::Private { .. } => Vec::new(),
         };
-        let figures = figures.unwrap_or_default();
         ctx.joins.lock().push(HashJoinStats {
             node: node_id(join),
             buckets: figures.buckets,
             original_buckets: figures.original_buckets,
-            batches: 1,
-            original_batches: 1,
-            peak_memory: figures.bytes,
-            inner_rows: figures.tuples as u64,
+            batches: figures.batches,
+            original_batches: figures.original_batches,
+            peak_memory: figures.peak_memory,
+            inner_rows: figures.tuples,
+            disk_bytes: figures.disk_bytes,
+            rounds: figures.rounds,
+            chunked_batches: figures.chunked_batches,
             rows_out,
             phase_waits,
         });
@@ -228,126 +328,172 @@ impl<'p> JoinRun<'p> {
     }
 }
 
-/// Read `source` (the build side's, whole or this participant's morsels) through the build
-/// pipeline's steps into `arena`. Returns rows read and rows kept.
-fn fill_arena(join: &HashJoin, source: &SourceState, ctx: &ExecContext, arena: &mut Arena) -> Result<(u64, u64)> {
-    let mut buffers = StepBuffers::new();
-    let mut keys: Vec<Datum> = Vec::with_capacity(join.inner_keys.len());
-    let keep_unkeyed = join.join_type.emits_unmatched_inner() || join.null_aware;
-    let (mut rows_in, mut rows_out) = (0u64, 0u64);
-    source.run(ctx, |row| {
-        rows_in += 1;
-        buffers.process(row, &join.inner.steps, ctx.eval, |inner| {
-            rows_out += 1;
-            let keyed = eval_keys(&join.inner_keys, inner, ctx.eval, &mut keys)?;
-            arena.push(keyed.then_some(&keys[..]), inner, keep_unkeyed);
-            Ok(true)
-        })
-    })?;
-    Ok((rows_in, rows_out))
-}
+impl<'s, 'p> JoinLocal<'s, 'p> {
+    fn new(handle: Handle<'s, 'p>, phase: usize) -> JoinLocal<'s, 'p> {
+        let (table, outer) = if phase == PROBE {
+            let nbatch = handle.nbatch.load(Ordering::Acquire);
+            let outer = (nbatch > 1).then(|| OuterSpill {
+                nbatch,
+                spill_batch0: handle.batch0_evicted.load(Ordering::Acquire),
+                writers: None,
+            });
+            (handle.table.lock().clone(), outer)
+        } else {
+            (None, None)
+        };
+        JoinLocal { handle, table, buffers: ProbeBuffers::default(), outer, phase, keys: Vec::new() }
+    }
 
-impl<'p> SharedJoin<'p> {
-    /// Attach (at the debug phase asked for, if any) and take part in the build phases.
-    fn build<'s>(&'s self, ctx: &ExecContext, participant: &ParticipantContext) -> Result<(TableRef<'s>, AfterProbe)> {
-        let mut phase = self.attach(ctx, participant)?;
-        let began = Instant::now();
-        loop {
-            match phase {
-                ELECT => {
-                    if self.barrier.arrive_and_wait(ctx.cancel)? {
-                        // Phase 1 (one): the elected participant allocates the buckets.
-                        let estimate = self.join.estimated_inner_rows.max(0.0) as usize;
-                        *self.buckets.lock() = Some(Arc::new(Buckets::for_tuples(estimate)));
+    /// Take one outer row: probe batch 0's table with it, or write it to its batch's file.
+    /// Returns false when the sink asked to stop.
+    pub fn probe(&mut self, join: &HashJoin, outer: &[Datum], ctx: &ExecContext, emit: &mut dyn FnMut(&[Datum]) -> Result<bool>) -> Result<bool> {
+        let Some(table) = &self.table else {
+            // Attached after the probe: the outer side was exhausted by the others, so a
+            // row only comes after a LIMIT stopped the statement (see `JoinLocal::phase`).
+            return Ok(false);
+        };
+        if let Some(spill) = &mut self.outer {
+            if eval_keys(&join.outer_keys, outer, ctx.eval, &mut self.keys)? {
+                let hash = key_hash(&self.keys);
+                let batch = batch_of(hash, spill.nbatch);
+                if batch != 0 || spill.spill_batch0 {
+                    if join.null_aware && self.handle.inner_null_key.load(Ordering::Relaxed) {
+                        // NOT IN against a NULL: no row at all.
+                        return Ok(true);
                     }
-                    self.barrier.arrive_and_wait(ctx.cancel)?;
-                    phase = HASH_INNER;
-                }
-                ALLOCATE => {
-                    self.barrier.arrive_and_wait(ctx.cancel)?;
-                    phase = HASH_INNER;
-                }
-                HASH_INNER => {
-                    // All: this participant's morsels into its own arena, then its tuples
-                    // pushed on their chains (lock-free, while the others push theirs).
-                    let buckets = self.buckets.lock().clone().ok_or_else(|| Error::internal("hash join buckets not allocated"))?;
-                    let number = self.next_arena.fetch_add(1, Ordering::Relaxed);
-                    if number >= MAX_ARENAS {
-                        return Err(Error::not_supported(format!("a parallel hash join with more than {MAX_ARENAS} participants")));
-                    }
-                    let mut arena = Arena::new(self.join);
-                    let (rows_in, rows_out) = fill_arena(self.join, &self.source, ctx, &mut arena)?;
-                    JoinTable::insert_arena(&buckets, number, &arena, 0);
-                    self.deposited.lock().push((number, arena));
-                    self.inner_stats.lock().push(ParticipantStats {
-                        rows_in,
-                        rows_out,
-                        started: Duration::ZERO,
-                        first_row: None,
-                        finished: began.elapsed(),
-                    });
-                    if self.barrier.arrive_and_wait(ctx.cancel)? {
-                        // Phase 3 (one): the arenas become the table.
-                        self.assemble(buckets);
-                    }
-                    self.barrier.arrive_and_wait(ctx.cancel)?;
-                    phase = GROW_BUCKETS;
-                }
-                ASSEMBLE => {
-                    self.barrier.arrive_and_wait(ctx.cancel)?;
-                    phase = GROW_BUCKETS;
-                }
-                GROW_BUCKETS => {
-                    let table = self.table()?;
-                    if table.original_buckets != table.buckets() {
-                        // All: rebuild chains in the larger array, ranges claimed from a counter.
-                        loop {
-                            ctx.cancel.check()?;
-                            let first = self.insert_cursor.fetch_add(CLAIM, Ordering::Relaxed);
-                            if first >= table.tuples() {
-                                break;
-                            }
-                            table.insert_range(first..(first + CLAIM).min(table.tuples()));
-                        }
-                    }
-                    self.barrier.arrive_and_wait(ctx.cancel)?;
-                    phase = PROBE;
-                }
-                PROBE => return Ok((TableRef::Shared(self.table()?), AfterProbe::Arrive)),
-                UNMATCHED if self.join.join_type.emits_unmatched_inner() => {
-                    return Ok((TableRef::Shared(self.table()?), AfterProbe::Unmatched))
-                }
-                UNMATCHED | DONE.. => {
-                    // The join is over for this participant: nothing left to do here.
-                    self.barrier.detach();
-                    self.finished.fetch_add(1, Ordering::Relaxed);
-                    return Ok((TableRef::Shared(self.table()?), AfterProbe::Nothing));
+                    let writers = match &mut spill.writers {
+                        Some(w) => w,
+                        slot @ None => slot.insert(self.handle.writers("outer", spill.nbatch)?),
+                    };
+                    writers.write(batch, hash, true, outer, 0)?;
+                    return Ok(true);
                 }
             }
         }
+        table.probe(join, outer, ctx.eval, &mut self.buffers, emit)
     }
 
-    fn table(&self) -> Result<&JoinTable> {
-        self.table.get().ok_or_else(|| Error::internal("hash join table used before it was assembled"))
+    /// Are outer rows waiting to be probed together?
+    pub fn has_pending(&self) -> bool {
+        self.buffers.has_pending()
     }
 
-    /// Phase 3: gather the deposited arenas in arena-number order; grow the buckets when
-    /// far more tuples came than the estimate (their chains are rebuilt in phase 4).
-    fn assemble(&self, buckets: Arc<Buckets>) {
-        let mut deposited = std::mem::take(&mut *self.deposited.lock());
-        deposited.sort_by_key(|(number, _)| *number);
-        // Arena numbers are dense: every participant that took one deposited it.
-        let arenas: Vec<Arena> = deposited.into_iter().map(|(_, a)| a).collect();
-        let original = buckets.len();
-        let mut table = JoinTable::assemble(arenas, buckets, original);
-        if table.needs_more_buckets() {
-            table.grow_buckets();
+    /// Probe the outer rows waiting.
+    pub fn flush(&mut self, join: &HashJoin, ctx: &ExecContext, emit: &mut dyn FnMut(&[Datum]) -> Result<bool>) -> Result<bool> {
+        match &self.table {
+            Some(table) => table.flush(join, ctx.eval, &mut self.buffers, emit),
+            None => Ok(true),
         }
-        // Only the elected participant assembles, once per join.
-        let _ = self.table.set(table);
+    }
+}
+
+impl<'p> SharedJoin<'p> {
+    fn new(join: &'p HashJoin, ctx: &ExecContext, participants: usize, private: bool) -> Result<SharedJoin<'p>> {
+        let per_participant = (ctx.hash.work_mem as f64 * ctx.hash.hash_mem_multiplier.max(1.0)) as usize;
+        let space_allowed = per_participant.saturating_mul(participants.max(1)).max(64 << 10);
+        // PostgreSQL's ExecChooseHashTableSize: batches enough for the estimated inner
+        // side, each fitting the budget with its bucket array.
+        let tuple_bytes = 18 + join.inner_width * std::mem::size_of::<Datum>() + join.estimated_inner_width;
+        let inner_bytes = join.estimated_inner_rows.max(0.0) * tuple_bytes as f64;
+        let nbatch = if inner_bytes <= space_allowed as f64 * 0.75 {
+            1
+        } else {
+            ((inner_bytes / (space_allowed as f64 * 0.75)).ceil() as usize).next_power_of_two().min(MAX_BATCHES)
+        };
+        let participants = participants.max(1);
+        Ok(SharedJoin {
+            join,
+            private,
+            barrier: Barrier::new(0),
+            source: SourceState::new(&join.inner.source, ctx, participants)?,
+            temp_parent: ctx.sort.temp_dir.clone(),
+            spill: Mutex::new(None),
+            space_allowed,
+            block_bytes: block_bytes(space_allowed / participants),
+            reserve_chunk: (space_allowed / (16 * participants)).clamp(256, 32 << 10),
+            original_batches: nbatch,
+            build: Mutex::new(BuildState::default()),
+            nbatch: AtomicUsize::new(nbatch),
+            growth: AtomicU8::new(GROWTH_OK),
+            grow_barrier: Barrier::new(0),
+            space_used: AtomicUsize::new(0),
+            bucket_bytes: AtomicUsize::new(0),
+            batch0_evicted: AtomicBool::new(false),
+            next_arena: AtomicUsize::new(0),
+            generation: AtomicUsize::new(0),
+            repartition_cursor: AtomicUsize::new(0),
+            inner_null_key: AtomicBool::new(false),
+            inner_rows: AtomicU64::new(0),
+            tuples: AtomicU64::new(0),
+            table: Mutex::new(None),
+            table_buckets: AtomicUsize::new(0),
+            original_buckets: AtomicUsize::new(0),
+            insert_cursor: AtomicUsize::new(0),
+            unmatched_cursor: AtomicUsize::new(0),
+            outer_blocks: Mutex::new(Vec::new()),
+            plan: std::sync::OnceLock::new(),
+            round: Mutex::new(super::rounds::RoundState::default()),
+            round_arena: AtomicUsize::new(0),
+            load_cursor: AtomicUsize::new(0),
+            probe_cursor: AtomicUsize::new(0),
+            scan_cursor: AtomicUsize::new(0),
+            outer_scan_cursor: AtomicUsize::new(0),
+            peak_memory: AtomicUsize::new(0),
+            arrivals: AtomicUsize::new(0),
+            waiting: AtomicUsize::new(0),
+            finished: AtomicUsize::new(0),
+            inner_stats: Mutex::new(Vec::new()),
+        })
     }
 
-    fn attach(&self, ctx: &ExecContext, participant: &ParticipantContext) -> Result<usize> {
+    /// The join's temp directory, created at the first spill.
+    pub(super) fn spill_set(&self) -> Result<Arc<SpillSet>> {
+        let mut spill = self.spill.lock();
+        if let Some(set) = &*spill {
+            return Ok(set.clone());
+        }
+        let set = Arc::new(SpillSet::create(&self.temp_parent)?);
+        *spill = Some(set.clone());
+        Ok(set)
+    }
+
+    /// New writers for `nbatch` batches of one side (file names: side, generation, writer).
+    pub(super) fn writers(&self, side: &str, nbatch: usize) -> Result<BatchWriters> {
+        static WRITER: AtomicUsize = AtomicUsize::new(0);
+        let name = format!("{side}.g{}.w{}", self.generation.load(Ordering::Relaxed), WRITER.fetch_add(1, Ordering::Relaxed));
+        Ok(BatchWriters::new(self.spill_set()?, name, nbatch, self.block_bytes))
+    }
+
+    /// What the join did so far.
+    fn figures(&self) -> Figures {
+        let plan = self.plan.get();
+        Figures {
+            buckets: self.table_buckets.load(Ordering::Relaxed),
+            original_buckets: self.original_buckets.load(Ordering::Relaxed),
+            batches: self.nbatch.load(Ordering::Relaxed),
+            original_batches: self.original_batches,
+            peak_memory: self.peak_memory.load(Ordering::Relaxed),
+            tuples: self.tuples.load(Ordering::Relaxed),
+            disk_bytes: self.spill.lock().as_ref().map_or(0, |s| s.counters.written()),
+            rounds: plan.map_or(0, |p| p.rounds.len()),
+            chunked_batches: plan.map_or(0, |p| p.chunked_batches),
+        }
+    }
+
+    /// The facts a probe needs about the whole inner side (known once it is hashed).
+    pub(super) fn facts(&self) -> JoinFacts {
+        JoinFacts {
+            inner_has_null_key: self.inner_null_key.load(Ordering::Acquire),
+            inner_empty: self.inner_rows.load(Ordering::Acquire) == 0,
+        }
+    }
+
+    /// Attach to the join's barrier (at the debug phase asked for, if any): the phase to
+    /// take part in.
+    pub(super) fn attach(&self, ctx: &ExecContext, participant: &ParticipantContext) -> Result<usize> {
+        if self.private {
+            return Ok(self.barrier.attach());
+        }
         let order = self.arrivals.fetch_add(1, Ordering::Relaxed);
         let Some(&target) = ctx.hash.attach_phases.get(order) else {
             return Ok(self.barrier.attach());
@@ -356,7 +502,10 @@ impl<'p> SharedJoin<'p> {
         // could get there because everybody still running is waiting too.
         self.waiting.fetch_add(1, Ordering::Relaxed);
         let attached = loop {
-            ctx.cancel.check()?;
+            if let Err(e) = ctx.cancel.check() {
+                self.waiting.fetch_sub(1, Ordering::Relaxed);
+                return Err(e);
+            }
             let phase = self.barrier.phase();
             let others_running = participant.participants - self.finished.load(Ordering::Relaxed);
             let stuck = self.barrier.participants() == 0 && self.waiting.load(Ordering::Relaxed) >= others_running;
@@ -367,44 +516,5 @@ impl<'p> SharedJoin<'p> {
         };
         self.waiting.fetch_sub(1, Ordering::Relaxed);
         Ok(attached)
-    }
-
-    fn finish_probe(
-        &self,
-        table: &JoinTable,
-        after: AfterProbe,
-        ctx: &ExecContext,
-        emit: &mut dyn FnMut(&JoinTable, std::ops::Range<usize>) -> Result<bool>,
-    ) -> Result<()> {
-        if after == AfterProbe::Nothing {
-            return Ok(());
-        }
-        let scan = if after == AfterProbe::Arrive {
-            if self.join.join_type.emits_unmatched_inner() {
-                // Wait for every prober: a match may still come from any of them.
-                self.barrier.arrive_and_wait(ctx.cancel)?;
-                true
-            } else {
-                false
-            }
-        } else {
-            true
-        };
-        if scan {
-            let total = table.tuples();
-            loop {
-                ctx.cancel.check()?;
-                let first = self.unmatched_cursor.fetch_add(CLAIM, Ordering::Relaxed);
-                if first >= total {
-                    break;
-                }
-                if !emit(table, first..(first + CLAIM).min(total))? {
-                    break;
-                }
-            }
-        }
-        self.barrier.arrive_and_detach();
-        self.finished.fetch_add(1, Ordering::Relaxed);
-        Ok(())
     }
 }

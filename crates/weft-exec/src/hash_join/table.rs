@@ -169,32 +169,75 @@ impl Arena {
         self.bytes
     }
 
-    /// Add an inner row. `keys` is `None` when a key is NULL: such a row is kept only when
-    /// `keep_unkeyed` (right and full joins emit it unmatched). Returns the tuple's index.
-    pub fn push(&mut self, keys: Option<&[Datum]>, row: &[Datum], keep_unkeyed: bool) -> Option<usize> {
-        let (hash, keyed) = match keys {
-            Some(k) => (key_hash(k), true),
-            None if keep_unkeyed => (0, false),
-            None => return None,
-        };
+    /// Bytes a tuple of `row` (with `keys`, or none when a key is NULL) takes here.
+    pub fn tuple_bytes(&self, keys: Option<&[Datum]>, row: &[Datum]) -> usize {
+        let mut bytes = std::mem::size_of::<Entry>() + 2 + row.iter().map(datum_bytes).sum::<usize>();
+        if self.key_columns.is_none() {
+            bytes += keys.unwrap_or(&[]).iter().map(datum_bytes).sum::<usize>();
+        }
+        bytes
+    }
+
+    /// Add an inner tuple of hash `hash`; `keys` is `None` when a key is NULL (such a
+    /// tuple is never in a chain: right and full joins emit it unmatched). Returns the
+    /// tuple's index.
+    pub fn push(&mut self, hash: u64, keys: Option<&[Datum]>, row: &[Datum]) -> usize {
         let index = self.entries.len();
         self.entries.push(Entry { hash, next: AtomicU64::new(0) });
-        self.keyed.push(keyed);
-        let mut bytes = std::mem::size_of::<Entry>() + 2 + row.iter().map(datum_bytes).sum::<usize>();
+        self.keyed.push(keys.is_some());
+        let bytes = self.tuple_bytes(keys, row);
         if self.key_columns.is_none() {
             match keys {
                 Some(k) => self.keys.extend_from_slice(k),
                 None => self.keys.extend(std::iter::repeat_n(Datum::Null, self.key_count)),
             }
-            bytes += keys.unwrap_or(&[]).iter().map(datum_bytes).sum::<usize>();
         }
         self.rows.extend_from_slice(row);
         self.matched.push(AtomicBool::new(false));
         self.bytes += bytes;
-        Some(index)
+        index
     }
 
-    fn row(&self, index: usize) -> &[Datum] {
+    /// Tuple `index`'s hash, keyed flag and row (to write it to a batch file).
+    pub fn tuple(&self, index: usize) -> (u64, bool, &[Datum]) {
+        (self.entries[index].hash, self.keyed[index], self.row(index))
+    }
+
+    /// Keep the tuples `keep` says yes to (by hash), handing the others to `moved`
+    /// (hash, keyed, row, bytes) first; the indexes of the kept tuples change, so their
+    /// chains must be rebuilt. Returns the bytes moved.
+    pub fn retain(&mut self, keep: impl Fn(u64) -> bool, moved: &mut dyn FnMut(u64, bool, &[Datum], usize) -> Result<()>) -> Result<usize> {
+        let old = std::mem::replace(self, Arena {
+            width: self.width,
+            key_count: self.key_count,
+            key_columns: self.key_columns.clone(),
+            entries: Vec::new(),
+            keyed: Vec::new(),
+            keys: Vec::new(),
+            rows: Vec::new(),
+            matched: Vec::new(),
+            bytes: 0,
+        });
+        let mut moved_bytes = 0;
+        for index in 0..old.len() {
+            let (hash, keyed, row) = old.tuple(index);
+            let keys = if old.key_columns.is_none() { Some(&old.keys[index * old.key_count..(index + 1) * old.key_count]) } else { None };
+            let keys = if keyed { Some(keys.unwrap_or(&[])) } else { None };
+            if keep(hash) {
+                // Keys stored apart are copied; plain-column keys are read from the row.
+                let index = self.push(hash, keys, row);
+                debug_assert!(index < old.len());
+                self.keyed[index] = keyed;
+            } else {
+                let bytes = old.tuple_bytes(keys, row);
+                moved_bytes += bytes;
+                moved(hash, keyed, row, bytes)?;
+            }
+        }
+        Ok(moved_bytes)
+    }
+
+    pub fn row(&self, index: usize) -> &[Datum] {
         &self.rows[index * self.width..(index + 1) * self.width]
     }
 
@@ -222,6 +265,11 @@ fn datum_bytes(d: &Datum) -> usize {
         }
 }
 
+/// Bucket arrays have at least this many heads, and at most (bucket bits stay below the
+/// batch bits, which start at bit 32 of the hash: see `batch::batch_of`).
+pub(crate) const BUCKETS_MIN: usize = 1024;
+pub(crate) const BUCKETS_MAX: usize = 1 << 30;
+
 /// A bucket array: the head of each chain.
 pub(crate) struct Buckets {
     heads: Box<[AtomicU64]>,
@@ -231,8 +279,23 @@ pub(crate) struct Buckets {
 impl Buckets {
     /// At least `tuples` buckets (a power of two, at least 1024): chains of one on average.
     pub fn for_tuples(tuples: usize) -> Buckets {
-        let n = tuples.max(1024).next_power_of_two();
+        Buckets::with_len(Buckets::count_for(tuples))
+    }
+
+    /// The bucket count [`Buckets::for_tuples`] gives.
+    pub fn count_for(tuples: usize) -> usize {
+        tuples.clamp(BUCKETS_MIN, BUCKETS_MAX).next_power_of_two()
+    }
+
+    /// `n` (a power of two) empty buckets.
+    pub fn with_len(n: usize) -> Buckets {
+        debug_assert!(n.is_power_of_two() && n <= BUCKETS_MAX);
         Buckets { heads: (0..n).map(|_| AtomicU64::new(0)).collect(), mask: n as u64 - 1 }
+    }
+
+    /// Bytes of `n` bucket heads.
+    pub fn bytes_for(n: usize) -> usize {
+        n * std::mem::size_of::<AtomicU64>()
     }
 
     pub fn len(&self) -> usize {
@@ -261,14 +324,36 @@ pub(crate) struct JoinTable {
     buckets: Arc<Buckets>,
     /// The first global tuple number of each arena, and the total after them.
     starts: Vec<usize>,
-    has_null_key: bool,
+    facts: JoinFacts,
     pub original_buckets: usize,
+}
+
+/// What a probe must know about the whole inner side (every batch), for `NOT IN`.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct JoinFacts {
+    /// Some inner row has a NULL key.
+    pub inner_has_null_key: bool,
+    /// The inner side has no row at all.
+    pub inner_empty: bool,
+}
+
+/// Chunked batches: a bit per outer row of the batch, set when it matched in some chunk.
+pub(crate) type OuterMarks = [AtomicU64];
+
+/// Set bit `i`; was it set before?
+fn set_mark(marks: &OuterMarks, i: usize) -> bool {
+    let bit = 1u64 << (i % 64);
+    marks[i / 64].fetch_or(bit, Ordering::Relaxed) & bit != 0
+}
+
+pub(crate) fn is_marked(marks: &OuterMarks, i: usize) -> bool {
+    marks[i / 64].load(Ordering::Relaxed) & (1u64 << (i % 64)) != 0
 }
 
 impl JoinTable {
     /// Assemble the arenas built into `buckets` (their tuples already inserted unless
     /// `reinsert` is needed, see [`JoinTable::needs_more_buckets`]).
-    pub fn assemble(arenas: Vec<Arena>, buckets: Arc<Buckets>, original_buckets: usize) -> JoinTable {
+    pub fn assemble(arenas: Vec<Arena>, buckets: Arc<Buckets>, original_buckets: usize, facts: JoinFacts) -> JoinTable {
         let mut starts = Vec::with_capacity(arenas.len() + 1);
         let mut total = 0;
         for a in &arenas {
@@ -276,8 +361,7 @@ impl JoinTable {
             total += a.len();
         }
         starts.push(total);
-        let has_null_key = arenas.iter().any(|a| a.keyed.iter().any(|k| !k));
-        JoinTable { arenas, buckets, starts, has_null_key, original_buckets }
+        JoinTable { arenas, buckets, starts, facts, original_buckets }
     }
 
     pub fn tuples(&self) -> usize {
@@ -285,7 +369,7 @@ impl JoinTable {
     }
 
     pub fn bytes(&self) -> usize {
-        self.arenas.iter().map(Arena::bytes).sum::<usize>() + self.buckets.len() * 8
+        self.arenas.iter().map(Arena::bytes).sum::<usize>() + Buckets::bytes_for(self.buckets.len())
     }
 
     pub fn buckets(&self) -> usize {
@@ -344,7 +428,7 @@ impl JoinTable {
             let hash = if has_key { key_hash(&buffers.keys) } else { 0 };
             let head = if has_key { self.buckets.heads[(hash & self.buckets.mask) as usize].load(Ordering::Acquire) } else { 0 };
             let ProbeBuffers { keys, joined, .. } = buffers;
-            return self.probe_one(join, outer, has_key, keys, hash, head, eval, joined, emit);
+            return self.probe_one(join, outer, has_key, keys, hash, head, eval, joined, None, emit);
         }
         let pending = &mut buffers.pending;
         pending.rows.extend_from_slice(outer);
@@ -383,7 +467,7 @@ impl JoinTable {
             let outer = &pending.rows[j * width..(j + 1) * width];
             let keys = &pending.keys[j * key_count..(j + 1) * key_count];
             let (hash, head) = (pending.hashes[j], pending.heads[j]);
-            if !self.probe_one(join, outer, pending.has_key[j], keys, hash, head, eval, &mut buffers.joined, emit)? {
+            if !self.probe_one(join, outer, pending.has_key[j], keys, hash, head, eval, &mut buffers.joined, None, emit)? {
                 going = false;
                 break;
             }
@@ -393,8 +477,29 @@ impl JoinTable {
         Ok(going)
     }
 
+    /// Probe with one outer row whose keys (none NULL) and hash are known: a row read
+    /// back from a batch file. `marks` (a chunked batch) holds the row's bit at `mark`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn probe_keyed(
+        &self,
+        join: &HashJoin,
+        outer: &[Datum],
+        keys: &[Datum],
+        hash: u64,
+        eval: &EvalContext,
+        joined: &mut Vec<Datum>,
+        marks: Option<(&OuterMarks, usize)>,
+        emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
+    ) -> Result<bool> {
+        let head = self.buckets.heads[(hash & self.buckets.mask) as usize].load(Ordering::Acquire);
+        self.probe_one(join, outer, true, keys, hash, head, eval, joined, marks, emit)
+    }
+
     /// Emit what `outer` produces against the table: joined rows, the outer row alone
     /// (semi/anti) or with NULLs (left/full), or nothing. `head` is its bucket's head word.
+    /// With `marks` (one chunk of a batch processed in chunks) a match sets the row's bit,
+    /// a semi join emits the row only at its first match over all chunks, and nothing is
+    /// emitted for an unmatched row: that is known after the last chunk.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn probe_one(
@@ -407,16 +512,23 @@ impl JoinTable {
         head: u64,
         eval: &EvalContext,
         joined: &mut Vec<Datum>,
+        marks: Option<(&OuterMarks, usize)>,
         emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
     ) -> Result<bool> {
         if join.null_aware {
             // NOT IN: a NULL in the subquery makes it never true; a NULL outside is true
             // only against an empty subquery.
-            if self.has_null_key {
+            if self.facts.inner_has_null_key {
                 return Ok(true);
             }
             if !has_key {
-                return if self.tuples() == 0 { emit(outer) } else { Ok(true) };
+                return if self.facts.inner_empty { emit(outer) } else { Ok(true) };
+            }
+        }
+        if let Some((marks, i)) = marks {
+            if matches!(join.join_type, JoinType::Semi | JoinType::Anti) && is_marked(marks, i) {
+                // Decided by an earlier chunk.
+                return Ok(true);
             }
         }
         let mut any = false;
@@ -438,7 +550,15 @@ impl JoinTable {
                         continue;
                     }
                 }
-                any = true;
+                if !any {
+                    any = true;
+                    if let Some((marks, i)) = marks {
+                        let before = set_mark(marks, i);
+                        if join.join_type == JoinType::Semi && before {
+                            return Ok(true);
+                        }
+                    }
+                }
                 match join.join_type {
                     JoinType::Semi => return emit(outer),
                     JoinType::Anti => return Ok(true),
@@ -454,14 +574,8 @@ impl JoinTable {
                 }
             }
         }
-        if !any && join.join_type.emits_unmatched_outer() {
-            if join.join_type == JoinType::Anti {
-                return emit(outer);
-            }
-            joined.clear();
-            joined.extend_from_slice(outer);
-            joined.extend(std::iter::repeat_n(Datum::Null, join.inner_width));
-            return emit(joined);
+        if !any && marks.is_none() && join.join_type.emits_unmatched_outer() {
+            return emit_unmatched_outer(join, outer, joined, emit);
         }
         Ok(true)
     }
@@ -491,6 +605,22 @@ impl JoinTable {
         }
         Ok(true)
     }
+}
+
+/// An outer row no inner row matched: alone (anti) or with NULLs (left, full).
+pub(crate) fn emit_unmatched_outer(
+    join: &HashJoin,
+    outer: &[Datum],
+    joined: &mut Vec<Datum>,
+    emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
+) -> Result<bool> {
+    if join.join_type == JoinType::Anti {
+        return emit(outer);
+    }
+    joined.clear();
+    joined.extend_from_slice(outer);
+    joined.extend(std::iter::repeat_n(Datum::Null, join.inner_width));
+    emit(joined)
 }
 
 /// Outer rows a join step holds before probing them together.

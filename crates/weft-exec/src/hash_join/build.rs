@@ -1,0 +1,516 @@
+//! The build phases of a join (0–4, see `run.rs`): hashing the inner side under the
+//! budget, batch growth, and batch 0's table.
+//!
+//! Batch 0's tuples go to the participant's arena against a reservation of the shared
+//! `space_used` (taken [`SharedJoin::reserve_chunk`] bytes at a time, so the counter is
+//! touched once per many tuples); tuples of later batches go to the participant's batch
+//! files, and each block written adds to its batch's size. When batch 0 cannot reserve,
+//! or a later batch grows past the budget, the participant asks for growth and the
+//! participants hashing double the number of batches together (PostgreSQL's
+//! `ExecParallelHashIncreaseNumBatches`). Unlike PostgreSQL, which gives up and exceeds
+//! its budget when a split does not shrink a batch, a batch that stays too big is
+//! processed later in chunks — batch 0 included: its tuples are then *evicted* to batch
+//! files like those of any later batch.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use weft_common::parallel::ParticipantContext;
+use weft_common::{Datum, Error, Result};
+
+use super::batch::{batch_of, BatchWriters, Records, Written, MAX_BATCHES};
+use super::run::*;
+use super::table::{eval_keys, key_hash, Arena, Buckets, JoinTable, MAX_ARENAS};
+use crate::execute::{ExecContext, ParticipantStats, StepBuffers};
+
+/// The grow barrier's phases (its phase number modulo 4).
+const GROW_ELECT: usize = 0;
+const GROW_ALLOCATE: usize = 1;
+const GROW_REPARTITION: usize = 2;
+const GROW_DECIDE: usize = 3;
+
+/// One participant's part of the build.
+pub(super) struct BuildLocal {
+    number: usize,
+    arena: Arena,
+    writers: Option<BatchWriters>,
+    /// The number of batches this participant routes by (the shared one after growth).
+    nbatch: usize,
+    /// Bytes reserved in `space_used` and not used yet.
+    reserved: usize,
+    evicted: bool,
+    keys: Vec<Datum>,
+    rows_out: u64,
+    tuples: u64,
+    unkeyed: u64,
+}
+
+impl<'p> SharedJoin<'p> {
+    /// Attach and take part in the build phases; returns the phase this participant is in
+    /// after them ([`PROBE`], or a later one it attached at).
+    pub(super) fn run_build(&self, ctx: &ExecContext, participant: &ParticipantContext) -> Result<usize> {
+        let mut phase = self.attach(ctx, participant)?;
+        loop {
+            match phase {
+                ELECT => {
+                    if self.barrier.arrive_and_wait(ctx.cancel)? {
+                        self.allocate();
+                    }
+                    self.barrier.arrive_and_wait(ctx.cancel)?;
+                    phase = HASH_INNER;
+                }
+                ALLOCATE => {
+                    self.barrier.arrive_and_wait(ctx.cancel)?;
+                    phase = HASH_INNER;
+                }
+                HASH_INNER => {
+                    self.hash_inner(ctx)?;
+                    if self.barrier.arrive_and_wait(ctx.cancel)? {
+                        self.assemble()?;
+                    }
+                    self.barrier.arrive_and_wait(ctx.cancel)?;
+                    phase = GROW_BUCKETS;
+                }
+                ASSEMBLE => {
+                    self.barrier.arrive_and_wait(ctx.cancel)?;
+                    phase = GROW_BUCKETS;
+                }
+                GROW_BUCKETS => {
+                    let table = self.table.lock().clone().ok_or_else(|| Error::internal("hash join table used before it was assembled"))?;
+                    if table.original_buckets != table.buckets() {
+                        // All: rebuild chains in the larger array, ranges claimed from a counter.
+                        loop {
+                            ctx.cancel.check()?;
+                            let first = self.insert_cursor.fetch_add(CLAIM, Ordering::Relaxed);
+                            if first >= table.tuples() {
+                                break;
+                            }
+                            table.insert_range(first..(first + CLAIM).min(table.tuples()));
+                        }
+                    }
+                    drop(table);
+                    self.barrier.arrive_and_wait(ctx.cancel)?;
+                    phase = PROBE;
+                }
+                _ => return Ok(phase),
+            }
+        }
+    }
+
+    /// Phase 1 (one): the first batches and batch 0's bucket array, from the estimate.
+    fn allocate(&self) {
+        let nbatch = self.nbatch.load(Ordering::Relaxed);
+        let estimate = (self.join.estimated_inner_rows.max(0.0) as usize) / nbatch;
+        // The bucket array takes at most a quarter of the budget.
+        let most = (self.space_allowed / 4 / Buckets::bytes_for(1)).max(1024).next_power_of_two() / 2;
+        let count = Buckets::count_for(estimate).min(most.max(1024));
+        let mut build = self.build.lock();
+        build.buckets = Some(Arc::new(Buckets::with_len(count)));
+        build.batch_bytes = vec![0; nbatch];
+        build.batch_tuples = vec![0; nbatch];
+        build.inner_blocks = vec![Vec::new(); nbatch];
+        self.bucket_bytes.store(Buckets::bytes_for(count), Ordering::Relaxed);
+        self.original_buckets.store(count, Ordering::Relaxed);
+    }
+
+    /// Room for batch 0's tuples.
+    fn tuple_allowed(&self) -> usize {
+        self.space_allowed.saturating_sub(self.bucket_bytes.load(Ordering::Relaxed))
+    }
+
+    /// Phase 2 (all): this participant's inner morsels.
+    fn hash_inner(&self, ctx: &ExecContext) -> Result<()> {
+        let began = Instant::now();
+        let number = self.next_arena.fetch_add(1, Ordering::Relaxed);
+        if number >= MAX_ARENAS {
+            return Err(Error::not_supported(format!("a parallel hash join with more than {MAX_ARENAS} participants")));
+        }
+        let mut local = BuildLocal {
+            number,
+            arena: Arena::new(self.join),
+            writers: None,
+            nbatch: self.nbatch.load(Ordering::Acquire),
+            reserved: 0,
+            evicted: false,
+            keys: Vec::with_capacity(self.join.inner_keys.len()),
+            rows_out: 0,
+            tuples: 0,
+            unkeyed: 0,
+        };
+        let grow_phase = self.grow_barrier.attach();
+        if grow_phase % 4 != GROW_ELECT {
+            // A growth is under way: take part in it first.
+            self.grow(&mut local, grow_phase, ctx)?;
+        }
+        local.nbatch = self.nbatch.load(Ordering::Acquire);
+        let mut buffers = StepBuffers::new();
+        let mut rows_in = 0u64;
+        self.source.run(ctx, |row| {
+            rows_in += 1;
+            buffers.process(row, &self.join.inner.steps, ctx.eval, |inner| {
+                self.insert(&mut local, inner, ctx)?;
+                Ok(true)
+            })
+        })?;
+        self.end_hashing(&mut local, ctx)?;
+        self.inner_stats.lock().push(ParticipantStats {
+            rows_in,
+            rows_out: local.rows_out,
+            started: Duration::ZERO,
+            first_row: None,
+            finished: began.elapsed(),
+        });
+        Ok(())
+    }
+
+    /// One inner row (after the build side's steps).
+    fn insert(&self, local: &mut BuildLocal, row: &[Datum], ctx: &ExecContext) -> Result<()> {
+        if self.growth.load(Ordering::Relaxed) == GROWTH_NEED_MORE {
+            self.grow(local, GROW_ELECT, ctx)?;
+        }
+        if !local.evicted && self.batch0_evicted.load(Ordering::Relaxed) {
+            self.evict(local)?;
+        }
+        local.rows_out += 1;
+        let keyed = eval_keys(&self.join.inner_keys, row, ctx.eval, &mut local.keys)?;
+        let hash = if keyed {
+            key_hash(&local.keys)
+        } else if self.join.null_aware {
+            // NOT IN: one NULL is all that matters.
+            self.inner_null_key.store(true, Ordering::Relaxed);
+            return Ok(());
+        } else if self.join.join_type.emits_unmatched_inner() {
+            // Kept for right and full joins, spread over batches by a made-up hash.
+            local.unkeyed += 1;
+            key_hash(&[Datum::Int8(local.number as i64), Datum::Int8(local.unkeyed as i64)])
+        } else {
+            return Ok(());
+        };
+        local.tuples += 1;
+        let keys = keyed.then_some(&local.keys[..]);
+        let bytes = local.arena.tuple_bytes(keys, row);
+        loop {
+            let batch = if local.nbatch == 1 { 0 } else { batch_of(hash, local.nbatch) };
+            if batch != 0 || local.evicted {
+                return self.write_inner(local, batch, hash, keyed, row, bytes);
+            }
+            if bytes <= local.reserved || self.reserve(local, bytes) {
+                local.reserved -= bytes;
+                let keys = keyed.then_some(&local.keys[..]);
+                local.arena.push(hash, keys, row);
+                return Ok(());
+            }
+            match self.growth.load(Ordering::Acquire) {
+                GROWTH_DISABLED => {
+                    self.batch0_evicted.store(true, Ordering::Release);
+                    self.evict(local)?;
+                }
+                _ => {
+                    let _ = self.growth.compare_exchange(GROWTH_OK, GROWTH_NEED_MORE, Ordering::AcqRel, Ordering::Acquire);
+                    self.grow(local, GROW_ELECT, ctx)?;
+                }
+            }
+        }
+    }
+
+    /// Reserve room for at least `bytes` of batch 0's tuples.
+    fn reserve(&self, local: &mut BuildLocal, bytes: usize) -> bool {
+        let allowed = self.tuple_allowed();
+        let mut used = self.space_used.load(Ordering::Relaxed);
+        loop {
+            let want = if used + bytes.max(self.reserve_chunk) <= allowed {
+                bytes.max(self.reserve_chunk)
+            } else if used + bytes <= allowed || (used == 0 && local.arena.len() == 0) {
+                // The last room, or one tuple bigger than the whole budget (kept: no split
+                // could help it).
+                bytes
+            } else {
+                return false;
+            };
+            match self.space_used.compare_exchange_weak(used, used + want, Ordering::AcqRel, Ordering::Relaxed) {
+                Ok(_) => {
+                    local.reserved += want;
+                    return true;
+                }
+                Err(actual) => used = actual,
+            }
+        }
+    }
+
+    /// Write an inner tuple to its batch's file.
+    fn write_inner(&self, local: &mut BuildLocal, batch: usize, hash: u64, keyed: bool, row: &[Datum], bytes: usize) -> Result<()> {
+        let writers = match &mut local.writers {
+            Some(w) => w,
+            slot @ None => slot.insert(self.writers("inner", local.nbatch)?),
+        };
+        if let Some(written) = writers.write(batch, hash, keyed, row, bytes)? {
+            self.account(written);
+        }
+        Ok(())
+    }
+
+    /// A block written: its batch's size grows; past the budget, more batches are asked.
+    fn account(&self, written: Written) {
+        let mut build = self.build.lock();
+        let Some(bytes) = build.batch_bytes.get_mut(written.batch) else { return };
+        *bytes += written.bytes;
+        let over = *bytes > self.tuple_allowed();
+        build.batch_tuples[written.batch] += written.records as u64;
+        drop(build);
+        if over && written.batch != 0 {
+            let _ = self.growth.compare_exchange(GROWTH_OK, GROWTH_NEED_MORE, Ordering::AcqRel, Ordering::Acquire);
+        }
+    }
+
+    /// Hand over this participant's blocks (every partial block written out).
+    fn hand_over_blocks(&self, local: &mut BuildLocal) -> Result<()> {
+        let Some(writers) = &mut local.writers else { return Ok(()) };
+        let (blocks, added) = writers.take_blocks()?;
+        for written in added {
+            self.account(written);
+        }
+        let mut build = self.build.lock();
+        for (batch, mut blocks) in blocks.into_iter().enumerate() {
+            if let Some(list) = build.inner_blocks.get_mut(batch) {
+                list.append(&mut blocks);
+            } else if !blocks.is_empty() {
+                return Err(Error::internal("hash join blocks of a batch that does not exist"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Batch 0 is evicted: this participant's batch-0 tuples go to batch 0's files.
+    fn evict(&self, local: &mut BuildLocal) -> Result<()> {
+        local.evicted = true;
+        let freed = local.arena.bytes() + local.reserved;
+        let mut arena = std::mem::replace(&mut local.arena, Arena::new(self.join));
+        arena.retain(|_| false, &mut |hash, keyed, row, bytes| self.write_inner(local, 0, hash, keyed, row, bytes))?;
+        local.reserved = 0;
+        self.space_used.fetch_sub(freed.min(self.space_used.load(Ordering::Relaxed)), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The end of this participant's hashing: hand over its blocks (taking part in any
+    /// growth they call for), put its arena in the table, leave the growth barrier.
+    fn end_hashing(&self, local: &mut BuildLocal, ctx: &ExecContext) -> Result<()> {
+        loop {
+            if self.growth.load(Ordering::Acquire) == GROWTH_NEED_MORE {
+                self.grow(local, GROW_ELECT, ctx)?;
+                continue;
+            }
+            if !local.evicted && self.batch0_evicted.load(Ordering::Acquire) {
+                self.evict(local)?;
+            }
+            self.hand_over_blocks(local)?;
+            if self.growth.load(Ordering::Acquire) != GROWTH_NEED_MORE {
+                break;
+            }
+        }
+        if let Some(w) = &mut local.writers {
+            w.close();
+        }
+        self.space_used.fetch_sub(local.reserved, Ordering::Relaxed);
+        local.reserved = 0;
+        self.inner_rows.fetch_add(local.rows_out, Ordering::Relaxed);
+        self.tuples.fetch_add(local.tuples, Ordering::Relaxed);
+        let arena = std::mem::replace(&mut local.arena, Arena::new(self.join));
+        {
+            let mut build = self.build.lock();
+            let buckets = build.buckets.clone().ok_or_else(|| Error::internal("hash join buckets not allocated"))?;
+            // Inserted while no growth can start: this participant is still attached.
+            JoinTable::insert_arena(&buckets, local.number, &arena, 0);
+            build.deposited.push((local.number, arena));
+        }
+        self.grow_barrier.detach();
+        Ok(())
+    }
+
+    /// Take part in batch growth from `phase` of the grow barrier until it is over.
+    fn grow(&self, local: &mut BuildLocal, mut phase: usize, ctx: &ExecContext) -> Result<()> {
+        loop {
+            match phase % 4 {
+                GROW_ELECT => {
+                    // Hand over everything the repartition must see.
+                    self.hand_over_blocks(local)?;
+                    local.writers = None;
+                    self.space_used.fetch_sub(local.reserved, Ordering::Relaxed);
+                    local.reserved = 0;
+                    self.build.lock().elect_batch0 += local.arena.len() as u64;
+                    if self.grow_barrier.arrive_and_wait(ctx.cancel)? {
+                        self.allocate_batches();
+                    }
+                }
+                GROW_ALLOCATE => {
+                    self.grow_barrier.arrive_and_wait(ctx.cancel)?;
+                }
+                GROW_REPARTITION => {
+                    local.nbatch = self.nbatch.load(Ordering::Acquire);
+                    self.repartition(local, ctx)?;
+                    if self.grow_barrier.arrive_and_wait(ctx.cancel)? {
+                        self.decide();
+                    }
+                }
+                _ => {
+                    debug_assert_eq!(phase % 4, GROW_DECIDE);
+                    self.grow_barrier.arrive_and_wait(ctx.cancel)?;
+                    if self.growth.load(Ordering::Acquire) != GROWTH_NEED_MORE {
+                        local.nbatch = self.nbatch.load(Ordering::Acquire);
+                        return Ok(());
+                    }
+                }
+            }
+            phase += 1;
+        }
+    }
+
+    /// Growth *allocate* (one): twice the batches, a fresh bucket array, the old
+    /// generation's blocks and arenas set out for the repartition.
+    fn allocate_batches(&self) {
+        let mut build = self.build.lock();
+        let old = self.nbatch.load(Ordering::Relaxed);
+        let new = old * 2;
+        let mut old_tuples = std::mem::take(&mut build.batch_tuples);
+        old_tuples.resize(old, 0);
+        old_tuples[0] = build.elect_batch0 + build.deposited.iter().map(|(_, a)| a.len() as u64).sum::<u64>();
+        build.old_tuples = old_tuples;
+        build.elect_batch0 = 0;
+        build.repartition_batch0 = 0;
+        build.batch_bytes = vec![0; new];
+        build.batch_tuples = vec![0; new];
+        build.old_blocks = std::mem::take(&mut build.inner_blocks).into_iter().flatten().collect();
+        build.inner_blocks = vec![Vec::new(); new];
+        build.old_arenas = std::mem::take(&mut build.deposited);
+        let count = build.buckets.as_ref().map_or(1024, |b| b.len());
+        build.buckets = Some(Arc::new(Buckets::with_len(count)));
+        self.space_used.store(0, Ordering::Relaxed);
+        self.repartition_cursor.store(0, Ordering::Relaxed);
+        self.generation.fetch_add(1, Ordering::Relaxed);
+        self.nbatch.store(new, Ordering::Release);
+    }
+
+    /// Growth *repartition* (all): this participant's arena, arenas of those done
+    /// hashing, and old blocks, claimed one at a time, split by the new batch bits.
+    fn repartition(&self, local: &mut BuildLocal, ctx: &ExecContext) -> Result<()> {
+        let nbatch = local.nbatch;
+        let stays = |hash: u64| batch_of(hash, nbatch) == 0;
+        let mut arena = std::mem::replace(&mut local.arena, Arena::new(self.join));
+        arena.retain(stays, &mut |hash, keyed, row, bytes| self.write_inner(local, batch_of(hash, nbatch), hash, keyed, row, bytes))?;
+        let (mut kept_bytes, mut kept) = (arena.bytes(), arena.len() as u64);
+        local.arena = arena;
+        let buckets = self.build.lock().buckets.clone().ok_or_else(|| Error::internal("hash join buckets not allocated"))?;
+        loop {
+            ctx.cancel.check()?;
+            let Some((number, mut arena)) = self.build.lock().old_arenas.pop() else { break };
+            arena.retain(stays, &mut |hash, keyed, row, bytes| self.write_inner(local, batch_of(hash, nbatch), hash, keyed, row, bytes))?;
+            JoinTable::insert_arena(&buckets, number, &arena, 0);
+            kept_bytes += arena.bytes();
+            kept += arena.len() as u64;
+            self.build.lock().deposited.push((number, arena));
+        }
+        let mut buf = Vec::new();
+        let mut row = Vec::with_capacity(self.join.inner_width);
+        loop {
+            ctx.cancel.check()?;
+            let i = self.repartition_cursor.fetch_add(1, Ordering::Relaxed);
+            let Some(block) = self.build.lock().old_blocks.get(i).cloned() else { break };
+            block.read(&mut buf)?;
+            let mut records = Records::new(&buf);
+            while let Some((hash, keyed)) = records.next_into(self.join.inner_width, &mut row)? {
+                let keys = if keyed { eval_keys(&self.join.inner_keys, &row, ctx.eval, &mut local.keys)?.then_some(&local.keys[..]) } else { None };
+                let bytes = local.arena.tuple_bytes(keys, &row);
+                self.write_inner(local, batch_of(hash, nbatch), hash, keyed, &row, bytes)?;
+            }
+        }
+        self.space_used.fetch_add(kept_bytes, Ordering::Relaxed);
+        self.build.lock().repartition_batch0 += kept;
+        self.hand_over_blocks(local)
+    }
+
+    /// Growth *decide* (one): are all batches within budget now? A batch still over it
+    /// that kept every tuple of the batch it was split from holds one hot key: growth
+    /// stops (that batch is processed in chunks).
+    fn decide(&self) {
+        let mut build = self.build.lock();
+        // The old generation's blocks are read: their files go.
+        build.old_blocks = Vec::new();
+        let nbatch = self.nbatch.load(Ordering::Relaxed);
+        let allowed = self.tuple_allowed();
+        let (mut over, mut skew) = (false, false);
+        for batch in 0..nbatch {
+            let (bytes, tuples) = if batch == 0 {
+                (self.space_used.load(Ordering::Relaxed), build.repartition_batch0)
+            } else {
+                (build.batch_bytes[batch], build.batch_tuples[batch])
+            };
+            if bytes > allowed {
+                over = true;
+                if build.old_tuples.get(batch % (nbatch / 2)) == Some(&tuples) {
+                    skew = true;
+                }
+            }
+        }
+        let growth = if !over {
+            GROWTH_OK
+        } else if skew || nbatch >= MAX_BATCHES {
+            if self.space_used.load(Ordering::Relaxed) > allowed {
+                // Batch 0 itself is too big: it goes to batch files too.
+                self.batch0_evicted.store(true, Ordering::Release);
+            }
+            GROWTH_DISABLED
+        } else {
+            GROWTH_NEED_MORE
+        };
+        self.growth.store(growth, Ordering::Release);
+    }
+
+    /// Phase 3 (one): the deposited arenas become batch 0's table (or, batch 0 evicted,
+    /// go to its files); the bucket array grows when far more tuples came than estimated.
+    fn assemble(&self) -> Result<()> {
+        let mut build = self.build.lock();
+        let mut deposited = std::mem::take(&mut build.deposited);
+        deposited.sort_by_key(|(number, _)| *number);
+        let mut buckets = build.buckets.clone().ok_or_else(|| Error::internal("hash join buckets not allocated"))?;
+        let nbatch = self.nbatch.load(Ordering::Relaxed);
+        if self.batch0_evicted.load(Ordering::Acquire) {
+            // Arenas handed over before the eviction: to batch 0's files.
+            let mut writers: Option<BatchWriters> = None;
+            for (_, arena) in &mut deposited {
+                arena.retain(|_| false, &mut |hash, keyed, row, bytes| {
+                    let w = match &mut writers {
+                        Some(w) => w,
+                        slot @ None => slot.insert(self.writers("inner", nbatch)?),
+                    };
+                    w.write(0, hash, keyed, row, bytes)?;
+                    Ok(())
+                })?;
+            }
+            if let Some(mut w) = writers {
+                let (blocks, _) = w.take_blocks()?;
+                for (batch, mut list) in blocks.into_iter().enumerate() {
+                    build.inner_blocks[batch].append(&mut list);
+                }
+            }
+            buckets = Arc::new(Buckets::with_len(buckets.len()));
+        }
+        // Arena numbers are dense: every participant that took one deposited it.
+        if deposited.iter().enumerate().any(|(i, (n, _))| i != *n) {
+            return Err(Error::internal("hash join arenas missing at assembly"));
+        }
+        let arenas: Vec<Arena> = deposited.into_iter().map(|(_, a)| a).collect();
+        let original = buckets.len();
+        let mut table = JoinTable::assemble(arenas, buckets, original, self.facts());
+        if table.needs_more_buckets() {
+            let more = Buckets::bytes_for(Buckets::count_for(table.tuples())) - Buckets::bytes_for(original);
+            if table.bytes() + more <= self.space_allowed {
+                table.grow_buckets();
+            }
+        }
+        self.table_buckets.store(table.buckets(), Ordering::Relaxed);
+        self.peak_memory.fetch_max(table.bytes(), Ordering::Relaxed);
+        drop(build);
+        *self.table.lock() = Some(Arc::new(table));
+        Ok(())
+    }
+}
