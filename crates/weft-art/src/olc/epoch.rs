@@ -16,7 +16,7 @@
 //! the thread exits (thread-local destructor). A thread that finds no free slot, or
 //! whose thread-locals are being torn down, claims a slot for the one operation.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::sync::Arc;
 
 use super::sync::{fence, thread_local, AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -65,6 +65,10 @@ thread_local! {
     // Not `const {}`: shuttle's `thread_local!` takes the plain form only.
     #[allow(clippy::missing_const_for_thread_local)]
     static REGISTRATIONS: RefCell<Vec<Registration>> = RefCell::new(Vec::new());
+    /// The registration used last, `(domain id, slot)`: the fast path of `pin` (ids are
+    /// never reused, so a stale entry never matches a live domain).
+    #[allow(clippy::missing_const_for_thread_local)]
+    static LAST_REGISTRATION: Cell<(u64, usize)> = Cell::new((0, 0));
 }
 
 /// Proof of being pinned; unpins on drop.
@@ -161,7 +165,19 @@ impl EpochDomain {
     }
 
     /// Pins the calling thread until the guard drops.
+    #[inline]
     pub(crate) fn pin(self: &Arc<Self>) -> Guard<'_> {
+        if let Ok((id, slot)) = LAST_REGISTRATION.try_with(Cell::get) {
+            if id == self.id {
+                self.enter(slot);
+                return Guard { domain: self, slot, temporary: false };
+            }
+        }
+        self.pin_slow()
+    }
+
+    #[cold]
+    fn pin_slow(self: &Arc<Self>) -> Guard<'_> {
         let registered = REGISTRATIONS.try_with(|registrations| {
             let mut registrations = registrations.borrow_mut();
             if let Some(registration) = registrations.iter().find(|registration| registration.id == self.id) {
@@ -173,7 +189,10 @@ impl EpochDomain {
             Some(slot)
         });
         let (slot, temporary) = match registered {
-            Ok(Some(slot)) => (slot, false),
+            Ok(Some(slot)) => {
+                let _ = LAST_REGISTRATION.try_with(|last| last.set((self.id, slot)));
+                (slot, false)
+            }
             _ => (self.claim_waiting(), true),
         };
         self.enter(slot);

@@ -100,9 +100,24 @@ pub(crate) fn make_ref(tag: u64, index: usize, depth: usize) -> NodeRef {
 pub(crate) const KEY_LEN_MAX: usize = 16;
 
 pub(crate) fn key_from_bytes(bytes: &[u8]) -> u128 {
-    let mut buffer = [0u8; KEY_LEN_MAX];
-    buffer[..bytes.len()].copy_from_slice(bytes);
-    u128::from_be_bytes(buffer)
+    // Whole words where possible: copying into a stack buffer and reading it back as
+    // two words costs a store-forwarding stall on every lookup.
+    let bytes = &bytes[..bytes.len().min(KEY_LEN_MAX)];
+    if let Ok(whole) = <[u8; KEY_LEN_MAX]>::try_from(bytes) {
+        return u128::from_be_bytes(whole);
+    }
+    let (mut key, tail) = if let Some((head, tail)) = bytes.split_first_chunk::<8>() {
+        ((u64::from_be_bytes(*head) as u128) << 64, tail)
+    } else if let Some((head, tail)) = bytes.split_first_chunk::<4>() {
+        ((u32::from_be_bytes(*head) as u128) << 96, tail)
+    } else {
+        (0u128, bytes)
+    };
+    let start = bytes.len() - tail.len();
+    for (offset, &byte) in tail.iter().enumerate() {
+        key |= (byte as u128) << (120 - 8 * (start + offset));
+    }
+    key
 }
 
 /// Byte `index` (0-based) of a key; `index` is masked to 0..16 so a torn depth cannot panic.
