@@ -299,3 +299,11 @@ fn callback_may_modify_the_tree() {
     assert!(tree.is_empty());
     tree.verify().unwrap();
 }
+
+/// The tree and the pool are shared between threads.
+#[test]
+fn tree_and_pool_are_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<OlcArt>();
+    assert_send_sync::<NodePool>();
+}
