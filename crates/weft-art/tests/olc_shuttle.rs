@@ -8,7 +8,8 @@
 //!
 //! Scenarios: concurrent inserts that grow a node; an insert and a remove on the same
 //! node (collapse); a reader racing node replacements (grow, shrink, collapse); and
-//! `remove_prefix` racing inserts inside and outside the prefix. Each iteration checks
+//! `remove_prefix` racing inserts inside and outside the prefix; slot reuse (epoch
+//! reclamation) racing a reader in a pool too small to work without it. Each iteration checks
 //! the exact outcome every interleaving must give, then `verify()`.
 #![cfg(feature = "shuttle")]
 
@@ -199,6 +200,51 @@ fn remove_prefix_races_inserts() {
     assert!(left.contains(&(key(3, 1).to_vec(), 31)));
     assert!(removed.iter().all(|(k, _)| k.starts_with(&[0, 1])));
     assert_eq!(tree.len(), left.len());
+}
+
+/// Slots are recycled around a reader: a tiny pool, a writer that keeps replacing
+/// leaves (values too large to be inline) and nodes, so its allocations succeed only
+/// through `reclaim_blocking` waiting out the reader's pins, and a reader of stable
+/// keys that must always see their values. (That no slot is reused while a pinned
+/// thread may see it is checked directly by the unit tests in `olc/pool.rs`.)
+fn reclamation_waits_for_readers() {
+    let tree = Arc::new(OlcArt::new(4, small_pool(5)));
+    let big = 1u64 << 62;
+    for b in [1u8, 2] {
+        tree.insert_if_absent(&[0, 1, 0, b], big + b as u64).unwrap().unwrap();
+    }
+    let writer = {
+        let tree = Arc::clone(&tree);
+        thread::spawn(move || {
+            for round in 0..3u64 {
+                for b in [3u8, 4] {
+                    tree.insert_if_absent(&[0, 2, 0, b], big + 100 * round + b as u64).unwrap().unwrap();
+                }
+                for b in [3u8, 4] {
+                    assert_eq!(tree.remove(&[0, 2, 0, b]), Some(big + 100 * round + b as u64));
+                }
+            }
+        })
+    };
+    let reader = {
+        let tree = Arc::clone(&tree);
+        thread::spawn(move || {
+            for _ in 0..2 {
+                for b in [1u8, 2] {
+                    assert_eq!(tree.get(&[0, 1, 0, b]), Some(big + b as u64));
+                }
+            }
+        })
+    };
+    writer.join().unwrap();
+    reader.join().unwrap();
+    tree.verify().unwrap();
+    assert_eq!(tree.len(), 2);
+}
+
+#[test]
+fn shuttle_reclamation_waits_for_readers() {
+    check("reclamation_waits_for_readers", reclamation_waits_for_readers);
 }
 
 #[test]

@@ -178,3 +178,71 @@ fn eight_threads_overlapping_keys() {
     assert_eq!(accounted, inserted_b, "region B: inserts vs removed + remaining");
     assert_eq!(tree.len(), actual_a.len() + remaining_b.len());
 }
+
+/// A pool far too small for the key space: inserts run out of memory all the time,
+/// removals must still succeed (shrinking or collapsing where memory allows, leaving a
+/// node as it is where it does not), and ownership still makes every answer exact: an
+/// insert that reports `OutOfNodeMemory` must have left its key absent.
+#[test]
+fn eight_threads_tight_pool() {
+    const OPS: usize = 40_000;
+    let pool = NodePool::new(NodePool::worst_case_bytes(KEYS_A as usize / 6, 4));
+    let tree = Arc::new(OlcArt::new(4, Arc::clone(&pool)));
+    let barrier = Arc::new(Barrier::new(THREADS));
+    let handles: Vec<_> = (0..THREADS)
+        .map(|thread| {
+            let tree = Arc::clone(&tree);
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                let mut rng = Rng(0x1234_5678 ^ (thread as u64 + 7).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                let own: Vec<u32> = (0..KEYS_A).filter(|id| *id as usize % THREADS == thread).collect();
+                let mut model: BTreeMap<[u8; 4], u64> = BTreeMap::new();
+                let mut out_of_memory = 0usize;
+                barrier.wait();
+                for step in 0..OPS {
+                    if step % 512 == 0 {
+                        std::thread::yield_now();
+                    }
+                    let key = key_a(own[rng.below(own.len() as u64) as usize]);
+                    match rng.below(10) {
+                        0..=4 => {
+                            // Small values are inline, huge ones need leaves.
+                            let value = if rng.below(2) == 0 { rng.below(1000) } else { u64::MAX - rng.below(1000) };
+                            match tree.insert_if_absent(&key, value) {
+                                Ok(Ok(())) => {
+                                    assert!(model.insert(key, value).is_none(), "thread {thread}: inserted twice");
+                                }
+                                Ok(Err(existing)) => assert_eq!(Some(&existing), model.get(&key)),
+                                Err(_) => {
+                                    out_of_memory += 1;
+                                    assert_eq!(tree.get(&key), model.get(&key).copied(), "failed insert changed {key:?}");
+                                }
+                            }
+                        }
+                        5..=8 => {
+                            let expected = model.remove(&key);
+                            assert_eq!(tree.remove(&key), expected, "thread {thread} remove {key:?}");
+                        }
+                        _ => assert_eq!(tree.get(&key), model.get(&key).copied()),
+                    }
+                }
+                (model, out_of_memory)
+            })
+        })
+        .collect();
+    let mut expected = BTreeMap::new();
+    let mut out_of_memory = 0;
+    for handle in handles {
+        let (model, failures) = handle.join().expect("worker panicked");
+        expected.extend(model.into_iter().map(|(k, v)| (k.to_vec(), v)));
+        out_of_memory += failures;
+    }
+    assert!(out_of_memory > 0, "the pool never ran out: the test does not test what it says");
+    tree.verify().expect("tree invariants after the tight-pool run");
+    let mut actual = BTreeMap::new();
+    tree.for_each(|k, v| {
+        actual.insert(k.to_vec(), v);
+    });
+    assert_eq!(actual, expected);
+    assert_eq!(tree.len(), expected.len());
+}

@@ -342,3 +342,57 @@ impl Drop for NodePool {
         self.epochs.mark_dead();
     }
 }
+
+#[cfg(all(test, not(feature = "shuttle")))]
+mod tests {
+    use super::*;
+
+    /// A node retired while a thread is pinned is not reused until that thread unpins
+    /// (README rule 8); after it unpins, two collections bring the slot back.
+    #[test]
+    fn retired_slot_waits_for_the_pinned_thread() {
+        let pool = NodePool::new(NodePool::worst_case_bytes(0, 4) / 64 * 4);
+        let leaf = pool.allocate_leaf(7, 7).unwrap();
+        let free_before = pool.free_slots()[0];
+        let guard = pool.pin();
+        pool.retire(leaf);
+        for _ in 0..10 {
+            pool.collect();
+        }
+        assert_eq!(pool.free_slots()[0], free_before, "reused while a reader was pinned");
+        assert_eq!(pool.reclaim_blocking(), 0, "a pinned thread must not wait for itself");
+        drop(guard);
+        pool.collect();
+        pool.collect();
+        pool.collect();
+        assert_eq!(pool.free_slots()[0], free_before + 1);
+        assert_eq!(pool.retired_nodes(), 0);
+    }
+
+    /// Another thread's pin holds reclamation back the same way.
+    #[test]
+    fn retired_slot_waits_for_another_pinned_thread() {
+        let pool = NodePool::new(NodePool::worst_case_bytes(0, 4) / 64 * 4);
+        let leaf = pool.allocate_leaf(7, 7).unwrap();
+        let (pinned_sender, pinned_receiver) = std::sync::mpsc::channel();
+        let (release_sender, release_receiver) = std::sync::mpsc::channel::<()>();
+        let reader = {
+            let pool = Arc::clone(&pool);
+            std::thread::spawn(move || {
+                let _guard = pool.pin();
+                pinned_sender.send(()).unwrap();
+                release_receiver.recv().unwrap();
+            })
+        };
+        pinned_receiver.recv().unwrap();
+        pool.retire(leaf);
+        for _ in 0..10 {
+            pool.collect();
+        }
+        assert_eq!(pool.retired_nodes(), 1);
+        release_sender.send(()).unwrap();
+        reader.join().unwrap();
+        assert_eq!(pool.reclaim_blocking(), 1);
+        assert_eq!(pool.retired_nodes(), 0);
+    }
+}
