@@ -64,10 +64,12 @@ pub struct OlcArt {
     root_version: AtomicU64,
     /// The root: null, a leaf, or an inner node.
     root: AtomicU64,
-    len: AtomicUsize,
+    /// Written by every insert and removal: on lines of its own, away from the root
+    /// words every lookup reads.
+    len: sync::Padded<AtomicUsize>,
     /// Removals that could not shrink a node for lack of memory (the node stays in its
     /// larger kind; `verify` then accepts fewer children than the kind's minimum).
-    shrinks_skipped: AtomicUsize,
+    shrinks_skipped: sync::Padded<AtomicUsize>,
 }
 
 impl OlcArt {
@@ -82,8 +84,8 @@ impl OlcArt {
             pool,
             root_version: AtomicU64::new(0),
             root: AtomicU64::new(node::NULL_REF),
-            len: AtomicUsize::new(0),
-            shrinks_skipped: AtomicUsize::new(0),
+            len: sync::Padded(AtomicUsize::new(0)),
+            shrinks_skipped: sync::Padded(AtomicUsize::new(0)),
         }
     }
 

@@ -31,7 +31,7 @@ use super::node::{
     index_of, make_ref, tag_of, Inner, Kind, Leaf, Node16, Node256, Node4, Node48, NodeRef, TAG_LEAF, TAG_N16,
     TAG_N256, TAG_N4, TAG_N48,
 };
-use super::sync::{lock, AtomicUsize, Mutex, Ordering};
+use super::sync::{lock, AtomicUsize, Mutex, Ordering, Padded};
 use super::OutOfNodeMemory;
 
 /// Extra slots per class beyond the entry bound: nodes allocated by writers that are
@@ -48,7 +48,8 @@ const RECLAIM_ROUNDS_MAX: usize = 10_000;
 
 struct Slab<T> {
     slots: Box<[T]>,
-    free: Mutex<Vec<u32>>,
+    /// Written by every allocation: kept off the line of `slots`, which lookups read.
+    free: Padded<Mutex<Vec<u32>>>,
 }
 
 impl<T> Slab<T> {
@@ -57,7 +58,7 @@ impl<T> Slab<T> {
         // Before the first touch: huge pages for big slabs (see hugepage.rs).
         super::hugepage::advise(slots.as_ptr().cast::<u8>(), count * std::mem::size_of::<T>());
         slots.extend((0..count).map(|_| make()));
-        Slab { slots: slots.into_boxed_slice(), free: Mutex::new((0..count as u32).rev().collect()) }
+        Slab { slots: slots.into_boxed_slice(), free: Padded(Mutex::new((0..count as u32).rev().collect())) }
     }
 
     fn pop(&self) -> Option<usize> {
@@ -87,10 +88,10 @@ pub struct NodePool {
     node16s: Slab<Node16>,
     node48s: Slab<Node48>,
     node256s: Slab<Node256>,
-    used_bytes: AtomicUsize,
+    used_bytes: Padded<AtomicUsize>,
     capacity_bytes: usize,
     pub(crate) epochs: Arc<EpochDomain>,
-    garbage: Mutex<Garbage>,
+    garbage: Padded<Mutex<Garbage>>,
 }
 
 /// Slot sizes of the classes, in tag order (leaf, 4, 16, 48, 256).
@@ -150,10 +151,10 @@ impl NodePool {
             node16s: Slab::new(slots[2], Node16::new),
             node48s: Slab::new(slots[3], Node48::new),
             node256s: Slab::new(slots[4], Node256::new),
-            used_bytes: AtomicUsize::new(0),
+            used_bytes: Padded(AtomicUsize::new(0)),
             capacity_bytes: bytes_of(slots),
             epochs: EpochDomain::new(),
-            garbage: Mutex::new(Garbage { queue: Vec::new(), collect_at: COLLECT_THRESHOLD_MIN }),
+            garbage: Padded(Mutex::new(Garbage { queue: Vec::new(), collect_at: COLLECT_THRESHOLD_MIN })),
         })
     }
 
