@@ -152,6 +152,21 @@ fn joins_match_postgresql() {
             }
         }
     }
+    // The tiny work_mem really runs joins in batches: EXPLAIN ANALYZE says how many.
+    for settings in [CONFIGURATIONS[3], CONFIGURATIONS[4]] {
+        s.execute("RESET ALL").unwrap();
+        for set in settings {
+            s.execute(set).unwrap();
+        }
+        s.execute("SET hash_mem_multiplier = 1").unwrap();
+        let plan = weft_lines(&mut s, "EXPLAIN ANALYZE SELECT a.id, b.id, b.t FROM a FULL JOIN b ON a.k = b.k").unwrap().join("\n");
+        let batches: Vec<usize> = plan
+            .split("Batches: ")
+            .skip(1)
+            .filter_map(|rest| rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok())
+            .collect();
+        assert!(!batches.is_empty() && batches.iter().all(|&b| b > 1), "under {settings:?}:\n{plan}");
+    }
     let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("tmp")).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
     assert!(leftovers.is_empty(), "temp files left behind: {leftovers:?}");
 }
