@@ -139,7 +139,7 @@ fn run_ops(key_len: usize, ops: &[Op]) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     #[test]
     fn model_key_len_1(ops in proptest::collection::vec(op_strategy(1), 1..300)) {
