@@ -104,9 +104,12 @@ impl Database {
         remove_orphans(&smgr, &catalog)?;
 
         let shared_buffers = settings.memory_bytes("shared_buffers");
-        // `buffer_mapping` accepts only "hash" until the ART page table lands.
-        let mapping = BufferMappingKind::Hash;
+        let mapping_name = settings.text("buffer_mapping");
+        let mapping = BufferMappingKind::from_name(&mapping_name).ok_or_else(|| {
+            Error::internal(format!("buffer_mapping \"{mapping_name}\" passed validation but is unknown"))
+        })?;
         let pool = BufferPool::new(smgr, BufferPoolConfig { shared_buffers_bytes: shared_buffers, mapping });
+        pool.set_drop_lookup_shortcut(settings.boolean("weft_buffer_drop_lookup"));
         let workers = WorkerPool::new(settings.integer("max_worker_processes").max(0) as usize);
         Ok(Arc::new(Database {
             data_dir: dir.to_path_buf(),
@@ -164,8 +167,11 @@ impl Database {
         txn.catalog.next_xid = txn.xid + 1;
         txn.catalog.publish(&self.data_dir)?;
         *self.catalog.write() = Arc::new(txn.catalog.clone());
-        for rel in &txn.dropped {
-            self.pool.drop_relation_buffers(*rel);
+        // One pass for all of them (a DROP of many tables visits the hash
+        // mapping's descriptors once; the ART retires each relation's trees).
+        let dropped: Vec<RelFileLocator> = txn.dropped.iter().copied().collect();
+        self.pool.drop_relations_buffers(&dropped);
+        for rel in &dropped {
             // The catalog no longer names the file; if unlinking fails, start-up removes it.
             let _ = self.pool.smgr().unlink(*rel);
         }
@@ -174,8 +180,9 @@ impl Database {
 
     /// Make a failed statement's work invisible and remove the files it created.
     fn abort(&self, txn: &WriteTxn, current: &Catalog) {
-        for rel in &txn.created {
-            self.pool.drop_relation_buffers(*rel);
+        let created: Vec<RelFileLocator> = txn.created.iter().copied().collect();
+        self.pool.drop_relations_buffers(&created);
+        for rel in &created {
             let _ = self.pool.smgr().unlink(*rel);
         }
         let mut catalog = current.clone();

@@ -47,7 +47,8 @@ const BLOCK: usize = 8192;
 const DEFINITIONS: &[Definition] = &[
     Definition { name: "shared_buffers", kind: Kind::Memory { unit_bytes: BLOCK, min_units: 16 }, default: "128MB", context: Context::Startup, description: "Sets the number of shared memory buffers used by the server." },
     Definition { name: "max_worker_processes", kind: Kind::Integer { min: 0, max: 262143 }, default: "0", context: Context::Startup, description: "Maximum number of concurrent worker threads." },
-    Definition { name: "buffer_mapping", kind: Kind::Enum(&["hash"]), default: "hash", context: Context::Startup, description: "Page table of the buffer manager." },
+    Definition { name: "buffer_mapping", kind: Kind::Enum(&["hash", "art"]), default: "hash", context: Context::Startup, description: "Page table of the buffer manager: a partitioned hash table, or a tree of adaptive radix trees (relation fork, then block)." },
+    Definition { name: "weft_buffer_drop_lookup", kind: Kind::Bool, default: "on", context: Context::Startup, description: "With buffer_mapping = hash, DROP and TRUNCATE of a relation smaller than shared_buffers/32 look its blocks up instead of visiting every buffer (PostgreSQL 15 does so only during recovery; off reproduces its full scan)." },
     Definition { name: "fsync", kind: Kind::Bool, default: "on", context: Context::Startup, description: "Forces synchronization of updates to disk (off: a machine crash can lose committed data, as in PostgreSQL)." },
     Definition { name: "work_mem", kind: Kind::Memory { unit_bytes: KB, min_units: 64 }, default: "4MB", context: Context::Session, description: "Sets the maximum memory to be used for query workspaces." },
     Definition { name: "maintenance_work_mem", kind: Kind::Memory { unit_bytes: KB, min_units: 1024 }, default: "64MB", context: Context::Session, description: "Sets the maximum memory to be used for maintenance operations." },

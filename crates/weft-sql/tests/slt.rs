@@ -1,6 +1,7 @@
-//! Runs every `tests/slt/*.slt` file, each in its own fresh database, twice: once with
-//! default settings, and once with settings that force the parallel paths on small data
-//! (DuckDB's `verify_parallelism`).
+//! Runs every `tests/slt/*.slt` file, each in its own fresh database, three times: once
+//! with default settings, once with settings that force the parallel paths on small data
+//! (DuckDB's `verify_parallelism`), and once with the ART page table on a small pool, so
+//! that its eviction, drop and truncate paths run under every statement.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -90,4 +91,55 @@ fn slt_forced_parallelism() {
         ("min_parallel_table_scan_size".into(), "0".into()),
         ("max_parallel_workers_per_gather".into(), "4".into()),
     ]);
+}
+
+#[test]
+fn slt_art_buffer_mapping() {
+    run_all(&[
+        ("buffer_mapping".into(), "art".into()),
+        ("shared_buffers".into(), "1MB".into()),
+        ("max_worker_processes".into(), "4".into()),
+        ("min_parallel_table_scan_size".into(), "0".into()),
+    ]);
+}
+
+/// `--set buffer_mapping=art` reaches the pool: SHOW reports it, the pool uses the ART,
+/// and a DROP of several tables in one statement (one multi-relation drop) and a
+/// TRUNCATE forget exactly their pages.
+#[test]
+fn buffer_mapping_art_reaches_the_pool() {
+    for mapping in ["art", "hash"] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(
+            dir.path(),
+            &[("buffer_mapping".into(), mapping.into()), ("shared_buffers".into(), "2MB".into())],
+        )
+        .unwrap();
+        let mut s = db.session();
+        let show = s.execute("SHOW buffer_mapping").unwrap();
+        assert_eq!(show.rows[0][0], Datum::Text(mapping.into()));
+        assert_eq!(db.buffer_pool().mapping_name(), mapping);
+        let err = s.execute("SET buffer_mapping = 'hash'").unwrap_err();
+        assert_eq!(err.sqlstate.0, "55P02", "{}", err.message);
+        for t in 0..5 {
+            s.execute(&format!("CREATE TABLE t{t} AS SELECT a, md5(a::text) FROM generate_series(1, {}) AS a", 500 * (t + 1)))
+                .unwrap();
+        }
+        s.execute("CREATE TABLE keep AS SELECT a FROM generate_series(1, 3000) AS a").unwrap();
+        s.execute("SELECT count(*) FROM t0, t1 WHERE t0.a = t1.a").unwrap();
+        s.execute("DROP TABLE t0, t1, t2").unwrap();
+        s.execute("TRUNCATE t3").unwrap();
+        let pool = db.buffer_pool();
+        pool.check_invariants(true).unwrap();
+        let rows = s.execute("SELECT count(*), sum(a) FROM keep").unwrap();
+        assert_eq!(rows.rows[0][0].to_pg_text().unwrap(), "3000");
+        assert_eq!(rows.rows[0][1].to_pg_text().unwrap(), "4501500");
+        let rows = s.execute("SELECT count(*) FROM t3").unwrap();
+        assert_eq!(rows.rows[0][0].to_pg_text().unwrap(), "0");
+        let rows = s.execute("SELECT count(*) FROM t4").unwrap();
+        assert_eq!(rows.rows[0][0].to_pg_text().unwrap(), "2500");
+        assert!(s.execute("SELECT * FROM t1").is_err());
+        s.execute("DROP TABLE t3, t4, keep").unwrap();
+        pool.check_invariants(true).unwrap();
+    }
 }

@@ -14,7 +14,7 @@ pub use buffer::{
     Buffer, BufferAccessStrategy, BufferMappingKind, BufferPool, BufferPoolConfig, BufferPoolStats, PageReadGuard,
     PageWriteGuard, READ_BATCH_BLOCKS_MAX,
 };
-pub use mapping::{BufferMapping, PartitionedHashMapping};
+pub use mapping::{ArtMapping, BufferMapping, PartitionedHashMapping};
 pub use smgr::StorageManager;
 
 /// Size of every page, in bytes (PostgreSQL's `BLCKSZ`).

@@ -2,5 +2,5 @@
 //! checker (loom, shuttle) can be swapped in later in one place.
 
 pub(crate) use parking_lot::{Condvar, Mutex, RwLock};
-pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 pub(crate) use std::sync::Arc;

@@ -10,8 +10,9 @@ use weft_storage::{
     RelFileLocator, StorageManager, PAGE_SIZE, READ_BATCH_BLOCKS_MAX,
 };
 
+#[macro_use]
 mod common;
-use common::{pool_with, rel, Xorshift};
+use common::{pool_with, BufferMappingKind, rel, Xorshift};
 
 
 
@@ -57,8 +58,7 @@ fn corrupt_block(smgr: &StorageManager, r: RelFileLocator, block: u32) {
 /// Every range `first .. first + count` over a relation with some pages
 /// resident (some of them dirty with changes not on disk) returns, block by
 /// block, exactly what `read_buffer` returns in a pool set up the same way.
-#[test]
-fn same_pages_as_read_buffer_for_mixed_ranges() {
+fn same_pages_as_read_buffer_for_mixed_ranges(kind: BufferMappingKind) {
     const BLOCKS: u32 = 80;
     let dir = tempfile::tempdir().unwrap();
     let smgr = StorageManager::open(dir.path()).unwrap();
@@ -77,8 +77,8 @@ fn same_pages_as_read_buffer_for_mixed_ranges() {
     for round in 0..40 {
         let seed = 7 + round;
         // Big enough that nothing is evicted: the two pools stay comparable.
-        let batched = pool_with(&smgr, 256);
-        let single = pool_with(&smgr, 256);
+        let batched = pool_with(&smgr, 256, kind);
+        let single = pool_with(&smgr, 256, kind);
         setup(&batched, &mut Xorshift(seed));
         setup(&single, &mut Xorshift(seed));
         let before = batched.stats();
@@ -121,12 +121,11 @@ fn same_pages_as_read_buffer_for_mixed_ranges() {
     }
 }
 
-#[test]
-fn ranges_crossing_the_end_read_new_pages() {
+fn ranges_crossing_the_end_read_new_pages(kind: BufferMappingKind) {
     let dir = tempfile::tempdir().unwrap();
     let smgr = StorageManager::open(dir.path()).unwrap();
     write_relation(&smgr, rel(0), 20, 0);
-    let pool = pool_with(&smgr, 64);
+    let pool = pool_with(&smgr, 64, kind);
     let buffers = pool.read_buffers(rel(0), ForkNumber::Main, 12, 16, None).unwrap();
     for (i, buffer) in buffers.iter().enumerate() {
         let block = 12 + i as u32;
@@ -149,7 +148,7 @@ fn ranges_crossing_the_end_read_new_pages() {
     let file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
     std::io::Write::write_all(&mut &file, &[1u8; 100]).unwrap();
     let smgr2 = StorageManager::open(dir.path()).unwrap();
-    let fresh = pool_with(&smgr2, 64);
+    let fresh = pool_with(&smgr2, 64, kind);
     let mut single = Box::new([0u8; PAGE_SIZE]);
     let single_err = smgr2.read_block(rel(0), ForkNumber::Main, 20, &mut single).unwrap_err();
     let err = fresh.read_buffers(rel(0), ForkNumber::Main, 18, 4, None).unwrap_err();
@@ -159,14 +158,13 @@ fn ranges_crossing_the_end_read_new_pages() {
     pool.check_invariants(true).unwrap();
 }
 
-#[test]
-fn corrupt_block_in_a_batch_names_it_and_leaves_nothing_pinned() {
+fn corrupt_block_in_a_batch_names_it_and_leaves_nothing_pinned(kind: BufferMappingKind) {
     let dir = tempfile::tempdir().unwrap();
     let smgr = StorageManager::open(dir.path()).unwrap();
     write_relation(&smgr, rel(0), 40, 0);
     corrupt_block(&smgr, rel(0), 21);
     let path = smgr.file_path(rel(0), ForkNumber::Main);
-    let pool = pool_with(&smgr, 64);
+    let pool = pool_with(&smgr, 64, kind);
     // Make some of the batch resident, so the corrupt block sits in a run in the middle.
     pool.read_buffer(tag(rel(0), 18), None).unwrap();
     pool.read_buffer(tag(rel(0), 25), None).unwrap();
@@ -196,23 +194,21 @@ fn err_message(path: &std::path::Path, block: u32) -> String {
     format!("invalid page in block {block} of relation {}", path.display())
 }
 
-#[test]
-fn missing_file_is_an_error_without_pins() {
+fn missing_file_is_an_error_without_pins(kind: BufferMappingKind) {
     let dir = tempfile::tempdir().unwrap();
     let smgr = StorageManager::open(dir.path()).unwrap();
-    let pool = pool_with(&smgr, 16);
+    let pool = pool_with(&smgr, 16, kind);
     let err = pool.read_buffers(rel(9), ForkNumber::Main, 0, 4, None).unwrap_err();
     assert_eq!(err.sqlstate, SqlState::UNDEFINED_FILE);
     assert!(err.message.contains(&smgr.file_path(rel(9), ForkNumber::Main).display().to_string()), "{}", err.message);
     pool.check_invariants(true).unwrap();
 }
 
-#[test]
-fn pin_exhaustion_mid_batch_gives_back_the_pins() {
+fn pin_exhaustion_mid_batch_gives_back_the_pins(kind: BufferMappingKind) {
     let dir = tempfile::tempdir().unwrap();
     let smgr = StorageManager::open(dir.path()).unwrap();
     write_relation(&smgr, rel(0), 64, 0);
-    let pool = pool_with(&smgr, 16);
+    let pool = pool_with(&smgr, 16, kind);
     let held: Vec<_> = (40..50).map(|b| pool.read_buffer(tag(rel(0), b), None).unwrap()).collect();
     let err = pool.read_buffers(rel(0), ForkNumber::Main, 0, 16, None).unwrap_err();
     assert_eq!(err.sqlstate, SqlState("53400"));
@@ -229,21 +225,20 @@ fn batch_larger_than_the_maximum_panics() {
     let dir = tempfile::tempdir().unwrap();
     let smgr = StorageManager::open(dir.path()).unwrap();
     write_relation(&smgr, rel(0), 1, 0);
-    let pool = pool_with(&smgr, 64);
+    let pool = pool_with(&smgr, 64, BufferMappingKind::Hash);
     let _ = pool.read_buffers(rel(0), ForkNumber::Main, 0, READ_BATCH_BLOCKS_MAX + 1, None);
 }
 
 /// A batched scan with a bulk-read ring, holding each batch while reading
 /// the next, stays in its ring and spares pages other sessions use.
-#[test]
-fn batched_ring_scan_spares_hot_pages() {
+fn batched_ring_scan_spares_hot_pages(kind: BufferMappingKind) {
     const HOT: u32 = 100;
     const BIG: u32 = 1000;
     let dir = tempfile::tempdir().unwrap();
     let smgr = StorageManager::open(dir.path()).unwrap();
     write_relation(&smgr, rel(0), HOT, 0);
     write_relation(&smgr, rel(1), BIG, 1 << 20);
-    let pool = pool_with(&smgr, 256);
+    let pool = pool_with(&smgr, 256, kind);
     for _ in 0..2 {
         for block in 0..HOT {
             pool.read_buffer(tag(rel(0), block), None).unwrap();
@@ -268,15 +263,14 @@ fn batched_ring_scan_spares_hot_pages() {
 
 /// Threads batch-reading overlapping ranges at different offsets share the
 /// I/O: with no evictions, every block is read from disk exactly once.
-#[test]
-fn concurrent_batches_read_each_block_once() {
+fn concurrent_batches_read_each_block_once(kind: BufferMappingKind) {
     const BLOCKS: u32 = 600;
     const THREADS: u32 = 4;
     let dir = tempfile::tempdir().unwrap();
     let smgr = StorageManager::open(dir.path()).unwrap();
     write_relation(&smgr, rel(0), BLOCKS, 0);
     for round in 0..5u32 {
-        let pool = pool_with(&smgr, 1024);
+        let pool = pool_with(&smgr, 1024, kind);
         std::thread::scope(|s| {
             for t in 0..THREADS {
                 let pool = &pool;
@@ -305,3 +299,5 @@ fn concurrent_batches_read_each_block_once() {
         pool.check_invariants(true).unwrap();
     }
 }
+
+both_mappings!(same_pages_as_read_buffer_for_mixed_ranges, ranges_crossing_the_end_read_new_pages, corrupt_block_in_a_batch_names_it_and_leaves_nothing_pinned, missing_file_is_an_error_without_pins, pin_exhaustion_mid_batch_gives_back_the_pins, batched_ring_scan_spares_hot_pages, concurrent_batches_read_each_block_once);

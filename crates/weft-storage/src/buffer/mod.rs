@@ -30,6 +30,7 @@
 //! a newer copy is still on its way there.
 
 mod desc;
+mod drop;
 mod strategy;
 
 use std::collections::{HashMap, HashSet};
@@ -38,12 +39,13 @@ use std::fmt;
 use parking_lot::{MappedRwLockReadGuard, MappedRwLockWriteGuard, RwLockReadGuard, RwLockWriteGuard};
 use weft_common::{Error, Result, SqlState};
 
-use crate::mapping::{BufferMapping, PartitionedHashMapping};
+use crate::mapping::{ArtMapping, BufferMapping, PartitionedHashMapping};
 use crate::smgr::StorageManager;
-use crate::sync::{Arc, AtomicU64, AtomicUsize, Mutex, Ordering, RwLock};
+use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering, RwLock};
 use crate::{page, BlockNumber, BufferTag, ForkNumber, Page, RelFileLocator, PAGE_SIZE};
 use desc::*;
 
+pub use drop::DROP_FULL_SCAN_DIVISOR;
 pub use strategy::{BufferAccessStrategy, BULK_READ_RING_BYTES, BULK_WRITE_RING_BYTES};
 
 /// Fewest frames a pool has, whatever the configuration (PostgreSQL's minimum
@@ -69,6 +71,27 @@ pub enum BufferMappingKind {
     /// 128 partitions, each a lock around a hash map.
     #[default]
     Hash,
+    /// A tree of adaptive radix trees: relation fork → block (`mapping::art`).
+    Art,
+}
+
+impl BufferMappingKind {
+    /// The setting's value (`"hash"`, `"art"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            BufferMappingKind::Hash => "hash",
+            BufferMappingKind::Art => "art",
+        }
+    }
+
+    /// Parses the setting's value.
+    pub fn from_name(name: &str) -> Option<BufferMappingKind> {
+        match name {
+            "hash" => Some(BufferMappingKind::Hash),
+            "art" => Some(BufferMappingKind::Art),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -96,6 +119,9 @@ pub struct BufferPoolStats {
     pub evictions: u64,
     /// Blocks added by `extend`.
     pub extends: u64,
+    /// Buffers examined by drop and truncate (a descriptor visited by a full
+    /// scan, or a buffer found by a lookup or in the mapping's listing).
+    pub invalidation_visits: u64,
 }
 
 #[derive(Default)]
@@ -105,6 +131,7 @@ struct StatCounters {
     writes: AtomicU64,
     evictions: AtomicU64,
     extends: AtomicU64,
+    invalidation_visits: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -156,6 +183,10 @@ pub struct BufferPool {
     nblocks: Mutex<HashMap<(RelFileLocator, ForkNumber), BlockNumber>>,
     /// Relations written since their last fsync.
     pending_sync: Mutex<HashSet<RelFileLocator>>,
+    /// Hash mapping only: per fork, a bound on the blocks in the pool (see `drop`).
+    mapped_bounds: drop::MappedBounds,
+    /// Hash mapping only: drop/truncate of a small relation by lookups.
+    drop_lookup_shortcut: AtomicBool,
     stats: StatCounters,
 }
 
@@ -178,6 +209,7 @@ impl BufferPool {
         let nbuffers = (config.shared_buffers_bytes / PAGE_SIZE).max(POOL_FRAMES_MIN);
         let mapping: Box<dyn BufferMapping> = match config.mapping {
             BufferMappingKind::Hash => Box::new(PartitionedHashMapping::new(nbuffers)),
+            BufferMappingKind::Art => Box::new(ArtMapping::new(nbuffers)),
         };
         let arena = Arena {
             descs: (0..nbuffers).map(|_| BufferDesc::new()).collect(),
@@ -191,6 +223,8 @@ impl BufferPool {
             never_used: AtomicUsize::new(0),
             nblocks: Mutex::new(HashMap::new()),
             pending_sync: Mutex::new(HashSet::new()),
+            mapped_bounds: drop::new_mapped_bounds(),
+            drop_lookup_shortcut: AtomicBool::new(true),
             stats: StatCounters::default(),
         })
     }
@@ -217,6 +251,7 @@ impl BufferPool {
             writes: get(&self.stats.writes),
             evictions: get(&self.stats.evictions),
             extends: get(&self.stats.extends),
+            invalidation_visits: get(&self.stats.invalidation_visits),
         }
     }
 
@@ -650,10 +685,18 @@ impl BufferPool {
             desc.unpin();
             return Err(e);
         }
-        if self.mapping.insert(tag, victim).is_err() {
-            // Another thread is bringing the page in: use its buffer.
-            desc.unpin();
-            return Ok(false);
+        self.note_mapped_block(&tag);
+        match self.mapping.insert(tag, victim) {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => {
+                // Another thread is bringing the page in: use its buffer.
+                desc.unpin();
+                return Ok(false);
+            }
+            Err(e) => {
+                desc.unpin();
+                return Err(e);
+            }
         }
         let mut header = desc.header.lock();
         let state = desc.load();
@@ -721,12 +764,19 @@ impl BufferPool {
         result
     }
 
-    /// Buffers worth visiting for `rel`: the mapping's list, or all of them.
+    /// Buffers worth visiting for `rel`: the mapping's lists of its forks,
+    /// or all of them.
     fn candidate_buffers(&self, rel: RelFileLocator) -> Vec<usize> {
-        match self.mapping.relation_buffers(rel) {
-            Some(entries) => entries.into_iter().map(|(_, id)| id).collect(),
-            None => (0..self.nbuffers()).collect(),
+        if !self.mapping.lists_forks() {
+            return (0..self.nbuffers()).collect();
         }
+        let mut ids = Vec::new();
+        for fork in ForkNumber::ALL {
+            if let Some(entries) = self.mapping.fork_buffers(rel, fork) {
+                ids.extend(entries.into_iter().map(|(_, id)| id));
+            }
+        }
+        ids
     }
 
     /// Writes every dirty buffer whose tag satisfies `wanted`.
@@ -776,53 +826,6 @@ impl BufferPool {
         Ok(())
     }
 
-    /// Forgets buffer `id` if its tag satisfies `doomed`, without writing it;
-    /// waits for I/O in progress first. Pins are not waited for: a holder
-    /// keeps reading its copy, its changes are discarded.
-    fn invalidate_if(&self, id: usize, doomed: &impl Fn(&BufferTag) -> bool) {
-        let desc = &self.arena.descs[id];
-        let mut header = desc.header.lock();
-        loop {
-            match *header {
-                Some(tag) if doomed(&tag) => {}
-                _ => return,
-            }
-            if desc.load() & IO_IN_PROGRESS != 0 {
-                desc.io_done.wait(&mut header);
-                continue;
-            }
-            break;
-        }
-        if let Some(tag) = header.take() {
-            desc.update(|s| s & REFCOUNT_MASK);
-            self.mapping.remove(&tag, id);
-        }
-    }
-
-    /// Forgets every buffer of `rel` without writing (DROP, TRUNCATE) and its
-    /// cached sizes. The caller must keep other users of `rel` out meanwhile.
-    pub fn drop_relation_buffers(&self, rel: RelFileLocator) {
-        let doomed = |tag: &BufferTag| tag.rel == rel;
-        for id in self.candidate_buffers(rel) {
-            self.invalidate_if(id, &doomed);
-        }
-        self.nblocks.lock().retain(|(r, _), _| *r != rel);
-        self.pending_sync.lock().remove(&rel);
-    }
-
-    /// Cuts a fork to `nblocks` blocks: forgets the buffers past it without
-    /// writing them, then truncates the file.
-    pub fn truncate_relation(&self, rel: RelFileLocator, fork: ForkNumber, nblocks: BlockNumber) -> Result<()> {
-        let doomed = |tag: &BufferTag| tag.rel == rel && tag.fork == fork && tag.block >= nblocks;
-        for id in self.candidate_buffers(rel) {
-            self.invalidate_if(id, &doomed);
-        }
-        let mut sizes = self.nblocks.lock();
-        self.smgr.truncate(rel, fork, nblocks)?;
-        sizes.insert((rel, fork), nblocks);
-        Ok(())
-    }
-
     /// Checks the pool's invariants; meaningful only while no other thread
     /// uses the pool. With `expect_unpinned`, also that no pins are held.
     pub fn check_invariants(&self, expect_unpinned: bool) -> std::result::Result<(), String> {
@@ -848,6 +851,9 @@ impl BufferPool {
                     if self.mapping.lookup(&tag) != Some(id) {
                         return Err(format!("buffer {id}: {tag:?} not mapped to it"));
                     }
+                    if !self.mapping.lists_forks() && self.mapped_bound(tag.rel, tag.fork) <= tag.block {
+                        return Err(format!("buffer {id}: {tag:?} past its fork's mapped bound"));
+                    }
                     if state & VALID != 0 {
                         page::verify(&self.arena.frames[id].read())
                             .map_err(|e| format!("buffer {id} ({tag:?}): {e}"))?;
@@ -863,6 +869,7 @@ impl BufferPool {
         if self.mapping.len() != tagged {
             return Err(format!("mapping has {} entries for {tagged} tagged buffers", self.mapping.len()));
         }
+        self.mapping.verify().map_err(|e| format!("{} mapping: {e}", self.mapping.name()))?;
         Ok(())
     }
 }

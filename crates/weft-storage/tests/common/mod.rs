@@ -3,17 +3,38 @@
 
 use std::sync::Arc;
 
-use weft_storage::{BufferMappingKind, BufferPool, BufferPoolConfig, RelFileLocator, StorageManager, PAGE_SIZE};
+pub use weft_storage::BufferMappingKind;
+use weft_storage::{BufferPool, BufferPoolConfig, RelFileLocator, StorageManager, PAGE_SIZE};
+
+/// Every page table the pool can use: each test of the pool runs once per mapping.
+pub const MAPPINGS: [BufferMappingKind; 2] = [BufferMappingKind::Hash, BufferMappingKind::Art];
 
 pub fn rel(n: u32) -> RelFileLocator {
     RelFileLocator::new(1663, 5, 16384 + n)
 }
 
-pub fn pool_with(smgr: &Arc<StorageManager>, frames: usize) -> Arc<BufferPool> {
-    BufferPool::new(
-        smgr.clone(),
-        BufferPoolConfig { shared_buffers_bytes: frames * PAGE_SIZE, mapping: BufferMappingKind::Hash },
-    )
+pub fn pool_with(smgr: &Arc<StorageManager>, frames: usize, mapping: BufferMappingKind) -> Arc<BufferPool> {
+    BufferPool::new(smgr.clone(), BufferPoolConfig { shared_buffers_bytes: frames * PAGE_SIZE, mapping })
+}
+
+/// For each named `fn name(kind: BufferMappingKind)`, a module `name` with one
+/// `#[test]` per mapping (`name::hash`, `name::art`), so a failure names its mapping.
+macro_rules! both_mappings {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn hash() {
+                    super::$name(weft_storage::BufferMappingKind::Hash)
+                }
+
+                #[test]
+                fn art() {
+                    super::$name(weft_storage::BufferMappingKind::Art)
+                }
+            }
+        )*
+    };
 }
 
 /// A small deterministic generator, so a failing run can be replayed from its seed.

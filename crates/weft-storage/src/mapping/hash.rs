@@ -1,52 +1,14 @@
-//! The page table: which buffer holds which page.
-//!
-//! The buffer pool talks to it only through [`BufferMapping`], so the
-//! partitioned hash table here (PostgreSQL's `buf_table.c` with
-//! `NUM_BUFFER_PARTITIONS` = 128 partition locks) and a later adaptive radix
-//! tree (a tree of trees: relation/fork → block) are interchangeable.
-//!
-//! The mapping is a hint, not the authority: the pool always re-checks a
-//! buffer's tag under its header lock after a lookup, so a lookup racing with
-//! an eviction returns a stale id at worst and the caller retries. What the
-//! mapping must guarantee is that `insert` is insert-if-absent, atomically,
-//! so two threads missing on the same page agree on one buffer.
-//!
-//! Dropping a relation asks `relation_buffers`: a structure that can list a
-//! relation's entries cheaply (the ART, by its subtree) returns them; the hash
-//! table returns `None`, meaning "visit every descriptor", as PostgreSQL does.
+//! The partitioned hash page table: PostgreSQL's `buf_table.c`, with
+//! `NUM_BUFFER_PARTITIONS` = 128 partition locks. It cannot list a relation's
+//! entries, so drop and truncate visit every buffer descriptor (or look up a
+//! small relation's blocks one by one), as PostgreSQL does.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
+use super::BufferMapping;
 use crate::sync::RwLock;
-use crate::{BufferTag, RelFileLocator};
-
-/// A concurrent map from page to buffer id.
-pub trait BufferMapping: Send + Sync {
-    /// Short name for EXPLAIN and statistics (`"hash"`, `"art"`).
-    fn name(&self) -> &'static str;
-
-    /// The buffer believed to hold `tag`.
-    fn lookup(&self, tag: &BufferTag) -> Option<usize>;
-
-    /// Maps `tag` to `buffer_id` unless `tag` is already mapped, in which case
-    /// nothing changes and the existing id is returned.
-    fn insert(&self, tag: BufferTag, buffer_id: usize) -> std::result::Result<(), usize>;
-
-    /// Removes `tag` if it maps to `buffer_id`; returns whether it did.
-    fn remove(&self, tag: &BufferTag, buffer_id: usize) -> bool;
-
-    /// Every entry of `rel` (all forks), if the structure can list them
-    /// without a full scan; `None` tells the caller to scan all descriptors.
-    fn relation_buffers(&self, rel: RelFileLocator) -> Option<Vec<(BufferTag, usize)>>;
-
-    /// Number of entries (exact only when no thread is changing the map).
-    fn len(&self) -> usize;
-
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
+use crate::{BlockNumber, BufferTag, ForkNumber, RelFileLocator};
 
 /// Number of partitions of the hash page table (PostgreSQL's `NUM_BUFFER_PARTITIONS`).
 pub const NUM_BUFFER_PARTITIONS: usize = 128;
@@ -151,15 +113,15 @@ impl BufferMapping for PartitionedHashMapping {
         self.partition(tag).read().get(tag).copied()
     }
 
-    fn insert(&self, tag: BufferTag, buffer_id: usize) -> std::result::Result<(), usize> {
+    fn insert(&self, tag: BufferTag, buffer_id: usize) -> weft_common::Result<std::result::Result<(), usize>> {
         let mut partition = self.partition(&tag).write();
-        match partition.get(&tag) {
+        Ok(match partition.get(&tag) {
             Some(&existing) => Err(existing),
             None => {
                 partition.insert(tag, buffer_id);
                 Ok(())
             }
-        }
+        })
     }
 
     fn remove(&self, tag: &BufferTag, buffer_id: usize) -> bool {
@@ -172,7 +134,11 @@ impl BufferMapping for PartitionedHashMapping {
         }
     }
 
-    fn relation_buffers(&self, _rel: RelFileLocator) -> Option<Vec<(BufferTag, usize)>> {
+    fn lists_forks(&self) -> bool {
+        false
+    }
+
+    fn fork_buffers(&self, _rel: RelFileLocator, _fork: ForkNumber) -> Option<Vec<(BlockNumber, usize)>> {
         None
     }
 
@@ -184,7 +150,6 @@ impl BufferMapping for PartitionedHashMapping {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ForkNumber;
 
     #[test]
     fn tags_spread_over_partitions() {
