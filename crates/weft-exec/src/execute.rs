@@ -200,6 +200,12 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
             ctx.nodes.lock().push(NodeStats { node: node_id(plan), rows: rows.len() as u64, elapsed: began.elapsed(), ..NodeStats::default() });
             Ok(rows)
         }
+        Plan::SetOp(setop) => {
+            let began = Instant::now();
+            let rows = crate::setop::execute_set_op(setop, ctx)?;
+            ctx.nodes.lock().push(NodeStats { node: node_id(plan), rows: rows.len() as u64, elapsed: began.elapsed(), ..NodeStats::default() });
+            Ok(rows)
+        }
         Plan::Sort(sort) => {
             let began = Instant::now();
             let reports_before = ctx.sort_reports.lock().len();

@@ -7,6 +7,7 @@ pub mod expr;
 pub mod hash_join;
 mod index_scan;
 pub mod plan;
+mod setop;
 mod sort;
 mod spill;
 

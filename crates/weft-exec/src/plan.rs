@@ -243,6 +243,28 @@ pub enum Plan {
     /// Sort the input's rows by some of its columns (`weft-sort`: in memory, external, or
     /// top-N; in parallel when the input is a parallel pipeline).
     Sort(SortPlan),
+    /// `UNION ALL` (append), `INTERSECT [ALL]`, `EXCEPT [ALL]` of inputs whose columns
+    /// have the same types (`setop.rs`). `UNION` is an aggregate over `UNION ALL`.
+    SetOp(SetOpPlan),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetOperator {
+    /// All rows of every input, in input order (`all` must be true).
+    Append,
+    Intersect,
+    Except,
+}
+
+#[derive(Clone, Debug)]
+pub struct SetOpPlan {
+    pub op: SetOperator,
+    /// `ALL`: keep duplicates (`INTERSECT ALL`: min(m, n) copies of a row found m times on
+    /// the left and n on the right; `EXCEPT ALL`: max(m - n, 0)). Without it each row
+    /// appears at most once.
+    pub all: bool,
+    /// Two inputs for INTERSECT and EXCEPT, any number for an append.
+    pub inputs: Vec<Plan>,
 }
 
 impl Plan {
@@ -253,6 +275,7 @@ impl Plan {
             Plan::Pipeline(pipeline) | Plan::Aggregate { input: pipeline, .. } => pipeline.reads_relation(rel),
             Plan::Limit { input, .. } => input.reads_relation(rel),
             Plan::Sort(sort) => sort.input.reads_relation(rel),
+            Plan::SetOp(setop) => setop.inputs.iter().any(|p| p.reads_relation(rel)),
         }
     }
 }

@@ -383,11 +383,37 @@ impl<'a> Binder<'a> {
             A::Subquery(_) | A::Exists { .. } | A::InSubquery { .. } => {
                 Err(Error::not_supported("subqueries in expressions are not supported yet"))
             }
-            A::Like { .. } | A::ILike { .. } | A::SimilarTo { .. } => {
-                Err(Error::not_supported("LIKE is not supported yet"))
+            A::Like { any: true, .. } | A::ILike { any: true, .. } => Err(Error::not_supported("LIKE ANY is not supported")),
+            A::Like { negated, expr, pattern, escape_char, .. } => self.bind_like(expr, pattern, escape_char.as_deref(), *negated, false),
+            A::ILike { negated, expr, pattern, escape_char, .. } => self.bind_like(expr, pattern, escape_char.as_deref(), *negated, true),
+            A::SimilarTo { .. } => Err(Error::not_supported("SIMILAR TO is not supported yet")),
+            A::Ceil { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
+                ex::resolve_function("ceil", vec![self.bind(expr)?])
+            }
+            A::Floor { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
+                ex::resolve_function("floor", vec![self.bind(expr)?])
+            }
+            // POSITION(needle IN haystack) is strpos(haystack, needle).
+            A::Position { expr, r#in } => ex::resolve_function("strpos", vec![self.bind(r#in)?, self.bind(expr)?]),
+            A::Trim { trim_where, trim_what, expr, trim_characters: None } => {
+                let name = match trim_where {
+                    None | Some(ast::TrimWhereField::Both) => "btrim",
+                    Some(ast::TrimWhereField::Leading) => "ltrim",
+                    Some(ast::TrimWhereField::Trailing) => "rtrim",
+                };
+                let mut args = vec![self.bind(expr)?];
+                if let Some(what) = trim_what {
+                    args.push(self.bind(what)?);
+                }
+                ex::resolve_function(name, args)
             }
             other => Err(Error::not_supported(format!("expression not supported: {other}"))),
         }
+    }
+
+    fn bind_like(&mut self, expr: &ast::Expr, pattern: &ast::Expr, escape: Option<&ast::Expr>, negated: bool, case_insensitive: bool) -> Result<Expr> {
+        let escape = escape.map(|e| self.bind(e)).transpose()?;
+        ex::resolve::resolve_like(self.bind(expr)?, self.bind(pattern)?, escape, negated, case_insensitive)
     }
 
     fn column(&mut self, qualifier: Option<&str>, name: &str) -> Result<Expr> {

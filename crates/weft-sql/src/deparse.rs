@@ -110,19 +110,16 @@ pub fn column_reference(qualifier: Option<&str>, name: &str) -> String {
 }
 
 fn function_name(func: ScalarFunction) -> &'static str {
+    like_operator(func).unwrap_or_else(|| func.name())
+}
+
+fn like_operator(func: ScalarFunction) -> Option<&'static str> {
     match func {
-        ScalarFunction::Md5 => "md5",
-        ScalarFunction::HashInt4 => "hashint4",
-        ScalarFunction::HashInt8 => "hashint8",
-        ScalarFunction::HashText => "hashtext",
-        ScalarFunction::Length => "length",
-        ScalarFunction::Lower => "lower",
-        ScalarFunction::Upper => "upper",
-        ScalarFunction::Repeat => "repeat",
-        ScalarFunction::Substr => "substr",
-        ScalarFunction::Abs => "abs",
-        ScalarFunction::Random => "random",
-        ScalarFunction::SetSeed => "setseed",
+        ScalarFunction::Like => Some("~~"),
+        ScalarFunction::NotLike => Some("!~~"),
+        ScalarFunction::ILike => Some("~~*"),
+        ScalarFunction::NotILike => Some("!~~*"),
+        _ => None,
     }
 }
 
@@ -250,6 +247,22 @@ fn write_expr(expr: &Expr, input: &[ColumnText], out: &mut String) {
             write_list(args, input, out);
             out.push(')');
         }
+        Expr::Function { func, args, .. } if like_operator(*func).is_some() => {
+            // PostgreSQL prints LIKE as its operator; an ESCAPE clause becomes like_escape().
+            out.push('(');
+            write_expr(&args[0], input, out);
+            out.push(' ');
+            out.push_str(like_operator(*func).expect("checked"));
+            out.push(' ');
+            if let [_, pattern, escape] = args.as_slice() {
+                out.push_str("like_escape(");
+                write_list(&[pattern.clone(), escape.clone()], input, out);
+                out.push(')');
+            } else {
+                write_expr(&args[1], input, out);
+            }
+            out.push(')');
+        }
         Expr::Function { func, args, .. } => {
             out.push_str(function_name(*func));
             out.push('(');
@@ -370,6 +383,16 @@ pub fn negate(expr: &Expr) -> Option<Expr> {
             negator(*op).map(|op| Expr::Binary { op, left: left.clone(), right: right.clone(), data_type: *data_type })
         }
         Expr::Unary { op: UnaryOp::Not, expr, .. } => Some(expr.as_ref().clone()),
+        Expr::Function { func, args, data_type } => {
+            let negated = match func {
+                ScalarFunction::Like => ScalarFunction::NotLike,
+                ScalarFunction::NotLike => ScalarFunction::Like,
+                ScalarFunction::ILike => ScalarFunction::NotILike,
+                ScalarFunction::NotILike => ScalarFunction::ILike,
+                _ => return None,
+            };
+            Some(Expr::Function { func: negated, args: args.clone(), data_type: *data_type })
+        }
         Expr::IsNull { expr, negated } => Some(Expr::IsNull { expr: expr.clone(), negated: !negated }),
         // NOT IN: the list's marker stays around the negated chain.
         Expr::Coalesce { args, data_type } if in_list_marker(args).is_some() => {

@@ -39,7 +39,7 @@ use weft_common::parallel::CancelToken;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_exec::expr::Expr;
 use weft_access::btree::ScanDirection;
-use weft_exec::plan::{HashJoin, HashJoinMode, HeapSource, JoinType, Pipeline, Plan, SortPlan, Source, Step};
+use weft_exec::plan::{HashJoin, HashJoinMode, HeapSource, JoinType, Pipeline, Plan, SetOpPlan, SetOperator, SortPlan, Source, Step};
 use weft_exec::{node_id, HashJoinStats, NodeStats, PipelineStats, SortReport};
 
 use crate::api::{ColumnInfo, QueryResult};
@@ -275,6 +275,7 @@ fn range_entries(plan: &Plan) -> usize {
         Plan::Pipeline(p) | Plan::Aggregate { input: p, .. } => pipeline_entries(p),
         Plan::Limit { input, .. } => range_entries(input),
         Plan::Sort(sort) => range_entries(&sort.input),
+        Plan::SetOp(setop) => setop.inputs.iter().map(range_entries).sum(),
     }
 }
 
@@ -504,7 +505,40 @@ impl<'a> Builder<'a> {
                 Built { node: Node { name: "Limit".into(), estimate, actual, lines, children: vec![child.node] }, cols: child.cols }
             }
             Plan::Sort(sort) => self.sort(plan, sort),
+            Plan::SetOp(setop) => self.set_op(plan, setop),
         }
+    }
+
+    /// `Append` over the inputs; INTERSECT / EXCEPT add PostgreSQL's `HashSetOp` above it.
+    fn set_op(&self, plan: &'a Plan, setop: &'a SetOpPlan) -> Built {
+        let children: Vec<Built> = setop.inputs.iter().map(|input| self.plan(input)).collect();
+        let rows: f64 = children.iter().map(|c| c.node.estimate.rows).sum();
+        let estimate = Estimate {
+            startup: children.first().map_or(0.0, |c| c.node.estimate.startup),
+            total: children.iter().map(|c| c.node.estimate.total).sum(),
+            rows,
+            width: children.iter().map(|c| c.node.estimate.width).fold(0.0, f64::max),
+        };
+        let actual = self.node_stats(plan).map(|s| Actual { startup: s.elapsed, total: s.elapsed, rows: s.rows as f64, loops: 1.0 });
+        let cols = children.first().map(|c| c.cols.clone()).unwrap_or_default();
+        let children: Vec<Node> = children.into_iter().map(|c| c.node).collect();
+        let name = match (setop.op, setop.all) {
+            (SetOperator::Append, _) => {
+                let lines = self.output_line(&cols).into_iter().collect();
+                return Built { node: Node { name: "Append".into(), estimate, actual, lines, children }, cols };
+            }
+            (SetOperator::Intersect, false) => "HashSetOp Intersect",
+            (SetOperator::Intersect, true) => "HashSetOp Intersect All",
+            (SetOperator::Except, false) => "HashSetOp Except",
+            (SetOperator::Except, true) => "HashSetOp Except All",
+        };
+        let append = Node { name: "Append".into(), estimate, actual: None, lines: Vec::new(), children };
+        // Every input row is hashed once; the output is at most the left input.
+        let left_rows = append.children.first().map_or(0.0, |c| c.estimate.rows);
+        let total = append.estimate.total + rows * CPU_OPERATOR_COST * cols.len().max(1) as f64;
+        let estimate = Estimate { startup: total, total: total + left_rows * CPU_TUPLE_COST, rows: cost::clamp_rows(left_rows), width: append.estimate.width };
+        let lines = self.output_line(&cols).into_iter().collect();
+        Built { node: Node { name: name.into(), estimate, actual, lines, children: vec![append] }, cols }
     }
 
     /// `Insert on t` above the plan of its rows.
@@ -567,6 +601,17 @@ impl<'a> Builder<'a> {
     /// The scan node of a pipeline run by `workers` workers besides the leader (a
     /// parallel-aware join's build side is run by the workers of the pipeline it is in).
     fn scan_with(&self, pipeline: &'a Pipeline, workers: usize) -> Scan<'a> {
+        // A subquery the planner made up (a set operation's input, DISTINCT over groups)
+        // that neither filters nor projects is not shown, as PostgreSQL removes trivial
+        // subquery scans.
+        if let (Source::Subquery { plan, label }, true, 0) = (&pipeline.source, pipeline.steps.is_empty(), workers) {
+            if label.alias.is_none() {
+                let child = self.plan(plan);
+                let rows = child.node.estimate.rows;
+                let stats = self.run.and_then(|r| r.pipeline(pipeline));
+                return Scan { node: child.node, cols: child.cols, rows, divisor: 1.0, stats };
+            }
+        }
         let parallel = workers > 0;
         let divisor = if parallel { cost::parallel_divisor(workers, self.leader_participates) } else { 1.0 };
         let stats = self.run.and_then(|r| r.pipeline(pipeline));

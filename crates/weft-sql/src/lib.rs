@@ -7,6 +7,7 @@ mod api;
 mod bind;
 mod copy;
 mod cost;
+mod cte;
 mod database;
 mod deparse;
 mod explain;
@@ -16,6 +17,7 @@ mod join;
 mod planner;
 mod selectivity;
 mod session;
+mod setop;
 pub mod settings;
 mod statements;
 

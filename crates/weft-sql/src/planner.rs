@@ -47,7 +47,7 @@ const SERIES_ROW_BYTES_ESTIMATE: u128 = 80;
 
 pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery> {
     if query.with.is_some() {
-        return Err(Error::not_supported("WITH queries are not supported yet"));
+        return plan_query(&crate::cte::inline_with(query)?, ctx);
     }
     if query.fetch.is_some() || !query.locks.is_empty() {
         return Err(Error::not_supported("FETCH / FOR UPDATE are not supported"));
@@ -56,13 +56,7 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
         Some(ast::OrderByKind::Expressions(exprs)) => exprs,
         _ => &[],
     };
-    let mut planned = match query.body.as_ref() {
-        SetExpr::Select(select) => plan_select(select, order_exprs, ctx)?,
-        SetExpr::Values(values) => plan_values(values, ctx)?,
-        SetExpr::Query(inner) => plan_query(inner, ctx)?,
-        SetExpr::SetOperation { .. } => return Err(Error::not_supported("UNION / INTERSECT / EXCEPT are not supported yet")),
-        other => return Err(Error::not_supported(format!("query form not supported: {other}"))),
-    };
+    let mut planned = plan_body(query.body.as_ref(), order_exprs, ctx)?;
     if let Some(order_by) = &query.order_by {
         planned.plan = plan_order_by(planned.plan, &planned.columns, &planned.hidden, &planned.hidden_types, order_by, query.body.as_ref())?;
         planned.plan = crate::access_path::use_index_order(planned.plan, None, ctx);
@@ -91,6 +85,20 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
         planned.plan = Plan::Limit { input: Box::new(planned.plan), limit, offset };
     }
     Ok(planned)
+}
+
+/// The rows of a query body (before its ORDER BY and LIMIT); `order_by` lets a SELECT
+/// compute sort keys that are not in its select list.
+pub(crate) fn plan_body(body: &SetExpr, order_by: &[ast::OrderByExpr], ctx: &PlanContext) -> Result<PlannedQuery> {
+    match body {
+        SetExpr::Select(select) => plan_select(select, order_by, ctx),
+        SetExpr::Values(values) => plan_values(values, ctx),
+        SetExpr::Query(inner) => plan_query(inner, ctx),
+        SetExpr::SetOperation { op, set_quantifier, left, right } => {
+            crate::setop::plan_set_operation(op, set_quantifier, left, right, ctx)
+        }
+        other => Err(Error::not_supported(format!("query form not supported: {other}"))),
+    }
 }
 
 /// A LIMIT/OFFSET value: a constant bigint; NULL means no limit.
@@ -352,9 +360,11 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
 }
 
 fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanContext) -> Result<PlannedQuery> {
-    if select.distinct.is_some() {
-        return Err(Error::not_supported("SELECT DISTINCT is not supported yet"));
-    }
+    let distinct = match &select.distinct {
+        None | Some(ast::Distinct::All) => false,
+        Some(ast::Distinct::Distinct) => true,
+        Some(ast::Distinct::On(_)) => return Err(Error::not_supported("SELECT DISTINCT ON is not supported yet")),
+    };
     if select.into.is_some() {
         return Err(Error::not_supported("SELECT INTO is not supported; use CREATE TABLE AS"));
     }
@@ -442,6 +452,23 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     let is_aggregate = !group_by_asts.is_empty()
         || select.having.is_some()
         || items.iter().any(|(e, _)| contains_aggregate(e));
+    if distinct && !hidden.is_empty() {
+        return Err(Error::new(
+            SqlState::INVALID_COLUMN_REFERENCE,
+            "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
+        ));
+    }
+    if distinct && is_aggregate {
+        // DISTINCT over grouped rows: group the grouped query's output again.
+        let mut plain = select.clone();
+        plain.distinct = None;
+        let planned = plan_select(&plain, order_by, ctx)?;
+        return Ok(distinct_rows(planned));
+    }
+    // DISTINCT over plain rows is a GROUP BY of every output column (PostgreSQL plans it
+    // the same way: a HashAggregate keyed by the select list).
+    let (group_by_asts, is_aggregate) =
+        if distinct { (items[..visible].iter().map(|(e, _)| e.clone()).collect(), true) } else { (group_by_asts, is_aggregate) };
 
     let workers_for = |source: &Source, exprs_volatile: bool| -> usize {
         if exprs_volatile {
@@ -553,6 +580,24 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         hidden,
         hidden_types,
     })
+}
+
+/// The distinct rows of `planned`: an aggregate keyed by all its columns over it.
+pub(crate) fn distinct_rows(planned: PlannedQuery) -> PlannedQuery {
+    let group_by = planned
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(index, c)| Expr::Column { index, data_type: c.data_type })
+        .collect();
+    let label = ScanLabel { alias: None, columns: planned.columns.iter().map(|c| c.name.clone()).collect() };
+    let source = Source::Subquery { plan: Box::new(planned.plan), label };
+    PlannedQuery {
+        plan: Plan::Aggregate { input: Pipeline { source, steps: Vec::new(), workers: 0 }, group_by, aggregates: Vec::new(), output: Vec::new() },
+        columns: planned.columns,
+        hidden: planned.hidden,
+        hidden_types: planned.hidden_types,
+    }
 }
 
 /// The scope columns these expressions read.

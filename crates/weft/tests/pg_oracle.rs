@@ -37,6 +37,35 @@ const QUERIES: &[&str] = &[
     "SELECT repeat('ab', 3), substr('hello', 0, 3), substr('hello', -1), abs(-7), abs(-7.5::float8), lower('ÀB'), length('日本語')",
     "SELECT avg(x), sum(x), avg(x::float8) FROM generate_series(1, 1000) x",
     "SELECT count(*), sum(i), avg(i) FROM generate_series(1, 100000) i WHERE i % 3 = 0",
+    // LIKE / ILIKE.
+    "SELECT id, s FROM t WHERE s LIKE 'a%' OR s LIKE '%f_' OR (s NOT LIKE '%0%' AND id < 200)",
+    "SELECT id, s ILIKE 'A%', s LIKE '_b%', s LIKE '%' || substr(s, 2, 1) || '%', s NOT ILIKE '%E%' FROM t WHERE id < 150",
+    "SELECT 'a' LIKE 'a\\', 'a%b' LIKE 'a#%b' ESCAPE '#', 'a_b' LIKE 'a\\_b', 'abc' LIKE 'a\\_c', 'héllo' ILIKE 'H_LLO', '' LIKE '%', '' LIKE '_', 'a\\' LIKE 'a\\' ESCAPE ''",
+    "SELECT count(*) FROM parallel_sort_test WHERE padding1 LIKE '%ab%' AND padding2 NOT LIKE '_0%'",
+    // DISTINCT.
+    "SELECT DISTINCT k FROM t",
+    "SELECT DISTINCT k, b FROM t WHERE id < 500",
+    "SELECT DISTINCT f IS NULL, s IS NULL FROM t",
+    "SELECT DISTINCT count(*) FROM t GROUP BY k",
+    "SELECT DISTINCT substr(padding1, 1, 1) FROM parallel_sort_test ORDER BY 1",
+    // UNION / INTERSECT / EXCEPT.
+    "SELECT k FROM t UNION SELECT id FROM t WHERE id < 10",
+    "SELECT k, s FROM t WHERE id < 100 UNION ALL SELECT id, s FROM t WHERE id > 2990",
+    "SELECT k FROM t INTERSECT SELECT id % 4 FROM t",
+    "SELECT k FROM t INTERSECT ALL SELECT id % 4 FROM t WHERE id < 30",
+    "SELECT s FROM t WHERE id < 100 EXCEPT SELECT s FROM t WHERE id < 50",
+    "SELECT k FROM t EXCEPT ALL SELECT k FROM t WHERE id < 2000",
+    "SELECT id::bigint FROM t WHERE id < 5 UNION SELECT v FROM t WHERE id < 3 UNION SELECT 1.5",
+    "SELECT f FROM t WHERE id < 20 UNION SELECT NULL::float8",
+    "SELECT k, count(*) FROM (SELECT k FROM t UNION ALL SELECT k FROM t WHERE b) u GROUP BY k",
+    "SELECT id FROM t WHERE id < 20 UNION SELECT id + 5 FROM t WHERE id < 20 ORDER BY 1 DESC LIMIT 4",
+    // WITH.
+    "WITH a AS (SELECT k, count(*) c FROM t GROUP BY k), b AS (SELECT * FROM a WHERE c > 400) SELECT k, c FROM b",
+    "WITH x(n) AS (SELECT id FROM t WHERE id < 10) SELECT count(*), sum(n) FROM x",
+    // Numeric and text functions.
+    "SELECT id, round(f), trunc(f), ceil(f), floor(f), sign(f), round(v::numeric / 7, 2), trunc(v::numeric / 7, 1), round(v::numeric, -3), mod(id, 7), mod(v, 1000), power(id % 10, 3), sqrt(abs(f)) FROM t WHERE id % 97 = 5",
+    "SELECT id, ceil(v::numeric / 1000.5), floor(-v::numeric / 3), ceiling(id / 7.0), round(id / 4.0), trunc(-id / 3.0), sign(v::numeric), round(2.5::float8), round(-0.5) FROM t WHERE id % 113 = 6",
+    "SELECT id, replace(s, 'a', 'XY'), strpos(s, 'b'), position('c' in s), left(s, 3), right(s, -2), btrim('  ' || s || ' '), ltrim(s, '0123'), rtrim(s, 'abc'), trim(both 'a' from s), reverse(s), lpad(s, 6, '*'), rpad(s, 4), split_part(s, 'a', 2), starts_with(s, 'a') FROM t WHERE id % 61 = 4",
 ];
 
 const ERRORS: &[&str] = &[
@@ -51,6 +80,16 @@ const ERRORS: &[&str] = &[
     "SELECT min(b) FROM t",
     "SELECT 'a' + 1",
     "INSERT INTO t (id) VALUES ('x')",
+    "SELECT 'ab' LIKE 'a\\'",
+    "SELECT 'a' LIKE 'a' ESCAPE 'xy'",
+    "SELECT 1 UNION SELECT true",
+    "SELECT 1, 2 UNION SELECT 1",
+    "SELECT k FROM t INTERSECT SELECT k, id FROM t",
+    "SELECT DISTINCT k FROM t ORDER BY id",
+    "SELECT sqrt(-1)",
+    "SELECT power(0, -1)",
+    "SELECT split_part('a', ',', 0)",
+    "WITH a AS (SELECT 1), a AS (SELECT 2) SELECT * FROM a",
 ];
 
 /// Rows equal field by field, where float fields may differ in the last digits: a parallel

@@ -108,7 +108,7 @@ const fn sig(func: ScalarFunction, args: &'static [DataType], result: DataType) 
     Signature { func, args, result }
 }
 
-use DataType::{Float8, Int4, Int8, Numeric, Text};
+use DataType::{Bool, Float8, Int4, Int8, Numeric, Text};
 use ScalarFunction as F;
 
 /// Every overload, by lowercase SQL name. `substring` is PostgreSQL's other name for
@@ -131,6 +131,36 @@ pub fn signatures(name: &str) -> &'static [Signature] {
     ];
     const RANDOM: &[Signature] = &[sig(F::Random, &[], Float8)];
     const SETSEED: &[Signature] = &[sig(F::SetSeed, &[Float8], Text)];
+    const ROUND: &[Signature] =
+        &[sig(F::Round, &[Numeric], Numeric), sig(F::Round, &[Float8], Float8), sig(F::Round, &[Numeric, Int4], Numeric)];
+    const TRUNC: &[Signature] =
+        &[sig(F::Trunc, &[Numeric], Numeric), sig(F::Trunc, &[Float8], Float8), sig(F::Trunc, &[Numeric, Int4], Numeric)];
+    const CEIL: &[Signature] = &[sig(F::Ceil, &[Numeric], Numeric), sig(F::Ceil, &[Float8], Float8)];
+    const FLOOR: &[Signature] = &[sig(F::Floor, &[Numeric], Numeric), sig(F::Floor, &[Float8], Float8)];
+    const SIGN: &[Signature] = &[sig(F::Sign, &[Numeric], Numeric), sig(F::Sign, &[Float8], Float8)];
+    const SQRT: &[Signature] = &[sig(F::Sqrt, &[Float8], Float8)];
+    const POWER: &[Signature] = &[sig(F::Power, &[Float8, Float8], Float8)];
+    const MOD: &[Signature] = &[
+        sig(F::Mod, &[Int4, Int4], Int4),
+        sig(F::Mod, &[Int8, Int8], Int8),
+        sig(F::Mod, &[Numeric, Numeric], Numeric),
+    ];
+    const REPLACE: &[Signature] = &[sig(F::Replace, &[Text, Text, Text], Text)];
+    const STRPOS: &[Signature] = &[sig(F::StrPos, &[Text, Text], Int4)];
+    const LEFT: &[Signature] = &[sig(F::Left, &[Text, Int4], Text)];
+    const RIGHT: &[Signature] = &[sig(F::Right, &[Text, Int4], Text)];
+    const BTRIM: &[Signature] = &[sig(F::BTrim, &[Text], Text), sig(F::BTrim, &[Text, Text], Text)];
+    const LTRIM: &[Signature] = &[sig(F::LTrim, &[Text], Text), sig(F::LTrim, &[Text, Text], Text)];
+    const RTRIM: &[Signature] = &[sig(F::RTrim, &[Text], Text), sig(F::RTrim, &[Text, Text], Text)];
+    const REVERSE: &[Signature] = &[sig(F::Reverse, &[Text], Text)];
+    const LPAD: &[Signature] = &[sig(F::LPad, &[Text, Int4], Text), sig(F::LPad, &[Text, Int4, Text], Text)];
+    const RPAD: &[Signature] = &[sig(F::RPad, &[Text, Int4], Text), sig(F::RPad, &[Text, Int4, Text], Text)];
+    const SPLIT_PART: &[Signature] = &[sig(F::SplitPart, &[Text, Text, Int4], Text)];
+    const STARTS_WITH: &[Signature] = &[sig(F::StartsWith, &[Text, Text], Bool)];
+    const LIKE: &[Signature] = &[sig(F::Like, &[Text, Text], Bool)];
+    const NOTLIKE: &[Signature] = &[sig(F::NotLike, &[Text, Text], Bool)];
+    const ILIKE: &[Signature] = &[sig(F::ILike, &[Text, Text], Bool)];
+    const NOTILIKE: &[Signature] = &[sig(F::NotILike, &[Text, Text], Bool)];
     match name {
         "md5" => MD5,
         "hashint4" => HASHINT4,
@@ -144,6 +174,30 @@ pub fn signatures(name: &str) -> &'static [Signature] {
         "abs" => ABS,
         "random" => RANDOM,
         "setseed" => SETSEED,
+        "round" => ROUND,
+        "trunc" => TRUNC,
+        "ceil" | "ceiling" => CEIL,
+        "floor" => FLOOR,
+        "sign" => SIGN,
+        "sqrt" => SQRT,
+        "power" | "pow" => POWER,
+        "mod" => MOD,
+        "replace" => REPLACE,
+        "strpos" => STRPOS,
+        "left" => LEFT,
+        "right" => RIGHT,
+        "btrim" => BTRIM,
+        "ltrim" => LTRIM,
+        "rtrim" => RTRIM,
+        "reverse" => REVERSE,
+        "lpad" => LPAD,
+        "rpad" => RPAD,
+        "split_part" => SPLIT_PART,
+        "starts_with" => STARTS_WITH,
+        "like" | "textlike" => LIKE,
+        "notlike" | "textnlike" => NOTLIKE,
+        "texticlike" => ILIKE,
+        "texticnlike" => NOTILIKE,
         _ => &[],
     }
 }
@@ -164,6 +218,30 @@ impl ScalarFunction {
             F::Abs => "abs",
             F::Random => "random",
             F::SetSeed => "setseed",
+            F::Like => "like",
+            F::NotLike => "notlike",
+            F::ILike => "ilike",
+            F::NotILike => "notilike",
+            F::Round => "round",
+            F::Trunc => "trunc",
+            F::Ceil => "ceil",
+            F::Floor => "floor",
+            F::Sign => "sign",
+            F::Sqrt => "sqrt",
+            F::Power => "power",
+            F::Mod => "mod",
+            F::Replace => "replace",
+            F::StrPos => "strpos",
+            F::Left => "left",
+            F::Right => "right",
+            F::BTrim => "btrim",
+            F::LTrim => "ltrim",
+            F::RTrim => "rtrim",
+            F::Reverse => "reverse",
+            F::LPad => "lpad",
+            F::RPad => "rpad",
+            F::SplitPart => "split_part",
+            F::StartsWith => "starts_with",
         }
     }
 
@@ -196,6 +274,19 @@ impl ScalarFunction {
             (F::Abs, [v]) => abs(v),
             (F::Random, []) => Ok(Datum::Float8(ctx.random())),
             (F::SetSeed, [Datum::Float8(seed)]) => ctx.set_seed(*seed).map(|()| Datum::Null),
+            (F::Like | F::NotLike | F::ILike | F::NotILike, [Datum::Text(text), Datum::Text(pattern), escape @ ..]) => {
+                let escape = match escape {
+                    [Datum::Text(e)] => Some(e.as_str()),
+                    _ => None,
+                };
+                let pattern = super::like::LikePattern::new(pattern, escape, matches!(self, F::ILike | F::NotILike))?;
+                Ok(Datum::Bool(pattern.matches(text)? != matches!(self, F::NotLike | F::NotILike)))
+            }
+            (F::Round | F::Trunc | F::Ceil | F::Floor | F::Sign | F::Sqrt | F::Power | F::Mod, _) => {
+                super::math::call(self, args)
+            }
+            (F::Replace | F::StrPos | F::Left | F::Right | F::BTrim | F::LTrim | F::RTrim | F::Reverse, _)
+            | (F::LPad | F::RPad | F::SplitPart | F::StartsWith, _) => super::text::call(self, args),
             _ => Err(Error::internal(format!("{}() called with unresolved arguments {args:?}", self.name()))),
         }
     }

@@ -50,6 +50,9 @@ pub mod cast;
 pub mod compare;
 mod eval;
 pub mod functions;
+pub mod like;
+mod math;
+mod text;
 pub mod resolve;
 #[cfg(test)]
 mod tests;
@@ -120,4 +123,30 @@ pub enum ScalarFunction {
     Abs,
     Random,
     SetSeed,
+    /// `text LIKE pattern [ESCAPE e]` (`~~`), and its negation `NOT LIKE` (`!~~`).
+    Like,
+    NotLike,
+    /// `ILIKE` (`~~*`) and `NOT ILIKE` (`!~~*`).
+    ILike,
+    NotILike,
+    Round,
+    Trunc,
+    Ceil,
+    Floor,
+    Sign,
+    Sqrt,
+    Power,
+    Mod,
+    Replace,
+    StrPos,
+    Left,
+    Right,
+    BTrim,
+    LTrim,
+    RTrim,
+    Reverse,
+    LPad,
+    RPad,
+    SplitPart,
+    StartsWith,
 }

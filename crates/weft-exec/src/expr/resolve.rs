@@ -23,7 +23,7 @@ use weft_common::{DataType, Datum, Error, Result, SqlState};
 
 use super::cast::cannot_cast;
 use super::functions::{signatures, Signature};
-use super::{BinaryOp, Expr, UnaryOp};
+use super::{BinaryOp, Expr, ScalarFunction, UnaryOp};
 
 const OPERATOR_HINT: &str = "No operator matches the given name and argument types. You might need to add explicit type casts.";
 const FUNCTION_HINT: &str = "No function matches the given name and argument types. You might need to add explicit type casts.";
@@ -298,6 +298,39 @@ pub fn resolve_unary(op: UnaryOp, expr: Expr) -> Result<Expr> {
     }
 }
 
+/// Resolves `expr [NOT] [I]LIKE pattern [ESCAPE escape]` on text operands (PostgreSQL's
+/// `~~`, `!~~`, `~~*`, `!~~*`); other operand types have no such operator.
+pub fn resolve_like(expr: Expr, pattern: Expr, escape: Option<Expr>, negated: bool, case_insensitive: bool) -> Result<Expr> {
+    let func = match (case_insensitive, negated) {
+        (false, false) => ScalarFunction::Like,
+        (false, true) => ScalarFunction::NotLike,
+        (true, false) => ScalarFunction::ILike,
+        (true, true) => ScalarFunction::NotILike,
+    };
+    let symbol = match func {
+        ScalarFunction::Like => "~~",
+        ScalarFunction::NotLike => "!~~",
+        ScalarFunction::ILike => "~~*",
+        _ => "!~~*",
+    };
+    let is_text = |e: &Expr| e.is_null_literal() || e.data_type() == DataType::Text;
+    if !is_text(&expr) || !is_text(&pattern) {
+        return Err(no_operator(symbol, &expr, &pattern));
+    }
+    let mut args = vec![coerce(expr, DataType::Text, false)?, coerce(pattern, DataType::Text, false)?];
+    if let Some(escape) = escape {
+        if !is_text(&escape) {
+            return Err(Error::new(
+                SqlState::UNDEFINED_FUNCTION,
+                format!("function like_escape(text, {}) does not exist", type_label(&escape)),
+            )
+            .with_hint(FUNCTION_HINT));
+        }
+        args.push(coerce(escape, DataType::Text, false)?);
+    }
+    Ok(Expr::Function { func, args, data_type: DataType::Bool })
+}
+
 /// Resolves a call of the built-in function `name` (any case) on `args` (rule 6),
 /// inserting implicit casts. Unknown names and unmatched argument types are
 /// `function md5(integer) does not exist` (42883) with PostgreSQL's hint.
@@ -312,8 +345,14 @@ pub fn resolve_function(name: &str, args: Vec<Expr>) -> Result<Expr> {
         .collect();
     let score = |s: &Signature| {
         let exact = s.args.iter().zip(&args).filter(|(&p, a)| !a.is_null_literal() && a.data_type() == p).count();
-        let preferred =
-            s.args.iter().zip(&args).filter(|(&p, a)| a.is_null_literal() && p == DataType::Float8).count();
+        // float8 is PostgreSQL's preferred type of the numeric category: among overloads
+        // that need a conversion, the one converting to it wins (`round(2)` is float8).
+        let preferred = s
+            .args
+            .iter()
+            .zip(&args)
+            .filter(|(&p, a)| p == DataType::Float8 && (a.is_null_literal() || a.data_type() != p))
+            .count();
         (exact, preferred)
     };
     let best = candidates.iter().map(|s| score(s)).max();
