@@ -9,6 +9,7 @@
 //! weft bench sort [--rows N] [--runs K] [--no-postgres] [--no-duckdb] [--strategies S,S]
 //! weft bench index [--rows N] [--runs K] [--no-postgres] [--strategies S,S]
 //! weft bench join [--rows N] [--self-rows N] [--runs K] [--no-postgres]
+//! weft bench buffers [--runs K] [--seconds S] [--full] [--no-postgres]
 //! ```
 //!
 //! Exit status, as psql's: 0 done (errors in a script without `ON_ERROR_STOP` do not count),
@@ -26,6 +27,7 @@ macro_rules! outln {
 }
 
 mod bench;
+mod bench_buffers;
 mod bench_index;
 mod bench_join;
 mod bench_sort;
@@ -186,6 +188,24 @@ enum BenchWorkload {
         #[arg(long = "no-postgres")]
         no_postgres: bool,
     },
+    /// buffer_mapping = art vs hash (seeds/004): pgbench -S-like point selects with 2 threads
+    /// (pool a fifth of the table, and a pool it fits in), and the DROP of test_drop2 and of
+    /// 1,000 tables in one statement with a full pool, next to PostgreSQL 15 (defaults: scale
+    /// 5, DROP at 1GB, 3 runs; the issue's sizes: --full)
+    Buffers {
+        /// Runs per configuration, alternating art, hash, PostgreSQL [default: 3]
+        #[arg(long)]
+        runs: Option<usize>,
+        /// Seconds of each select-only measurement [default: 5]
+        #[arg(long)]
+        seconds: Option<f64>,
+        /// The issue's sizes: scale 50 at 128MB and 1GB, DROP at 1GB and 8GB
+        #[arg(long)]
+        full: bool,
+        /// Leave PostgreSQL out
+        #[arg(long = "no-postgres")]
+        no_postgres: bool,
+    },
     /// CREATE INDEX on parallel_sort_test (randint) and (padding1): 1 and 2 participants,
     /// maintenance_work_mem 1GB and 64MB, next to PostgreSQL 15 (defaults: 100000 rows, 1
     /// run; the real measurement: --rows 10000000 --runs 3 --set fsync=off)
@@ -268,6 +288,16 @@ fn real_main() -> i32 {
                 settings,
             };
             return bench_join::join(&options);
+        }
+        Some(Command::Bench { workload: BenchWorkload::Buffers { runs, seconds, full, no_postgres } }) => {
+            let options = bench_buffers::BuffersOptions {
+                runs: runs.unwrap_or(3),
+                full: *full,
+                seconds: seconds.unwrap_or(5.0).max(0.1),
+                postgres: !no_postgres,
+                settings,
+            };
+            return bench_buffers::buffers(&options);
         }
         None => {}
     }

@@ -156,6 +156,7 @@ impl BufferPool {
         if rels.is_empty() {
             return;
         }
+        let started = std::time::Instant::now();
         if self.mapping.lists_forks() {
             for &rel in rels {
                 for fork in ForkNumber::ALL {
@@ -171,6 +172,7 @@ impl BufferPool {
         for rel in rels {
             pending.remove(rel);
         }
+        self.stats.invalidation_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
 
     fn drop_relations_hash(&self, rels: &[RelFileLocator]) {
@@ -207,6 +209,7 @@ impl BufferPool {
     /// writing them, then truncates the file. The caller must keep other
     /// users of `rel` out meanwhile.
     pub fn truncate_relation(&self, rel: RelFileLocator, fork: ForkNumber, nblocks: BlockNumber) -> Result<()> {
+        let started = std::time::Instant::now();
         if self.mapping.lists_forks() {
             self.invalidate_listed(rel, fork, nblocks);
         } else {
@@ -222,6 +225,7 @@ impl BufferPool {
                 self.mapped_bounds[bound_shard(rel)].lock().insert((rel, fork), nblocks);
             }
         }
+        self.stats.invalidation_ns.fetch_add(started.elapsed().as_nanos() as u64, Ordering::Relaxed);
         let mut sizes = self.nblocks.lock();
         self.smgr.truncate(rel, fork, nblocks)?;
         sizes.insert((rel, fork), nblocks);

@@ -129,14 +129,17 @@ fn outer_value(slot: u32, generation: u32) -> u64 {
     ((generation as u64) << GENERATION_SHIFT) | slot as u64
 }
 
-/// One inner tree and its synchronisation.
+/// One inner tree and its synchronisation, on its own pair of cache lines: a
+/// lookup reads the state word and the tree's root from the same lines, and
+/// writers of one slot do not disturb readers of its neighbours.
+#[repr(C, align(128))]
 struct InnerSlot {
     /// `generation << 32 | RETIRING | users`.
     state: AtomicU64,
+    tree: OlcArt,
     /// The attached fork (`fork_words`); written before the slot is published.
     fork_high: AtomicU64,
     fork_low: AtomicU64,
-    tree: OlcArt,
 }
 
 enum Enter {
@@ -480,5 +483,17 @@ mod tests {
             assert_eq!(outer_key_of_words(fork_words(rel, fork)), outer_key(rel, fork));
         }
         assert!(outer_key(rel, ForkNumber::Init) < outer_key(RelFileLocator::new(1663, 5, 16385), ForkNumber::Main));
+    }
+
+    /// The node pool grows linearly with the buffer count (the worst case per
+    /// buffer is a constant), printed for the README.
+    #[test]
+    fn node_pool_is_linear_in_buffers() {
+        let per_buffer = |n: usize| ArtMapping::node_pool_bytes(n) as f64 / n as f64;
+        for n in [16_384usize, 131_072, 1_048_576] {
+            println!("nbuffers {n}: node pool {} MB ({:.0} bytes per buffer)", ArtMapping::node_pool_bytes(n) >> 20, per_buffer(n));
+        }
+        let (small, large) = (per_buffer(131_072), per_buffer(1_048_576));
+        assert!(large <= small && large > small * 0.9, "{small} vs {large}");
     }
 }

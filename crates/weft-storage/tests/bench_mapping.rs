@@ -1,0 +1,97 @@
+//! Lookups per second of the ART mapping against the partitioned hash,
+//! interleaved (art, hash, art, hash, ... in short slices) so that a machine
+//! shared with other work slows both alike; medians and the ratio art/hash.
+//! The criterion bench (`benches/mapping_lookup.rs`) measures the same
+//! lookups one structure after the other, with congee and hashbrown beside.
+//!
+//! cargo test -p weft-storage --release --test bench_mapping -- --ignored --nocapture
+//! (WEFT_BENCH_ROUNDS, default 15 slices of 200 ms per structure and configuration)
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use weft_storage::mapping::{ArtMapping, BufferMapping, PartitionedHashMapping};
+use weft_storage::{BufferTag, ForkNumber, RelFileLocator};
+
+const RELATIONS: u32 = 16;
+const SLICE: Duration = Duration::from_millis(200);
+
+fn tag_of(index: usize, entries: usize) -> BufferTag {
+    let per_relation = entries / RELATIONS as usize;
+    BufferTag::new(
+        RelFileLocator::new(1663, 5, 16384 + (index / per_relation) as u32),
+        ForkNumber::Main,
+        (index % per_relation) as u32,
+    )
+}
+
+fn probes(entries: usize, thread: u64) -> Vec<BufferTag> {
+    let mut x = 0x9e37_79b9_7f4a_7c15_u64 ^ (thread + 1).wrapping_mul(0x2545_f491_4f6c_dd1d);
+    (0..1 << 16)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            tag_of((x % entries as u64) as usize, entries)
+        })
+        .collect()
+}
+
+/// Lookups per second over one slice on `threads` threads.
+fn slice(mapping: &Arc<dyn BufferMapping>, probes: &[Vec<BufferTag>], threads: usize) -> f64 {
+    let start = Instant::now();
+    let total: usize = std::thread::scope(|s| {
+        let handles: Vec<_> = probes
+            .iter()
+            .take(threads)
+            .map(|probes| {
+                let mapping = mapping.clone();
+                s.spawn(move || {
+                    let (mut done, mut at) = (0usize, 0usize);
+                    while start.elapsed() < SLICE {
+                        for _ in 0..1024 {
+                            assert!(mapping.lookup(&probes[at]).is_some());
+                            at = (at + 1) & (probes.len() - 1);
+                        }
+                        done += 1024;
+                    }
+                    done
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    total as f64 / start.elapsed().as_secs_f64()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+#[test]
+#[ignore = "benchmark: run in --release with --ignored --nocapture"]
+fn bench_mapping_lookups() {
+    let rounds: usize = std::env::var("WEFT_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(15);
+    println!("| entries | threads | art M lookups/s | hash M lookups/s | art/hash |");
+    println!("|---|---|---|---|---|");
+    for entries in [16 * 1024, 1024 * 1024] {
+        let art: Arc<dyn BufferMapping> = Arc::new(ArtMapping::new(entries));
+        let hash: Arc<dyn BufferMapping> = Arc::new(PartitionedHashMapping::new(entries));
+        for mapping in [&art, &hash] {
+            for i in 0..entries {
+                mapping.insert(tag_of(i, entries), i).unwrap().unwrap();
+            }
+        }
+        let probes: Vec<Vec<BufferTag>> = (0..2).map(|t| probes(entries, t)).collect();
+        for threads in [1, 2] {
+            let (mut a, mut h) = (Vec::new(), Vec::new());
+            for _ in 0..rounds {
+                a.push(slice(&art, &probes, threads));
+                h.push(slice(&hash, &probes, threads));
+            }
+            let (a, h) = (median(a) / 1e6, median(h) / 1e6);
+            println!("| {}k | {threads} | {a:.1} | {h:.1} | {:.2} |", entries / 1024, a / h);
+        }
+    }
+}
