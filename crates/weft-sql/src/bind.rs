@@ -130,6 +130,8 @@ pub fn object_name(name: &ast::ObjectName) -> Result<String> {
 pub struct AggregateContext {
     pub group_by: Vec<Expr>,
     pub calls: Vec<AggregateCall>,
+    /// Per call: written `f(DISTINCT x)`.
+    pub distinct: Vec<bool>,
 }
 
 pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
@@ -188,7 +190,7 @@ impl<'a> Binder<'a> {
         if let ast::Expr::Function(f) = expr {
             let name = object_name(&f.name)?;
             if let Some(function) = aggregate_function(&name) {
-                let call = {
+                let (call, distinct) = {
                     let mut plain = Binder::new(self.scope);
                     plain.bind_aggregate_call(function, f)?
                 };
@@ -196,6 +198,7 @@ impl<'a> Binder<'a> {
                 let index = aggregates.group_by.len() + aggregates.calls.len();
                 let data_type = call.result_type;
                 aggregates.calls.push(call);
+                aggregates.distinct.push(distinct);
                 return Ok(Some(Expr::Column { index, data_type }));
             }
         }
@@ -212,14 +215,12 @@ impl<'a> Binder<'a> {
         Ok(None)
     }
 
-    fn bind_aggregate_call(&mut self, function: AggregateFunction, f: &ast::Function) -> Result<AggregateCall> {
+    /// The call, and whether it aggregates distinct values (`count(DISTINCT x)`).
+    fn bind_aggregate_call(&mut self, function: AggregateFunction, f: &ast::Function) -> Result<(AggregateCall, bool)> {
         let name = object_name(&f.name)?;
-        let args = match &f.args {
+        let (args, distinct) = match &f.args {
             ast::FunctionArguments::List(list) => {
-                if list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct) {
-                    return Err(Error::not_supported(format!("{name}(DISTINCT ...) is not supported yet")));
-                }
-                &list.args
+                (&list.args, list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct))
             }
             ast::FunctionArguments::None => {
                 return Err(Error::syntax(format!("syntax error at or near \"{name}\"")))
@@ -257,7 +258,7 @@ impl<'a> Binder<'a> {
             )
             .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")
         })?;
-        Ok(AggregateCall { function, arg, result_type })
+        Ok((AggregateCall { function, arg, result_type }, distinct))
     }
 
     fn bind_node(&mut self, expr: &ast::Expr) -> Result<Expr> {

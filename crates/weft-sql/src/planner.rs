@@ -15,7 +15,7 @@ use weft_access::Snapshot;
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_exec::expr::{self as ex, EvalContext, Expr};
-use weft_exec::plan::{HeapSource, Pipeline, Plan, ScanLabel, SortKey, SortPlan, Source, Step};
+use weft_exec::plan::{AggregateCall, HeapSource, Pipeline, Plan, ScanLabel, SortKey, SortPlan, Source, Step};
 use weft_storage::{BufferPool, ForkNumber};
 
 use crate::api::ColumnInfo;
@@ -522,7 +522,7 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         }
         group_by.push(Binder::new(scope).bind(&resolved)?);
     }
-    let mut aggregates = AggregateContext { group_by, calls: Vec::new() };
+    let mut aggregates = AggregateContext { group_by, calls: Vec::new(), distinct: Vec::new() };
     let mut outputs = Vec::with_capacity(items.len());
     let mut columns = Vec::with_capacity(items.len());
     for (ast_expr, name) in &items {
@@ -534,7 +534,9 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         Some(h) => Some(require_bool(Binder::with_aggregates(scope, &mut aggregates).bind(h)?, "HAVING")?),
         None => None,
     };
-    let AggregateContext { mut group_by, mut calls } = aggregates;
+    let AggregateContext { mut group_by, mut calls, distinct } = aggregates;
+    // Checked before planning the input; taken again after its columns are renumbered.
+    distinct_argument(&calls, &distinct)?;
     let outputs_volatile = outputs.iter().any(is_volatile);
     let (source, steps, workers) = match from {
         FromPlan::Joins(joins) => {
@@ -574,12 +576,52 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     }
     output.push(Step::Project(outputs));
     let hidden_types = columns.drain(visible..).map(|c| c.data_type).collect();
+    let plan = match distinct_argument(&calls, &distinct)? {
+        None => Plan::Aggregate { input: Pipeline { source, steps, workers }, group_by, aggregates: calls, output },
+        Some(arg) => distinct_aggregate(Pipeline { source, steps, workers }, group_by, calls, arg, output),
+    };
     Ok(PlannedQuery {
-        plan: Plan::Aggregate { input: Pipeline { source, steps, workers }, group_by, aggregates: calls, output },
+        plan,
         columns,
         hidden,
         hidden_types,
     })
+}
+
+/// The argument of the query's `f(DISTINCT x)` calls, if it has any. Every aggregate must
+/// then be DISTINCT over the same `x` (the form `distinct_aggregate` plans).
+fn distinct_argument(calls: &[AggregateCall], distinct: &[bool]) -> Result<Option<Expr>> {
+    if !distinct.iter().any(|&d| d) {
+        return Ok(None);
+    }
+    let first = calls.iter().zip(distinct).find(|(_, &d)| d).and_then(|(c, _)| c.arg.clone());
+    let uniform = calls.iter().zip(distinct).all(|(c, &d)| d && c.arg == first);
+    match first {
+        Some(arg) if uniform => Ok(Some(arg)),
+        _ => Err(Error::not_supported(
+            "aggregates mixing DISTINCT and plain calls, or DISTINCT over different arguments, are not supported yet",
+        )),
+    }
+}
+
+/// `g, f(DISTINCT x) ... GROUP BY g` as two aggregates: the distinct (g, x) pairs first,
+/// then `f(x)` per g over them. The outer aggregate's rows have the layout the one-step
+/// aggregate would have (keys, then calls), so `output` applies unchanged.
+fn distinct_aggregate(input: Pipeline, group_by: Vec<Expr>, calls: Vec<AggregateCall>, arg: Expr, output: Vec<Step>) -> Plan {
+    let keys = group_by.len();
+    let arg_type = arg.data_type();
+    let outer_keys: Vec<Expr> =
+        group_by.iter().enumerate().map(|(index, g)| Expr::Column { index, data_type: g.data_type() }).collect();
+    let mut pairs = group_by;
+    pairs.push(arg);
+    let label = ScanLabel { alias: None, columns: (0..=keys).map(|i| format!("column{}", i + 1)).collect() };
+    let inner = Plan::Aggregate { input, group_by: pairs, aggregates: Vec::new(), output: Vec::new() };
+    let calls = calls
+        .into_iter()
+        .map(|c| AggregateCall { arg: Some(Expr::Column { index: keys, data_type: arg_type }), ..c })
+        .collect();
+    let source = Source::Subquery { plan: Box::new(inner), label };
+    Plan::Aggregate { input: Pipeline { source, steps: Vec::new(), workers: 0 }, group_by: outer_keys, aggregates: calls, output }
 }
 
 /// The distinct rows of `planned`: an aggregate keyed by all its columns over it.

@@ -48,6 +48,10 @@ const QUERIES: &[&str] = &[
     "SELECT DISTINCT f IS NULL, s IS NULL FROM t",
     "SELECT DISTINCT count(*) FROM t GROUP BY k",
     "SELECT DISTINCT substr(padding1, 1, 1) FROM parallel_sort_test ORDER BY 1",
+    "SELECT k, count(DISTINCT s) FROM t GROUP BY k",
+    "SELECT count(DISTINCT k), sum(DISTINCT k), avg(DISTINCT k), min(DISTINCT k) FROM t",
+    "SELECT count(DISTINCT substr(padding1, 1, 2)) FROM parallel_sort_test",
+    "SELECT k, count(DISTINCT f) FROM t GROUP BY k HAVING count(DISTINCT f) > 300",
     // UNION / INTERSECT / EXCEPT.
     "SELECT k FROM t UNION SELECT id FROM t WHERE id < 10",
     "SELECT k, s FROM t WHERE id < 100 UNION ALL SELECT id, s FROM t WHERE id > 2990",
