@@ -39,7 +39,7 @@ pub fn plan_set_operation(
     }
     let mut types = Vec::with_capacity(left.columns.len());
     for (l, r) in left.columns.iter().zip(&right.columns) {
-        types.push(common_type(name, l.data_type, r.data_type)?);
+        types.push(ex::common_type(&[l.data_type, r.data_type], name)?);
     }
     let columns: Vec<ColumnInfo> =
         left.columns.iter().zip(&types).map(|(c, &data_type)| ColumnInfo { name: c.name.clone(), data_type }).collect();
@@ -61,29 +61,6 @@ pub fn plan_set_operation(
     };
     let planned = PlannedQuery { plan, columns, hidden: Vec::new(), hidden_types: Vec::new() };
     Ok(if operator == SetOperator::Append && !all { distinct_rows(planned) } else { planned })
-}
-
-/// The type both sides of a set operation's column are cast to.
-fn common_type(operation: &str, left: DataType, right: DataType) -> Result<DataType> {
-    fn numeric_rank(t: DataType) -> Option<u8> {
-        match t {
-            DataType::Int4 => Some(0),
-            DataType::Int8 => Some(1),
-            DataType::Numeric => Some(2),
-            DataType::Float8 => Some(3),
-            _ => None,
-        }
-    }
-    if left == right {
-        return Ok(left);
-    }
-    match (numeric_rank(left), numeric_rank(right)) {
-        (Some(a), Some(b)) => Ok(if a >= b { left } else { right }),
-        _ => Err(Error::new(
-            SqlState::DATATYPE_MISMATCH,
-            format!("{operation} types {} and {} cannot be matched", left.name(), right.name()),
-        )),
-    }
 }
 
 /// `planned`'s plan, with its columns cast to `types` where they differ.
