@@ -100,7 +100,7 @@ impl Database {
         let in_flight = catalog.next_xid;
         catalog.aborted.insert(in_flight);
         catalog.next_xid = in_flight + 1;
-        catalog.publish(dir)?;
+        catalog.publish(dir, smgr.fsync_enabled())?;
         remove_orphans(&smgr, &catalog)?;
 
         let shared_buffers = settings.memory_bytes("shared_buffers");
@@ -165,7 +165,7 @@ impl Database {
         }
         txn.catalog.committed_max = txn.xid;
         txn.catalog.next_xid = txn.xid + 1;
-        txn.catalog.publish(&self.data_dir)?;
+        txn.catalog.publish(&self.data_dir, self.pool.smgr().fsync_enabled())?;
         *self.catalog.write() = Arc::new(txn.catalog.clone());
         // One pass for all of them (a DROP of many tables visits the hash
         // mapping's descriptors once; the ART retires each relation's trees).
@@ -190,7 +190,7 @@ impl Database {
         catalog.next_xid = txn.xid + 1;
         // If this publish fails, the persisted next_xid is still txn.xid, which start-up
         // marks aborted: the rows stay invisible either way.
-        let _ = catalog.publish(&self.data_dir);
+        let _ = catalog.publish(&self.data_dir, self.pool.smgr().fsync_enabled());
         *self.catalog.write() = Arc::new(catalog);
     }
 }

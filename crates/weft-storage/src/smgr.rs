@@ -84,6 +84,11 @@ impl StorageManager {
         self.fsync.store(enabled, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// The `fsync` setting, for other files of the data directory (the catalog).
+    pub fn fsync_enabled(&self) -> bool {
+        self.fsync.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     pub fn file_path(&self, rel: RelFileLocator, fork: ForkNumber) -> PathBuf {
         self.base_dir.join(rel.db_oid.to_string()).join(format!("{}{}", rel.rel_number, fork.file_suffix()))
     }
