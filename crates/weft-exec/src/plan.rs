@@ -185,6 +185,12 @@ pub struct HashJoin {
     /// size the table and the first number of batches (PostgreSQL's `ExecChooseHashTableSize`).
     pub estimated_inner_rows: f64,
     pub estimated_inner_width: usize,
+    /// The outer key's most common values with their frequencies, most frequent first
+    /// (from the statistics of the base-table column a one-column outer key reads; empty
+    /// when unknown). Inner tuples of these keys are kept in memory when the join runs in
+    /// several batches, so outer rows with them are joined at once and never spilled
+    /// (PostgreSQL's skew buckets, `ExecHashBuildSkewHash`).
+    pub outer_mcvs: Vec<(Datum, f64)>,
 }
 
 #[derive(Clone, Debug)]

@@ -835,6 +835,14 @@ impl<'a> Builder<'a> {
         let mut hash_lines: Vec<String> = self.output_line(&inner.cols).into_iter().collect();
         if let Some(run) = run {
             hash_lines.push(hash_usage_line(run));
+            if run.batches > 1 {
+                // Several batches: outer rows written to batch files, and the rows joined in
+                // memory through skew buckets (the outer key's most common values).
+                hash_lines.push(format!(
+                    "Outer Rows Spilled: {}  Skew Rows: inner {}, outer {}",
+                    run.outer_spilled, run.skew_inner_rows, run.skew_outer_rows
+                ));
+            }
         }
         let hash = Node {
             name: if aware { "Parallel Hash".into() } else { "Hash".into() },

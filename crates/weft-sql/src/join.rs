@@ -685,8 +685,10 @@ impl Planner<'_, '_> {
         let mut outer_keys = Vec::new();
         let mut inner_keys = Vec::new();
         let mut filters = Vec::new();
+        let mut outer_mcvs = Vec::new();
         for c in conditions {
             if let Some((mut o, mut i)) = self.key_pair(&c, &probe_rels, &build_rels)? {
+                outer_mcvs = if outer_keys.is_empty() { self.outer_mcvs(&o) } else { Vec::new() };
                 remap_columns(&mut o, &probe_pos);
                 remap_columns(&mut i, &build_pos);
                 outer_keys.push(o);
@@ -711,8 +713,22 @@ impl Planner<'_, '_> {
             inner_width: self.width(&all_rels) - self.width(&probe.rels),
             estimated_inner_rows,
             estimated_inner_width: 0,
+            outer_mcvs,
         };
         self.push_join(probe, join, all_rels, rows, after)
+    }
+
+    /// The most common values of an outer key (over the raw row) and their frequencies,
+    /// most common first: when it is a plain column of a table with usable statistics
+    /// (the hash join keeps the inner tuples of these keys in memory: skew buckets).
+    fn outer_mcvs(&self, key: &Expr) -> Vec<(Datum, f64)> {
+        let Expr::Column { index: raw, .. } = key else { return Vec::new() };
+        let rel = self.from.rel_of(*raw);
+        let Source::Heap(heap) = &self.from.rels[rel].source else { return Vec::new() };
+        let Some(meta) = self.ctx.catalog.tables.get(&heap.table_name) else { return Vec::new() };
+        let Some(stats) = crate::selectivity::usable_stats(self.ctx.catalog, meta) else { return Vec::new() };
+        let Some(column) = stats.columns.get(raw - self.from.offsets[rel]) else { return Vec::new() };
+        column.most_common_vals.iter().zip(&column.most_common_freqs).map(|(v, &f)| (v.0.clone(), f)).collect()
     }
 
     fn push_join(&mut self, probe: Partial, join: HashJoin, rels: Vec<usize>, rows: f64, after: Vec<Expr>) -> Result<Partial> {
@@ -761,6 +777,7 @@ impl Planner<'_, '_> {
         let SemiJoin { build, keys, filter, join_type, null_aware, inner_positions, inner_width, rows } = semi;
         let mut outer_keys = Vec::new();
         let mut inner_keys = Vec::new();
+        let outer_mcvs = if keys.len() == 1 { self.outer_mcvs(&keys[0].0) } else { Vec::new() };
         for (mut o, mut i) in keys {
             remap_columns(&mut o, &probe_pos);
             remap_columns(&mut i, &inner_positions);
@@ -788,6 +805,7 @@ impl Planner<'_, '_> {
             inner_width,
             estimated_inner_rows: rows,
             estimated_inner_width: 0,
+            outer_mcvs,
         };
         partial.steps.push(Step::HashJoin(Box::new(join)));
         partial.joined = true;

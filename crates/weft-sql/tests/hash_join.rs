@@ -644,3 +644,82 @@ fn a_hot_key_is_processed_in_chunks_within_budget() {
     }
     assert_temp_empty(dir.path());
 }
+
+/// `Outer Rows Spilled: N  Skew Rows: inner N, outer N` of a plan's first Hash node.
+fn skew_figures(plan: &str) -> (u64, u64, u64) {
+    let line = plan.lines().find(|l| l.contains("Outer Rows Spilled: ")).unwrap_or_else(|| panic!("no spill figures:\n{plan}"));
+    let numbers: Vec<u64> = line.split(|c: char| !c.is_ascii_digit()).filter(|w| !w.is_empty()).map(|w| w.parse().unwrap()).collect();
+    (numbers[0], numbers[1], numbers[2])
+}
+
+/// A heavily skewed outer side (most rows on a few keys) in many batches: once ANALYZEd,
+/// the inner tuples of its most common keys stay in memory (skew buckets) and the outer
+/// rows with them are joined during the probe, never written to batch files; every shape
+/// and join type gives the oracle's rows, with statistics and without them.
+#[test]
+fn most_common_outer_keys_are_never_spilled() {
+    let mut rng = Rng(0x5_ce3);
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut s = db.session();
+    // l: 20000 rows, 70% on six hot keys (of decreasing frequency), the rest over 3000
+    // keys with some NULLs; r: 12000 rows over the same 3000 keys (several batches even
+    // for 8 participants' combined budget).
+    const HOT: [i32; 6] = [11, 222, 1303, 1777, 2468, 2999];
+    let left: Table = (0..20000)
+        .map(|id| {
+            let key = match rng.below(100) {
+                p if p < 70 => Some(HOT[(p as usize * p as usize) % 6]),
+                _ => (rng.below(12) != 0).then(|| rng.below(3000) as i32),
+            };
+            (id, key)
+        })
+        .collect();
+    let right = random_table(&mut rng, 12000, 3000, 15);
+    let not_hot = left.iter().filter(|l| l.1.is_some_and(|k| !HOT.contains(&k))).count() as u64;
+    let hot = left.iter().filter(|l| l.1.is_some_and(|k| HOT.contains(&k))).count() as u64;
+    load(&mut s, "l", &left);
+    load(&mut s, "r", &right);
+    let expected: Vec<(&str, bool, Vec<String>)> = KINDS
+        .iter()
+        .flat_map(|&kind| [false, true].map(|filtered| (kind, filtered)))
+        .filter(|&(kind, filtered)| !(kind == "not in" && filtered))
+        .map(|(kind, filtered)| (kind, filtered, oracle_grouped(kind, &left, &right, filtered)))
+        .collect();
+    for analyzed in [false, true] {
+        if analyzed {
+            s.execute("ANALYZE").unwrap();
+        }
+        for workers in [1, 3, 7] {
+            for (shape, settings) in shapes(workers) {
+                s.execute("RESET ALL").unwrap();
+                for set in &settings {
+                    s.execute(set).unwrap();
+                }
+                s.execute("SET work_mem = '64kB'").unwrap();
+                s.execute("SET hash_mem_multiplier = 1").unwrap();
+                for (kind, filtered, expected) in &expected {
+                    let sql = query(kind, *filtered);
+                    let got = result(&mut s, &sql);
+                    assert!(&got == expected, "{shape} {workers}, analyzed {analyzed}: {sql}\n{} rows, expected {}", got.len(), expected.len());
+                }
+                for kind in ["inner", "semi", "left"] {
+                    let plan = result(&mut s, &format!("EXPLAIN ANALYZE {}", query(kind, false))).join("\n");
+                    assert!(batches(&plan)[0] > 1, "{shape} {workers}: {plan}");
+                    let (spilled, skew_inner, skew_outer) = skew_figures(&plan);
+                    if analyzed {
+                        // Hot rows are probed in batch 0 or through the skew buckets: only
+                        // other rows were written to batch files.
+                        assert!(skew_outer > 0 && skew_inner > 0, "{kind} {shape} {workers}: {plan}");
+                        assert!(spilled <= not_hot, "{kind} {shape} {workers}: {spilled} spilled, {not_hot} not hot\n{plan}");
+                        assert!(spilled + skew_outer <= not_hot + hot, "{kind} {shape} {workers}: {plan}");
+                    } else {
+                        assert_eq!((skew_inner, skew_outer), (0, 0), "{kind} {shape} {workers}: {plan}");
+                        assert!(spilled > 0, "{kind} {shape} {workers}: {plan}");
+                    }
+                }
+            }
+        }
+    }
+    assert_temp_empty(dir.path());
+}

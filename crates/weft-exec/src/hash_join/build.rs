@@ -114,9 +114,31 @@ impl<'p> SharedJoin<'p> {
         self.original_buckets.store(count, Ordering::Relaxed);
     }
 
-    /// Room for batch 0's tuples.
+    /// Room for batch 0's tuples (besides the skew buckets' share).
     fn tuple_allowed(&self) -> usize {
-        self.space_allowed.saturating_sub(self.bucket_bytes.load(Ordering::Relaxed))
+        self.space_allowed.saturating_sub(self.bucket_bytes.load(Ordering::Relaxed) + self.skew_allowed)
+    }
+
+    /// Are skew buckets in use for a tuple of `hash` routed by `local`? (Several batches,
+    /// batch 0 not evicted, a most common outer key.)
+    fn skewed(&self, local: &BuildLocal, keyed: bool, hash: u64) -> bool {
+        keyed && local.nbatch > 1 && !local.evicted && self.is_skew(hash)
+    }
+
+    /// Room for a skew tuple of `bytes`: in the skew buckets' share, or beyond it in batch
+    /// 0's (false: batch 0 is full too).
+    fn reserve_skew(&self, local: &mut BuildLocal, bytes: usize) -> bool {
+        let before = self.skew_bytes.fetch_add(bytes, Ordering::AcqRel);
+        let over = (before + bytes).saturating_sub(self.skew_allowed).min(bytes);
+        if over == 0 {
+            return true;
+        }
+        if over <= local.reserved || self.reserve(local, over) {
+            local.reserved -= over;
+            return true;
+        }
+        self.skew_bytes.fetch_sub(bytes, Ordering::AcqRel);
+        false
     }
 
     /// Phase 2 (all): this participant's inner morsels.
@@ -192,14 +214,23 @@ impl<'p> SharedJoin<'p> {
         let bytes = local.arena.tuple_bytes(keys, row);
         loop {
             let batch = if local.nbatch == 1 { 0 } else { batch_of(hash, local.nbatch) };
-            if batch != 0 || local.evicted {
-                return self.write_inner(local, batch, hash, keyed, row, bytes);
-            }
-            if bytes <= local.reserved || self.reserve(local, bytes) {
-                local.reserved -= bytes;
-                let keys = keyed.then_some(&local.keys[..]);
-                local.arena.push(hash, keys, row);
-                return Ok(());
+            if self.skewed(local, keyed, hash) {
+                // A most common outer key's tuple: in memory whatever its batch.
+                if self.reserve_skew(local, bytes) {
+                    let keys = keyed.then_some(&local.keys[..]);
+                    local.arena.push(hash, keys, row);
+                    return Ok(());
+                }
+            } else {
+                if batch != 0 || local.evicted {
+                    return self.write_inner(local, batch, hash, keyed, row, bytes);
+                }
+                if bytes <= local.reserved || self.reserve(local, bytes) {
+                    local.reserved -= bytes;
+                    let keys = keyed.then_some(&local.keys[..]);
+                    local.arena.push(hash, keys, row);
+                    return Ok(());
+                }
             }
             match self.growth.load(Ordering::Acquire) {
                 GROWTH_DISABLED => {
@@ -281,12 +312,14 @@ impl<'p> SharedJoin<'p> {
         Ok(())
     }
 
-    /// Batch 0 is evicted: this participant's batch-0 tuples go to batch 0's files.
+    /// Batch 0 is evicted: this participant's batch-0 tuples go to batch 0's files (and
+    /// skew tuples, skew buckets being given up with it, to their own batches').
     fn evict(&self, local: &mut BuildLocal) -> Result<()> {
         local.evicted = true;
         let freed = local.arena.bytes() + local.reserved;
         let mut arena = std::mem::replace(&mut local.arena, Arena::new(self.join));
-        arena.retain(|_| false, &mut |hash, keyed, row, bytes| self.write_inner(local, 0, hash, keyed, row, bytes))?;
+        let nbatch = local.nbatch;
+        arena.retain(|_| false, &mut |hash, keyed, row, bytes| self.write_inner(local, batch_of(hash, nbatch), hash, keyed, row, bytes))?;
         local.reserved = 0;
         self.space_used.fetch_sub(freed.min(self.space_used.load(Ordering::Relaxed)), Ordering::Relaxed);
         Ok(())
@@ -385,6 +418,7 @@ impl<'p> SharedJoin<'p> {
         let count = build.buckets.as_ref().map_or(1024, |b| b.len());
         build.buckets = Some(Arc::new(Buckets::with_len(count)));
         self.space_used.store(0, Ordering::Relaxed);
+        self.skew_bytes.store(0, Ordering::Relaxed);
         self.repartition_cursor.store(0, Ordering::Relaxed);
         self.generation.fetch_add(1, Ordering::Relaxed);
         self.nbatch.store(new, Ordering::Release);
@@ -394,10 +428,13 @@ impl<'p> SharedJoin<'p> {
     /// hashing, and old blocks, claimed one at a time, split by the new batch bits.
     fn repartition(&self, local: &mut BuildLocal, ctx: &ExecContext) -> Result<()> {
         let nbatch = local.nbatch;
-        let stays = |hash: u64| batch_of(hash, nbatch) == 0;
+        // Skew tuples stay in memory (growth happens before any eviction).
+        let skew = |hash: u64| self.is_skew(hash);
+        let stays = |hash: u64| batch_of(hash, nbatch) == 0 || skew(hash);
         let mut arena = std::mem::replace(&mut local.arena, Arena::new(self.join));
         arena.retain(stays, &mut |hash, keyed, row, bytes| self.write_inner(local, batch_of(hash, nbatch), hash, keyed, row, bytes))?;
         let (mut kept_bytes, mut kept) = (arena.bytes(), arena.len() as u64);
+        let mut skew_bytes = if self.skew.is_empty() { 0 } else { arena.count_where(skew).1 };
         local.arena = arena;
         let buckets = self.build.lock().buckets.clone().ok_or_else(|| Error::internal("hash join buckets not allocated"))?;
         loop {
@@ -407,6 +444,9 @@ impl<'p> SharedJoin<'p> {
             JoinTable::insert_arena(&buckets, number, &arena, 0);
             kept_bytes += arena.bytes();
             kept += arena.len() as u64;
+            if !self.skew.is_empty() {
+                skew_bytes += arena.count_where(skew).1;
+            }
             self.build.lock().deposited.push((number, arena));
         }
         let mut buf = Vec::new();
@@ -423,7 +463,9 @@ impl<'p> SharedJoin<'p> {
                 self.write_inner(local, batch_of(hash, nbatch), hash, keyed, &row, bytes)?;
             }
         }
-        self.space_used.fetch_add(kept_bytes, Ordering::Relaxed);
+        // Skew tuples count in the skew share (its excess in batch 0's: see `decide`).
+        self.space_used.fetch_add(kept_bytes - skew_bytes, Ordering::Relaxed);
+        self.skew_bytes.fetch_add(skew_bytes, Ordering::Relaxed);
         self.build.lock().repartition_batch0 += kept;
         self.hand_over_blocks(local)
     }
@@ -435,6 +477,9 @@ impl<'p> SharedJoin<'p> {
         let mut build = self.build.lock();
         // The old generation's blocks are read: their files go.
         build.old_blocks = Vec::new();
+        // Skew tuples beyond the skew share take batch 0's room.
+        let skew_over = self.skew_bytes.load(Ordering::Relaxed).saturating_sub(self.skew_allowed);
+        self.space_used.fetch_add(skew_over, Ordering::Relaxed);
         let nbatch = self.nbatch.load(Ordering::Relaxed);
         let allowed = self.tuple_allowed();
         let (mut over, mut skew) = (false, false);
@@ -482,7 +527,7 @@ impl<'p> SharedJoin<'p> {
                         Some(w) => w,
                         slot @ None => slot.insert(self.writers("inner", nbatch)?),
                     };
-                    w.write(0, hash, keyed, row, bytes)?;
+                    w.write(batch_of(hash, nbatch), hash, keyed, row, bytes)?;
                     Ok(())
                 })?;
             }
@@ -499,6 +544,10 @@ impl<'p> SharedJoin<'p> {
             return Err(Error::internal("hash join arenas missing at assembly"));
         }
         let arenas: Vec<Arena> = deposited.into_iter().map(|(_, a)| a).collect();
+        if nbatch > 1 && !self.skew.is_empty() && !self.batch0_evicted.load(Ordering::Acquire) {
+            let skew_inner = arenas.iter().map(|a| a.count_where(|hash| batch_of(hash, nbatch) != 0 && self.is_skew(hash)).0).sum();
+            self.skew_inner.store(skew_inner, Ordering::Relaxed);
+        }
         let original = buckets.len();
         let mut table = JoinTable::assemble(arenas, buckets, original, self.facts());
         if table.needs_more_buckets() {

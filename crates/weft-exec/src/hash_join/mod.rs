@@ -57,6 +57,13 @@ pub struct HashJoinStats {
     /// the budget), and batches processed in chunks.
     pub rounds: usize,
     pub chunked_batches: usize,
+    /// Skew buckets (the outer key's most common values, several batches only): inner
+    /// tuples of those keys kept in batch 0's table whatever their batch, and outer rows
+    /// joined with them during the probe instead of being written to a batch file.
+    pub skew_inner_rows: u64,
+    pub skew_outer_rows: u64,
+    /// Outer rows written to batch files (all participants).
+    pub outer_spilled: u64,
     /// Rows the step emitted, per participant.
     pub rows_out: Vec<u64>,
     /// Barrier waits per phase (parallel-aware only).

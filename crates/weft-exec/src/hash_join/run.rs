@@ -89,6 +89,10 @@ pub(crate) const GROWTH_OK: u8 = 0;
 pub(crate) const GROWTH_NEED_MORE: u8 = 1;
 pub(crate) const GROWTH_DISABLED: u8 = 2;
 
+/// Percent of the budget skew buckets' inner tuples may take (PostgreSQL's
+/// `SKEW_HASH_MEM_PERCENT`).
+pub(crate) const SKEW_PERCENT: usize = 2;
+
 /// Tuples a participant claims at once when inserting or scanning unmatched.
 pub(crate) const CLAIM: usize = 4096;
 
@@ -112,6 +116,9 @@ pub(crate) struct Figures {
     pub disk_bytes: u64,
     pub rounds: usize,
     pub chunked_batches: usize,
+    pub skew_inner: u64,
+    pub skew_outer: u64,
+    pub outer_spilled: u64,
 }
 
 impl Figures {
@@ -125,6 +132,9 @@ impl Figures {
         self.disk_bytes += other.disk_bytes;
         self.rounds = self.rounds.max(other.rounds);
         self.chunked_batches = self.chunked_batches.max(other.chunked_batches);
+        self.skew_inner = self.skew_inner.max(other.skew_inner);
+        self.skew_outer += other.skew_outer;
+        self.outer_spilled += other.outer_spilled;
     }
 }
 
@@ -142,6 +152,19 @@ pub(crate) struct SharedJoin<'p> {
     /// A participant's reservations of `space_used` are this big (a tuple's if bigger).
     pub(super) reserve_chunk: usize,
     pub(super) original_batches: usize,
+    /// Skew buckets: key hashes of the outer key's most common values, sorted (empty: no
+    /// skew buckets), and the budget of their inner tuples (2% of `space_allowed`,
+    /// PostgreSQL's `SKEW_HASH_MEM_PERCENT`). Their tuples are batch 0's whatever their
+    /// batch bits while the join has several batches and batch 0 is not evicted.
+    pub(super) skew: Vec<u64>,
+    pub(super) skew_allowed: usize,
+    /// Bytes of skew tuples in the arenas (beyond `skew_allowed` they count in
+    /// `space_used` too); inner tuples kept as skew tuples; outer rows probed as such, and
+    /// outer rows written to batch files.
+    pub(super) skew_bytes: AtomicUsize,
+    pub(super) skew_inner: AtomicU64,
+    pub(super) skew_outer: AtomicU64,
+    pub(super) outer_spilled: AtomicU64,
     // BUILD (build.rs)
     pub(super) build: Mutex<BuildState>,
     pub(super) nbatch: AtomicUsize,
@@ -229,6 +252,9 @@ pub(crate) struct JoinLocal<'s, 'p> {
     /// (it then has no outer row to probe: the source was exhausted).
     pub(super) phase: usize,
     keys: Vec<Datum>,
+    /// Outer rows this participant probed against skew tuples, and wrote to batch files.
+    skew_outer: u64,
+    spilled: u64,
 }
 
 struct OuterSpill {
@@ -277,6 +303,8 @@ impl<'p> JoinRun<'p> {
             writers.close();
             local.handle.deposit_outer(blocks);
         }
+        local.handle.skew_outer.fetch_add(std::mem::take(&mut local.skew_outer), Ordering::Relaxed);
+        local.handle.outer_spilled.fetch_add(std::mem::take(&mut local.spilled), Ordering::Relaxed);
         local.handle.finish(local.phase, &mut local.table, ctx, out)?;
         if let (JoinRun::Private { stats, figures, .. }, Handle::Private(own)) = (self, &local.handle) {
             stats.lock().append(&mut own.inner_stats.lock());
@@ -312,6 +340,9 @@ impl<'p> JoinRun<'p> {
             disk_bytes: figures.disk_bytes,
             rounds: figures.rounds,
             chunked_batches: figures.chunked_batches,
+            skew_inner_rows: figures.skew_inner,
+            skew_outer_rows: figures.skew_outer,
+            outer_spilled: figures.outer_spilled,
             rows_out,
             phase_waits,
         });
@@ -341,7 +372,7 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
         } else {
             (None, None)
         };
-        JoinLocal { handle, table, buffers: ProbeBuffers::default(), outer, phase, keys: Vec::new() }
+        JoinLocal { handle, table, buffers: ProbeBuffers::default(), outer, phase, keys: Vec::new(), skew_outer: 0, spilled: 0 }
     }
 
     /// Take one outer row: probe batch 0's table with it, or write it to its batch's file.
@@ -356,7 +387,10 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
             if eval_keys(&join.outer_keys, outer, ctx.eval, &mut self.keys)? {
                 let hash = key_hash(&self.keys);
                 let batch = batch_of(hash, spill.nbatch);
-                if batch != 0 || spill.spill_batch0 {
+                if batch != 0 && !spill.spill_batch0 && self.handle.is_skew(hash) {
+                    // A most common key: its inner tuples are in batch 0's table.
+                    self.skew_outer += 1;
+                } else if batch != 0 || spill.spill_batch0 {
                     if join.null_aware && self.handle.inner_null_key.load(Ordering::Relaxed) {
                         // NOT IN against a NULL: no row at all.
                         return Ok(true);
@@ -366,6 +400,7 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
                         slot @ None => slot.insert(self.handle.writers("outer", spill.nbatch)?),
                     };
                     writers.write(batch, hash, true, outer, 0)?;
+                    self.spilled += 1;
                     return Ok(true);
                 }
             }
@@ -401,6 +436,19 @@ impl<'p> SharedJoin<'p> {
             ((inner_bytes / (space_allowed as f64 * 0.75)).ceil() as usize).next_power_of_two().min(MAX_BATCHES)
         };
         let participants = participants.max(1);
+        // Skew buckets: the most common outer keys, as many as the skew budget could hold
+        // one inner tuple of (PostgreSQL's ExecHashBuildSkewHash), most common first.
+        let skew_allowed = if join.outer_keys.len() == 1 && !join.outer_mcvs.is_empty() { space_allowed * SKEW_PERCENT / 100 } else { 0 };
+        let mut skew: Vec<u64> = join
+            .outer_mcvs
+            .iter()
+            .take(skew_allowed / tuple_bytes.max(1))
+            .filter(|(value, _)| !value.is_null())
+            .map(|(value, _)| key_hash(std::slice::from_ref(value)))
+            .collect();
+        skew.sort_unstable();
+        skew.dedup();
+        let skew_allowed = if skew.is_empty() { 0 } else { skew_allowed };
         Ok(SharedJoin {
             join,
             private,
@@ -412,6 +460,12 @@ impl<'p> SharedJoin<'p> {
             block_bytes: block_bytes(space_allowed / participants),
             reserve_chunk: (space_allowed / (16 * participants)).clamp(256, 32 << 10),
             original_batches: nbatch,
+            skew,
+            skew_allowed,
+            skew_bytes: AtomicUsize::new(0),
+            skew_inner: AtomicU64::new(0),
+            skew_outer: AtomicU64::new(0),
+            outer_spilled: AtomicU64::new(0),
             build: Mutex::new(BuildState::default()),
             nbatch: AtomicUsize::new(nbatch),
             growth: AtomicU8::new(GROWTH_OK),
@@ -477,7 +531,16 @@ impl<'p> SharedJoin<'p> {
             disk_bytes: self.spill.lock().as_ref().map_or(0, |s| s.counters.written()),
             rounds: plan.map_or(0, |p| p.rounds.len()),
             chunked_batches: plan.map_or(0, |p| p.chunked_batches),
+            skew_inner: self.skew_inner.load(Ordering::Relaxed),
+            skew_outer: self.skew_outer.load(Ordering::Relaxed),
+            outer_spilled: self.outer_spilled.load(Ordering::Relaxed),
         }
+    }
+
+    /// Is `hash` one of the skew buckets' (a most common outer key's)?
+    #[inline]
+    pub(super) fn is_skew(&self, hash: u64) -> bool {
+        !self.skew.is_empty() && self.skew.binary_search(&hash).is_ok()
     }
 
     /// The facts a probe needs about the whole inner side (known once it is hashed).

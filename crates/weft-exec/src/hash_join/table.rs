@@ -198,6 +198,24 @@ impl Arena {
         index
     }
 
+    /// Bytes tuple `index` takes here (as [`Arena::tuple_bytes`] counted it).
+    pub fn tuple_bytes_at(&self, index: usize) -> usize {
+        let keys = (self.key_columns.is_none() && self.keyed[index]).then(|| &self.keys[index * self.key_count..(index + 1) * self.key_count]);
+        self.tuple_bytes(keys, self.row(index))
+    }
+
+    /// Keyed tuples whose hash `pred` says yes to, and their bytes.
+    pub fn count_where(&self, pred: impl Fn(u64) -> bool) -> (u64, usize) {
+        let (mut tuples, mut bytes) = (0, 0);
+        for index in 0..self.len() {
+            if self.keyed[index] && pred(self.entries[index].hash) {
+                tuples += 1;
+                bytes += self.tuple_bytes_at(index);
+            }
+        }
+        (tuples, bytes)
+    }
+
     /// Tuple `index`'s hash, keyed flag and row (to write it to a batch file).
     pub fn tuple(&self, index: usize) -> (u64, bool, &[Datum]) {
         (self.entries[index].hash, self.keyed[index], self.row(index))
