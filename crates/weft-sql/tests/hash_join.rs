@@ -48,36 +48,9 @@ fn passes(l: i32, r: i32) -> bool {
 
 /// Rows of `kind` by nested loops, each as "left id|right id" (empty for NULL).
 fn oracle(kind: &str, left: &Table, right: &Table, filtered: bool) -> Vec<String> {
-    let matches = |l: &(i32, Option<i32>), r: &(i32, Option<i32>)| {
-        matches!((l.1, r.1), (Some(a), Some(b)) if a == b) && (!filtered || passes(l.0, r.0))
-    };
-    let mut out = Vec::new();
-    let mut right_matched = vec![false; right.len()];
-    for l in left {
-        let mut any = false;
-        for (j, r) in right.iter().enumerate() {
-            if matches(l, r) {
-                any = true;
-                right_matched[j] = true;
-                if matches!(kind, "inner" | "left" | "right" | "full") {
-                    out.push(format!("{}|{}", l.0, r.0));
-                }
-            }
-        }
-        match kind {
-            "semi" if any => out.push(l.0.to_string()),
-            "anti" if !any => out.push(l.0.to_string()),
-            "left" | "full" if !any => out.push(format!("{}|", l.0)),
-            _ => {}
-        }
-    }
-    if matches!(kind, "right" | "full") {
-        for (j, r) in right.iter().enumerate() {
-            if !right_matched[j] {
-                out.push(format!("|{}", r.0));
-            }
-        }
-    }
+    let mut out = join_rows(kind, left, right, filtered, |l| {
+        (0..right.len()).filter(|&j| matches!((l.1, right[j].1), (Some(a), Some(b)) if a == b)).collect()
+    });
     if kind == "not in" {
         // l.k NOT IN (SELECT k FROM r): PostgreSQL's NULL rules.
         let has_null = right.iter().any(|r| r.1.is_none());
@@ -448,19 +421,26 @@ fn oracle_grouped(kind: &str, left: &Table, right: &Table, filtered: bool) -> Ve
             by_key.entry(k).or_default().push(j);
         }
     }
+    let mut out = join_rows(kind, left, right, filtered, |l| l.1.and_then(|k| by_key.get(&k)).cloned().unwrap_or_default());
+    out.sort();
+    out
+}
+
+/// The rows of a join of every kind but NOT IN, given each left row's equal-key right
+/// rows (`candidates`), formatted `l|r`, `l|`, `|r` or `l`; unsorted.
+fn join_rows(kind: &str, left: &Table, right: &Table, filtered: bool, candidates: impl Fn(&(i32, Option<i32>)) -> Vec<usize>) -> Vec<String> {
     let mut out = Vec::new();
     let mut right_matched = vec![false; right.len()];
     for l in left {
         let mut any = false;
-        for &j in l.1.and_then(|k| by_key.get(&k)).map(Vec::as_slice).unwrap_or(&[]) {
-            let r = &right[j];
-            if filtered && !passes(l.0, r.0) {
+        for j in candidates(l) {
+            if filtered && !passes(l.0, right[j].0) {
                 continue;
             }
             any = true;
             right_matched[j] = true;
             if matches!(kind, "inner" | "left" | "right" | "full") {
-                out.push(format!("{}|{}", l.0, r.0));
+                out.push(format!("{}|{}", l.0, right[j].0));
             }
         }
         match kind {
@@ -477,7 +457,6 @@ fn oracle_grouped(kind: &str, left: &Table, right: &Table, filtered: bool) -> Ve
             }
         }
     }
-    out.sort();
     out
 }
 

@@ -19,35 +19,18 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use parking_lot::RwLock;
 use weft_storage::mapping::{ArtMapping, BufferMapping, PartitionedHashMapping, TagHasher};
-use weft_storage::{BufferTag, ForkNumber, RelFileLocator};
+use weft_storage::BufferTag;
 
-const RELATIONS: u32 = 16;
+#[path = "../tests/common/lookup_workload.rs"]
+mod lookup_workload;
+use lookup_workload::{probes, tag_of};
+
 /// Lookups per thread per measured iteration.
 const BATCH: usize = 4096;
 const SIZES: [usize; 2] = [16 * 1024, 1024 * 1024];
 
-fn tag_of(index: usize, entries: usize) -> BufferTag {
-    let per_relation = entries / RELATIONS as usize;
-    let rel = (index / per_relation) as u32;
-    let block = (index % per_relation) as u32;
-    BufferTag::new(RelFileLocator::new(1663, 5, 16384 + rel), ForkNumber::Main, block)
-}
-
 fn congee_key(tag: &BufferTag) -> usize {
     ((tag.rel.rel_number as usize) << 32) | tag.block as usize
-}
-
-/// A random sequence of resident tags (xorshift, fixed seed), per thread.
-fn probes(entries: usize, thread: u64) -> Vec<BufferTag> {
-    let mut x = 0x9e37_79b9_7f4a_7c15_u64 ^ (thread + 1).wrapping_mul(0x2545_f491_4f6c_dd1d);
-    (0..1 << 16)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            tag_of((x % entries as u64) as usize, entries)
-        })
-        .collect()
 }
 
 trait Table: Sync {

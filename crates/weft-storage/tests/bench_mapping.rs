@@ -11,31 +11,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use weft_storage::mapping::{ArtMapping, BufferMapping, PartitionedHashMapping};
-use weft_storage::{BufferTag, ForkNumber, RelFileLocator};
+use weft_storage::BufferTag;
 
-const RELATIONS: u32 = 16;
+#[path = "common/lookup_workload.rs"]
+mod lookup_workload;
+use lookup_workload::{probes, tag_of};
+
 const SLICE: Duration = Duration::from_millis(200);
-
-fn tag_of(index: usize, entries: usize) -> BufferTag {
-    let per_relation = entries / RELATIONS as usize;
-    BufferTag::new(
-        RelFileLocator::new(1663, 5, 16384 + (index / per_relation) as u32),
-        ForkNumber::Main,
-        (index % per_relation) as u32,
-    )
-}
-
-fn probes(entries: usize, thread: u64) -> Vec<BufferTag> {
-    let mut x = 0x9e37_79b9_7f4a_7c15_u64 ^ (thread + 1).wrapping_mul(0x2545_f491_4f6c_dd1d);
-    (0..1 << 16)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            tag_of((x % entries as u64) as usize, entries)
-        })
-        .collect()
-}
 
 /// Lookups per second over one slice on `threads` threads.
 fn slice(mapping: &Arc<dyn BufferMapping>, probes: &[Vec<BufferTag>], threads: usize) -> f64 {

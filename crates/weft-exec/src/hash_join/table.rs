@@ -140,17 +140,22 @@ pub(crate) struct Arena {
 
 impl Arena {
     pub fn new(join: &HashJoin) -> Arena {
+        let key_columns = join
+            .inner_keys
+            .iter()
+            .map(|k| match k {
+                Expr::Column { index, .. } => Some(*index),
+                _ => None,
+            })
+            .collect();
+        Arena::empty(join.inner_width, join.inner_keys.len(), key_columns)
+    }
+
+    fn empty(width: usize, key_count: usize, key_columns: Option<Vec<usize>>) -> Arena {
         Arena {
-            width: join.inner_width,
-            key_count: join.inner_keys.len(),
-            key_columns: join
-                .inner_keys
-                .iter()
-                .map(|k| match k {
-                    Expr::Column { index, .. } => Some(*index),
-                    _ => None,
-                })
-                .collect(),
+            width,
+            key_count,
+            key_columns,
             entries: Vec::new(),
             keyed: Vec::new(),
             keys: Vec::new(),
@@ -225,17 +230,8 @@ impl Arena {
     /// (hash, keyed, row, bytes) first; the indexes of the kept tuples change, so their
     /// chains must be rebuilt. Returns the bytes moved.
     pub fn retain(&mut self, keep: impl Fn(u64) -> bool, moved: &mut dyn FnMut(u64, bool, &[Datum], usize) -> Result<()>) -> Result<usize> {
-        let old = std::mem::replace(self, Arena {
-            width: self.width,
-            key_count: self.key_count,
-            key_columns: self.key_columns.clone(),
-            entries: Vec::new(),
-            keyed: Vec::new(),
-            keys: Vec::new(),
-            rows: Vec::new(),
-            matched: Vec::new(),
-            bytes: 0,
-        });
+        let empty = Arena::empty(self.width, self.key_count, self.key_columns.clone());
+        let old = std::mem::replace(self, empty);
         let mut moved_bytes = 0;
         for index in 0..old.len() {
             let (hash, keyed, row) = old.tuple(index);
