@@ -5,7 +5,8 @@
 //! lookups one structure after the other, with congee and hashbrown beside.
 //!
 //! cargo test -p weft-storage --release --test bench_mapping -- --ignored --nocapture
-//! (WEFT_BENCH_ROUNDS, default 15 slices of 200 ms per structure and configuration)
+//! (WEFT_BENCH_ROUNDS, default 15 slices of 200 ms per structure and configuration;
+//! WEFT_BENCH_ENTRIES, default 16384,1048576)
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -57,7 +58,11 @@ fn bench_mapping_lookups() {
     let rounds: usize = std::env::var("WEFT_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(15);
     println!("| entries | threads | art M lookups/s | hash M lookups/s | art/hash |");
     println!("|---|---|---|---|---|");
-    for entries in [16 * 1024, 1024 * 1024] {
+    let sizes: Vec<usize> = match std::env::var("WEFT_BENCH_ENTRIES") {
+        Ok(list) => list.split(',').filter_map(|n| n.trim().parse().ok()).collect(),
+        Err(_) => vec![16 * 1024, 1024 * 1024],
+    };
+    for entries in sizes {
         let art: Arc<dyn BufferMapping> = Arc::new(ArtMapping::new(entries));
         let hash: Arc<dyn BufferMapping> = Arc::new(PartitionedHashMapping::new(entries));
         for mapping in [&art, &hash] {

@@ -8,9 +8,9 @@
 //! every pinned slot announces the current epoch. So a retired node is reused only after
 //! every thread that was pinned when it was unlinked has unpinned (README rule 8).
 //!
-//! Costs on the read path: a thread-local lookup, one store to the thread's own slot
-//! (a cache line no other thread writes) and one `SeqCst` fence. No shared cache line
-//! is written.
+//! Costs of a pin: a thread-local lookup, one store to the thread's own slot (a cache
+//! line no other thread writes) and one `SeqCst` fence. No shared cache line is
+//! written. Point lookups skip it (README rule 8).
 //!
 //! Slots: `SLOTS_MAX` per domain, claimed by a thread on first use and released when
 //! the thread exits (thread-local destructor). A thread that finds no free slot, or

@@ -103,6 +103,7 @@ impl OlcArt {
         key.len() == self.key_len
     }
 
+    #[inline]
     pub fn get(&self, key: &[u8]) -> Option<u64> {
         if !self.key_ok(key) {
             return None;

@@ -99,6 +99,7 @@ pub(crate) fn make_ref(tag: u64, index: usize, depth: usize) -> NodeRef {
 /// The longest key the tree takes.
 pub(crate) const KEY_LEN_MAX: usize = 16;
 
+#[inline]
 pub(crate) fn key_from_bytes(bytes: &[u8]) -> u128 {
     // Whole words where possible: copying into a stack buffer and reading it back as
     // two words costs a store-forwarding stall on every lookup.

@@ -107,8 +107,12 @@ impl OlcArt {
 
     // -- lookup ------------------------------------------------------------------
 
+    /// Unpinned: a lookup's only defence against slot reuse is the second line of
+    /// README rule 8 (monotonic versions, every value validated against a node that
+    /// was still linked), which alone makes a reused slot cost a restart. The epoch
+    /// pin's store and `SeqCst` fence were a third of a cached lookup's time.
+    #[inline]
     pub(crate) fn get_key(&self, key: u128) -> Option<u64> {
-        let _guard = self.pool.pin();
         loop {
             if let Ok(found) = self.get_attempt(key) {
                 return found;
