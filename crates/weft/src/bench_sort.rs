@@ -9,8 +9,8 @@
 //!   `md5` are bit-exact, so the table is the same).
 //! - DuckDB: no `hashint8`, so weft writes its table out (`COPY ... TO ... (FORMAT csv)`) and
 //!   DuckDB loads that file into a database file in the bench's temporary directory: the same
-//!   rows. A long-lived `python3` process (`bench_sort_duckdb.py`, embedded) holds the database
-//!   and times each statement itself (`time.perf_counter`).
+//!   rows. A long-lived `python3` process (`bench_duckdb.py`, embedded; see `bench_duckdb`)
+//!   holds the database and times each statement itself (`time.perf_counter`).
 //!
 //! # Workloads
 //! (a) `CREATE TABLE sorted AS SELECT * FROM parallel_sort_test ORDER BY randint` (then
@@ -75,9 +75,7 @@
 //! printed loudly and the command exits with status 1.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use weft::postgres::PgCluster;
@@ -86,10 +84,8 @@ use weft_sql::{Database, Session};
 use weft_sort::{SortReport, SortSpace};
 
 use crate::bench::{format_ms, format_ratio, median, median_f64};
+use crate::bench_duckdb::{reply_lines, reply_time, sql_path, DuckDb};
 use crate::cancel;
-
-/// The DuckDB driver, written next to the database file at run time.
-const DUCKDB_DRIVER: &str = include_str!("bench_sort_duckdb.py");
 
 pub const STRATEGIES: [&str; 2] = ["partition", "leader_merge"];
 const BUDGETS: [Budget; 2] = [
@@ -347,7 +343,7 @@ fn run(options: &SortOptions) -> Result<i32, String> {
 
     // DuckDB.
     let mut duckdb = if options.duckdb {
-        match DuckDb::start(workdir.path(), &mut session) {
+        match duckdb_start(workdir.path(), &mut session) {
             Ok((duckdb, load)) => {
                 outln!(
                     "set-up: DuckDB {:<7} parallel_sort_test loaded from weft's CSV in {}",
@@ -391,7 +387,7 @@ fn run(options: &SortOptions) -> Result<i32, String> {
                         bench.record(run, (w, b, participants, System::Postgres), outcome);
                     }
                     if let Some(driver) = duckdb.as_mut() {
-                        let outcome = driver.measure(*workload, *budget, participants);
+                        let outcome = duckdb_measure(driver, *workload, *budget, participants);
                         let died = outcome.is_err() && !driver.alive();
                         bench.record(run, (w, b, participants, System::DuckDb), outcome);
                         if died {
@@ -1092,173 +1088,54 @@ fn parse_explain(lines: &[String], budget: u64) -> (Option<Memory>, usize) {
 // ---------------------------------------------------------------------------------------------
 // DuckDB
 
-/// The long-lived DuckDB driver process. Dropping it closes its stdin (it then exits) and,
-/// if it does not exit within a few seconds, kills it.
-struct DuckDb {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-    version: String,
+/// Start DuckDB (`bench_duckdb`) in `workdir/duckdb` and load weft's `parallel_sort_test`
+/// into it through a CSV file: DuckDB has no `hashint8` to build the same table itself.
+fn duckdb_start(workdir: &Path, session: &mut Session) -> Result<(DuckDb, Duration), String> {
+    let mut duckdb = DuckDb::start(&workdir.join("duckdb"))?;
+    let csv = workdir.join("parallel_sort_test.csv");
+    run_weft(session, &format!("COPY parallel_sort_test TO '{}' WITH (FORMAT csv)", sql_path(&csv)))?;
+    let started = Instant::now();
+    let loaded = duckdb.request(&serde_json::json!({
+        "setup": ["CREATE TABLE parallel_sort_test (randint INTEGER, padding1 VARCHAR, padding2 VARCHAR)"],
+        "sql": format!("COPY parallel_sort_test FROM '{}' (FORMAT csv, HEADER false)", sql_path(&csv)),
+        "after": ["CHECKPOINT"],
+    }));
+    let load = started.elapsed();
+    let _ = std::fs::remove_file(&csv);
+    loaded?;
+    Ok((duckdb, load))
 }
 
-impl DuckDb {
-    /// Make DuckDB importable (pip), start the driver, load weft's table into it.
-    fn start(workdir: &Path, session: &mut Session) -> Result<(DuckDb, Duration), String> {
-        ensure_duckdb()?;
-        let dir = workdir.join("duckdb");
-        std::fs::create_dir_all(dir.join("tmp")).map_err(|e| format!("could not create {}: {e}", dir.display()))?;
-        let driver = dir.join("bench_sort_duckdb.py");
-        std::fs::write(&driver, DUCKDB_DRIVER).map_err(|e| format!("could not write {}: {e}", driver.display()))?;
-        let csv = workdir.join("parallel_sort_test.csv");
-        run_weft(session, &format!("COPY parallel_sort_test TO '{}' WITH (FORMAT csv)", sql_path(&csv)))?;
-        let mut child = Command::new("python3")
-            .arg(&driver)
-            .arg(dir.join("bench.duckdb"))
-            .arg(dir.join("tmp"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("could not start python3: {e}"))?;
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().expect("piped"));
-        let mut duckdb = DuckDb { child, stdin, stdout, version: String::new() };
-        let hello = duckdb.read_reply()?;
-        duckdb.version = hello.get("version").and_then(|v| v.as_str()).unwrap_or("?").to_string();
-        let started = Instant::now();
-        duckdb.request(&serde_json::json!({
-            "setup": ["CREATE TABLE parallel_sort_test (randint INTEGER, padding1 VARCHAR, padding2 VARCHAR)"],
-            "sql": format!("COPY parallel_sort_test FROM '{}' (FORMAT csv, HEADER false)", sql_path(&csv)),
-            "after": ["CHECKPOINT"],
-        }))?;
-        let load = started.elapsed();
-        let _ = std::fs::remove_file(&csv);
-        Ok((duckdb, load))
+fn duckdb_measure(
+    duckdb: &mut DuckDb,
+    workload: Workload,
+    budget: Budget,
+    participants: usize,
+) -> Result<(Measurement, Vec<String>), String> {
+    let mut setup = vec![format!("SET threads = {participants}"), format!("SET memory_limit = '{}'", budget.duckdb)];
+    let mut after = Vec::new();
+    if workload.shape == Shape::CreateTableAs {
+        setup.push(DROP_SORTED.to_string());
+        after.push(CHECK_SORTED.to_string());
+        after.push(DROP_SORTED.to_string());
     }
-
-    fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-
-    fn read_reply(&mut self) -> Result<serde_json::Value, String> {
-        let mut line = String::new();
-        let n = self.stdout.read_line(&mut line).map_err(|e| format!("reading from the DuckDB driver: {e}"))?;
-        if n == 0 {
-            return Err("the DuckDB driver exited".to_string());
-        }
-        let reply: serde_json::Value =
-            serde_json::from_str(&line).map_err(|e| format!("bad answer from the DuckDB driver ({e}): {line}"))?;
-        if let Some(error) = reply.get("error").and_then(|e| e.as_str()) {
-            return Err(format!("DuckDB: {error}"));
-        }
-        Ok(reply)
-    }
-
-    fn request(&mut self, request: &serde_json::Value) -> Result<serde_json::Value, String> {
-        let stdin = self.stdin.as_mut().ok_or("the DuckDB driver is closed")?;
-        writeln!(stdin, "{request}").and_then(|()| stdin.flush()).map_err(|e| format!("writing to the DuckDB driver: {e}"))?;
-        self.read_reply()
-    }
-
-    fn measure(&mut self, workload: Workload, budget: Budget, participants: usize) -> Result<(Measurement, Vec<String>), String> {
-        let mut setup = vec![format!("SET threads = {participants}"), format!("SET memory_limit = '{}'", budget.duckdb)];
-        let mut after = Vec::new();
-        if workload.shape == Shape::CreateTableAs {
-            setup.push(DROP_SORTED.to_string());
-            after.push(CHECK_SORTED.to_string());
-            after.push(DROP_SORTED.to_string());
-        }
-        let reply = self.request(&serde_json::json!({
-            "setup": setup,
-            "sql": workload.sql(),
-            "fetch": workload.shape == Shape::Limit,
-            "after": after,
-        }))?;
-        let ms = reply.get("ms").and_then(|v| v.as_f64()).ok_or("DuckDB driver: no time")?;
-        let join_rows = |rows: &serde_json::Value| -> Vec<String> {
-            rows.as_array()
-                .map(|rows| {
-                    rows.iter()
-                        .map(|row| {
-                            row.as_array()
-                                .map(|fields| fields.iter().map(|f| f.as_str().unwrap_or("").to_string()).collect::<Vec<_>>().join("|"))
-                                .unwrap_or_default()
-                        })
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
-        let lines = match workload.shape {
-            Shape::Limit => join_rows(&reply["rows"]),
-            Shape::CreateTableAs => join_rows(&reply["after"][0]),
-        };
-        let measurement = Measurement {
-            time: Duration::from_secs_f64(ms / 1000.0),
-            temp_bytes: reply.get("temp_peak").and_then(|v| v.as_u64()),
-            rss_peak: reply.get("rss_peak").and_then(|v| v.as_u64()),
-            ..Measurement::default()
-        };
-        Ok((measurement, lines))
-    }
-}
-
-impl Drop for DuckDb {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            match self.child.try_wait() {
-                Ok(Some(_)) | Err(_) => return,
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            }
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn python_imports_duckdb() -> bool {
-    Command::new("python3")
-        .args(["-c", "import duckdb"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// `import duckdb`, or `pip install duckdb` (then with `--break-system-packages`, for a
-/// system Python that refuses), or the reason it cannot be had.
-fn ensure_duckdb() -> Result<(), String> {
-    if python_imports_duckdb() {
-        return Ok(());
-    }
-    let mut last = String::from("python3 is not installed");
-    for extra in [&[][..], &["--break-system-packages"][..]] {
-        outln!("set-up: DuckDB: python3 -m pip install {}duckdb", extra.iter().map(|e| format!("{e} ")).collect::<String>());
-        let output = Command::new("python3")
-            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
-            .args(extra)
-            .arg("duckdb")
-            .stdin(Stdio::null())
-            .output();
-        match output {
-            Ok(output) => {
-                if output.status.success() && python_imports_duckdb() {
-                    return Ok(());
-                }
-                let stderr = String::from_utf8_lossy(&output.stderr);
-                let tail: Vec<&str> = stderr.lines().rev().take(3).collect();
-                last = format!("pip install duckdb failed ({}): {}", output.status, tail.into_iter().rev().collect::<Vec<_>>().join(" / "));
-            }
-            Err(e) => last = format!("could not run python3 -m pip: {e}"),
-        }
-    }
-    Err(last)
-}
-
-fn sql_path(path: &Path) -> String {
-    path.display().to_string().replace('\'', "''")
+    let reply = duckdb.request(&serde_json::json!({
+        "setup": setup,
+        "sql": workload.sql(),
+        "fetch": workload.shape == Shape::Limit,
+        "after": after,
+    }))?;
+    let lines = match workload.shape {
+        Shape::Limit => reply_lines(&reply["rows"]),
+        Shape::CreateTableAs => reply_lines(&reply["after"][0]),
+    };
+    let measurement = Measurement {
+        time: reply_time(&reply)?,
+        temp_bytes: reply.get("temp_peak").and_then(|v| v.as_u64()),
+        rss_peak: reply.get("rss_peak").and_then(|v| v.as_u64()),
+        ..Measurement::default()
+    };
+    Ok((measurement, lines))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@
 //! weft bench load [--rows N] [--runs K] [--no-postgres]
 //! weft bench sort [--rows N] [--runs K] [--no-postgres] [--no-duckdb] [--strategies S,S]
 //! weft bench index [--rows N] [--runs K] [--no-postgres] [--strategies S,S]
-//! weft bench join [--rows N] [--self-rows N] [--runs K] [--no-postgres]
+//! weft bench join [--rows N] [--self-rows N] [--runs K] [--no-postgres] [--no-duckdb]
 //! weft bench buffers [--runs K] [--seconds S] [--full] [--no-postgres]
 //! ```
 //!
@@ -28,6 +28,7 @@ macro_rules! outln {
 
 mod bench;
 mod bench_buffers;
+mod bench_duckdb;
 mod bench_index;
 mod bench_join;
 mod bench_sort;
@@ -173,7 +174,7 @@ enum BenchWorkload {
     },
     /// The parallel hash join text's big JOIN small_N (5k..100k) queries in the serial,
     /// parallel-oblivious and parallel-aware shapes, and a self-join at work_mem 2GB and
-    /// 64MB, next to PostgreSQL 15 (defaults: big 1M rows, self-join 1M rows, 3 runs)
+    /// 64MB, next to PostgreSQL 15 and DuckDB (defaults: big 1M rows, self-join 1M rows, 3 runs)
     Join {
         /// Rows of `big` [default: 1000000]
         #[arg(long)]
@@ -187,6 +188,9 @@ enum BenchWorkload {
         /// Leave PostgreSQL out
         #[arg(long = "no-postgres")]
         no_postgres: bool,
+        /// Leave DuckDB out (otherwise installed with pip when missing)
+        #[arg(long = "no-duckdb")]
+        no_duckdb: bool,
     },
     /// buffer_mapping = art vs hash (seeds/004): pgbench -S-like point selects with 2 threads
     /// (pool a fifth of the table, and a pool it fits in), and the DROP of test_drop2 and of
@@ -279,12 +283,13 @@ fn real_main() -> i32 {
             };
             return bench_index::index(&options);
         }
-        Some(Command::Bench { workload: BenchWorkload::Join { rows, self_rows, runs, no_postgres } }) => {
+        Some(Command::Bench { workload: BenchWorkload::Join { rows, self_rows, runs, no_postgres, no_duckdb } }) => {
             let options = bench_join::JoinOptions {
                 rows: rows.unwrap_or(1_000_000),
                 self_rows: self_rows.unwrap_or(1_000_000),
                 runs: runs.unwrap_or(3),
                 postgres: !no_postgres,
+                duckdb: !no_duckdb,
                 settings,
             };
             return bench_join::join(&options);

@@ -1,5 +1,6 @@
-"""DuckDB's side of `weft bench sort` (embedded in the weft binary, written to the bench's
-temporary directory and run as `python3 bench_sort_duckdb.py DB_FILE TEMP_DIR`).
+"""DuckDB's side of weft's benchmarks (`weft bench sort`, `weft bench join`): embedded in the
+weft binary, written to the bench's temporary directory and run as
+`python3 bench_duckdb.py DB_FILE TEMP_DIR`.
 
 One long-lived process holds the DuckDB database open, as weft's session and PostgreSQL's
 cluster stay up between runs. It reads one JSON request per line on stdin:
