@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use proptest::prelude::*;
-use weft_art::olc::{NodeCounts, NodePool, OlcArt};
+use weft_art::olc::{LastLevelHint, NodeCounts, NodePool, OlcArt};
 
 type Model = BTreeMap<Vec<u8>, u64>;
 
@@ -70,7 +70,9 @@ fn collect_prefix(tree: &OlcArt, prefix: &[u8]) -> Vec<(Vec<u8>, u64)> {
     out
 }
 
-fn apply(tree: &OlcArt, model: &mut Model, op: &Op) -> Result<(), TestCaseError> {
+/// `hint` lives across the operations, so hinted lookups meet nodes that grew, shrank,
+/// were replaced or freed since the hint was taken.
+fn apply(tree: &OlcArt, model: &mut Model, hint: &mut LastLevelHint, op: &Op) -> Result<(), TestCaseError> {
     match op {
         Op::Insert(k, v) => {
             let expected = match model.get(k) {
@@ -93,7 +95,10 @@ fn apply(tree: &OlcArt, model: &mut Model, op: &Op) -> Result<(), TestCaseError>
             }
             prop_assert_eq!(tree.remove_if(k, *v), expected);
         }
-        Op::Get(k) => prop_assert_eq!(tree.get(k), model.get(k).copied()),
+        Op::Get(k) => {
+            prop_assert_eq!(tree.get(k), model.get(k).copied());
+            prop_assert_eq!(tree.get_hinted(k, hint), model.get(k).copied());
+        }
         Op::RemovePrefix(k, l) => {
             let expected = model_prefix(model, &k[..*l]);
             for (key, _) in &expected {
@@ -120,8 +125,9 @@ fn run_ops(key_len: usize, ops: &[Op]) -> Result<(), TestCaseError> {
     let mut model = Model::new();
     {
         let tree = OlcArt::new(key_len, Arc::clone(&pool));
+        let mut hint = LastLevelHint::EMPTY;
         for op in ops {
-            apply(&tree, &mut model, op)?;
+            apply(&tree, &mut model, &mut hint, op)?;
         }
         prop_assert_eq!(collect_prefix(&tree, &[]), model_prefix(&model, &[]));
     }

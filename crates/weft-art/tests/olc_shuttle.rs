@@ -17,7 +17,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use shuttle::thread;
-use weft_art::olc::{NodePool, OlcArt};
+use weft_art::olc::{LastLevelHint, NodePool, OlcArt};
 
 const RANDOM_ITERATIONS: usize = 1500;
 const PCT_ITERATIONS: usize = 1500;
@@ -121,8 +121,9 @@ fn insert_vs_remove_same_node() {
     );
 }
 
-/// A reader looks up and scans stable keys while a writer replaces their node again
-/// and again: grow Node4 -> Node16, shrink back, collapse, split.
+/// A reader looks up (also through a last-level hint) and scans stable keys while a
+/// writer replaces their node again and again: grow Node4 -> Node16, shrink back,
+/// collapse, split.
 fn reader_races_replacement() {
     let tree = Arc::new(OlcArt::new(4, small_pool(16)));
     for b in [10u8, 20, 30] {
@@ -147,6 +148,14 @@ fn reader_races_replacement() {
             assert_eq!(tree.get(&key(5, 10)), Some(10));
             let twenty = tree.get(&key(5, 20));
             assert!(twenty == Some(20) || twenty == Some(21));
+            // A hint taken before a replacement must not serve a lookup after it.
+            let mut hint = LastLevelHint::EMPTY;
+            for _ in 0..2 {
+                assert_eq!(tree.get_hinted(&key(5, 30), &mut hint), Some(30));
+                let twenty = tree.get_hinted(&key(5, 20), &mut hint);
+                assert!(twenty == Some(20) || twenty == Some(21));
+                assert_eq!(tree.get_hinted(&key(5, 3), &mut hint), None);
+            }
             let seen: Vec<Vec<u8>> = contents(&tree).into_iter().map(|(k, _)| k).collect();
             assert!(seen.windows(2).all(|w| w[0] < w[1]), "scan out of order");
             for stable in [key(5, 10), key(5, 20), key(5, 30)] {

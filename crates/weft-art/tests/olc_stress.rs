@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Barrier};
 
-use weft_art::olc::{NodePool, OlcArt};
+use weft_art::olc::{LastLevelHint, NodePool, OlcArt};
 
 const THREADS: usize = 8;
 const KEYS_A: u32 = 2 * 1024;
@@ -63,6 +63,7 @@ fn worker(tree: &OlcArt, thread: usize, barrier: &Barrier) -> ThreadResult {
     let mut removed_b = Vec::new();
     let own_ids: Vec<u32> = (0..KEYS_A).filter(|id| *id as usize % THREADS == thread).collect();
     let mut unique = 0u64;
+    let mut hint = LastLevelHint::EMPTY;
     barrier.wait();
     for step in 0..OPS_PER_THREAD {
         if step % 1024 == 0 {
@@ -95,6 +96,8 @@ fn worker(tree: &OlcArt, thread: usize, barrier: &Barrier) -> ThreadResult {
             }
             60..=79 => {
                 assert_eq!(tree.get(&key), model.get(&key).copied(), "thread {thread} get {key:?}");
+                // Through a hint kept across steps: its node may have changed under other threads.
+                assert_eq!(tree.get_hinted(&key, &mut hint), model.get(&key).copied(), "thread {thread} hinted {key:?}");
                 // Another thread's key: any answer, but no crash and a consistent value type.
                 let _ = tree.get(&key_a(rng.below(KEYS_A as u64) as u32));
             }

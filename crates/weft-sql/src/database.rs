@@ -2,7 +2,7 @@
 //! protocol every writing statement goes through.
 //!
 //! ```text
-//! <data_dir>/catalog.json     the catalog, replaced atomically (the commit point)
+//! <data_dir>/catalog.{0,1}    the catalog, two slots written alternately (the commit point)
 //! <data_dir>/base/<db>/<rel>  one file per relation fork
 //! <data_dir>/weft.conf        start-up settings (optional)
 //! <data_dir>/tmp/             temp files of running operations

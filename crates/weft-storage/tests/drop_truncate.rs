@@ -66,6 +66,8 @@ fn fixture(kind: BufferMappingKind) -> Fixture {
         write_fork(&smgr, rel(r), fork, blocks, (r as u64) << 20);
     }
     let pool = pool_with(&smgr, FRAMES, kind);
+    // The shortcut is off by default; the tests below expect it unless they say so.
+    pool.set_drop_lookup_shortcut(true);
     for &(r, fork, blocks) in &shapes {
         load(&pool, rel(r), fork, blocks);
     }

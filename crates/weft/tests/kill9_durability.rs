@@ -32,20 +32,13 @@ fn count(dir: &Path, sql: &str) -> i64 {
 
 /// Relation files on disk that the catalog does not name.
 fn orphan_files(dir: &Path) -> Vec<String> {
-    let catalog: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("catalog.json")).expect("catalog exists")).expect("json");
-    let live: BTreeSet<String> = catalog["tables"]
-        .as_object()
-        .expect("tables")
-        .values()
-        .map(|t| t["rel_number"].to_string())
-        .collect();
+    let catalog = weft_access::catalog::Catalog::load(dir).expect("catalog loads");
+    let live: BTreeSet<String> = catalog.live_rel_numbers().iter().map(|n| n.to_string()).collect();
     let mut orphans = Vec::new();
     for db_dir in std::fs::read_dir(dir.join("base")).expect("base exists") {
         for file in std::fs::read_dir(db_dir.unwrap().path()).unwrap() {
             let name = file.unwrap().file_name().to_string_lossy().to_string();
-            let rel = name.split('_').next().unwrap().to_string();
-            if !live.contains(&rel) {
+            if !live.contains(name.split('_').next().unwrap()) {
                 orphans.push(name);
             }
         }

@@ -23,14 +23,8 @@ fn weft_shell(dir: &Path) -> Child {
 
 /// Relation files on disk that neither a table nor an index of the catalog names.
 fn orphan_files(dir: &Path) -> Vec<String> {
-    let catalog: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("catalog.json")).expect("catalog exists")).expect("json");
-    let mut live = BTreeSet::new();
-    for kind in ["tables", "indexes"] {
-        if let Some(map) = catalog[kind].as_object() {
-            live.extend(map.values().map(|r| r["rel_number"].to_string()));
-        }
-    }
+    let catalog = weft_access::catalog::Catalog::load(dir).expect("catalog loads");
+    let live: BTreeSet<String> = catalog.live_rel_numbers().iter().map(|n| n.to_string()).collect();
     let mut orphans = Vec::new();
     for db_dir in std::fs::read_dir(dir.join("base")).expect("base exists") {
         for file in std::fs::read_dir(db_dir.unwrap().path()).unwrap() {

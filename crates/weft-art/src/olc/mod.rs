@@ -37,6 +37,21 @@ pub use scan::NodeCounts;
 use node::key_from_bytes;
 use sync::{AtomicU64, AtomicUsize};
 
+/// A caller's memo of the last-level node (the one whose children are inline values)
+/// that served a lookup, with the version it had then: [`OlcArt::get_hinted`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LastLevelHint {
+    node: node::NodeRef,
+    version: u64,
+    /// The key bytes the node covers (the key masked to the node's depth).
+    prefix: u128,
+}
+
+impl LastLevelHint {
+    /// A hint that names no node.
+    pub const EMPTY: LastLevelHint = LastLevelHint { node: node::NULL_REF, version: 0, prefix: 0 };
+}
+
 /// The pool had no slot for a new node.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OutOfNodeMemory;
@@ -109,6 +124,19 @@ impl OlcArt {
             return None;
         }
         self.get_key(key_from_bytes(key))
+    }
+
+    /// `get`, first trying the last-level node `hint` remembers (from an earlier
+    /// lookup in this tree by the same caller), which skips the walk from the root
+    /// when that node is unchanged since; the hint is updated when the walk is taken.
+    /// A hint is only meaningful for the tree that filled it: the caller keeps one
+    /// per tree (a hint from another tree could name a node holding the same prefix).
+    #[inline]
+    pub fn get_hinted(&self, key: &[u8], hint: &mut LastLevelHint) -> Option<u64> {
+        if !self.key_ok(key) {
+            return None;
+        }
+        self.get_key_hinted(key_from_bytes(key), hint)
     }
 
     /// Inserts unless present: Ok(Ok(())) inserted, Ok(Err(existing)) already there.

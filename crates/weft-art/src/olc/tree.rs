@@ -14,7 +14,7 @@ use super::node::{
     TAG_VALUE,
 };
 use super::sync::{AtomicU64, Ordering};
-use super::{OlcArt, OutOfNodeMemory};
+use super::{LastLevelHint, OlcArt, OutOfNodeMemory};
 
 /// Why an attempt stopped without a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,7 +114,38 @@ impl OlcArt {
     #[inline]
     pub(crate) fn get_key(&self, key: u128) -> Option<u64> {
         loop {
-            if let Ok(found) = self.get_attempt(key) {
+            if let Ok(found) = self.get_attempt(key, None) {
+                return found;
+            }
+        }
+    }
+
+    /// `get_key` through a [`LastLevelHint`]: when the hint names the last-level node
+    /// of the key's prefix and that node's version is still the one the hint saw, the
+    /// node is still linked where it was (an unlink marks it obsolete, a reuse advances
+    /// its version), so every key of the prefix is in it: read the child word and
+    /// validate, as one step of a walk. Otherwise walk from the root, and leave a hint
+    /// when the walk ends at an inline value.
+    #[inline]
+    pub(crate) fn get_key_hinted(&self, key: u128, hint: &mut LastLevelHint) -> Option<u64> {
+        if hint.node != NULL_REF && key & prefix_mask(depth_of(hint.node)) == hint.prefix {
+            if let Some(inner) = self.pool.inner(hint.node) {
+                let version = &inner.header().version;
+                if version.load(Ordering::Acquire) == hint.version {
+                    let child = inner.find(key_byte(key, depth_of(hint.node)));
+                    if validate(version, hint.version).is_ok() {
+                        if child == NULL_REF {
+                            return None;
+                        }
+                        if tag_of(child) == TAG_VALUE {
+                            return Some(inline_value(child));
+                        }
+                    }
+                }
+            }
+        }
+        loop {
+            if let Ok(found) = self.get_attempt(key, Some(&mut *hint)) {
                 return found;
             }
         }
@@ -124,7 +155,7 @@ impl OlcArt {
     /// that leaves the path of its prefix ends at a leaf with another key. Only an
     /// inline value (which has no key of its own) is checked against its node's prefix.
     #[inline]
-    fn get_attempt(&self, key: u128) -> Result<Option<u64>, Restart> {
+    fn get_attempt(&self, key: u128, hint: Option<&mut LastLevelHint>) -> Result<Option<u64>, Restart> {
         let pool = &*self.pool;
         let mut parent_word = &self.root_version;
         let mut parent_version = read_lock(parent_word)?;
@@ -152,6 +183,9 @@ impl OlcArt {
                 let prefix = header.prefix();
                 validate(&header.version, version)?;
                 let matches = (prefix ^ key) & prefix_mask(depth) == 0;
+                if let (true, Some(hint)) = (matches, hint) {
+                    *hint = LastLevelHint { node, version, prefix: key & prefix_mask(depth) };
+                }
                 return Ok(matches.then_some(inline_value(child)));
             }
             node = child;

@@ -16,9 +16,9 @@
 //!   of a fork only during recovery (`smgrnblocks_cached`); the pool knows
 //!   it always, because it records for each fork an upper bound of the
 //!   blocks it has ever mapped (`mapped_bounds`, kept only with the hash
-//!   mapping, one sharded mutex per miss). `set_drop_lookup_shortcut(false)`
-//!   (the `buffer_drop_lookup` setting) turns the shortcut off, which is
-//!   what PostgreSQL 15 does outside recovery.
+//!   mapping, one sharded mutex per miss). The shortcut is off by default,
+//!   as PostgreSQL 15 runs outside recovery (the `weft_buffer_drop_lookup`
+//!   setting, `set_drop_lookup_shortcut(true)`, turns it on).
 //!
 //! Every path invalidates a buffer only after re-checking its tag under the
 //! header lock (`invalidate_if`), so a stale listing or lookup is harmless.
@@ -57,7 +57,8 @@ pub const DROP_FULL_SCAN_DIVISOR: usize = 32;
 impl BufferPool {
     /// With the hash mapping, whether drop and truncate of a relation known
     /// to be small look its blocks up one by one instead of visiting every
-    /// descriptor (on by default). Has no effect with the ART.
+    /// descriptor (off by default, as PostgreSQL 15 outside recovery). Has no
+    /// effect with the ART.
     pub fn set_drop_lookup_shortcut(&self, enabled: bool) {
         self.drop_lookup_shortcut.store(enabled, Ordering::Relaxed);
     }

@@ -228,7 +228,7 @@ impl BufferPool {
             nblocks: Mutex::new(HashMap::new()),
             pending_sync: Mutex::new(HashSet::new()),
             mapped_bounds: drop::new_mapped_bounds(),
-            drop_lookup_shortcut: AtomicBool::new(true),
+            drop_lookup_shortcut: AtomicBool::new(false),
             stats: StatCounters::default(),
         })
     }

@@ -54,6 +54,15 @@
 //! not relation handles, and a per-thread cache serves the same purpose
 //! without changing every caller.
 //!
+//! Each entry also keeps up to `HINTS_PER_PATH` *last-level hints*: the
+//! inner tree's node whose children are the buffer ids of 256 consecutive
+//! blocks, with the version it had when it served this thread. A lookup
+//! whose node is unchanged reads the child word straight from it
+//! (`OlcArt::get_hinted`), skipping the walk from the root; any insert or
+//! removal under that node changes its version and sends the next lookup
+//! the long way. Hints are reset with their entry, since a hint is only
+//! meaningful in the tree that gave it.
+//!
 //! # Memory and its worst case
 //!
 //! - Slots: `nbuffers + 2 * INSERTS_IN_FLIGHT_MAX`. An attached tree is
@@ -77,7 +86,7 @@
 
 use std::cell::Cell;
 
-use weft_art::olc::{NodePool, OlcArt, OutOfNodeMemory};
+use weft_art::olc::{LastLevelHint, NodePool, OlcArt, OutOfNodeMemory};
 use weft_common::{Error, Result, SqlState};
 
 use super::BufferMapping;
@@ -197,7 +206,17 @@ impl CachedPath {
 thread_local! {
     static PATH_CACHE: [Cell<CachedPath>; PATH_CACHE_ENTRIES] =
         const { [const { Cell::new(CachedPath::EMPTY) }; PATH_CACHE_ENTRIES] };
+    /// For each path-cache entry, the last-level nodes of its inner tree that served
+    /// this thread's lookups, by `block >> 8` (direct-mapped): a lookup whose node is
+    /// unchanged skips the walk (`OlcArt::get_hinted`). Reset when the entry is refilled.
+    static LAST_LEVEL_HINTS: [[Cell<LastLevelHint>; HINTS_PER_PATH]; PATH_CACHE_ENTRIES] =
+        const { [const { [const { Cell::new(LastLevelHint::EMPTY) }; HINTS_PER_PATH] }; PATH_CACHE_ENTRIES] };
 }
+
+/// Last-level hints per cached path: a fork of up to `256 * HINTS_PER_PATH` blocks
+/// keeps one for each of its last-level nodes (B-tree roots and inner pages, the
+/// low blocks of an index, share one).
+const HINTS_PER_PATH: usize = 4;
 
 /// Distinguishes mappings in the thread-local caches (never reused).
 static NEXT_INSTANCE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
@@ -265,15 +284,21 @@ impl ArtMapping {
     /// tree, if the fork has an inner tree of the current generation.
     #[inline]
     fn find_path(&self, rel: RelFileLocator, fork: ForkNumber) -> Option<(u32, u32)> {
+        self.find_cached_path(rel, fork).map(|(slot, generation, _)| (slot, generation))
+    }
+
+    /// `find_path`, also returning the path cache entry's index.
+    #[inline]
+    fn find_cached_path(&self, rel: RelFileLocator, fork: ForkNumber) -> Option<(u32, u32, usize)> {
         let words = fork_words(rel, fork);
         let index = cache_index(words);
         let cached = PATH_CACHE.with(|cache| cache[index].get());
         if cached.instance == self.instance && cached.fork == words {
             if self.slots[cached.slot as usize].generation() == cached.generation {
-                return Some((cached.slot, cached.generation));
+                return Some((cached.slot, cached.generation, index));
             }
         }
-        self.find_path_slow(words, index, rel, fork)
+        self.find_path_slow(words, index, rel, fork).map(|(slot, generation)| (slot, generation, index))
     }
 
     #[cold]
@@ -285,6 +310,8 @@ impl ArtMapping {
         }
         let path = CachedPath { instance: self.instance, fork: words, slot, generation };
         PATH_CACHE.with(|cache| cache[index].set(path));
+        // The hints were of the entry's previous tree; a hint is valid only in its own.
+        LAST_LEVEL_HINTS.with(|hints| hints[index].iter().for_each(|hint| hint.set(LastLevelHint::EMPTY)));
         Some((slot, generation))
     }
 
@@ -385,8 +412,15 @@ impl BufferMapping for ArtMapping {
 
     #[inline]
     fn lookup(&self, tag: &BufferTag) -> Option<usize> {
-        let (slot, _) = self.find_path(tag.rel, tag.fork)?;
-        self.slots[slot as usize].tree.get(&tag.block.to_be_bytes()).map(|id| id as usize)
+        let (slot, _, index) = self.find_cached_path(tag.rel, tag.fork)?;
+        let tree = &self.slots[slot as usize].tree;
+        LAST_LEVEL_HINTS.with(|hints| {
+            let cell = &hints[index][(tag.block >> 8) as usize % HINTS_PER_PATH];
+            let mut hint = cell.get();
+            let found = tree.get_hinted(&tag.block.to_be_bytes(), &mut hint);
+            cell.set(hint);
+            found.map(|id| id as usize)
+        })
     }
 
     fn insert(&self, tag: BufferTag, buffer_id: usize) -> Result<std::result::Result<(), usize>> {
