@@ -203,14 +203,23 @@ impl CachedPath {
     const EMPTY: CachedPath = CachedPath { instance: 0, fork: (0, 0), slot: 0, generation: 0 };
 }
 
+/// One entry of a thread's path cache and the last-level nodes of its inner tree
+/// that served this thread's lookups, by `block >> 8` (direct-mapped): a lookup
+/// whose node is unchanged skips the walk (`OlcArt::get_hinted`). The hints are
+/// reset when the entry is refilled. Path and hints share one thread-local, so a
+/// lookup computes one thread-local address and touches adjacent lines.
+struct PathEntry {
+    path: Cell<CachedPath>,
+    hints: [Cell<LastLevelHint>; HINTS_PER_PATH],
+}
+
+impl PathEntry {
+    const EMPTY: PathEntry =
+        PathEntry { path: Cell::new(CachedPath::EMPTY), hints: [const { Cell::new(LastLevelHint::EMPTY) }; HINTS_PER_PATH] };
+}
+
 thread_local! {
-    static PATH_CACHE: [Cell<CachedPath>; PATH_CACHE_ENTRIES] =
-        const { [const { Cell::new(CachedPath::EMPTY) }; PATH_CACHE_ENTRIES] };
-    /// For each path-cache entry, the last-level nodes of its inner tree that served
-    /// this thread's lookups, by `block >> 8` (direct-mapped): a lookup whose node is
-    /// unchanged skips the walk (`OlcArt::get_hinted`). Reset when the entry is refilled.
-    static LAST_LEVEL_HINTS: [[Cell<LastLevelHint>; HINTS_PER_PATH]; PATH_CACHE_ENTRIES] =
-        const { [const { [const { Cell::new(LastLevelHint::EMPTY) }; HINTS_PER_PATH] }; PATH_CACHE_ENTRIES] };
+    static PATH_CACHE: [PathEntry; PATH_CACHE_ENTRIES] = const { [PathEntry::EMPTY; PATH_CACHE_ENTRIES] };
 }
 
 /// Last-level hints per cached path: a fork of up to `256 * HINTS_PER_PATH` blocks
@@ -284,34 +293,33 @@ impl ArtMapping {
     /// tree, if the fork has an inner tree of the current generation.
     #[inline]
     fn find_path(&self, rel: RelFileLocator, fork: ForkNumber) -> Option<(u32, u32)> {
-        self.find_cached_path(rel, fork).map(|(slot, generation, _)| (slot, generation))
+        let words = fork_words(rel, fork);
+        PATH_CACHE.with(|cache| self.path_in(&cache[cache_index(words)], words, rel, fork))
     }
 
-    /// `find_path`, also returning the path cache entry's index.
+    /// The fork's path from `entry` (its cache entry) if valid, else from the outer tree.
     #[inline]
-    fn find_cached_path(&self, rel: RelFileLocator, fork: ForkNumber) -> Option<(u32, u32, usize)> {
-        let words = fork_words(rel, fork);
-        let index = cache_index(words);
-        let cached = PATH_CACHE.with(|cache| cache[index].get());
-        if cached.instance == self.instance && cached.fork == words {
-            if self.slots[cached.slot as usize].generation() == cached.generation {
-                return Some((cached.slot, cached.generation, index));
-            }
+    fn path_in(&self, entry: &PathEntry, words: (u64, u64), rel: RelFileLocator, fork: ForkNumber) -> Option<(u32, u32)> {
+        let cached = entry.path.get();
+        if cached.instance == self.instance
+            && cached.fork == words
+            && self.slots[cached.slot as usize].generation() == cached.generation
+        {
+            return Some((cached.slot, cached.generation));
         }
-        self.find_path_slow(words, index, rel, fork).map(|(slot, generation)| (slot, generation, index))
+        self.find_path_slow(entry, words, rel, fork)
     }
 
     #[cold]
-    fn find_path_slow(&self, words: (u64, u64), index: usize, rel: RelFileLocator, fork: ForkNumber) -> Option<(u32, u32)> {
+    fn find_path_slow(&self, entry: &PathEntry, words: (u64, u64), rel: RelFileLocator, fork: ForkNumber) -> Option<(u32, u32)> {
         let value = self.outer.get(&outer_key(rel, fork))?;
         let (slot, generation) = (value as u32, (value >> GENERATION_SHIFT) as u32);
         if self.slots.get(slot as usize)?.generation() != generation {
             return None; // being retired
         }
-        let path = CachedPath { instance: self.instance, fork: words, slot, generation };
-        PATH_CACHE.with(|cache| cache[index].set(path));
+        entry.path.set(CachedPath { instance: self.instance, fork: words, slot, generation });
         // The hints were of the entry's previous tree; a hint is valid only in its own.
-        LAST_LEVEL_HINTS.with(|hints| hints[index].iter().for_each(|hint| hint.set(LastLevelHint::EMPTY)));
+        entry.hints.iter().for_each(|hint| hint.set(LastLevelHint::EMPTY));
         Some((slot, generation))
     }
 
@@ -412,12 +420,13 @@ impl BufferMapping for ArtMapping {
 
     #[inline]
     fn lookup(&self, tag: &BufferTag) -> Option<usize> {
-        let (slot, _, index) = self.find_cached_path(tag.rel, tag.fork)?;
-        let tree = &self.slots[slot as usize].tree;
-        LAST_LEVEL_HINTS.with(|hints| {
-            let cell = &hints[index][(tag.block >> 8) as usize % HINTS_PER_PATH];
+        let words = fork_words(tag.rel, tag.fork);
+        PATH_CACHE.with(|cache| {
+            let entry = &cache[cache_index(words)];
+            let (slot, _) = self.path_in(entry, words, tag.rel, tag.fork)?;
+            let cell = &entry.hints[(tag.block >> 8) as usize % HINTS_PER_PATH];
             let mut hint = cell.get();
-            let found = tree.get_hinted(&tag.block.to_be_bytes(), &mut hint);
+            let found = self.slots[slot as usize].tree.get_hinted(&tag.block.to_be_bytes(), &mut hint);
             cell.set(hint);
             found.map(|id| id as usize)
         })
