@@ -160,3 +160,39 @@ fn a_failing_sort_participant_stops_the_sort_and_removes_temp_files() {
     assert!(temp_files(dir.path()).is_empty(), "{:?}", temp_files(dir.path()));
     assert_eq!(count(&mut s, "SELECT count(*) FROM t"), 400000);
 }
+
+/// Files of dropped and truncated relations are removed after the statement, off its
+/// path; all of them are gone once the database is closed, and none that is still named.
+#[test]
+fn dropped_files_are_removed_by_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base").join("5");
+    let files = || -> Vec<String> {
+        let mut names: Vec<String> =
+            std::fs::read_dir(&base).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
+    };
+    {
+        let db = Database::open(dir.path(), &[]).unwrap();
+        let mut s = db.session();
+        s.execute("CREATE TABLE keep AS SELECT i FROM generate_series(1, 1000) i").unwrap();
+        let kept = files();
+        for i in 0..20 {
+            s.execute(&format!("CREATE TABLE gone_{i} AS SELECT i, md5(i::text) FROM generate_series(1, 5000) i")).unwrap();
+        }
+        s.execute("TRUNCATE keep").unwrap();
+        s.execute("INSERT INTO keep SELECT i FROM generate_series(1, 10) i").unwrap();
+        let names: Vec<String> = (0..20).map(|i| format!("gone_{i}")).collect();
+        s.execute(&format!("DROP TABLE {}", names.join(", "))).unwrap();
+        assert_eq!(count(&mut s, "SELECT count(*) FROM keep"), 10);
+        drop(s);
+        drop(db);
+        // keep's new file only: its old one (TRUNCATE) and the 20 dropped tables' are gone.
+        let left = files();
+        assert_eq!(left.len(), 1, "{left:?}");
+        assert_ne!(left, kept);
+    }
+    let db = Database::open(dir.path(), &[]).unwrap();
+    assert_eq!(count(&mut db.session(), "SELECT count(*) FROM keep"), 10);
+}
