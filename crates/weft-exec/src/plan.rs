@@ -193,6 +193,18 @@ pub struct HashJoin {
     pub outer_mcvs: Vec<(Datum, f64)>,
 }
 
+impl HashJoin {
+    /// The outer row's column that is the whole key, when the key is one plain column
+    /// (nearly always): the probe then reads the key in place instead of evaluating it.
+    #[inline]
+    pub fn outer_key_column(&self) -> Option<usize> {
+        match self.outer_keys.as_slice() {
+            [Expr::Column { index, .. }] => Some(*index),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Pipeline {
     pub source: Source,

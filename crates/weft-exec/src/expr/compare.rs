@@ -55,6 +55,7 @@ fn type_rank(d: &Datum) -> u8 {
 }
 
 /// Feeds `d` into `h` so that values `compare_datums` calls equal hash equal.
+#[inline]
 pub fn datum_hash<H: Hasher>(d: &Datum, h: &mut H) {
     type_rank(d).hash(h);
     match d {
