@@ -13,7 +13,9 @@ use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum};
 use weft_storage::{BlockNumber, RelFileLocator};
 
-use crate::expr::Expr;
+use std::sync::Arc;
+
+use crate::expr::{Expr, InitPlan};
 
 pub type Row = Vec<weft_common::Datum>;
 
@@ -294,6 +296,70 @@ impl Plan {
             Plan::Limit { input, .. } => input.reads_relation(rel),
             Plan::Sort(sort) => sort.input.reads_relation(rel),
             Plan::SetOp(setop) => setop.inputs.iter().any(|p| p.reads_relation(rel)),
+        }
+    }
+}
+
+impl Plan {
+    /// Every init plan (scalar subquery) the plan's expressions read, with those their
+    /// own plans read, each once, in number order: an inner subquery comes before the
+    /// one that reads it, so running them in this order gives each its inputs.
+    pub fn init_plans(&self) -> Vec<Arc<InitPlan>> {
+        let mut found = Vec::new();
+        let mut pending = Vec::new();
+        self.for_each_expr(&mut |e| e.collect_init_plans(&mut pending));
+        while let Some(init_plan) = pending.pop() {
+            if found.iter().any(|f: &Arc<InitPlan>| Arc::ptr_eq(f, &init_plan)) {
+                continue;
+            }
+            init_plan.plan.for_each_expr(&mut |e| e.collect_init_plans(&mut pending));
+            found.push(init_plan);
+        }
+        found.sort_by_key(|p| p.number);
+        found
+    }
+
+    /// Visit every expression of the plan (not those inside init plans).
+    pub fn for_each_expr(&self, f: &mut dyn FnMut(&Expr)) {
+        match self {
+            Plan::Pipeline(pipeline) => pipeline.for_each_expr(f),
+            Plan::Aggregate { input, group_by, aggregates, output } => {
+                input.for_each_expr(f);
+                group_by.iter().for_each(|e| f(e));
+                aggregates.iter().filter_map(|a| a.arg.as_ref()).for_each(|e| f(e));
+                output.iter().for_each(|step| step.for_each_expr(f));
+            }
+            Plan::Limit { input, .. } => input.for_each_expr(f),
+            Plan::Sort(sort) => sort.input.for_each_expr(f),
+            Plan::SetOp(setop) => setop.inputs.iter().for_each(|p| p.for_each_expr(f)),
+        }
+    }
+}
+
+impl Pipeline {
+    fn for_each_expr(&self, f: &mut dyn FnMut(&Expr)) {
+        match &self.source {
+            Source::Single | Source::Heap(_) | Source::Series { .. } => {}
+            Source::Values(rows) => rows.iter().flatten().for_each(|e| f(e)),
+            Source::Subquery { plan, .. } => plan.for_each_expr(f),
+            Source::Index(index) => {
+                index.conditions.iter().for_each(|e| f(e));
+                index.key_filter.iter().for_each(|e| f(e));
+            }
+        }
+        self.steps.iter().for_each(|step| step.for_each_expr(f));
+    }
+}
+
+impl Step {
+    fn for_each_expr(&self, f: &mut dyn FnMut(&Expr)) {
+        match self {
+            Step::Filter(e) => f(e),
+            Step::Project(exprs) => exprs.iter().for_each(|e| f(e)),
+            Step::HashJoin(join) => {
+                join.inner.for_each_expr(f);
+                join.outer_keys.iter().chain(&join.inner_keys).chain(&join.filter).for_each(|e| f(e));
+            }
         }
     }
 }

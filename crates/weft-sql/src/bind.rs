@@ -10,11 +10,16 @@
 //! subexpression equal to a GROUP BY expression becomes a reference to that key, and a
 //! bare column that is neither is PostgreSQL's grouping error.
 
+use std::ops::ControlFlow;
+use std::sync::Arc;
+
 use sqlparser::ast::{self, BinaryOperator, UnaryOperator, Value};
 use weft_common::numeric::Numeric;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_exec::expr::{self as ex, BinaryOp, Expr, UnaryOp};
 use weft_exec::plan::{AggregateCall, AggregateFunction};
+
+use crate::planner::PlanContext;
 
 #[derive(Clone, Debug)]
 pub struct ScopeColumn {
@@ -145,35 +150,58 @@ pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
     })
 }
 
-/// Does this AST contain an aggregate call (outside subqueries)?
+/// Does this AST contain an aggregate call (outside subqueries)? An aggregate inside a
+/// `(SELECT ...)`, `EXISTS` or `IN (SELECT ...)` belongs to that subquery's level.
 pub fn contains_aggregate(expr: &ast::Expr) -> bool {
-    let mut found = false;
-    let _ = ast::visit_expressions(expr, |e| {
-        if let ast::Expr::Function(f) = e {
-            if let Ok(name) = object_name(&f.name) {
-                if aggregate_function(&name).is_some() {
-                    found = true;
-                    return std::ops::ControlFlow::Break(());
+    use ast::Visit;
+    /// Counts the queries it is inside; only calls at depth 0 are this level's.
+    struct Finder {
+        query_depth: usize,
+    }
+    impl ast::Visitor for Finder {
+        type Break = ();
+        fn pre_visit_query(&mut self, _query: &ast::Query) -> ControlFlow<()> {
+            self.query_depth += 1;
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _query: &ast::Query) -> ControlFlow<()> {
+            self.query_depth -= 1;
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, e: &ast::Expr) -> ControlFlow<()> {
+            if let ast::Expr::Function(f) = e {
+                let is_aggregate = object_name(&f.name).is_ok_and(|name| aggregate_function(&name).is_some());
+                if is_aggregate && self.query_depth == 0 {
+                    return ControlFlow::Break(());
                 }
             }
+            ControlFlow::Continue(())
         }
-        std::ops::ControlFlow::Continue(())
-    });
-    found
+    }
+    expr.visit(&mut Finder { query_depth: 0 }).is_break()
 }
 
 pub struct Binder<'a> {
     pub scope: &'a Scope,
     pub aggregates: Option<&'a mut AggregateContext>,
+    /// Plans scalar subqueries (`(SELECT ...)`) into init plans; without it they are
+    /// rejected (a place that binds before any planning context exists).
+    pub planner: Option<&'a PlanContext<'a>>,
 }
 
 impl<'a> Binder<'a> {
     pub fn new(scope: &'a Scope) -> Binder<'a> {
-        Binder { scope, aggregates: None }
+        Binder { scope, aggregates: None, planner: None }
     }
 
     pub fn with_aggregates(scope: &'a Scope, aggregates: &'a mut AggregateContext) -> Binder<'a> {
-        Binder { scope, aggregates: Some(aggregates) }
+        Binder { scope, aggregates: Some(aggregates), planner: None }
+    }
+
+    /// Let the binder plan scalar subqueries with `ctx`.
+    pub fn planning(mut self, ctx: &'a PlanContext<'a>) -> Binder<'a> {
+        self.planner = Some(ctx);
+        self
     }
 
     pub fn bind(&mut self, expr: &ast::Expr) -> Result<Expr> {
@@ -191,7 +219,7 @@ impl<'a> Binder<'a> {
             let name = object_name(&f.name)?;
             if let Some(function) = aggregate_function(&name) {
                 let (call, distinct) = {
-                    let mut plain = Binder::new(self.scope);
+                    let mut plain = Binder { scope: self.scope, aggregates: None, planner: self.planner };
                     plain.bind_aggregate_call(function, f)?
                 };
                 let aggregates = self.aggregates.as_mut().expect("aggregate mode");
@@ -205,6 +233,8 @@ impl<'a> Binder<'a> {
         if matches!(expr, ast::Expr::Value(_)) || contains_aggregate(expr) {
             return Ok(None);
         }
+        // Matched against the group keys without a planner: a subquery is never planned
+        // twice (once here, once below), and a key is never matched through one.
         let mut plain = Binder::new(self.scope);
         if let Ok(bound) = plain.bind(expr) {
             let aggregates = self.aggregates.as_ref().expect("aggregate mode");
@@ -381,9 +411,10 @@ impl<'a> Binder<'a> {
                 };
                 ex::coerce(Expr::Literal { value: Datum::Text(text), data_type: DataType::Text }, to, true)
             }
-            A::Subquery(_) | A::Exists { .. } | A::InSubquery { .. } => {
-                Err(Error::not_supported("subqueries in expressions are not supported yet"))
-            }
+            A::Subquery(query) => self.bind_scalar_subquery(query),
+            A::Exists { .. } | A::InSubquery { .. } => Err(Error::not_supported(
+                "EXISTS and IN (subquery) are supported only as conditions of WHERE (ANDed at its top level)",
+            )),
             A::Like { any: true, .. } | A::ILike { any: true, .. } => Err(Error::not_supported("LIKE ANY is not supported")),
             A::Like { negated, expr, pattern, escape_char, .. } => self.bind_like(expr, pattern, escape_char.as_deref(), *negated, false),
             A::ILike { negated, expr, pattern, escape_char, .. } => self.bind_like(expr, pattern, escape_char.as_deref(), *negated, true),
@@ -409,6 +440,34 @@ impl<'a> Binder<'a> {
                 ex::resolve_function(name, args)
             }
             other => Err(Error::not_supported(format!("expression not supported: {other}"))),
+        }
+    }
+
+    /// An uncorrelated `(SELECT ...)`: planned on its own as an init plan, run once
+    /// before the statement (PostgreSQL's InitPlan).
+    fn bind_scalar_subquery(&mut self, query: &ast::Query) -> Result<Expr> {
+        let Some(ctx) = self.planner else {
+            return Err(Error::not_supported("a subquery is not supported in this position"));
+        };
+        let planned = crate::planner::plan_query(query, ctx).map_err(|e| self.correlation_hint(e))?;
+        if planned.columns.len() != 1 {
+            return Err(Error::syntax("subquery must return only one column"));
+        }
+        let number = ctx.init_plan_count.get() + 1;
+        ctx.init_plan_count.set(number);
+        let data_type = planned.columns[0].data_type;
+        Ok(Expr::ScalarSubquery(Arc::new(ex::InitPlan::new(number, planned.plan, data_type))))
+    }
+
+    /// A subquery sees no column of the query around it: if one of its names was not
+    /// found while that query has columns, it may have meant one of them.
+    fn correlation_hint(&self, error: Error) -> Error {
+        let unresolved = error.sqlstate == SqlState::UNDEFINED_COLUMN || error.sqlstate == SqlState::UNDEFINED_TABLE;
+        let outer_has_columns = self.scope.local_width() + self.scope.outer.len() > 0;
+        if unresolved && outer_has_columns && error.hint.is_none() {
+            error.with_hint("Correlated subqueries in expressions are not supported yet.")
+        } else {
+            error
         }
     }
 
@@ -666,6 +725,16 @@ pub fn column_name(expr: &ast::Expr) -> String {
         },
         A::Nested(inner) | A::Collate { expr: inner, .. } => column_name(inner),
         A::Case { .. } => "case".into(),
+        // PostgreSQL names a scalar subquery's column after the subquery's own column.
+        A::Subquery(query) => match query.body.as_ref() {
+            ast::SetExpr::Select(select) => match select.projection.first() {
+                Some(ast::SelectItem::UnnamedExpr(e)) => column_name(e),
+                Some(ast::SelectItem::ExprWithAlias { alias, .. }) => ident_name(alias),
+                _ => "?column?".into(),
+            },
+            _ => "?column?".into(),
+        },
+        A::Exists { .. } => "exists".into(),
         A::Substring { .. } => "substring".into(),
         _ => "?column?".into(),
     }
@@ -679,5 +748,80 @@ fn pg_type_short_name(t: DataType) -> &'static str {
         DataType::Float8 => "float8",
         DataType::Numeric => "numeric",
         DataType::Text => "text",
+    }
+}
+
+#[cfg(test)]
+mod scalar_subquery_tests {
+    use weft_common::SqlState;
+
+    use crate::Database;
+
+    fn session() -> (tempfile::TempDir, crate::Session) {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Database::open(dir.path(), &[]).unwrap();
+        let mut session = db.session();
+        for sql in [
+            "CREATE TABLE t1 (a int, b text)",
+            "INSERT INTO t1 VALUES (1, 'x'), (2, 'y'), (3, NULL)",
+            "CREATE TABLE t2 (c int)",
+            "INSERT INTO t2 VALUES (10), (20)",
+            "SET max_parallel_workers_per_gather = 0",
+        ] {
+            session.execute(sql).unwrap();
+        }
+        (dir, session)
+    }
+
+    fn lines(session: &mut crate::Session, sql: &str) -> Vec<String> {
+        let result = session.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+        result.rows.iter().map(|r| r.iter().map(|d| d.to_pg_text().unwrap_or_default()).collect::<Vec<_>>().join("|")).collect()
+    }
+
+    #[test]
+    fn aggregates_inside_a_subquery_do_not_make_the_query_an_aggregate() {
+        let (_dir, mut s) = session();
+        assert_eq!(lines(&mut s, "SELECT a, (SELECT max(c) FROM t2) FROM t1 ORDER BY a"), ["1|20", "2|20", "3|20"]);
+        assert_eq!(lines(&mut s, "SELECT b FROM t1 WHERE a = (SELECT min(a) FROM t1)"), ["x"]);
+        let result = s.execute("SELECT (SELECT max(c) FROM t2), (SELECT c AS z FROM t2 LIMIT 1)").unwrap();
+        assert_eq!(result.columns.iter().map(|c| c.name.as_str()).collect::<Vec<_>>(), ["max", "z"]);
+    }
+
+    #[test]
+    fn explain_prints_init_plans_without_running_them() {
+        let (_dir, mut s) = session();
+        // Two rows: running it would fail, EXPLAIN must not.
+        let plan = lines(&mut s, "EXPLAIN (COSTS OFF) SELECT a FROM t1 WHERE a = (SELECT c FROM t2)");
+        assert_eq!(plan, ["Seq Scan on t1", "  Filter: (a = $0)", "  InitPlan 1 (returns $0)", "    ->  Seq Scan on t2"]);
+        let err = s.execute("SELECT a FROM t1 WHERE a = (SELECT c FROM t2)").unwrap_err();
+        assert_eq!(err.sqlstate, SqlState::CARDINALITY_VIOLATION);
+        let nested = lines(&mut s, "EXPLAIN (COSTS OFF) SELECT (SELECT max(a) + (SELECT min(c) FROM t2) FROM t1)");
+        assert_eq!(
+            nested,
+            [
+                "Result",
+                "  InitPlan 2 (returns $1)",
+                "    ->  Aggregate",
+                "          InitPlan 1 (returns $0)",
+                "            ->  Aggregate",
+                "                  ->  Seq Scan on t2",
+                "          ->  Seq Scan on t1",
+            ]
+        );
+    }
+
+    #[test]
+    fn errors_are_postgresql_s() {
+        let (_dir, mut s) = session();
+        let err = s.execute("SELECT (SELECT a, b FROM t1)").unwrap_err();
+        assert_eq!((err.sqlstate, err.message.as_str()), (SqlState::SYNTAX_ERROR, "subquery must return only one column"));
+        let err = s.execute("SELECT a FROM t1 WHERE a < (SELECT c FROM t2 WHERE c = a)").unwrap_err();
+        assert_eq!(err.sqlstate, SqlState::UNDEFINED_COLUMN);
+        assert_eq!(err.hint.as_deref(), Some("Correlated subqueries in expressions are not supported yet."));
+        let err = s.execute("SELECT a FROM t1 LIMIT (SELECT 1)").unwrap_err();
+        assert_eq!(err.sqlstate, SqlState::FEATURE_NOT_SUPPORTED);
+        let err = s.execute("SELECT EXISTS (SELECT 1 FROM t2)").unwrap_err();
+        assert_eq!(err.sqlstate, SqlState::FEATURE_NOT_SUPPORTED);
+        assert_eq!(lines(&mut s, "SELECT (SELECT c FROM t2 WHERE c > 99) IS NULL"), ["t"]);
     }
 }

@@ -130,7 +130,7 @@ fn copy_to(session: &mut Session, source: &CopySource, path: &str, format: &Form
     };
     let catalog = session.db.catalog();
     let planned = plan(session, &catalog, &query)?;
-    let rows = weft_exec::execute(&planned.plan, &exec_context(session, cancel))?;
+    let rows = crate::statements::run_query_plan(&planned.plan, &exec_context(session, cancel))?;
     let file = File::create(path).map_err(|e| Error::io(format!("could not open file \"{path}\" for writing"), &e))?;
     let mut out = BufWriter::new(file);
     let write_err = |e: std::io::Error| Error::io(format!("could not write to file \"{path}\""), &e);

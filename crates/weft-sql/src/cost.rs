@@ -150,7 +150,8 @@ pub fn heap_tuples(row_count: u64, nblocks: u32, row_width: f64) -> f64 {
 /// `cpu_operator_cost`.
 pub fn operator_count(expr: &Expr) -> f64 {
     match expr {
-        Expr::Column { .. } | Expr::Literal { .. } => 0.0,
+        // The subquery runs once per statement, not per row.
+        Expr::Column { .. } | Expr::Literal { .. } | Expr::ScalarSubquery(_) => 0.0,
         Expr::Cast { expr, .. } | Expr::Unary { expr, .. } => 1.0 + operator_count(expr),
         Expr::IsNull { expr, .. } => operator_count(expr),
         Expr::Binary { left, right, .. } => 1.0 + operator_count(left) + operator_count(right),

@@ -144,7 +144,8 @@ pub fn constant(value: &Datum, data_type: DataType) -> String {
 /// have folded it to a constant)?
 fn is_constant(expr: &Expr) -> bool {
     match expr {
-        Expr::Column { .. } => false,
+        // Its value is known only once the statement runs (EXPLAIN prints `$n`).
+        Expr::Column { .. } | Expr::ScalarSubquery(_) => false,
         Expr::Literal { .. } => true,
         Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => is_constant(expr),
         Expr::Binary { left, right, .. } => is_constant(left) && is_constant(right),
@@ -170,6 +171,8 @@ fn write_expr(expr: &Expr, input: &[ColumnText], out: &mut String) {
             None => out.push_str(&format!("${}", index + 1)),
         },
         Expr::Literal { value, data_type } => out.push_str(&constant(value, *data_type)),
+        // PostgreSQL 15 prints an InitPlan's result as its parameter.
+        Expr::ScalarSubquery(init_plan) => out.push_str(&format!("${}", init_plan.param())),
         Expr::Cast { expr, to } => {
             // A constant cast was folded above unless the cast fails; print it as written.
             if let Expr::Literal { value, .. } = expr.as_ref() {

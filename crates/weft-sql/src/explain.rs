@@ -31,13 +31,14 @@
 //! PostgreSQL prints the leader's share; the `Worker N:` lines are each worker's.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sqlparser::ast::{self, Statement};
 use weft_access::Catalog;
 use weft_common::parallel::CancelToken;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
-use weft_exec::expr::Expr;
+use weft_exec::expr::{Expr, InitPlan};
 use weft_access::btree::ScanDirection;
 use weft_exec::plan::{HashJoin, HashJoinMode, HeapSource, JoinType, Pipeline, Plan, SetOpPlan, SetOperator, SortPlan, Source, Step};
 use weft_exec::{node_id, HashJoinStats, NodeStats, PipelineStats, SortReport};
@@ -216,7 +217,7 @@ pub(crate) fn explain(
     let run = if options.analyze {
         let ctx = statements::exec_context(session, cancel);
         let began = Instant::now();
-        let outcome = weft_exec::execute(&plan, &ctx);
+        let outcome = statements::run_query_plan(&plan, &ctx);
         execution = Some(began.elapsed());
         let sort_reports = ctx.sort_reports.lock().clone();
         statements::finish_context(session, &ctx);
@@ -235,10 +236,13 @@ pub(crate) fn explain(
         None
     };
 
+    // Every init plan, kept here so the builder can borrow their plans.
+    let init_plans = plan.init_plans();
+    let init_plan_entries: usize = init_plans.iter().map(|p| range_entries(&p.plan)).sum();
     let builder = Builder {
         catalog: &catalog,
         options,
-        multiple_entries: range_entries(&plan) + insert_into.is_some() as usize > 1,
+        multiple_entries: range_entries(&plan) + init_plan_entries + insert_into.is_some() as usize > 1,
         leader_participates: session.settings.boolean("parallel_leader_participation"),
         work_mem: session.settings.memory_bytes("work_mem"),
         run: run.as_ref(),
@@ -252,8 +256,9 @@ pub(crate) fn explain(
     if let Some(table) = insert_into {
         root = builder.insert(&table, root);
     }
+    let sections = init_plan_sections(&builder, &plan, &init_plans);
     let mut lines = Vec::new();
-    render(&root.node, 0, &options, &mut lines);
+    render_with_init_plans(&root.node, &sections, 0, &options, &mut lines);
     if options.summary {
         lines.push(format!("Planning Time: {:.3} ms", millis(planning)));
     }
@@ -262,6 +267,48 @@ pub(crate) fn explain(
     }
     let rows = lines.into_iter().map(|l| vec![Datum::Text(l)]).collect();
     Ok(QueryResult::rows(vec![ColumnInfo { name: "QUERY PLAN".to_string(), data_type: DataType::Text }], rows, "EXPLAIN"))
+}
+
+/// An `InitPlan n (returns $m)` section printed under a node: the subquery's tree and
+/// the init plans that subquery reads.
+struct InitPlanSection {
+    title: String,
+    node: Node,
+    init_plans: Vec<InitPlanSection>,
+}
+
+/// The sections of the init plans `plan` reads directly (those of `all`, every init plan
+/// of the statement), each with its own nested ones. PostgreSQL attaches an InitPlan to
+/// the top node of the query level that uses it; here that is the root of `plan`.
+fn init_plan_sections<'a>(builder: &Builder<'a>, plan: &Plan, all: &'a [Arc<InitPlan>]) -> Vec<InitPlanSection> {
+    let mut direct = Vec::new();
+    plan.for_each_expr(&mut |e| e.collect_init_plans(&mut direct));
+    all.iter()
+        .filter(|p| direct.iter().any(|d| Arc::ptr_eq(d, p)))
+        .map(|p| InitPlanSection {
+            title: format!("InitPlan {} (returns ${})", p.number, p.param()),
+            node: builder.plan(&p.plan).node,
+            init_plans: init_plan_sections(builder, &p.plan, all),
+        })
+        .collect()
+}
+
+/// [`render`], with the init plan sections after the node's properties and before its
+/// children, as PostgreSQL prints them: the title at the properties' indent, the
+/// subquery's tree as a child shifted two more spaces.
+fn render_with_init_plans(node: &Node, sections: &[InitPlanSection], depth: usize, options: &ExplainOptions, out: &mut Vec<String>) {
+    let mut lines = Vec::new();
+    render(node, depth, options, &mut lines);
+    let head = (1 + node.lines.len()).min(lines.len());
+    let children = lines.split_off(head);
+    out.extend(lines);
+    for section in sections {
+        out.push(format!("{}{}", " ".repeat(2 + 6 * depth), section.title));
+        let mut sub = Vec::new();
+        render_with_init_plans(&section.node, &section.init_plans, depth + 1, options, &mut sub);
+        out.extend(sub.into_iter().map(|l| format!("  {l}")));
+    }
+    out.extend(children);
 }
 
 fn millis(d: Duration) -> f64 {

@@ -8,7 +8,8 @@ use weft_exec::expr::Expr;
 pub fn walk(expr: &Expr, f: &mut impl FnMut(&Expr)) {
     f(expr);
     match expr {
-        Expr::Column { .. } | Expr::Literal { .. } => {}
+        // A subquery's plan has its own columns: not this expression's.
+        Expr::Column { .. } | Expr::Literal { .. } | Expr::ScalarSubquery(_) => {}
         Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => walk(expr, f),
         Expr::Binary { left, right, .. } => {
             walk(left, f);
@@ -33,7 +34,7 @@ pub fn remap_columns(expr: &mut Expr, map: &BTreeMap<usize, usize>) {
         Expr::Column { index, .. } => {
             *index = map[index];
         }
-        Expr::Literal { .. } => {}
+        Expr::Literal { .. } | Expr::ScalarSubquery(_) => {}
         Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => remap_columns(expr, map),
         Expr::Binary { left, right, .. } => {
             remap_columns(left, map);
@@ -79,7 +80,7 @@ pub fn substitute_columns(expr: &Expr, values: &[Expr]) -> Expr {
     let recurse = |e: &Expr| Box::new(substitute_columns(e, values));
     match expr {
         Expr::Column { index, .. } => values[*index].clone(),
-        Expr::Literal { .. } => expr.clone(),
+        Expr::Literal { .. } | Expr::ScalarSubquery(_) => expr.clone(),
         Expr::Cast { expr, to } => Expr::Cast { expr: recurse(expr), to: *to },
         Expr::Unary { op, expr, data_type } => Expr::Unary { op: *op, expr: recurse(expr), data_type: *data_type },
         Expr::IsNull { expr, negated } => Expr::IsNull { expr: recurse(expr), negated: *negated },

@@ -280,7 +280,7 @@ impl Analyzer<'_, '_> {
             let mut sides = Columns::default();
             sides.visible.extend(left_cols.visible.iter().chain(&right_cols.visible).cloned());
             sides.qualified_only.extend(left_cols.qualified_only.iter().chain(&right_cols.qualified_only).cloned());
-            let bound = require_bool(Binder::new(&sides.scope()).bind(condition)?, "JOIN/ON")?;
+            let bound = require_bool(Binder::new(&sides.scope()).planning(self.ctx).bind(condition)?, "JOIN/ON")?;
             let bound = substitute_columns(&bound, &sides.values());
             on.extend(crate::selectivity::conjuncts(&bound).into_iter().cloned());
         }
@@ -909,7 +909,7 @@ impl SemiJoin {
             if contains_aggregate(e) {
                 return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in WHERE"));
             }
-            let bound = require_bool(Binder::new(&scope).bind(e)?, "WHERE")?;
+            let bound = require_bool(Binder::new(&scope).planning(ctx).bind(e)?, "WHERE")?;
             let bound = substitute_columns(&bound, &values);
             conjuncts.extend(crate::selectivity::conjuncts(&bound).into_iter().cloned());
         }
@@ -928,8 +928,8 @@ impl SemiJoin {
                 return Err(Error::new(SqlState::SYNTAX_ERROR, "subquery has too many columns"));
             }
             let outer_scope = outer.scope.clone();
-            let o = substitute_columns(&Binder::new(&outer_scope).bind(outer_expr)?, &outer.values);
-            let i = substitute_columns(&Binder::new(&scope).bind(items[0])?, &values);
+            let o = substitute_columns(&Binder::new(&outer_scope).planning(ctx).bind(outer_expr)?, &outer.values);
+            let i = substitute_columns(&Binder::new(&scope).planning(ctx).bind(items[0])?, &values);
             in_pair = Some(in_key_types(o, i)?);
         }
         let is_inner = |e: &Expr| {
@@ -1022,7 +1022,7 @@ impl SemiJoin {
         }
         let shift = outer.raw_width();
         let outer_scope = outer.scope.clone();
-        let o = substitute_columns(&Binder::new(&outer_scope).bind(outer_expr)?, &outer.values);
+        let o = substitute_columns(&Binder::new(&outer_scope).planning(ctx).bind(outer_expr)?, &outer.values);
         let i = Expr::Column { index: shift, data_type: planned.columns[0].data_type };
         let key = in_key_types(o, i)?;
         let build = Pipeline { source: Source::Subquery { plan: Box::new(planned.plan), label: ScanLabel::default() }, steps: Vec::new(), workers: 0 };

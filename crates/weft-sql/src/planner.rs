@@ -29,6 +29,8 @@ pub struct PlanContext<'a> {
     pub snapshot: &'a Snapshot,
     pub settings: &'a Settings,
     pub eval: &'a EvalContext,
+    /// Init plans (scalar subqueries) numbered so far in this statement.
+    pub init_plan_count: std::cell::Cell<usize>,
 }
 
 pub struct PlannedQuery {
@@ -102,6 +104,8 @@ pub(crate) fn plan_body(body: &SetExpr, order_by: &[ast::OrderByExpr], ctx: &Pla
 }
 
 /// A LIMIT/OFFSET value: a constant bigint; NULL means no limit.
+/// Evaluated while planning, so the binder gets no planner: a subquery (whose value
+/// exists only at execution) is rejected.
 fn limit_value(expr: &ast::Expr, what: &str, ctx: &PlanContext) -> Result<Option<u64>> {
     let scope = Scope::default();
     let bound = Binder::new(&scope).bind(expr)?;
@@ -183,7 +187,7 @@ fn plan_values(values: &ast::Values, ctx: &PlanContext) -> Result<PlannedQuery> 
     let scope = Scope::default();
     let mut rows: Vec<Vec<Expr>> = Vec::with_capacity(values.rows.len());
     for row in &values.rows {
-        let bound = row.iter().map(|e| Binder::new(&scope).bind(e)).collect::<Result<Vec<_>>>()?;
+        let bound = row.iter().map(|e| Binder::new(&scope).planning(ctx).bind(e)).collect::<Result<Vec<_>>>()?;
         if let Some(first) = rows.first() {
             if first.len() != bound.len() {
                 return Err(Error::syntax("VALUES lists must all be the same length"));
@@ -320,6 +324,7 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
         let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = arg else {
             return Err(Error::not_supported("named arguments to generate_series"));
         };
+        // Bounds are evaluated while planning: no planner, so no subquery.
         bound.push(Binder::new(&scope).bind(e)?);
     }
     if !(2..=3).contains(&bound.len()) || bound.iter().any(|e| !matches!(e.data_type(), DataType::Int4 | DataType::Int8) && !crate::bind::is_null_literal(e)) {
@@ -433,7 +438,7 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         if contains_aggregate(predicate) {
             return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in WHERE"));
         }
-        let bound = require_bool(Binder::new(scope).bind(predicate)?, "WHERE")?;
+        let bound = require_bool(Binder::new(scope).planning(ctx).bind(predicate)?, "WHERE")?;
         filter = Some(match filter {
             None => bound,
             Some(f) => Expr::Binary { op: ex::BinaryOp::And, left: Box::new(f), right: Box::new(bound), data_type: DataType::Bool },
@@ -481,7 +486,7 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         let mut exprs = Vec::with_capacity(items.len());
         let mut columns = Vec::with_capacity(items.len());
         for (ast_expr, name) in &items {
-            let bound = Binder::new(scope).bind(ast_expr)?;
+            let bound = Binder::new(scope).planning(ctx).bind(ast_expr)?;
             columns.push(ColumnInfo { name: name.clone(), data_type: bound.data_type() });
             exprs.push(bound);
         }
@@ -520,18 +525,18 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         if contains_aggregate(&resolved) {
             return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in GROUP BY"));
         }
-        group_by.push(Binder::new(scope).bind(&resolved)?);
+        group_by.push(Binder::new(scope).planning(ctx).bind(&resolved)?);
     }
     let mut aggregates = AggregateContext { group_by, calls: Vec::new(), distinct: Vec::new() };
     let mut outputs = Vec::with_capacity(items.len());
     let mut columns = Vec::with_capacity(items.len());
     for (ast_expr, name) in &items {
-        let bound = Binder::with_aggregates(scope, &mut aggregates).bind(ast_expr)?;
+        let bound = Binder::with_aggregates(scope, &mut aggregates).planning(ctx).bind(ast_expr)?;
         columns.push(ColumnInfo { name: name.clone(), data_type: bound.data_type() });
         outputs.push(bound);
     }
     let having = match &select.having {
-        Some(h) => Some(require_bool(Binder::with_aggregates(scope, &mut aggregates).bind(h)?, "HAVING")?),
+        Some(h) => Some(require_bool(Binder::with_aggregates(scope, &mut aggregates).planning(ctx).bind(h)?, "HAVING")?),
         None => None,
     };
     let AggregateContext { mut group_by, mut calls, distinct } = aggregates;

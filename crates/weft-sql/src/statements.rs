@@ -90,6 +90,12 @@ pub(crate) fn finish_context(session: &Session, ctx: &ExecContext) {
 }
 
 pub(crate) fn plan(session: &Session, catalog: &weft_access::Catalog, query: &ast::Query) -> Result<PlannedQuery> {
+    with_plan_context(session, catalog, |ctx| plan_query(query, ctx))
+}
+
+/// Plan with a context over the catalog's current snapshot (one per statement: its init
+/// plans are numbered from 1).
+fn with_plan_context<R>(session: &Session, catalog: &weft_access::Catalog, f: impl FnOnce(&PlanContext) -> R) -> R {
     let snapshot = catalog.snapshot();
     let ctx = PlanContext {
         catalog,
@@ -97,8 +103,21 @@ pub(crate) fn plan(session: &Session, catalog: &weft_access::Catalog, query: &as
         snapshot: &snapshot,
         settings: &session.settings,
         eval: &session.eval,
+        init_plan_count: Default::default(),
     };
-    plan_query(query, &ctx)
+    f(&ctx)
+}
+
+/// Run a plan's rows: its init plans (scalar subqueries) first, then the plan.
+pub(crate) fn run_query_plan(plan: &Plan, ctx: &ExecContext) -> Result<Vec<weft_exec::Row>> {
+    weft_exec::expr::run_init_plans(plan, ctx)?;
+    run_plan(plan, ctx)
+}
+
+/// Insert a plan's rows: its init plans first, then the plan.
+fn run_insert_plan(plan: &Plan, ctx: &ExecContext, target: &InsertTarget) -> Result<u64> {
+    weft_exec::expr::run_init_plans(plan, ctx)?;
+    execute_insert(plan, ctx, target)
 }
 
 fn select(session: &mut Session, query: &ast::Query, cancel: &CancelToken) -> Result<QueryResult> {
@@ -108,7 +127,7 @@ fn select(session: &mut Session, query: &ast::Query, cancel: &CancelToken) -> Re
     let catalog = session.db.catalog();
     let planned = plan(session, &catalog, query)?;
     let ctx = exec_context(session, cancel);
-    let outcome = run_plan(&planned.plan, &ctx);
+    let outcome = run_query_plan(&planned.plan, &ctx);
     finish_context(session, &ctx);
     let rows = outcome?;
     let stats = ctx.stats.into_inner();
@@ -232,7 +251,7 @@ fn create_table_as(
     let table = add_table(session, txn, name, columns)?;
     let target = insert_target_for(&table, txn.xid);
     let ctx = exec_context(session, cancel);
-    let outcome = execute_insert(&planned.plan, &ctx, &target);
+    let outcome = run_insert_plan(&planned.plan, &ctx, &target);
     finish_context(session, &ctx);
     let inserted = outcome?;
     txn.catalog.table_mut(name)?.row_count = inserted;
@@ -347,7 +366,7 @@ fn insert_into(session: &mut Session, insert: &ast::Insert, cancel: &CancelToken
         target.fill_last_page = !plan.reads_relation(table.locator());
         let first_block = first_block_written(session, &table)?;
         let ctx = exec_context(session, cancel);
-        let outcome = execute_insert(&plan, &ctx, &target);
+        let outcome = run_insert_plan(&plan, &ctx, &target);
         finish_context(session, &ctx);
         let inserted = outcome?;
         txn.touch(table.locator());
@@ -391,28 +410,30 @@ pub(crate) fn insert_plan(session: &Session, catalog: &weft_access::Catalog, tab
     // VALUES binds each value against its column's type, so quoted strings and NULLs
     // take the column's type as in PostgreSQL.
     if let (ast::SetExpr::Values(values), None, None) = (source.body.as_ref(), &source.order_by, &source.limit_clause) {
-        let scope = Scope::default();
-        let mut rows = Vec::with_capacity(values.rows.len());
-        for row in &values.rows {
-            if row.len() != targets.len() {
-                return Err(arity_error(row.len()));
-            }
-            let mut full: Vec<Expr> = table
-                .columns
-                .iter()
-                .map(|c| Expr::Literal { value: Datum::Null, data_type: c.data_type })
-                .collect();
-            for (value, &column) in row.iter().zip(targets) {
-                let meta = &table.columns[column];
-                if matches!(value, ast::Expr::Identifier(i) if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none()) {
-                    continue;
+        return with_plan_context(session, catalog, |ctx| {
+            let scope = Scope::default();
+            let mut rows = Vec::with_capacity(values.rows.len());
+            for row in &values.rows {
+                if row.len() != targets.len() {
+                    return Err(arity_error(row.len()));
                 }
-                let bound = Binder::new(&scope).bind(value)?;
-                full[column] = assignment_coerce(bound, meta.data_type, &meta.name)?;
+                let mut full: Vec<Expr> = table
+                    .columns
+                    .iter()
+                    .map(|c| Expr::Literal { value: Datum::Null, data_type: c.data_type })
+                    .collect();
+                for (value, &column) in row.iter().zip(targets) {
+                    let meta = &table.columns[column];
+                    if matches!(value, ast::Expr::Identifier(i) if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none()) {
+                        continue;
+                    }
+                    let bound = Binder::new(&scope).planning(ctx).bind(value)?;
+                    full[column] = assignment_coerce(bound, meta.data_type, &meta.name)?;
+                }
+                rows.push(full);
             }
-            rows.push(full);
-        }
-        return Ok(Plan::Pipeline(Pipeline { source: Source::Values(rows), steps: Vec::new(), workers: 0 }));
+            Ok(Plan::Pipeline(Pipeline { source: Source::Values(rows), steps: Vec::new(), workers: 0 }))
+        });
     }
     let planned = plan(session, catalog, source)?;
     if planned.columns.len() != targets.len() {

@@ -11,6 +11,12 @@ const SETUP: &[&str] = &[
     "CREATE TABLE t (id int, k int, v bigint, f float8, s text, b boolean)",
     "INSERT INTO t SELECT i, abs(hashint4(i)) % 7, hashint4(i * 3)::bigint * 1000, CASE WHEN i % 5 = 0 THEN NULL ELSE hashint4(i) / 1000.0::float8 END, CASE WHEN i % 11 = 0 THEN NULL ELSE substr(md5(i::text), 1, 1 + i % 9) END, i % 3 = 0 FROM generate_series(1, 3000) i",
     "INSERT INTO t VALUES (NULL, NULL, NULL, NULL, NULL, NULL), (0, 0, 9223372036854775807, 'NaN', '', true), (-1, 0, -9223372036854775808, '-Infinity', 'zz', false)",
+    // Scalar subqueries in INSERT ... SELECT, INSERT ... VALUES and CREATE TABLE AS.
+    "CREATE TABLE sq (a int, n numeric)",
+    "INSERT INTO sq SELECT (SELECT max(id) FROM t), (SELECT sum(v) FROM t WHERE id < 10)",
+    "INSERT INTO sq VALUES ((SELECT count(*) FROM t)::int, (SELECT NULL::numeric))",
+    "INSERT INTO sq SELECT id + (SELECT min(id) FROM t), NULL::numeric FROM t WHERE id < 4",
+    "CREATE TABLE sq2 AS SELECT id, (SELECT max(k) FROM t) mk, (SELECT s FROM t WHERE id = 7) s7 FROM t WHERE id < 6",
 ];
 
 const QUERIES: &[&str] = &[
@@ -66,6 +72,27 @@ const QUERIES: &[&str] = &[
     // WITH.
     "WITH a AS (SELECT k, count(*) c FROM t GROUP BY k), b AS (SELECT * FROM a WHERE c > 400) SELECT k, c FROM b",
     "WITH x(n) AS (SELECT id FROM t WHERE id < 10) SELECT count(*), sum(n) FROM x",
+    // Scalar subqueries (uncorrelated: PostgreSQL's InitPlans), and aggregates inside
+    // them, which belong to the subquery and not to the query around it.
+    "SELECT id, (SELECT max(v) FROM t) FROM t WHERE id < 5",
+    "SELECT id, s FROM t WHERE id = (SELECT min(id) FROM t)",
+    "SELECT id, s FROM t WHERE id = (SELECT min(id) FROM t WHERE id > 0)",
+    "SELECT count(*) FROM t WHERE v < (SELECT avg(v) FROM t)",
+    "SELECT k, count(*) FROM t GROUP BY k HAVING count(*) > (SELECT count(*) / 7 FROM t)",
+    "SELECT k, (SELECT count(*) FROM t), count(*) + (SELECT max(k) FROM t) FROM t GROUP BY k",
+    "SELECT id FROM t WHERE id < 30 ORDER BY abs(id - (SELECT avg(id) FROM t WHERE id < 30)), id",
+    "SELECT id, CASE WHEN v > (SELECT avg(v) FROM t) THEN 'high' ELSE 'low' END FROM t WHERE id < 25",
+    "SELECT (SELECT max(id) FROM t) - (SELECT min(id) FROM t) * 2, (SELECT count(*) FROM t) / 3.0",
+    "SELECT (SELECT id FROM t WHERE id > 100000), (SELECT id FROM t WHERE id > 100000) IS NULL",
+    "SELECT (SELECT f FROM t WHERE id = 5), (SELECT max(s) FROM t WHERE s IS NULL), (SELECT NULL)",
+    "SELECT (SELECT max(id) FROM t WHERE id < (SELECT avg(id) FROM t)) + 1, (SELECT (SELECT 2) * 3)",
+    "SELECT a.id, b.id FROM t a JOIN t b ON a.id = b.id + 1 WHERE a.id < (SELECT min(id) FROM t WHERE id > 0) + 5",
+    "SELECT md5((SELECT max(s) FROM t)), length((SELECT min(s) FROM t WHERE s <> '')), round((SELECT avg(f) FROM t WHERE f > 0 AND f < 1e12)::numeric, 3)",
+    "WITH m AS (SELECT (SELECT max(id) FROM t) x) SELECT x FROM m UNION ALL SELECT (SELECT min(id) FROM t)",
+    "SELECT c FROM (SELECT count(*) c FROM t WHERE k = (SELECT max(k) FROM t)) s",
+    "SELECT count(*) FROM parallel_sort_test WHERE randint > (SELECT avg(randint) FROM parallel_sort_test)",
+    "SELECT * FROM sq",
+    "SELECT * FROM sq2",
     // Numeric and text functions.
     "SELECT id, round(f), trunc(f), ceil(f), floor(f), sign(f), round(v::numeric / 7, 2), trunc(v::numeric / 7, 1), round(v::numeric, -3), mod(id, 7), mod(v, 1000), power(id % 10, 3), sqrt(abs(f)) FROM t WHERE id % 97 = 5",
     "SELECT id, ceil(v::numeric / 1000.5), floor(-v::numeric / 3), ceiling(id / 7.0), round(id / 4.0), trunc(-id / 3.0), sign(v::numeric), round(2.5::float8), round(-0.5) FROM t WHERE id % 113 = 6",
@@ -96,6 +123,14 @@ const ERRORS: &[&str] = &[
     "WITH a AS (SELECT 1), a AS (SELECT 2) SELECT * FROM a",
 ];
 
+/// Errors compared by SQLSTATE as well as by message.
+const ERRORS_WITH_SQLSTATE: &[&str] = &[
+    // A scalar subquery with two columns (42601), with more than one row (21000).
+    "SELECT (SELECT id, k FROM t)",
+    "SELECT id FROM t WHERE id = (SELECT id FROM t)",
+    "SELECT (SELECT id FROM t WHERE id < 3) + 1",
+];
+
 /// Rows equal field by field, where float fields may differ in the last digits: a parallel
 /// sum adds in another order than PostgreSQL's serial one (both are correctly rounded
 /// sums of the same numbers in different orders).
@@ -114,6 +149,15 @@ fn close_floats(x: &str, y: &str) -> bool {
     }
     let (a, b): (f64, f64) = (x.parse().unwrap(), y.parse().unwrap());
     (a - b).abs() <= 1e-12 * a.abs().max(b.abs())
+}
+
+/// The SQLSTATE of PostgreSQL's error for `sql` (psql's verbose error lines carry it).
+fn pg_sqlstate(pg: &PgCluster, sql: &str) -> Option<String> {
+    let output = pg.psql_command().args(["-q", "-A", "-t", "-c", "\\set VERBOSITY verbose", "-c", sql]).output().ok()?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let rest = stderr.split("ERROR:  ").nth(1)?;
+    let code = rest.get(..5)?;
+    (rest.get(5..6) == Some(":")).then(|| code.to_string())
 }
 
 fn pg_text(d: &Datum) -> String {
@@ -170,7 +214,17 @@ fn weft_and_postgres_agree() {
             mismatches.push(format!("{sql}\n  rows pg={} weft={}\n{}", e.len(), a.len(), diff.join("\n")));
         }
     }
-    for sql in ERRORS {
+    for sql in ERRORS_WITH_SQLSTATE {
+        let pg_state = pg_sqlstate(&pg, sql).unwrap_or_else(|| panic!("PostgreSQL accepted {sql} or gave no SQLSTATE"));
+        match session.execute(sql) {
+            Ok(_) => mismatches.push(format!("{sql}\n  weft succeeded, PostgreSQL failed with {pg_state}")),
+            Err(e) if e.sqlstate.0 != pg_state => {
+                mismatches.push(format!("{sql}\n  pg:   {pg_state}\n  weft: {} {}", e.sqlstate.0, e.message))
+            }
+            Err(_) => {}
+        }
+    }
+    for sql in ERRORS.iter().chain(ERRORS_WITH_SQLSTATE) {
         let pg_error = match pg.query(sql) {
             Ok(rows) => panic!("PostgreSQL accepted {sql}: {rows:?}"),
             Err(e) => e.message,

@@ -78,6 +78,7 @@ impl Expr {
                 }
                 func.call(&values, ctx)
             }
+            Expr::ScalarSubquery(init_plan) => init_plan.value().cloned(),
         }
     }
 
@@ -93,6 +94,7 @@ impl Expr {
             | Expr::Function { data_type, .. } => *data_type,
             Expr::Cast { to, .. } => *to,
             Expr::IsNull { .. } => DataType::Bool,
+            Expr::ScalarSubquery(init_plan) => init_plan.data_type,
         }
     }
 

@@ -54,12 +54,14 @@ pub mod like;
 mod math;
 mod text;
 pub mod resolve;
+mod subquery;
 #[cfg(test)]
 mod tests;
 
 pub use cast::cast_datum;
 pub use compare::{compare_datums, datum_hash, GroupKey};
 pub use functions::EvalContext;
+pub use subquery::{run_init_plans, InitPlan};
 pub use resolve::{
     can_coerce, coerce, common_type, resolve_binary, resolve_case, resolve_coalesce, resolve_function,
     resolve_unary,
@@ -82,6 +84,9 @@ pub enum Expr {
     Case { whens: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>>, data_type: DataType },
     Coalesce { args: Vec<Expr>, data_type: DataType },
     Function { func: ScalarFunction, args: Vec<Expr>, data_type: DataType },
+    /// An uncorrelated `(SELECT ...)`: the value its init plan computed before the
+    /// statement's plan started (`subquery.rs`).
+    ScalarSubquery(std::sync::Arc<InitPlan>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
