@@ -82,3 +82,41 @@ fn bench_mapping_lookups() {
         }
     }
 }
+
+fn resident_bytes() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| rest.split_whitespace().next()?.parse::<usize>().ok())
+        .map_or(0, |kib| kib * 1024)
+}
+
+/// Resident memory of the ART mapping's node pool: carved for its worst case at start-up,
+/// resident only as nodes are used (slab_memory.rs). Prints, per pool size, the pool's
+/// capacity and the resident growth after creating it and after filling it.
+#[test]
+#[ignore = "measurement: run in --release with --ignored --nocapture"]
+fn art_mapping_resident_memory() {
+    println!("| buffers | ART node pool carved | ART resident after new | ART resident, every buffer mapped | hash resident, every buffer mapped |");
+    println!("|---|---|---|---|---|");
+    for nbuffers in [16 * 1024, 128 * 1024, 1024 * 1024] {
+        // The hash first, so that it cannot reuse pages the ART's structures freed.
+        let before = resident_bytes();
+        let hash = PartitionedHashMapping::new(nbuffers);
+        for i in 0..nbuffers {
+            hash.insert(tag_of(i, nbuffers), i).unwrap().unwrap();
+        }
+        let hash_filled = resident_bytes().saturating_sub(before);
+        let before = resident_bytes();
+        let art = ArtMapping::new(nbuffers);
+        let created = resident_bytes().saturating_sub(before);
+        for i in 0..nbuffers {
+            art.insert(tag_of(i, nbuffers), i).unwrap().unwrap();
+        }
+        let filled = resident_bytes().saturating_sub(before);
+        let (_, carved) = art.node_bytes();
+        println!("| {nbuffers} | {} MiB | {} MiB | {} MiB | {} MiB |", carved >> 20, created >> 20, filled >> 20, hash_filled >> 20);
+    }
+}
+

@@ -12,17 +12,17 @@
 //! - `tree`: lookups, inserts, removals (optimistic lock coupling);
 //! - `scan`: ordered iteration, `remove_prefix`, `verify`, statistics, drop.
 //!
-//! - `hugepage`: the one module with `unsafe` (a `madvise` hint), with its safety
-//!   contract at its top.
+//! - `slab_memory`: the one module with `unsafe` (zeroed slab allocation and a
+//!   `madvise` hint), with its safety contract at its top.
 //!
-//! Nothing else here uses `unsafe` (`deny` below, allowed only in `hugepage`): nodes
+//! Nothing else here uses `unsafe` (`deny` below, allowed only in `slab_memory`): nodes
 //! are named by slab index and all their fields are atomics, so optimistic reads are
 //! defined behaviour.
 #![doc = include_str!("README.md")]
 #![deny(unsafe_code)]
 
 mod epoch;
-mod hugepage;
+mod slab_memory;
 mod node;
 mod pool;
 mod scan;
@@ -84,7 +84,9 @@ pub struct OlcArt {
     len: sync::Padded<AtomicUsize>,
     /// Removals that could not shrink a node for lack of memory (the node stays in its
     /// larger kind; `verify` then accepts fewer children than the kind's minimum).
-    shrinks_skipped: sync::Padded<AtomicUsize>,
+    /// Written only when the pool is exhausted: it shares the root's line, and the tree
+    /// is two 128-byte blocks (a buffer mapping keeps one tree per possible fork).
+    shrinks_skipped: AtomicUsize,
 }
 
 impl OlcArt {
@@ -100,7 +102,7 @@ impl OlcArt {
             root_version: AtomicU64::new(0),
             root: AtomicU64::new(node::NULL_REF),
             len: sync::Padded(AtomicUsize::new(0)),
-            shrinks_skipped: sync::Padded(AtomicUsize::new(0)),
+            shrinks_skipped: AtomicUsize::new(0),
         }
     }
 

@@ -239,6 +239,7 @@ pub(crate) fn write_unlock_obsolete(version: &AtomicU64) {
 // Node structs
 // ---------------------------------------------------------------------------
 
+#[cfg_attr(not(feature = "shuttle"), allow(dead_code))] // slots are zeroed memory outside shuttle (slab_memory.rs)
 fn atomic_words<const N: usize>() -> [AtomicU64; N] {
     std::array::from_fn(|_| AtomicU64::new(0))
 }
@@ -253,6 +254,7 @@ pub(crate) struct Header {
 }
 
 impl Header {
+    #[cfg_attr(not(feature = "shuttle"), allow(dead_code))] // slots are zeroed memory outside shuttle (slab_memory.rs)
     fn new() -> Header {
         Header {
             version: AtomicU64::new(0),
@@ -309,6 +311,7 @@ pub(crate) struct Leaf {
 }
 
 impl Leaf {
+    #[cfg_attr(not(feature = "shuttle"), allow(dead_code))] // slots are zeroed memory outside shuttle (slab_memory.rs)
     pub(crate) fn new() -> Leaf {
         Leaf { key_high: AtomicU64::new(0), key_low: AtomicU64::new(0), value: AtomicU64::new(0) }
     }
@@ -347,6 +350,7 @@ pub(crate) type Node4 = SmallNode<4, 1>;
 pub(crate) type Node16 = SmallNode<16, 2>;
 
 impl<const CAPACITY: usize, const WORDS: usize> SmallNode<CAPACITY, WORDS> {
+    #[cfg_attr(not(feature = "shuttle"), allow(dead_code))] // slots are zeroed memory outside shuttle (slab_memory.rs)
     pub(crate) fn new() -> Self {
         SmallNode { header: Header::new(), keys: atomic_words(), children: atomic_words() }
     }
@@ -475,6 +479,7 @@ pub(crate) struct Node48 {
 }
 
 impl Node48 {
+    #[cfg_attr(not(feature = "shuttle"), allow(dead_code))] // slots are zeroed memory outside shuttle (slab_memory.rs)
     pub(crate) fn new() -> Node48 {
         Node48 {
             header: Header::new(),
@@ -585,6 +590,7 @@ pub(crate) struct Node256 {
 }
 
 impl Node256 {
+    #[cfg_attr(not(feature = "shuttle"), allow(dead_code))] // slots are zeroed memory outside shuttle (slab_memory.rs)
     pub(crate) fn new() -> Node256 {
         Node256 { header: Header::new(), children: atomic_words() }
     }

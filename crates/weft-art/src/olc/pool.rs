@@ -27,6 +27,7 @@
 use std::sync::Arc;
 
 use super::epoch::{reusable_from, EpochDomain, Guard};
+use super::slab_memory::EmptySlots;
 use super::node::{
     index_of, make_ref, tag_of, Inner, Kind, Leaf, Node16, Node256, Node4, Node48, NodeRef, TAG_LEAF, TAG_N16,
     TAG_N256, TAG_N4, TAG_N48,
@@ -49,28 +50,41 @@ const RECLAIM_ROUNDS_MAX: usize = 10_000;
 struct Slab<T> {
     slots: Box<[T]>,
     /// Written by every allocation: kept off the line of `slots`, which lookups read.
-    free: Padded<Mutex<Vec<u32>>>,
+    free: Padded<Mutex<FreeSlots>>,
 }
 
-impl<T> Slab<T> {
-    fn new(count: usize, make: impl Fn() -> T) -> Slab<T> {
-        let mut slots: Vec<T> = Vec::with_capacity(count);
-        // Before the first touch: huge pages for big slabs (see hugepage.rs).
-        super::hugepage::advise(slots.as_ptr().cast::<u8>(), count * std::mem::size_of::<T>());
-        slots.extend((0..count).map(|_| make()));
-        Slab { slots: slots.into_boxed_slice(), free: Padded(Mutex::new((0..count as u32).rev().collect())) }
+/// A slab's free slots: those returned (a stack, reused most recent first) and those
+/// never used (`fresh..count`), handed out in index order so that the memory a pool
+/// touches grows with its use (see `slab_memory.rs`).
+struct FreeSlots {
+    returned: Vec<u32>,
+    fresh: usize,
+    count: usize,
+}
+
+impl<T: EmptySlots> Slab<T> {
+    fn new(count: usize) -> Slab<T> {
+        Slab { slots: T::empty_slots(count), free: Padded(Mutex::new(FreeSlots { returned: Vec::new(), fresh: 0, count })) }
     }
 
     fn pop(&self) -> Option<usize> {
-        lock(&self.free).pop().map(|index| index as usize)
+        let mut free = lock(&self.free);
+        if let Some(index) = free.returned.pop() {
+            return Some(index as usize);
+        }
+        (free.fresh < free.count).then(|| {
+            free.fresh += 1;
+            free.fresh - 1
+        })
     }
 
     fn push(&self, index: usize) {
-        lock(&self.free).push(index as u32);
+        lock(&self.free).returned.push(index as u32);
     }
 
     fn free_count(&self) -> usize {
-        lock(&self.free).len()
+        let free = lock(&self.free);
+        free.returned.len() + (free.count - free.fresh)
     }
 }
 
@@ -146,11 +160,11 @@ impl NodePool {
 
     fn with_class_slots(slots: [usize; 5]) -> Arc<NodePool> {
         Arc::new(NodePool {
-            leaves: Slab::new(slots[0], Leaf::new),
-            node4s: Slab::new(slots[1], Node4::new),
-            node16s: Slab::new(slots[2], Node16::new),
-            node48s: Slab::new(slots[3], Node48::new),
-            node256s: Slab::new(slots[4], Node256::new),
+            leaves: Slab::new(slots[0]),
+            node4s: Slab::new(slots[1]),
+            node16s: Slab::new(slots[2]),
+            node48s: Slab::new(slots[3]),
+            node256s: Slab::new(slots[4]),
             used_bytes: Padded(AtomicUsize::new(0)),
             capacity_bytes: bytes_of(slots),
             epochs: EpochDomain::new(),

@@ -140,17 +140,18 @@ fn outer_value(slot: u32, generation: u32) -> u64 {
     ((generation as u64) << GENERATION_SHIFT) | slot as u64
 }
 
-/// One inner tree and its synchronisation, on its own pair of cache lines: a
-/// lookup reads the state word and the tree's root from the same lines, and
-/// writers of one slot do not disturb readers of its neighbours.
+/// One inner tree and its synchronisation, on 128-byte blocks of its own, so that
+/// writers of one slot do not disturb readers of its neighbours: the state and fork
+/// words, then the tree (its root words, then its entry counter). 384 bytes; there is
+/// a slot per buffer (the worst case: every buffer a fork of its own).
 #[repr(C, align(128))]
 struct InnerSlot {
     /// `generation << 32 | RETIRING | users`.
     state: AtomicU64,
-    tree: OlcArt,
     /// The attached fork (`fork_words`); written before the slot is published.
     fork_high: AtomicU64,
     fork_low: AtomicU64,
+    tree: OlcArt,
 }
 
 enum Enter {
@@ -529,6 +530,12 @@ mod tests {
             assert_eq!(outer_key_of_words(fork_words(rel, fork)), outer_key(rel, fork));
         }
         assert!(outer_key(rel, ForkNumber::Init) < outer_key(RelFileLocator::new(1663, 5, 16385), ForkNumber::Main));
+    }
+
+    /// The slot array is a slot per buffer: its size is part of the mapping's memory.
+    #[test]
+    fn an_inner_slot_is_three_blocks() {
+        assert_eq!(std::mem::size_of::<InnerSlot>(), 384);
     }
 
     /// The node pool grows linearly with the buffer count (the worst case per
