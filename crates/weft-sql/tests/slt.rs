@@ -93,10 +93,11 @@ fn slt_forced_parallelism() {
     ]);
 }
 
+/// The default mapping is the ART; the whole suite also runs on the hash mapping.
 #[test]
-fn slt_art_buffer_mapping() {
+fn slt_hash_buffer_mapping() {
     run_all(&[
-        ("buffer_mapping".into(), "art".into()),
+        ("buffer_mapping".into(), "hash".into()),
         ("shared_buffers".into(), "1MB".into()),
         ("max_worker_processes".into(), "4".into()),
         ("min_parallel_table_scan_size".into(), "0".into()),

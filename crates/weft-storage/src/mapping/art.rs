@@ -70,6 +70,10 @@
 //!   entering it, and its entries are buffers' tags or the new tag of an
 //!   eviction in flight (inserted before the victim's old tag is removed),
 //!   so attached slots <= nbuffers + in-flight insertions + threads inside.
+//!   The slot array is fixed at that size but built `SLOT_CHUNK` slots at a
+//!   time, when a slot of the chunk is first attached (`SlotArray`); slots are
+//!   taken lowest first, so the few hundred forks of a typical pool build one
+//!   chunk.
 //! - Nodes: `NodePool::worst_case_bytes(inner + outer, 13)` with inner =
 //!   `nbuffers + INSERTS_IN_FLIGHT_MAX` block entries and outer = the slot
 //!   count: the OLC pool's bound holds for any forest whose entries add up
@@ -142,8 +146,8 @@ fn outer_value(slot: u32, generation: u32) -> u64 {
 
 /// One inner tree and its synchronisation, on 128-byte blocks of its own, so that
 /// writers of one slot do not disturb readers of its neighbours: the state and fork
-/// words, then the tree (its root words, then its entry counter). 384 bytes; there is
-/// a slot per buffer (the worst case: every buffer a fork of its own).
+/// words, then the tree (its root words, then its entry counter). 384 bytes; there can
+/// be a slot per buffer (the worst case: every buffer a fork of its own).
 #[repr(C, align(128))]
 struct InnerSlot {
     /// `generation << 32 | RETIRING | users`.
@@ -237,11 +241,85 @@ fn cache_index(words: (u64, u64)) -> usize {
 }
 
 /// The tree-of-trees page table.
+/// The inner-tree slots, one per buffer plus slack: a fixed array, built a chunk at a
+/// time when a slot of the chunk is first attached. Slots are taken lowest first, so a
+/// pool whose buffers belong to a few hundred forks builds one chunk, not a slot for
+/// every buffer (384 bytes each, most of the mapping's memory if built up front).
+struct SlotArray {
+    chunks: Box<[std::sync::OnceLock<Box<[InnerSlot]>>]>,
+    len: usize,
+    pool: std::sync::Arc<NodePool>,
+}
+
+/// Slots per chunk (192 KiB).
+const SLOT_CHUNK: usize = 512;
+
+impl SlotArray {
+    fn new(len: usize, pool: std::sync::Arc<NodePool>) -> SlotArray {
+        SlotArray { chunks: (0..len.div_ceil(SLOT_CHUNK)).map(|_| std::sync::OnceLock::new()).collect(), len, pool }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Slot `index`, its chunk built if this is the chunk's first use.
+    #[inline]
+    fn get(&self, index: usize) -> Option<&InnerSlot> {
+        match self.get_built(index) {
+            Some(slot) => Some(slot),
+            None => self.build(index),
+        }
+    }
+
+    /// Slot `index` if its chunk is built (every slot a path can name is: it was
+    /// attached): the lookup's path, without the building branch.
+    #[inline]
+    fn get_built(&self, index: usize) -> Option<&InnerSlot> {
+        self.chunks.get(index / SLOT_CHUNK)?.get()?.get(index % SLOT_CHUNK)
+    }
+
+    #[cold]
+    fn build(&self, index: usize) -> Option<&InnerSlot> {
+        if index >= self.len {
+            return None;
+        }
+        let chunk = self.chunks[index / SLOT_CHUNK].get_or_init(|| {
+            let first = index / SLOT_CHUNK * SLOT_CHUNK;
+            (first..(first + SLOT_CHUNK).min(self.len))
+                .map(|_| InnerSlot {
+                    state: AtomicU64::new(0),
+                    fork_high: AtomicU64::new(0),
+                    fork_low: AtomicU64::new(0),
+                    tree: OlcArt::new(INNER_KEY_BYTES, self.pool.clone()),
+                })
+                .collect()
+        });
+        chunk.get(index % SLOT_CHUNK)
+    }
+
+    /// The slots built so far, with their indexes.
+    fn built(&self) -> impl Iterator<Item = (usize, &InnerSlot)> {
+        self.chunks.iter().enumerate().filter_map(|(c, chunk)| chunk.get().map(|slots| (c, slots))).flat_map(|(c, slots)| {
+            slots.iter().enumerate().map(move |(i, slot)| (c * SLOT_CHUNK + i, slot))
+        })
+    }
+}
+
+impl std::ops::Index<usize> for SlotArray {
+    type Output = InnerSlot;
+
+    #[inline]
+    fn index(&self, index: usize) -> &InnerSlot {
+        self.get(index).expect("slot index below the slot count")
+    }
+}
+
 pub struct ArtMapping {
     instance: u64,
     pool: std::sync::Arc<NodePool>,
     outer: OlcArt,
-    slots: Box<[InnerSlot]>,
+    slots: SlotArray,
     /// Detached slots (a stack; slots are reused most-recent first).
     free: Mutex<Vec<u32>>,
 }
@@ -251,14 +329,7 @@ impl ArtMapping {
     pub fn new(nbuffers: usize) -> ArtMapping {
         let slot_count = Self::slot_count(nbuffers);
         let pool = NodePool::new(Self::node_pool_bytes(nbuffers));
-        let slots = (0..slot_count)
-            .map(|_| InnerSlot {
-                state: AtomicU64::new(0),
-                fork_high: AtomicU64::new(0),
-                fork_low: AtomicU64::new(0),
-                tree: OlcArt::new(INNER_KEY_BYTES, pool.clone()),
-            })
-            .collect();
+        let slots = SlotArray::new(slot_count, pool.clone());
         ArtMapping {
             instance: NEXT_INSTANCE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             outer: OlcArt::new(OUTER_KEY_BYTES, pool.clone()),
@@ -304,7 +375,7 @@ impl ArtMapping {
         let cached = entry.path.get();
         if cached.instance == self.instance
             && cached.fork == words
-            && self.slots[cached.slot as usize].generation() == cached.generation
+            && self.slots.get_built(cached.slot as usize).is_some_and(|slot| slot.generation() == cached.generation)
         {
             return Some((cached.slot, cached.generation));
         }
@@ -424,10 +495,15 @@ impl BufferMapping for ArtMapping {
         let words = fork_words(tag.rel, tag.fork);
         PATH_CACHE.with(|cache| {
             let entry = &cache[cache_index(words)];
-            let (slot, _) = self.path_in(entry, words, tag.rel, tag.fork)?;
+            let cached = entry.path.get();
+            // The cached path checked as in `path_in`, keeping the slot reference.
+            let inner = match self.slots.get_built(cached.slot as usize) {
+                Some(inner) if cached.instance == self.instance && cached.fork == words && inner.generation() == cached.generation => inner,
+                _ => self.slots.get_built(self.find_path_slow(entry, words, tag.rel, tag.fork)?.0 as usize)?,
+            };
             let cell = &entry.hints[(tag.block >> 8) as usize % HINTS_PER_PATH];
             let mut hint = cell.get();
-            let found = self.slots[slot as usize].tree.get_hinted(&tag.block.to_be_bytes(), &mut hint);
+            let found = inner.tree.get_hinted(&tag.block.to_be_bytes(), &mut hint);
             cell.set(hint);
             found.map(|id| id as usize)
         })
@@ -509,9 +585,13 @@ impl BufferMapping for ArtMapping {
         if free.len() + self.outer.len() != self.slots.len() {
             return Err(format!("{} free + {} attached slots of {}", free.len(), self.outer.len(), self.slots.len()));
         }
+        let mut is_free = vec![false; self.slots.len()];
         for &slot in free.iter() {
-            let inner = &self.slots[slot as usize];
-            if attached[slot as usize] || !inner.tree.is_empty() || inner.state.load(Ordering::Acquire) & (USERS_MASK | RETIRING) != 0 {
+            is_free[slot as usize] = true;
+        }
+        // Slots never built are empty and detached by construction.
+        for (slot, inner) in self.slots.built() {
+            if is_free[slot] && (attached[slot] || !inner.tree.is_empty() || inner.state.load(Ordering::Acquire) & (USERS_MASK | RETIRING) != 0) {
                 return Err(format!("free slot {slot} is attached, in use or not empty"));
             }
         }
