@@ -121,6 +121,17 @@ fn shapes(workers: usize) -> Vec<(&'static str, Vec<String>)> {
     vec![("serial", vec!["SET max_parallel_workers_per_gather = 0".to_string()]), ("oblivious", oblivious), ("aware", aware)]
 }
 
+/// A budget small enough that every join here runs in several batches.
+const TINY_BUDGET: &[&str] = &["SET work_mem = '64kB'", "SET hash_mem_multiplier = 1"];
+
+/// Back to the defaults, then a shape's settings, then `extra`.
+fn configure(s: &mut Session, settings: &[String], extra: &[&str]) {
+    s.execute("RESET ALL").unwrap();
+    for set in settings.iter().map(String::as_str).chain(extra.iter().copied()) {
+        s.execute(set).unwrap();
+    }
+}
+
 #[test]
 fn every_join_type_and_shape_matches_nested_loops() {
     let mut rng = Rng(0x0dd_ba11_5eed);
@@ -135,10 +146,7 @@ fn every_join_type_and_shape_matches_nested_loops() {
         load(&mut s, "r", &right);
         for workers in [1, 3, 7] {
             for (shape, settings) in shapes(workers) {
-                s.execute("RESET ALL").unwrap();
-                for set in &settings {
-                    s.execute(set).unwrap();
-                }
+                configure(&mut s, &settings, &[]);
                 if shape != "serial" {
                     let plan = result(&mut s, &format!("EXPLAIN ANALYZE {}", query("inner", true)));
                     let launched = format!("Workers Launched: {workers}");
@@ -178,10 +186,7 @@ fn every_attach_phase_gives_the_same_rows() {
     patterns.extend((0..=7).map(|p| format!("0,{p},{}", 7 - p)));
     patterns.extend(["5,5,5".to_string(), "7,6,5,4".to_string(), "2,3,4,5".to_string()]);
     for pattern in &patterns {
-        s.execute("RESET ALL").unwrap();
-        for set in shapes(3).remove(2).1 {
-            s.execute(&set).unwrap();
-        }
+        configure(&mut s, &shapes(3).remove(2).1, &[]);
         s.execute(&format!("SET weft_hash_attach_phases = '{pattern}'")).unwrap();
         for (kind, rows) in &expected {
             let sql = query(kind, true);
@@ -195,12 +200,7 @@ fn every_attach_phase_gives_the_same_rows() {
     patterns.extend((5..=18).step_by(2).map(|p| format!("0,{p},{}", 23 - p)));
     patterns.extend(["8,9,10,11".to_string(), "13,12,11,0".to_string()]);
     for pattern in &patterns {
-        s.execute("RESET ALL").unwrap();
-        for set in shapes(3).remove(2).1 {
-            s.execute(&set).unwrap();
-        }
-        s.execute("SET work_mem = '64kB'").unwrap();
-        s.execute("SET hash_mem_multiplier = 1").unwrap();
+        configure(&mut s, &shapes(3).remove(2).1, TINY_BUDGET);
         s.execute(&format!("SET weft_hash_attach_phases = '{pattern}'")).unwrap();
         for (kind, rows) in &expected {
             let sql = query(kind, true);
@@ -297,12 +297,7 @@ fn batch_files_are_removed_after_errors_and_cancels() {
             if workers == 0 && shape != "serial" {
                 continue;
             }
-            s.execute("RESET ALL").unwrap();
-            for set in &settings {
-                s.execute(set).unwrap();
-            }
-            s.execute("SET work_mem = '64kB'").unwrap();
-            s.execute("SET hash_mem_multiplier = 1").unwrap();
+            configure(&mut s, &settings, TINY_BUDGET);
             // Division by zero for the matching pairs whose ids agree modulo 50 (about
             // one in 50 of 60000): somewhere in some batch.
             let err = s.execute("SELECT count(*) FROM l LEFT JOIN r ON l.k = r.k AND 1 / (l.id % 50 - r.id % 50) >= 0").unwrap_err();
@@ -373,11 +368,7 @@ fn large_build_sides_probe_in_batches() {
     ];
     for work_mem in ["256MB", "1MB"] {
         for (shape, settings) in shapes(2) {
-            s.execute("RESET ALL").unwrap();
-            for set in &settings {
-                s.execute(set).unwrap();
-            }
-            s.execute(&format!("SET work_mem = '{work_mem}'")).unwrap();
+            configure(&mut s, &settings, &[&format!("SET work_mem = '{work_mem}'")]);
             for (sql, want) in &expected {
                 let got = result(&mut s, sql).join(",");
                 assert_eq!(&got, want, "{shape}, work_mem {work_mem}: {sql}");
@@ -478,12 +469,7 @@ fn every_join_type_under_a_budget_matches_nested_loops() {
     for workers in [1, 3, 7] {
         for (shape, settings) in shapes(workers) {
             for (work_mem, multiplier) in budgets {
-                s.execute("RESET ALL").unwrap();
-                for set in &settings {
-                    s.execute(set).unwrap();
-                }
-                s.execute(&format!("SET work_mem = '{work_mem}'")).unwrap();
-                s.execute(&format!("SET hash_mem_multiplier = {multiplier}")).unwrap();
+                configure(&mut s, &settings, &[&format!("SET work_mem = '{work_mem}'"), &format!("SET hash_mem_multiplier = {multiplier}")]);
                 let plan = result(&mut s, &format!("EXPLAIN ANALYZE {}", query("full", false))).join("\n");
                 let got = batches(&plan);
                 match work_mem {
@@ -533,12 +519,7 @@ fn batches_grow_during_the_build() {
     ];
     for workers in [1, 3] {
         for (shape, settings) in shapes(workers) {
-            s.execute("RESET ALL").unwrap();
-            for set in &settings {
-                s.execute(set).unwrap();
-            }
-            s.execute("SET work_mem = '64kB'").unwrap();
-            s.execute("SET hash_mem_multiplier = 1").unwrap();
+            configure(&mut s, &settings, TINY_BUDGET);
             for (sql, expected) in &sqls {
                 assert_eq!(&result(&mut s, sql), *expected, "{shape} {workers}: {sql}");
                 let plan = result(&mut s, &format!("EXPLAIN ANALYZE {sql}")).join("\n");
@@ -584,12 +565,7 @@ fn a_hot_key_is_processed_in_chunks_within_budget() {
         load(&mut s, "r", &right);
         s.execute("ANALYZE").unwrap();
         for (shape, settings) in shapes(3) {
-            s.execute("RESET ALL").unwrap();
-            for set in &settings {
-                s.execute(set).unwrap();
-            }
-            s.execute("SET work_mem = '64kB'").unwrap();
-            s.execute("SET hash_mem_multiplier = 1").unwrap();
+            configure(&mut s, &settings, TINY_BUDGET);
             // Counts only for the big outputs; rows for the rest.
             for kind in ["semi", "anti", "left", "full", "right"] {
                 let sql = query(kind, true);
@@ -671,12 +647,7 @@ fn most_common_outer_keys_are_never_spilled() {
         }
         for workers in [1, 3, 7] {
             for (shape, settings) in shapes(workers) {
-                s.execute("RESET ALL").unwrap();
-                for set in &settings {
-                    s.execute(set).unwrap();
-                }
-                s.execute("SET work_mem = '64kB'").unwrap();
-                s.execute("SET hash_mem_multiplier = 1").unwrap();
+                configure(&mut s, &settings, TINY_BUDGET);
                 for (kind, filtered, expected) in &expected {
                     let sql = query(kind, *filtered);
                     let got = result(&mut s, &sql);

@@ -18,7 +18,7 @@ use weft_common::{Datum, Error, Result};
 
 use super::batch::{Block, Records};
 use super::run::*;
-use super::table::{emit_unmatched_outer, eval_keys, is_marked, Arena, Buckets, JoinTable, MAX_ARENAS};
+use super::table::{emit_unmatched_outer, eval_keys, is_marked, outer_keys, Arena, Buckets, JoinTable, MAX_ARENAS};
 use crate::execute::ExecContext;
 use crate::plan::JoinType;
 
@@ -322,10 +322,10 @@ impl<'p> SharedJoin<'p> {
             let mut records = Records::new(&buf);
             let mut k = start;
             while let Some((hash, _)) = records.next_into(self.join.outer_width, &mut row)? {
-                if !eval_keys(&self.join.outer_keys, &row, ctx.eval, &mut keys)? {
+                let Some(keys) = outer_keys(self.join, &row, ctx.eval, &mut keys)? else {
                     return Err(Error::internal("an outer row without keys in a hash join batch file"));
-                }
-                if !table.probe_keyed(self.join, &row, &keys, hash, ctx.eval, &mut joined, marks.map(|m| (m, k)), out)? {
+                };
+                if !table.probe_keyed(self.join, &row, keys, hash, ctx.eval, &mut joined, marks.map(|m| (m, k)), out)? {
                     return Ok(false);
                 }
                 k += 1;

@@ -51,7 +51,7 @@ use weft_common::{Datum, Error, Result};
 
 use super::batch::{batch_of, block_bytes, BatchWriters, Block, SpillSet, MAX_BATCHES};
 use super::rounds::RoundPlan;
-use super::table::{eval_keys, key_hash, Arena, Buckets, JoinFacts, JoinTable, ProbeBuffers};
+use super::table::{key_hash, outer_keys, Arena, Buckets, JoinFacts, JoinTable, ProbeBuffers};
 use super::{HashJoinStats, PhaseWait};
 use crate::execute::{node_id, ExecContext, ParticipantStats, PipelineStats, SourceState};
 use crate::plan::{HashJoin, HashJoinMode};
@@ -384,8 +384,7 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
             return Ok(false);
         };
         if let Some(spill) = &mut self.outer {
-            if eval_keys(&join.outer_keys, outer, ctx.eval, &mut self.keys)? {
-                let hash = key_hash(&self.keys);
+            if let Some(hash) = outer_keys(join, outer, ctx.eval, &mut self.keys)?.map(key_hash) {
                 let batch = batch_of(hash, spill.nbatch);
                 if batch != 0 && !spill.spill_batch0 && self.handle.is_skew(hash) {
                     // A most common key: its inner tuples are in batch 0's table.

@@ -367,19 +367,21 @@ impl ArtMapping {
     fn find_path(&self, rel: RelFileLocator, fork: ForkNumber) -> Option<(u32, u32)> {
         let words = fork_words(rel, fork);
         PATH_CACHE.with(|cache| self.path_in(&cache[cache_index(words)], words, rel, fork))
+            .map(|(slot, generation, _)| (slot, generation))
     }
 
-    /// The fork's path from `entry` (its cache entry) if valid, else from the outer tree.
+    /// The fork's path from `entry` (its cache entry) if valid, else from the outer
+    /// tree: (slot, generation) and the slot itself, read once.
     #[inline]
-    fn path_in(&self, entry: &PathEntry, words: (u64, u64), rel: RelFileLocator, fork: ForkNumber) -> Option<(u32, u32)> {
+    fn path_in(&self, entry: &PathEntry, words: (u64, u64), rel: RelFileLocator, fork: ForkNumber) -> Option<(u32, u32, &InnerSlot)> {
         let cached = entry.path.get();
-        if cached.instance == self.instance
-            && cached.fork == words
-            && self.slots.get_built(cached.slot as usize).is_some_and(|slot| slot.generation() == cached.generation)
-        {
-            return Some((cached.slot, cached.generation));
+        if let Some(inner) = self.slots.get_built(cached.slot as usize) {
+            if cached.instance == self.instance && cached.fork == words && inner.generation() == cached.generation {
+                return Some((cached.slot, cached.generation, inner));
+            }
         }
-        self.find_path_slow(entry, words, rel, fork)
+        let (slot, generation) = self.find_path_slow(entry, words, rel, fork)?;
+        Some((slot, generation, self.slots.get(slot as usize)?))
     }
 
     #[cold]
@@ -495,12 +497,7 @@ impl BufferMapping for ArtMapping {
         let words = fork_words(tag.rel, tag.fork);
         PATH_CACHE.with(|cache| {
             let entry = &cache[cache_index(words)];
-            let cached = entry.path.get();
-            // The cached path checked as in `path_in`, keeping the slot reference.
-            let inner = match self.slots.get_built(cached.slot as usize) {
-                Some(inner) if cached.instance == self.instance && cached.fork == words && inner.generation() == cached.generation => inner,
-                _ => self.slots.get_built(self.find_path_slow(entry, words, tag.rel, tag.fork)?.0 as usize)?,
-            };
+            let (_, _, inner) = self.path_in(entry, words, tag.rel, tag.fork)?;
             let cell = &entry.hints[(tag.block >> 8) as usize % HINTS_PER_PATH];
             let mut hint = cell.get();
             let found = inner.tree.get_hinted(&tag.block.to_be_bytes(), &mut hint);
