@@ -122,7 +122,7 @@ impl<'de> Deserialize<'de> for StatValue {
             Tagged::Int4(v) => Datum::Int4(v),
             Tagged::Int8(v) => Datum::Int8(v),
             Tagged::Float8(s) => Datum::Float8(parse_float8(&s).ok_or_else(|| D::Error::custom(format!("bad float8 {s:?}")))?),
-            Tagged::Numeric(s) => Datum::Numeric(Numeric::parse(&s).map_err(|e| D::Error::custom(e.message))?),
+            Tagged::Numeric(s) => Datum::Numeric(Numeric::parse(&s).map_err(|e| D::Error::custom(&e.message))?),
             Tagged::Text(s) => Datum::Text(s),
         }))
     }

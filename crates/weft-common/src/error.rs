@@ -59,20 +59,39 @@ impl SqlState {
     pub const INTERNAL_ERROR: SqlState = SqlState("XX000");
 }
 
-/// An error as PostgreSQL would report it.
+/// An error as PostgreSQL would report it. Boxed: every `Result` of the executor's hot
+/// paths (a `Result<Datum>` per evaluated expression) is then a word or two wider than its
+/// value instead of carrying four strings' worth of bytes (88 bytes for a `Datum`).
 #[derive(Clone, PartialEq)]
-pub struct Error {
+pub struct Error(Box<ErrorFields>);
+
+/// What an [`Error`] says; its fields are read and written through the error.
+#[derive(Clone, PartialEq)]
+pub struct ErrorFields {
     pub sqlstate: SqlState,
     pub message: String,
     pub detail: Option<String>,
     pub hint: Option<String>,
 }
 
+impl std::ops::Deref for Error {
+    type Target = ErrorFields;
+    fn deref(&self) -> &ErrorFields {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Error {
+    fn deref_mut(&mut self) -> &mut ErrorFields {
+        &mut self.0
+    }
+}
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(sqlstate: SqlState, message: impl Into<String>) -> Error {
-        Error { sqlstate, message: message.into(), detail: None, hint: None }
+        Error(Box::new(ErrorFields { sqlstate, message: message.into(), detail: None, hint: None }))
     }
 
     pub fn with_detail(mut self, detail: impl Into<String>) -> Error {

@@ -235,7 +235,7 @@ mod tests {
         a.try_grow(60).unwrap();
         let err = b.try_grow(41).unwrap_err();
         assert_eq!(err.sqlstate, SqlState::OUT_OF_MEMORY);
-        assert!(err.detail.unwrap().contains("request of size 41 in memory budget \"hash\""));
+        assert!(err.detail.clone().unwrap().contains("request of size 41 in memory budget \"hash\""));
         assert_eq!((a.size(), b.size(), pool.reserved()), (60, 0, 60));
         b.try_grow(40).unwrap();
         assert_eq!(pool.reserved(), 100);

@@ -63,6 +63,7 @@ impl DataType {
 
 /// One field value in memory.
 #[derive(Clone, Debug, PartialEq)]
+#[repr(u64)]
 pub enum Datum {
     Null,
     Bool(bool),

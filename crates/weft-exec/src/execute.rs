@@ -463,17 +463,7 @@ impl<'p> SourceState<'p> {
                 let mut row: Vec<Datum> = Vec::with_capacity(source.columns.len());
                 self.run_raw_pages(ctx, |page, tuples| {
                     for range in tuples {
-                        let tuple = &page[range.clone()];
-                        row.clear();
-                        for &col in &source.columns {
-                            // Fixed-width columns without a Result in between: this loop
-                            // runs once per column per tuple of every scan.
-                            let datum = match source.layout.get_fixed(tuple, col) {
-                                Some(datum) => datum,
-                                None => source.layout.get(tuple, col)?,
-                            };
-                            row.push(datum);
-                        }
+                        decode_row(source, &page[range.clone()], &mut row)?;
                         if !emit(&row)? {
                             return Ok(false);
                         }
@@ -513,6 +503,22 @@ impl<'p> SourceState<'p> {
             },
         }
     }
+}
+
+/// A heap source's columns of `tuple`, into `row`.
+#[inline]
+fn decode_row(source: &crate::plan::HeapSource, tuple: &[u8], row: &mut Vec<Datum>) -> Result<()> {
+    row.clear();
+    for &col in &source.columns {
+        // Fixed-width columns without a Result in between: this loop runs once per column
+        // per tuple of every scan.
+        let datum = match source.layout.get_fixed(tuple, col) {
+            Some(datum) => datum,
+            None => source.layout.get(tuple, col)?,
+        };
+        row.push(datum);
+    }
+    Ok(())
 }
 
 /// How many values `generate_series(start, stop, step)` yields.
@@ -569,6 +575,21 @@ fn process_joined(
         }
     }
     out(current.as_deref().unwrap_or(row))
+}
+
+/// A heap scan whose first step is a join that can turn outer tuples away by their key
+/// (see `JoinLocal::prefilter`): the source, the key's column in the tuple, and the table.
+fn prefiltered_scan<'a>(
+    state: &'a SourceState,
+    steps: &[Step],
+    locals: &[Option<JoinLocal>],
+) -> Option<(&'a crate::plan::HeapSource, usize, std::sync::Arc<crate::hash_join::table::JoinTable>)> {
+    let (SourceState::Heap { source, .. }, Some(Step::HashJoin(join)), Some(Some(local))) = (state, steps.first(), locals.first()) else {
+        return None;
+    };
+    let table = local.prefilter(join)?;
+    let key_column = source.columns[join.outer_key_column()?];
+    Some((source, key_column, table))
 }
 
 /// Probe the outer rows still waiting at each join step from `first` on, in step order (a
@@ -658,10 +679,33 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                 rows_out += 1;
                 sink.push(&mut local, out)
             };
-            state.run(ctx, |row| {
-                rows_in += 1;
-                process_joined(row, steps, &mut locals, &mut emitted, ctx, &mut push)
-            })?;
+            match prefiltered_scan(&state, steps, &locals) {
+                Some((heap, key_column, table)) => {
+                    // The first join turns most outer tuples away by their key alone:
+                    // only the others are decoded and probed.
+                    let mut row: Vec<Datum> = Vec::with_capacity(heap.columns.len());
+                    state.run_raw_pages(ctx, |page, tuples| {
+                        rows_in += tuples.len() as u64;
+                        for range in tuples {
+                            let tuple = &page[range.clone()];
+                            if let Some(key) = heap.layout.get_fixed(tuple, key_column) {
+                                if !table.may_match(&key) {
+                                    continue;
+                                }
+                            }
+                            decode_row(heap, tuple, &mut row)?;
+                            if !process_joined(&row, steps, &mut locals, &mut emitted, ctx, &mut push)? {
+                                return Ok(false);
+                            }
+                        }
+                        Ok(true)
+                    })?;
+                }
+                None => state.run(ctx, |row| {
+                    rows_in += 1;
+                    process_joined(row, steps, &mut locals, &mut emitted, ctx, &mut push)
+                })?,
+            }
             // Outer rows still waiting at a join are probed before its probe ends.
             flush_joins(0, steps, &mut locals, &mut emitted, ctx, &mut push)?;
             // The end of each join, in step order: its later batches and the unmatched

@@ -69,6 +69,14 @@ impl Tree {
         }
     }
 
+    /// No outer join anywhere in the tree.
+    fn is_inner_only(&self) -> bool {
+        match self {
+            Tree::Rel(_) => true,
+            Tree::Join { kind, left, right, .. } => *kind == Kind::Inner && left.is_inner_only() && right.is_inner_only(),
+        }
+    }
+
     fn rel_set(&self) -> BTreeSet<usize> {
         let mut out = BTreeSet::new();
         self.rels(&mut out);
@@ -119,22 +127,34 @@ impl FromClause {
         self.offsets.partition_point(|&o| o <= raw) - 1
     }
 
-    /// Make every heap scan decode only the `needed` raw columns; returns, per relation,
-    /// the raw columns its rows carry, in order.
-    fn prune_columns(&mut self, needed: &BTreeSet<usize>) -> Vec<Vec<usize>> {
+    /// Make every heap scan decode only the `needed` raw columns and those its own filter
+    /// reads (`scan_only`); returns, per relation, the raw columns its scan decodes and
+    /// those its rows carry past the scan's filter, in order.
+    fn prune_columns(&mut self, needed: &BTreeSet<usize>, scan_only: &BTreeSet<usize>) -> (Vec<Vec<usize>>, Vec<Vec<usize>>) {
+        let mut decoded = Vec::with_capacity(self.rels.len());
         let mut produced = Vec::with_capacity(self.rels.len());
         for (rel, &offset) in self.rels.iter_mut().zip(&self.offsets) {
             let mine: Vec<usize> = (offset..offset + rel.columns.len()).collect();
             match &mut rel.source {
                 Source::Heap(heap) => {
-                    let keep: Vec<usize> = mine.into_iter().filter(|c| needed.contains(c)).collect();
-                    heap.columns = keep.iter().map(|c| c - offset).collect();
-                    produced.push(keep);
+                    let decode: Vec<usize> = mine.iter().copied().filter(|c| needed.contains(c) || scan_only.contains(c)).collect();
+                    heap.columns = decode.iter().map(|c| c - offset).collect();
+                    produced.push(decode.iter().copied().filter(|c| needed.contains(c)).collect());
+                    decoded.push(decode);
                 }
-                _ => produced.push(mine),
+                _ => {
+                    produced.push(mine.clone());
+                    decoded.push(mine);
+                }
             }
         }
-        produced
+        (decoded, produced)
+    }
+
+    /// The raw column's type.
+    fn column_type(&self, raw: usize) -> DataType {
+        let rel = self.rel_of(raw);
+        self.rels[rel].columns[raw - self.offsets[rel]].data_type
     }
 
     fn rels_used(&self, expr: &Expr) -> BTreeSet<usize> {
@@ -391,7 +411,9 @@ struct Partial {
 
 struct Planner<'c, 'a> {
     from: &'c FromClause,
-    /// For each relation: the raw columns its row carries, in order.
+    /// For each relation: the raw columns its scan decodes, and those its row carries
+    /// past the scan's filter, in order.
+    decoded: Vec<Vec<usize>>,
     produced: Vec<Vec<usize>>,
     ctx: &'c PlanContext<'a>,
 }
@@ -418,17 +440,25 @@ pub(crate) fn plan_joins(
     }
     let outputs: Vec<Expr> = used.iter().map(|&i| from.values[i].clone()).collect();
 
-    // Which raw columns each relation must produce.
+    // Which raw columns each relation must produce. Without outer joins a WHERE conjunct
+    // on one relation is applied by that relation's scan, so a column only it reads is
+    // decoded there and dropped after the filter (a build side's table does not carry it).
     let mut needed = BTreeSet::new();
-    for e in outputs.iter().chain(&raw_where) {
+    let mut scan_only = BTreeSet::new();
+    for e in &outputs {
         columns_used(e, &mut needed);
+    }
+    let inner_only = from.tree.is_inner_only();
+    for e in &raw_where {
+        let target = if inner_only && from.rels_used(e).len() == 1 { &mut scan_only } else { &mut needed };
+        columns_used(e, target);
     }
     collect_tree_columns(&from.tree, &mut needed);
     for semi in &semis {
         semi.outer_columns(&mut needed);
     }
-    let produced = from.prune_columns(&needed);
-    let mut planner = Planner { from: &from, produced, ctx };
+    let (decoded, produced) = from.prune_columns(&needed, &scan_only);
+    let mut planner = Planner { from: &from, decoded, produced, ctx };
     let mut partial = planner.plan_tree(&from.tree, raw_where)?;
     for semi in semis {
         planner.add_semi_join(&mut partial, semi)?;
@@ -553,7 +583,7 @@ impl Planner<'_, '_> {
     fn scan(&mut self, r: usize, conditions: Vec<Expr>) -> Result<Partial> {
         let rel = &self.from.rels[r];
         let mut source = rel.source.clone();
-        let positions = self.positions(&[r]);
+        let positions: BTreeMap<usize, usize> = self.decoded[r].iter().enumerate().map(|(pos, &c)| (c, pos)).collect();
         let mut filter: Option<Expr> = None;
         for mut c in conditions {
             remap_columns(&mut c, &positions);
@@ -568,7 +598,12 @@ impl Planner<'_, '_> {
             Source::Index(index) => index.estimated_rows,
             _ => rel.rows * selectivity,
         };
-        let steps = filter.map(Step::Filter).into_iter().collect();
+        let mut steps: Vec<Step> = filter.map(Step::Filter).into_iter().collect();
+        if self.decoded[r] != self.produced[r] {
+            // Columns only the filter read are dropped after it.
+            let project = self.produced[r].iter().map(|&c| Expr::Column { index: positions[&c], data_type: self.from.column_type(c) }).collect();
+            steps.push(Step::Project(project));
+        }
         Ok(Partial { source, steps, rels: vec![r], rows: rows.max(1.0), joined: false })
     }
 
@@ -991,13 +1026,16 @@ impl SemiJoin {
         }
         let needed: BTreeSet<usize> = needed.into_iter().filter(|&c| c >= shift).map(|c| c - shift).collect();
         let mut needed_all = needed.clone();
+        let mut scan_only = BTreeSet::new();
+        let inner_only = sub.tree.is_inner_only();
         for c in &own {
-            columns_used(c, &mut needed_all);
+            let target = if inner_only && sub.rels_used(c).len() == 1 { &mut scan_only } else { &mut needed_all };
+            columns_used(c, target);
         }
         collect_tree_columns(&sub.tree, &mut needed_all);
         let mut sub = sub;
-        let produced = sub.prune_columns(&needed_all);
-        let mut planner = Planner { from: &sub, produced, ctx };
+        let (decoded, produced) = sub.prune_columns(&needed_all, &scan_only);
+        let mut planner = Planner { from: &sub, decoded, produced, ctx };
         let partial = planner.plan_tree(&sub.tree, own)?;
         let rows = partial.rows;
         let positions = planner.positions(&partial.rels);

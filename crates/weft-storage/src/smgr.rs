@@ -54,12 +54,11 @@ impl std::fmt::Debug for StorageManager {
 
 /// An error on a file, with PostgreSQL's SQLSTATE for a missing file.
 fn file_error(context: String, err: &std::io::Error) -> Error {
-    let error = Error::io(context, err);
+    let mut error = Error::io(context, err);
     if err.kind() == ErrorKind::NotFound {
-        Error { sqlstate: SqlState::UNDEFINED_FILE, ..error }
-    } else {
-        error
+        error.sqlstate = SqlState::UNDEFINED_FILE;
     }
+    error
 }
 
 fn block_offset(block: BlockNumber) -> u64 {

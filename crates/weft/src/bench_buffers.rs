@@ -125,7 +125,7 @@ fn select_only(options: &BuffersOptions, scale: &Scale, runs: usize, postgres: b
     outln!("weft bench buffers: select-only, accounts of {accounts} rows (scale {}), {SELECT_THREADS} threads, {:.0} s per measurement, {runs} run(s)\n", scale.select_scale, options.seconds);
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     {
-        let db = Database::open(dir.path(), &weft_settings(options, &[])).map_err(|e| e.message)?;
+        let db = Database::open(dir.path(), &weft_settings(options, &[])).map_err(|e| e.message.clone())?;
         let mut s = db.session();
         exec(&mut s, &format!("CREATE TABLE accounts AS SELECT a AS aid, (a - 1) / 100000 + 1 AS bid, 0 AS abalance, repeat(' ', 84) AS filler FROM generate_series(1, {accounts}) AS a"))?;
         exec(&mut s, "CREATE INDEX accounts_pkey ON accounts (aid)")?;
@@ -176,7 +176,7 @@ fn select_only(options: &BuffersOptions, scale: &Scale, runs: usize, postgres: b
 /// point reads, then runs the threads for the configured time; selects per second.
 fn select_run(options: &BuffersOptions, dir: &Path, pool: &str, mapping: &str, accounts: u64) -> Result<f64, String> {
     let settings = weft_settings(options, &[("buffer_mapping", mapping), ("shared_buffers", pool)]);
-    let db = Database::open(dir, &settings).map_err(|e| e.message)?;
+    let db = Database::open(dir, &settings).map_err(|e| e.message.clone())?;
     {
         let mut s = db.session();
         exec(&mut s, "SET max_parallel_workers_per_gather = 0")?;
@@ -205,7 +205,7 @@ fn select_run(options: &BuffersOptions, dir: &Path, pool: &str, mapping: &str, a
                             break;
                         }
                         Err(e) => {
-                            *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.message);
+                            *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.message.clone());
                             break;
                         }
                     }
@@ -348,7 +348,7 @@ fn drops(options: &BuffersOptions, scale: &Scale, runs: usize, postgres: bool) -
 /// one statement.
 fn weft_drop_run(settings: &[(String, String)], filler_rows: u64) -> Result<DropRun, String> {
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let db = Database::open(dir.path(), settings).map_err(|e| e.message)?;
+    let db = Database::open(dir.path(), settings).map_err(|e| e.message.clone())?;
     let mut s = db.session();
     exec(&mut s, &format!("CREATE TABLE filler AS SELECT a, md5(a::text) FROM generate_series(1, {filler_rows}) AS a"))?;
     exec(&mut s, "SET max_parallel_workers_per_gather = 0")?;

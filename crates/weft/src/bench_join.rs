@@ -187,7 +187,7 @@ fn run(options: &JoinOptions) -> Result<i32, String> {
         options.self_rows,
     );
     let workdir = tempfile::Builder::new().prefix("weft-bench-join-").tempdir().map_err(|e| e.to_string())?;
-    let db = Database::open(&workdir.path().join("data"), &options.settings).map_err(|e| e.message)?;
+    let db = Database::open(&workdir.path().join("data"), &options.settings).map_err(|e| e.message.clone())?;
     let mut s = db.session();
     let pg = if postgres { Some(PgCluster::start().map_err(|e| e.to_string())?) } else { None };
     let mut tables = vec![("big".to_string(), options.rows), ("t".to_string(), options.self_rows)];
@@ -244,9 +244,9 @@ fn run(options: &JoinOptions) -> Result<i32, String> {
     for (case, sample) in cases.iter().zip(samples.iter_mut()) {
         let mut settings: Vec<String> = case.common();
         settings.extend(case.shape.weft.iter().map(|s| s.to_string()));
-        s.execute("RESET ALL").map_err(|e| e.message)?;
+        s.execute("RESET ALL").map_err(|e| e.message.clone())?;
         for set in &settings {
-            s.execute(set).map_err(|e| e.message)?;
+            s.execute(set).map_err(|e| e.message.clone())?;
         }
         sample.weft_plan = plan_shape(&explain_weft(&mut s, &case.query));
         let weft_answer = weft_count(&mut s, &case.query)?; // warm-up
@@ -426,7 +426,7 @@ fn weft_count(s: &mut Session, sql: &str) -> Result<String, String> {
 fn explain_weft(s: &mut Session, sql: &str) -> String {
     match s.execute(&format!("EXPLAIN (COSTS OFF) {sql}")) {
         Ok(result) => result.rows.iter().flat_map(|r| r.iter().map(|d| d.to_pg_text().unwrap_or_default())).collect::<Vec<_>>().join("\n"),
-        Err(e) => e.message,
+        Err(e) => e.message.clone(),
     }
 }
 

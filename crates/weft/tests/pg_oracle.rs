@@ -168,7 +168,7 @@ fn weft_lines(session: &mut weft_sql::Session, sql: &str) -> Result<Vec<String>,
     session
         .execute(sql)
         .map(|r| r.rows.iter().map(|row| row.iter().map(pg_text).collect::<Vec<_>>().join("|")).collect())
-        .map_err(|e| e.message)
+        .map_err(|e| e.message.clone())
 }
 
 #[test]

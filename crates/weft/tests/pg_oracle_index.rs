@@ -20,7 +20,7 @@ impl Rng {
 
 /// Rows as psql -At prints them: fields joined by `|`, NULL as nothing.
 fn weft_lines(session: &mut Session, sql: &str) -> Result<Vec<String>, String> {
-    let result = session.execute(sql).map_err(|e| e.message)?;
+    let result = session.execute(sql).map_err(|e| e.message.clone())?;
     Ok(result
         .rows
         .iter()

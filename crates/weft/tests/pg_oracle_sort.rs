@@ -341,7 +341,7 @@ fn weft_rows(session: &mut Session, sql: &str) -> Result<Vec<Row>, String> {
     session
         .execute(sql)
         .map(|r| r.rows.iter().map(|row| row.iter().map(datum_text).collect()).collect())
-        .map_err(|e| e.message)
+        .map_err(|e| e.message.clone())
 }
 
 /// Temp files left in weft's `<data dir>/tmp`.

@@ -14,6 +14,7 @@
 //! 5. `CASE` returns the result of the first condition that is true (not NULL);
 //!    `COALESCE` the first non-NULL argument; neither evaluates what it does not return.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 
 use weft_common::{DataType, Datum, Error, Numeric, Result, SqlState};
@@ -35,15 +36,20 @@ impl Expr {
             Expr::Binary { op: BinaryOp::And, left, right, .. } => eval_and(left, right, row, ctx),
             Expr::Binary { op: BinaryOp::Or, left, right, .. } => eval_or(left, right, row, ctx),
             Expr::Binary { op, left, right, .. } => {
-                let left = left.eval(row, ctx)?;
+                // Operands borrowed where they are columns or literals: a text column is
+                // compared in place, not cloned.
+                let left = left.eval_borrowed(row, ctx)?;
                 if left.is_null() {
                     return Ok(Datum::Null);
                 }
-                let right = right.eval(row, ctx)?;
+                let right = right.eval_borrowed(row, ctx)?;
                 if right.is_null() {
                     return Ok(Datum::Null);
                 }
-                eval_binary(*op, left, right)
+                if let Some(ord) = comparison(*op) {
+                    return Ok(Datum::Bool(ord(compare_datums(&left, &right))));
+                }
+                eval_binary(*op, left.into_owned(), right.into_owned())
             }
             Expr::Unary { op, expr, .. } => eval_unary(*op, expr.eval(row, ctx)?),
             Expr::IsNull { expr, negated } => Ok(Datum::Bool(expr.eval(row, ctx)?.is_null() != *negated)),
@@ -67,6 +73,10 @@ impl Expr {
                 }
                 Ok(Datum::Null)
             }
+            Expr::Function { func, args, .. } if args.len() == 1 => {
+                let value = args[0].eval_borrowed(row, ctx)?;
+                func.call(std::slice::from_ref(&*value), ctx)
+            }
             Expr::Function { func, args, .. } => {
                 let mut values = Vec::with_capacity(args.len());
                 for arg in args {
@@ -79,6 +89,17 @@ impl Expr {
                 func.call(&values, ctx)
             }
             Expr::ScalarSubquery(init_plan) => init_plan.value().cloned(),
+        }
+    }
+
+    /// [`Expr::eval`], borrowing the value from the row or the expression when it is a
+    /// column or a literal.
+    #[inline]
+    pub fn eval_borrowed<'a>(&'a self, row: &'a [Datum], ctx: &EvalContext) -> Result<Cow<'a, Datum>> {
+        match self {
+            Expr::Column { index, .. } if *index < row.len() => Ok(Cow::Borrowed(&row[*index])),
+            Expr::Literal { value, .. } => Ok(Cow::Borrowed(value)),
+            other => other.eval(row, ctx).map(Cow::Owned),
         }
     }
 
@@ -130,21 +151,28 @@ fn eval_or(left: &Expr, right: &Expr, row: &[Datum], ctx: &EvalContext) -> Resul
     })
 }
 
+/// A comparison operator as a test of the operands' order; `None` for other operators.
+fn comparison(op: BinaryOp) -> Option<fn(Ordering) -> bool> {
+    use BinaryOp::*;
+    Some(match op {
+        Eq => Ordering::is_eq,
+        NotEq => Ordering::is_ne,
+        Lt => Ordering::is_lt,
+        LtEq => Ordering::is_le,
+        Gt => Ordering::is_gt,
+        GtEq => Ordering::is_ge,
+        _ => return None,
+    })
+}
+
 /// A strict binary operator on two non-null operands of the operator's input type.
 pub fn eval_binary(op: BinaryOp, left: Datum, right: Datum) -> Result<Datum> {
     use BinaryOp::*;
+    if let Some(ord) = comparison(op) {
+        return Ok(Datum::Bool(ord(compare_datums(&left, &right))));
+    }
     match op {
-        Eq | NotEq | Lt | LtEq | Gt | GtEq => {
-            let ord = compare_datums(&left, &right);
-            Ok(Datum::Bool(match op {
-                Eq => ord == Ordering::Equal,
-                NotEq => ord != Ordering::Equal,
-                Lt => ord == Ordering::Less,
-                LtEq => ord != Ordering::Greater,
-                Gt => ord == Ordering::Greater,
-                _ => ord != Ordering::Less,
-            }))
-        }
+        Eq | NotEq | Lt | LtEq | Gt | GtEq => Err(Error::internal("a comparison past its own path")),
         Concat => {
             let mut text = left.to_pg_text().unwrap_or_default();
             text.push_str(&right.to_pg_text().unwrap_or_default());

@@ -160,6 +160,7 @@ impl<'p> SharedJoin<'p> {
             tuples: 0,
             unkeyed: 0,
         };
+        local.arena.reserve(self.reserve_tuples);
         let grow_phase = self.grow_barrier.attach();
         if grow_phase % 4 != GROW_ELECT {
             // A growth is under way: take part in it first.

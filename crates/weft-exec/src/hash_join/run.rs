@@ -54,7 +54,7 @@ use super::rounds::RoundPlan;
 use super::table::{key_hash, outer_keys, Arena, Buckets, JoinFacts, JoinTable, ProbeBuffers};
 use super::{HashJoinStats, PhaseWait};
 use crate::execute::{node_id, ExecContext, ParticipantStats, PipelineStats, SourceState};
-use crate::plan::{HashJoin, HashJoinMode};
+use crate::plan::{HashJoin, HashJoinMode, JoinType};
 
 pub const ELECT: usize = 0;
 pub const ALLOCATE: usize = 1;
@@ -152,6 +152,8 @@ pub(crate) struct SharedJoin<'p> {
     /// A participant's reservations of `space_used` are this big (a tuple's if bigger).
     pub(super) reserve_chunk: usize,
     pub(super) original_batches: usize,
+    /// Tuples each participant's first arena makes room for.
+    pub(super) reserve_tuples: usize,
     /// Skew buckets: key hashes of the outer key's most common values, sorted (empty: no
     /// skew buckets), and the budget of their inner tuples (2% of `space_allowed`,
     /// PostgreSQL's `SKEW_HASH_MEM_PERCENT`). Their tuples are batch 0's whatever their
@@ -407,6 +409,18 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
         table.probe(join, outer, ctx.eval, &mut self.buffers, emit)
     }
 
+    /// The table to test outer keys against before decoding their rows
+    /// ([`JoinTable::may_match`]), when a row it turns away surely produces nothing: the
+    /// whole inner side is in the table (one batch), the key is one plain column, and an
+    /// unmatched outer row emits nothing (inner, semi and right joins).
+    pub fn prefilter(&self, join: &HashJoin) -> Option<Arc<JoinTable>> {
+        let emits_nothing_unmatched = matches!(join.join_type, JoinType::Inner | JoinType::Semi | JoinType::Right);
+        if self.outer.is_some() || join.null_aware || !emits_nothing_unmatched || join.outer_key_column().is_none() {
+            return None;
+        }
+        self.table.clone()
+    }
+
     /// Are outer rows waiting to be probed together?
     pub fn has_pending(&self) -> bool {
         self.buffers.has_pending()
@@ -435,6 +449,13 @@ impl<'p> SharedJoin<'p> {
             ((inner_bytes / (space_allowed as f64 * 0.75)).ceil() as usize).next_power_of_two().min(MAX_BATCHES)
         };
         let participants = participants.max(1);
+        // A one-batch build's arenas are sized from the estimate up front (at most the
+        // budget's worth): growing them would copy every tuple a few times.
+        let reserve_tuples = if nbatch == 1 {
+            ((join.estimated_inner_rows.max(0.0) as usize) / participants).min(space_allowed / participants / tuple_bytes.max(1))
+        } else {
+            0
+        };
         // Skew buckets: the most common outer keys, as many as the skew budget could hold
         // one inner tuple of (PostgreSQL's ExecHashBuildSkewHash), most common first.
         let skew_allowed = if join.outer_keys.len() == 1 && !join.outer_mcvs.is_empty() { space_allowed * SKEW_PERCENT / 100 } else { 0 };
@@ -459,6 +480,7 @@ impl<'p> SharedJoin<'p> {
             block_bytes: block_bytes(space_allowed / participants),
             reserve_chunk: (space_allowed / (16 * participants)).clamp(256, 32 << 10),
             original_batches: nbatch,
+            reserve_tuples,
             skew,
             skew_allowed,
             skew_bytes: AtomicUsize::new(0),

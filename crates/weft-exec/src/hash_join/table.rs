@@ -154,6 +154,56 @@ pub(crate) struct Arena {
     rows: Vec<Datum>,
     matched: Vec<AtomicBool>,
     bytes: usize,
+    /// The range of the keyed tuples' key when the key is one integer (int4 or int8)
+    /// column: outer keys outside it are turned away before the row is decoded.
+    int_keys: IntKeyRange,
+}
+
+/// The smallest and largest value of a one-column integer key, or `Unknown` once a key
+/// of another type came (`Empty`: no keyed tuple yet).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum IntKeyRange {
+    Empty,
+    Range(i64, i64),
+    Unknown,
+}
+
+impl IntKeyRange {
+    fn add(self, key: &Datum) -> IntKeyRange {
+        let v = match *key {
+            Datum::Int4(v) => v as i64,
+            Datum::Int8(v) => v,
+            _ => return IntKeyRange::Unknown,
+        };
+        match self {
+            IntKeyRange::Empty => IntKeyRange::Range(v, v),
+            IntKeyRange::Range(lo, hi) => IntKeyRange::Range(lo.min(v), hi.max(v)),
+            IntKeyRange::Unknown => IntKeyRange::Unknown,
+        }
+    }
+
+    fn union(self, other: IntKeyRange) -> IntKeyRange {
+        match (self, other) {
+            (IntKeyRange::Empty, x) | (x, IntKeyRange::Empty) => x,
+            (IntKeyRange::Range(a, b), IntKeyRange::Range(c, d)) => IntKeyRange::Range(a.min(c), b.max(d)),
+            _ => IntKeyRange::Unknown,
+        }
+    }
+
+    /// Could an integer `key` be among the keys? (Any other datum: maybe.)
+    #[inline]
+    fn may_contain(self, key: &Datum) -> bool {
+        let v = match *key {
+            Datum::Int4(v) => v as i64,
+            Datum::Int8(v) => v,
+            _ => return true,
+        };
+        match self {
+            IntKeyRange::Empty => false,
+            IntKeyRange::Range(lo, hi) => lo <= v && v <= hi,
+            IntKeyRange::Unknown => true,
+        }
+    }
 }
 
 impl Arena {
@@ -180,6 +230,19 @@ impl Arena {
             rows: Vec::new(),
             matched: Vec::new(),
             bytes: 0,
+            int_keys: IntKeyRange::Empty,
+        }
+    }
+
+    /// Room for `tuples` more tuples, so that a build whose size is known in advance does
+    /// not copy its arrays as they grow.
+    pub fn reserve(&mut self, tuples: usize) {
+        self.entries.reserve(tuples);
+        self.keyed.reserve(tuples);
+        self.rows.reserve(tuples * self.width);
+        self.matched.reserve(tuples);
+        if self.key_columns.is_none() {
+            self.keys.reserve(tuples * self.key_count);
         }
     }
 
@@ -218,6 +281,13 @@ impl Arena {
         self.rows.extend_from_slice(row);
         self.matched.push(AtomicBool::new(false));
         self.bytes += bytes;
+        if keys.is_some() && self.key_count == 1 {
+            let key = match &self.key_columns {
+                Some(columns) => &row[columns[0]],
+                None => &self.keys[index],
+            };
+            self.int_keys = self.int_keys.add(key);
+        }
         index
     }
 
@@ -358,6 +428,8 @@ pub(crate) struct JoinTable {
     starts: Vec<usize>,
     facts: JoinFacts,
     pub original_buckets: usize,
+    /// The range of a one-column integer key over every arena's tuples.
+    int_keys: IntKeyRange,
 }
 
 /// What a probe must know about the whole inner side (every batch), for `NOT IN`.
@@ -393,7 +465,26 @@ impl JoinTable {
             total += a.len();
         }
         starts.push(total);
-        JoinTable { arenas, buckets, starts, facts, original_buckets }
+        let int_keys = arenas.iter().fold(IntKeyRange::Empty, |range, a| range.union(a.int_keys));
+        JoinTable { arenas, buckets, starts, facts, original_buckets, int_keys }
+    }
+
+    /// Could an outer row whose key is the one value `key` match a tuple here? False only
+    /// when it surely cannot: NULL, outside the integer keys' range, or (a bucket array
+    /// small enough to stay in cache) absent from its bucket's hash filter. Lets a scan
+    /// skip such rows before decoding them (see `JoinLocal::prefilter`); a large array's
+    /// heads are left to the batched probe, which overlaps their cache misses.
+    #[inline]
+    pub fn may_match(&self, key: &Datum) -> bool {
+        if key.is_null() || !self.int_keys.may_contain(key) {
+            return false;
+        }
+        if self.buckets.len() >= BATCHED_PROBE_MIN_BUCKETS {
+            return true;
+        }
+        let hash = key_hash(std::slice::from_ref(key));
+        let head = self.buckets.heads[(hash & self.buckets.mask) as usize].load(Ordering::Relaxed);
+        head & filter_bit(hash) != 0
     }
 
     pub fn tuples(&self) -> usize {
@@ -498,6 +589,18 @@ impl JoinTable {
                 0
             }
         }));
+        // Then the first tuple of each chain (its entry and its row), again all before
+        // any is used: a table bigger than the caches misses on both.
+        let mut touched = 0u64;
+        for (&head, &hash) in pending.heads.iter().zip(&pending.hashes) {
+            if head & filter_bit(hash) != 0 {
+                let (arena, index) = unpack(head & ID_MASK);
+                let arena = &self.arenas[arena];
+                touched ^= arena.entries[index].hash;
+                touched ^= arena.rows.get(index * arena.width).map_or(0, |d| d.is_null() as u64);
+            }
+        }
+        std::hint::black_box(touched);
         let mut going = true;
         let key_column = join.outer_key_column();
         for j in 0..count {

@@ -7,7 +7,7 @@ use BinaryOp::*;
 use DataType::{Bool, Float8, Int4, Int8, Numeric, Text};
 
 fn hint<T: std::fmt::Debug>(r: Result<T>) -> String {
-    r.expect_err("expected an error").hint.unwrap_or_default()
+    r.expect_err("expected an error").hint.clone().unwrap_or_default()
 }
 
 #[test]
