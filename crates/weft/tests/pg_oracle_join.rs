@@ -88,6 +88,10 @@ fn query(rng: &mut Rng) -> String {
                 "SELECT a.id FROM a WHERE a.k IN (SELECT b.k + a.id % 3 FROM b WHERE b.id < 200)",
                 "SELECT a.id, b.id FROM a JOIN b ON true WHERE a.id < 20 AND b.id < 20",
                 "SELECT a.id, b.id FROM a LEFT JOIN b ON false WHERE a.id < 30",
+                // Columns only a scan's filter reads (dropped after it).
+                "SELECT a.id, b.id FROM a JOIN b USING (k) WHERE length(b.t) > 3 AND a.k8 % 7 <> 0",
+                "SELECT count(*), sum(a.id) FROM a, b, c WHERE a.k = b.k AND b.k = c.k AND c.v > 'v2' AND b.n > 100",
+                "SELECT a.id FROM a WHERE EXISTS (SELECT 1 FROM b JOIN c USING (k) WHERE b.k = a.k AND c.v < 'v5' AND b.t > 'w1')",
             ]);
             shape.to_string()
         }
