@@ -540,41 +540,52 @@ pub(crate) fn run_pipeline<S: Sink>(pipeline: &Pipeline, ctx: &ExecContext, sink
 
 /// Push `row` through `steps` into `out`; a join step (whose participant state is
 /// `joins[i]`, index for index with `steps`) emits each of its rows through the steps
-/// after it, counted in `emitted[i]`.
+/// after it, counted in `emitted[i]`. A projection writes into `projected[i]`, reused
+/// from row to row.
 fn process_joined(
     row: &[Datum],
     steps: &[Step],
     joins: &mut [Option<JoinLocal>],
     emitted: &mut [u64],
+    projected: &mut [Vec<Datum>],
     ctx: &ExecContext,
     out: &mut dyn FnMut(&[Datum]) -> Result<bool>,
 ) -> Result<bool> {
-    let mut current: Option<Row> = None;
+    // The step whose projection is the current row (`None`: the input row).
+    let mut current: Option<usize> = None;
     for (i, step) in steps.iter().enumerate() {
-        let input: &[Datum] = current.as_deref().unwrap_or(row);
         match step {
             Step::Filter(predicate) => {
+                let input = current.map_or(row, |c| &projected[c][..]);
                 if !matches!(predicate.eval(input, ctx.eval)?, Datum::Bool(true)) {
                     return Ok(true);
                 }
             }
             Step::Project(exprs) => {
-                let projected = exprs.iter().map(|e| e.eval(input, ctx.eval)).collect::<Result<Row>>()?;
-                current = Some(projected);
+                let (before, after) = projected.split_at_mut(i);
+                let input = current.map_or(row, |c| &before[c][..]);
+                let buffer = &mut after[0];
+                buffer.clear();
+                for e in exprs {
+                    buffer.push(e.eval(input, ctx.eval)?);
+                }
+                current = Some(i);
             }
             Step::HashJoin(join) => {
                 let (mine, rest_joins) = joins[i..].split_first_mut().expect("one join state per step");
                 let mine = mine.as_mut().ok_or_else(|| Error::internal("a join step without its table"))?;
                 let (count, rest_counts) = emitted[i..].split_first_mut().expect("one count per step");
+                let (before, rest_projected) = projected.split_at_mut(i + 1);
+                let input = current.map_or(row, |c| &before[c][..]);
                 let rest = &steps[i + 1..];
                 return mine.probe(join, input, ctx, &mut |joined| {
                     *count += 1;
-                    process_joined(joined, rest, rest_joins, rest_counts, ctx, out)
+                    process_joined(joined, rest, rest_joins, rest_counts, rest_projected, ctx, out)
                 });
             }
         }
     }
-    out(current.as_deref().unwrap_or(row))
+    out(current.map_or(row, |c| &projected[c][..]))
 }
 
 /// A heap scan whose first step is a join that can turn outer tuples away by their key
@@ -599,6 +610,7 @@ fn flush_joins(
     steps: &[Step],
     joins: &mut [Option<JoinLocal>],
     emitted: &mut [u64],
+    projected: &mut [Vec<Datum>],
     ctx: &ExecContext,
     out: &mut dyn FnMut(&[Datum]) -> Result<bool>,
 ) -> Result<bool> {
@@ -611,9 +623,10 @@ fn flush_joins(
         }
         let (count, rest_counts) = emitted[i..].split_first_mut().expect("one count per step");
         let rest = &steps[i + 1..];
+        let rest_projected = &mut projected[i + 1..];
         let going = mine.flush(join, ctx, &mut |joined| {
             *count += 1;
-            process_joined(joined, rest, rest_joins, rest_counts, ctx, out)
+            process_joined(joined, rest, rest_joins, rest_counts, rest_projected, ctx, out)
         })?;
         if !going {
             return Ok(false);
@@ -672,6 +685,7 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                 });
             }
             let mut emitted = vec![0u64; steps.len()];
+            let mut projected: Vec<Vec<Datum>> = vec![Vec::new(); steps.len()];
             let mut push = |out: &[Datum]| {
                 if rows_out == 0 {
                     first_row = Some(Instant::now());
@@ -694,7 +708,7 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                                 }
                             }
                             decode_row(heap, tuple, &mut row)?;
-                            if !process_joined(&row, steps, &mut locals, &mut emitted, ctx, &mut push)? {
+                            if !process_joined(&row, steps, &mut locals, &mut emitted, &mut projected, ctx, &mut push)? {
                                 return Ok(false);
                             }
                         }
@@ -703,11 +717,11 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                 }
                 None => state.run(ctx, |row| {
                     rows_in += 1;
-                    process_joined(row, steps, &mut locals, &mut emitted, ctx, &mut push)
+                    process_joined(row, steps, &mut locals, &mut emitted, &mut projected, ctx, &mut push)
                 })?,
             }
             // Outer rows still waiting at a join are probed before its probe ends.
-            flush_joins(0, steps, &mut locals, &mut emitted, ctx, &mut push)?;
+            flush_joins(0, steps, &mut locals, &mut emitted, &mut projected, ctx, &mut push)?;
             // The end of each join, in step order: its later batches and the unmatched
             // rows of right and full joins go on through the later steps (later joins
             // are still probing).
@@ -717,11 +731,12 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                 let mine = mine.as_mut().ok_or_else(|| Error::internal("a join step without its table"))?;
                 let (count, rest_emitted) = emitted[i..].split_first_mut().expect("one count per step");
                 let rest = &steps[i + 1..];
+                let rest_projected = &mut projected[i + 1..];
                 run.finish(mine, ctx, &mut |row| {
                     *count += 1;
-                    process_joined(row, rest, rest_joins, rest_emitted, ctx, &mut push)
+                    process_joined(row, rest, rest_joins, rest_emitted, rest_projected, ctx, &mut push)
                 })?;
-                flush_joins(i + 1, steps, &mut locals, &mut emitted, ctx, &mut push)?;
+                flush_joins(i + 1, steps, &mut locals, &mut emitted, &mut projected, ctx, &mut push)?;
                 // This join's tables and files are no longer needed by this participant.
                 locals[i] = None;
             }
