@@ -16,7 +16,9 @@
 use std::ops::Range;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use weft_common::{Error, Result, SqlState};
+use weft_common::tuple::RowLayout;
+use weft_common::{Datum, Error, Result, SqlState};
+use weft_storage::zone_map::{ZoneWriteGuard, NO_VALUES};
 use weft_storage::{
     page, BlockNumber, BufferAccessStrategy, BufferPool, BufferTag, ForkNumber, OffsetNumber, Page, RelFileLocator,
     PAGE_SIZE, READ_BATCH_BLOCKS_MAX,
@@ -53,6 +55,8 @@ pub struct HeapInserter<'a> {
     /// When set, the private page is a copy of this existing block and is written back to
     /// it instead of extending the relation (so small INSERTs fill the last page).
     existing_block: Option<BlockNumber>,
+    /// Keeps the relation's zone maps forgotten, and none built, while rows are added.
+    _zone_write: ZoneWriteGuard,
 }
 
 impl<'a> HeapInserter<'a> {
@@ -69,6 +73,7 @@ impl<'a> HeapInserter<'a> {
             scratch: Vec::with_capacity(256),
             rows_inserted: 0,
             existing_block: None,
+            _zone_write: pool.zone_maps().begin_write(rel),
         }
     }
 
@@ -275,6 +280,19 @@ pub fn scan_blocks_by_page(
     snapshot: &Snapshot,
     mut visit_page: impl FnMut(&[u8], &[Range<usize>]) -> Result<bool>,
 ) -> Result<bool> {
+    scan_numbered_pages(pool, rel, blocks, strategy, snapshot, |_, page, tuples| Ok(tuples.is_empty() || visit_page(page, tuples)?))
+}
+
+/// [`scan_blocks_by_page`] with each page's block number, for every page read, also one
+/// without a visible tuple (a zone map's build must see every block).
+pub fn scan_numbered_pages(
+    pool: &BufferPool,
+    rel: RelFileLocator,
+    blocks: Range<BlockNumber>,
+    strategy: Option<&mut BufferAccessStrategy>,
+    snapshot: &Snapshot,
+    mut visit_page: impl FnMut(BlockNumber, &[u8], &[Range<usize>]) -> Result<bool>,
+) -> Result<bool> {
     let mut ranges: Vec<Range<usize>> = Vec::with_capacity(256);
     for_each_page(pool, rel, blocks, strategy, |page, block| {
         let base = page.as_ptr() as usize;
@@ -284,8 +302,33 @@ pub fn scan_blocks_by_page(
             ranges.push(start..start + tuple.len());
             Ok(true)
         })?;
-        Ok(ranges.is_empty() || visit_page(&page[..], &ranges)?)
+        visit_page(block, &page[..], &ranges)
     })
+}
+
+/// The smallest and largest non-NULL value of integer (int4, int8) column `col` over every
+/// tuple of a heap page, visible or not — what a zone map keeps of the block (see
+/// `weft_storage::zone_map`): `NO_VALUES` when there is none, and the whole `i64` range
+/// (the block is never skipped) for anything unexpected.
+pub fn page_int_range(page: &[u8], layout: &RowLayout, col: usize) -> (i64, i64) {
+    const ANYTHING: (i64, i64) = (i64::MIN, i64::MAX);
+    let Ok(page) = <&Page>::try_from(page) else { return ANYTHING };
+    if page::is_new(page) {
+        return NO_VALUES;
+    }
+    let (mut lo, mut hi) = NO_VALUES;
+    for (_, item) in page::items(page) {
+        let Some(row) = item.get(XMIN_BYTES..) else { return ANYTHING };
+        let v = match layout.get_fixed(row, col) {
+            Some(Datum::Int4(v)) => v as i64,
+            Some(Datum::Int8(v)) => v,
+            Some(Datum::Null) => continue,
+            _ => return ANYTHING,
+        };
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    (lo, hi)
 }
 
 /// Visit consecutive blocks of the main fork under their shared locks, read in batches

@@ -12,12 +12,13 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering}
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use weft_access::heap::{scan_blocks_by_page, HeapInserter, HeapPageBuilder, HeapScanCursor, PackedPages};
+use weft_access::heap::{page_int_range, scan_numbered_pages, HeapInserter, HeapPageBuilder, HeapScanCursor, PackedPages};
 use crate::sort::Ordered;
 use weft_common::parallel::{CancelToken, WorkerPool};
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result};
-use weft_storage::{BufferAccessStrategy, BufferPool, RelFileLocator};
+use weft_storage::zone_map::{ZoneMap, ZoneMaps};
+use weft_storage::{BlockNumber, BufferAccessStrategy, BufferPool, RelFileLocator};
 
 use crate::aggregate::AggregateSink;
 use crate::hash_join::run::{JoinLocal, JoinRun};
@@ -428,6 +429,18 @@ impl<'p> SourceState<'p> {
 
     /// A heap source's share of visible tuples, a page at a time.
     fn run_raw_pages(&self, ctx: &ExecContext, mut emit: impl FnMut(&[u8], &[Range<usize>]) -> Result<bool>) -> Result<()> {
+        self.run_numbered_pages(ctx, None, |_, page, tuples| Ok(tuples.is_empty() || emit(page, tuples)?))
+    }
+
+    /// [`SourceState::run_raw_pages`] with block numbers, every page read (also one
+    /// without a visible tuple), and with `prune` = (zone map, lo, hi) only the blocks
+    /// whose values may lie in `lo..=hi`.
+    fn run_numbered_pages(
+        &self,
+        ctx: &ExecContext,
+        prune: Option<(&ZoneMap, i64, i64)>,
+        mut emit: impl FnMut(BlockNumber, &[u8], &[Range<usize>]) -> Result<bool>,
+    ) -> Result<()> {
         let SourceState::Heap { source, cursor } = self else {
             return Err(Error::internal("raw tuples from a source that is not a heap scan"));
         };
@@ -436,8 +449,14 @@ impl<'p> SourceState<'p> {
         let mut ring = (source.nblocks as usize > ctx.pool.nbuffers() / 4).then(BufferAccessStrategy::bulk_read);
         while let Some(blocks) = cursor.next_chunk() {
             ctx.cancel.check()?;
-            if !scan_blocks_by_page(ctx.pool, source.rel, blocks, ring.as_mut(), &source.snapshot, &mut emit)? {
-                return Ok(());
+            let runs = match prune {
+                Some((map, lo, hi)) => ZoneMaps::runs(map, blocks, lo, hi),
+                None => vec![blocks],
+            };
+            for run in runs {
+                if !scan_numbered_pages(ctx.pool, source.rel, run, ring.as_mut(), &source.snapshot, &mut emit)? {
+                    return Ok(());
+                }
             }
         }
         Ok(())
@@ -603,6 +622,16 @@ fn prefiltered_scan<'a>(
     Some((source, key_column, table))
 }
 
+/// The zone map a pipeline's scan could prune by: a heap scan whose first step is a join
+/// on one plain integer column (the source, and the key's column in the tuple).
+fn zone_map_key<'a>(state: &'a SourceState, steps: &[Step]) -> Option<(&'a crate::plan::HeapSource, usize)> {
+    let (SourceState::Heap { source, .. }, Some(Step::HashJoin(join))) = (state, steps.first()) else {
+        return None;
+    };
+    let column = source.columns[join.outer_key_column()?];
+    matches!(source.layout.types().get(column), Some(DataType::Int4 | DataType::Int8)).then_some((source, column))
+}
+
 /// Probe the outer rows still waiting at each join step from `first` on, in step order (a
 /// flush feeds the later steps, which are flushed after it). False when the sink stopped.
 fn flush_joins(
@@ -660,6 +689,11 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
         }
         _ => false,
     };
+    // A probe-side scan that could skip blocks by a zone map and has none builds one.
+    let zone_build = zone_map_key(&state, steps).and_then(|(heap, column)| {
+        let maps = ctx.pool.zone_maps();
+        maps.get(heap.rel, column).is_none().then(|| maps.begin_build(heap.rel, column, heap.nblocks)).flatten()
+    });
     let run = ctx.workers.run(workers, ctx.leader_participates, ctx.cancel, |participant| {
         let begin = Instant::now();
         let mut local = sink.local()?;
@@ -696,9 +730,18 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
             match prefiltered_scan(&state, steps, &locals) {
                 Some((heap, key_column, table)) => {
                     // The first join turns most outer tuples away by their key alone:
-                    // only the others are decoded and probed.
+                    // only the others are decoded and probed. Blocks whose keys all lie
+                    // outside the inner keys' range are not read at all (a zone map), and
+                    // a scan without a zone map builds one.
+                    let zone = ctx.pool.zone_maps().get(heap.rel, key_column);
+                    let prune = zone.as_deref().and_then(|map| table.int_key_bounds().map(|(lo, hi)| (map, lo, hi)));
+                    let building = zone_build.as_ref().filter(|_| zone.is_none());
+                    let mut built: Vec<(BlockNumber, (i64, i64))> = Vec::new();
                     let mut row: Vec<Datum> = Vec::with_capacity(heap.columns.len());
-                    state.run_raw_pages(ctx, |page, tuples| {
+                    state.run_numbered_pages(ctx, prune, |block, page, tuples| {
+                        if building.is_some() {
+                            built.push((block, page_int_range(page, &heap.layout, key_column)));
+                        }
                         rows_in += tuples.len() as u64;
                         for range in tuples {
                             let tuple = &page[range.clone()];
@@ -714,6 +757,9 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                         }
                         Ok(true)
                     })?;
+                    if let Some(build) = building {
+                        build.add_all(&built);
+                    }
                 }
                 None => state.run(ctx, |row| {
                     rows_in += 1;
@@ -771,6 +817,10 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
         });
         Ok(())
     })?;
+    if let Some(build) = zone_build {
+        // Published only if every block was read and nobody wrote meanwhile.
+        ctx.pool.zone_maps().publish(build);
+    }
     let join_rows = join_rows.into_inner();
     for (run, rows) in joins.iter().zip(join_rows) {
         if let Some(run) = run {

@@ -9,6 +9,7 @@ pub mod memhint;
 pub mod page;
 pub mod smgr;
 mod sync;
+pub mod zone_map;
 
 pub use buffer::{
     Buffer, BufferAccessStrategy, BufferMappingKind, BufferPool, BufferPoolConfig, BufferPoolStats, PageReadGuard,

@@ -469,6 +469,16 @@ impl JoinTable {
         JoinTable { arenas, buckets, starts, facts, original_buckets, int_keys }
     }
 
+    /// The inner keys' range when the key is one integer column: `lo..=hi` (an empty
+    /// range, `1..=0`, when no tuple has a key); `None` when unknown.
+    pub fn int_key_bounds(&self) -> Option<(i64, i64)> {
+        match self.int_keys {
+            IntKeyRange::Empty => Some((1, 0)),
+            IntKeyRange::Range(lo, hi) => Some((lo, hi)),
+            IntKeyRange::Unknown => None,
+        }
+    }
+
     /// Could an outer row whose key is the one value `key` match a tuple here? False only
     /// when it surely cannot: NULL, outside the integer keys' range, or (a bucket array
     /// small enough to stay in cache) absent from its bucket's hash filter. Lets a scan

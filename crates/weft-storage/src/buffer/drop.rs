@@ -157,6 +157,9 @@ impl BufferPool {
         if rels.is_empty() {
             return;
         }
+        for &rel in rels {
+            self.zone_maps.forget(rel);
+        }
         let started = std::time::Instant::now();
         if self.mapping.lists_forks() {
             for &rel in rels {
@@ -210,6 +213,7 @@ impl BufferPool {
     /// writing them, then truncates the file. The caller must keep other
     /// users of `rel` out meanwhile.
     pub fn truncate_relation(&self, rel: RelFileLocator, fork: ForkNumber, nblocks: BlockNumber) -> Result<()> {
+        self.zone_maps.forget(rel);
         let started = std::time::Instant::now();
         if self.mapping.lists_forks() {
             self.invalidate_listed(rel, fork, nblocks);

@@ -191,6 +191,8 @@ pub struct BufferPool {
     pending_sync: Mutex<HashSet<RelFileLocator>>,
     /// Hash mapping only: per fork, a bound on the blocks in the pool (see `drop`).
     mapped_bounds: drop::MappedBounds,
+    /// Per-block value ranges of integer columns, built by scans (see `zone_map.rs`).
+    zone_maps: Arc<crate::zone_map::ZoneMaps>,
     /// Hash mapping only: drop/truncate of a small relation by lookups.
     drop_lookup_shortcut: AtomicBool,
     stats: StatCounters,
@@ -232,6 +234,7 @@ impl BufferPool {
             mapped_bounds: drop::new_mapped_bounds(),
             drop_lookup_shortcut: AtomicBool::new(false),
             stats: StatCounters::default(),
+            zone_maps: Arc::default(),
         })
     }
 
@@ -240,6 +243,11 @@ impl BufferPool {
     }
 
     /// Number of frames.
+    /// The zone maps of the relations in this pool.
+    pub fn zone_maps(&self) -> &Arc<crate::zone_map::ZoneMaps> {
+        &self.zone_maps
+    }
+
     pub fn nbuffers(&self) -> usize {
         self.arena.descs.len()
     }
