@@ -12,31 +12,33 @@
 //!   contents, and the memory stays owned by the slice's allocation.
 #![allow(unsafe_code)]
 
-/// Ask the CPU to bring the cache line holding `bytes[0]` closer (no-op when empty).
+/// Ask the CPU to bring the cache line holding the start of `value` closer (no-op for an
+/// empty slice or a zero-sized value).
 #[inline(always)]
-pub fn prefetch(bytes: &[u8]) {
+pub fn prefetch<T: ?Sized>(value: &T) {
     #[cfg(target_arch = "x86_64")]
-    if !bytes.is_empty() {
-        // SAFETY: the pointer is inside a live slice; PREFETCHT0 does not access memory
+    if std::mem::size_of_val(value) != 0 {
+        // SAFETY: the pointer is to a live value; PREFETCHT0 does not access memory
         // architecturally and cannot fault (see the module's contract).
         unsafe {
-            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(bytes.as_ptr() as *const i8)
+            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(value as *const T as *const i8)
         };
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = bytes;
+    let _ = value;
 }
 
 const HUGE_PAGE: usize = 2 << 20;
 
 /// Ask the kernel to back `buffer`'s whole capacity with transparent huge pages where it
-/// can: a large, randomly accessed buffer (a sort's tuple arena) then costs far fewer TLB
-/// misses. Best effort: errors are ignored.
-pub fn advise_huge_pages(buffer: &mut Vec<u8>) {
+/// can: a large, randomly accessed buffer (a sort's tuple arena, a hash join's tuples and
+/// buckets) then costs far fewer TLB misses. Best effort: errors are ignored. Call it
+/// before the memory is first touched: pages already faulted in stay small.
+pub fn advise_huge_pages<T>(buffer: &mut Vec<T>) {
     #[cfg(target_os = "linux")]
     {
         let start = buffer.as_mut_ptr() as usize;
-        let end = start + buffer.capacity();
+        let end = start + buffer.capacity() * std::mem::size_of::<T>();
         let aligned_start = start.next_multiple_of(HUGE_PAGE);
         let aligned_end = end / HUGE_PAGE * HUGE_PAGE;
         if aligned_end > aligned_start {
