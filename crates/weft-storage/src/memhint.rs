@@ -62,7 +62,7 @@ mod tests {
         v.reserve(1 << 20);
         super::advise_huge_pages(&mut v);
         super::prefetch(&v[12345..]);
-        super::prefetch(&[]);
+        super::prefetch::<[u8]>(&[]);
         assert!(v.iter().all(|&b| b == 7));
     }
 }
