@@ -17,7 +17,7 @@ use crate::sort::Ordered;
 use weft_common::parallel::{CancelToken, WorkerPool};
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result};
-use weft_storage::zone_map::{ZoneMap, ZoneMaps};
+use weft_storage::zone_map::{block_runs, ZoneMap};
 use weft_storage::{BlockNumber, BufferAccessStrategy, BufferPool, RelFileLocator};
 
 use crate::aggregate::AggregateSink;
@@ -449,11 +449,8 @@ impl<'p> SourceState<'p> {
         let mut ring = (source.nblocks as usize > ctx.pool.nbuffers() / 4).then(BufferAccessStrategy::bulk_read);
         while let Some(blocks) = cursor.next_chunk() {
             ctx.cancel.check()?;
-            let runs = match prune {
-                Some((map, lo, hi)) => ZoneMaps::runs(map, blocks, lo, hi),
-                None => vec![blocks],
-            };
-            for run in runs {
+            let keep = |block| prune.is_none_or(|(map, lo, hi)| map.may_contain(block, lo, hi));
+            for run in block_runs(blocks, keep) {
                 if !scan_numbered_pages(ctx.pool, source.rel, run, ring.as_mut(), &source.snapshot, &mut emit)? {
                     return Ok(());
                 }
@@ -607,28 +604,30 @@ fn process_joined(
     out(current.map_or(row, |c| &projected[c][..]))
 }
 
-/// A heap scan whose first step is a join that can turn outer tuples away by their key
-/// (see `JoinLocal::prefilter`): the source, the key's column in the tuple, and the table.
+/// A heap scan whose first step is a join on one plain column: the source, the join, and
+/// the key's column in the tuple.
+fn probe_key<'a, 's>(state: &'a SourceState, steps: &'s [Step]) -> Option<(&'a crate::plan::HeapSource, &'s crate::plan::HashJoin, usize)> {
+    let (SourceState::Heap { source, .. }, Some(Step::HashJoin(join))) = (state, steps.first()) else {
+        return None;
+    };
+    Some((source, join, source.columns[join.outer_key_column()?]))
+}
+
+/// A probe key whose join can turn outer tuples away by the key alone (see
+/// `JoinLocal::prefilter`): the source, the key's column in the tuple, and the table.
 fn prefiltered_scan<'a>(
     state: &'a SourceState,
     steps: &[Step],
     locals: &[Option<JoinLocal>],
 ) -> Option<(&'a crate::plan::HeapSource, usize, std::sync::Arc<crate::hash_join::table::JoinTable>)> {
-    let (SourceState::Heap { source, .. }, Some(Step::HashJoin(join)), Some(Some(local))) = (state, steps.first(), locals.first()) else {
-        return None;
-    };
-    let table = local.prefilter(join)?;
-    let key_column = source.columns[join.outer_key_column()?];
+    let (source, join, key_column) = probe_key(state, steps)?;
+    let table = locals.first()?.as_ref()?.prefilter(join)?;
     Some((source, key_column, table))
 }
 
-/// The zone map a pipeline's scan could prune by: a heap scan whose first step is a join
-/// on one plain integer column (the source, and the key's column in the tuple).
+/// The zone map a pipeline's scan could prune by: a probe key of an integer type.
 fn zone_map_key<'a>(state: &'a SourceState, steps: &[Step]) -> Option<(&'a crate::plan::HeapSource, usize)> {
-    let (SourceState::Heap { source, .. }, Some(Step::HashJoin(join))) = (state, steps.first()) else {
-        return None;
-    };
-    let column = source.columns[join.outer_key_column()?];
+    let (source, _, column) = probe_key(state, steps)?;
     matches!(source.layout.types().get(column), Some(DataType::Int4 | DataType::Int8)).then_some((source, column))
 }
 

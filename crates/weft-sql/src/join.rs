@@ -127,10 +127,21 @@ impl FromClause {
         self.offsets.partition_point(|&o| o <= raw) - 1
     }
 
-    /// Make every heap scan decode only the `needed` raw columns and those its own filter
-    /// reads (`scan_only`); returns, per relation, the raw columns its scan decodes and
-    /// those its rows carry past the scan's filter, in order.
-    fn prune_columns(&mut self, needed: &BTreeSet<usize>, scan_only: &BTreeSet<usize>) -> (Vec<Vec<usize>>, Vec<Vec<usize>>) {
+    /// Make every heap scan decode only the raw columns read above it (`needed`, the join
+    /// tree's conditions, `conditions` over several relations) and those its own filter
+    /// reads; returns, per relation, the raw columns its scan decodes and those its rows
+    /// carry past the scan's filter, in order. Without outer joins a conjunct of
+    /// `conditions` on one relation is applied by that relation's scan, so a column only
+    /// it reads is decoded there and dropped after the filter (a build side's table does
+    /// not carry it).
+    fn prune_columns(&mut self, mut needed: BTreeSet<usize>, conditions: &[Expr]) -> (Vec<Vec<usize>>, Vec<Vec<usize>>) {
+        let mut scan_only = BTreeSet::new();
+        let inner_only = self.tree.is_inner_only();
+        for c in conditions {
+            let target = if inner_only && self.rels_used(c).len() == 1 { &mut scan_only } else { &mut needed };
+            columns_used(c, target);
+        }
+        collect_tree_columns(&self.tree, &mut needed);
         let mut decoded = Vec::with_capacity(self.rels.len());
         let mut produced = Vec::with_capacity(self.rels.len());
         for (rel, &offset) in self.rels.iter_mut().zip(&self.offsets) {
@@ -440,24 +451,15 @@ pub(crate) fn plan_joins(
     }
     let outputs: Vec<Expr> = used.iter().map(|&i| from.values[i].clone()).collect();
 
-    // Which raw columns each relation must produce. Without outer joins a WHERE conjunct
-    // on one relation is applied by that relation's scan, so a column only it reads is
-    // decoded there and dropped after the filter (a build side's table does not carry it).
+    // Which raw columns each relation must produce.
     let mut needed = BTreeSet::new();
-    let mut scan_only = BTreeSet::new();
     for e in &outputs {
         columns_used(e, &mut needed);
     }
-    let inner_only = from.tree.is_inner_only();
-    for e in &raw_where {
-        let target = if inner_only && from.rels_used(e).len() == 1 { &mut scan_only } else { &mut needed };
-        columns_used(e, target);
-    }
-    collect_tree_columns(&from.tree, &mut needed);
     for semi in &semis {
         semi.outer_columns(&mut needed);
     }
-    let (decoded, produced) = from.prune_columns(&needed, &scan_only);
+    let (decoded, produced) = from.prune_columns(needed, &raw_where);
     let mut planner = Planner { from: &from, decoded, produced, ctx };
     let mut partial = planner.plan_tree(&from.tree, raw_where)?;
     for semi in semis {
@@ -1025,16 +1027,8 @@ impl SemiJoin {
             columns_used(f, &mut needed);
         }
         let needed: BTreeSet<usize> = needed.into_iter().filter(|&c| c >= shift).map(|c| c - shift).collect();
-        let mut needed_all = needed.clone();
-        let mut scan_only = BTreeSet::new();
-        let inner_only = sub.tree.is_inner_only();
-        for c in &own {
-            let target = if inner_only && sub.rels_used(c).len() == 1 { &mut scan_only } else { &mut needed_all };
-            columns_used(c, target);
-        }
-        collect_tree_columns(&sub.tree, &mut needed_all);
         let mut sub = sub;
-        let (decoded, produced) = sub.prune_columns(&needed_all, &scan_only);
+        let (decoded, produced) = sub.prune_columns(needed, &own);
         let mut planner = Planner { from: &sub, decoded, produced, ctx };
         let partial = planner.plan_tree(&sub.tree, own)?;
         let rows = partial.rows;

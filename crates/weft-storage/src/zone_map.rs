@@ -62,16 +62,7 @@ pub struct ZoneMapBuild {
 }
 
 impl ZoneMapBuild {
-    /// Record what block `block` holds (its values' `(min, max)`).
-    pub fn add(&self, block: BlockNumber, range: (i64, i64)) {
-        let mut blocks = self.blocks.lock();
-        if let Some(slot) = blocks.0.get_mut(block as usize) {
-            *slot = range;
-            blocks.1 += 1;
-        }
-    }
-
-    /// Record several blocks at once (one participant's share).
+    /// Record what blocks hold (their values' `(min, max)`): one participant's share.
     pub fn add_all(&self, ranges: &[(BlockNumber, (i64, i64))]) {
         let mut blocks = self.blocks.lock();
         for &(block, range) in ranges {
@@ -205,19 +196,17 @@ impl ZoneMaps {
         true
     }
 
-    /// The runs of blocks in `blocks` that may hold a value in `lo..=hi` by `map`.
-    pub fn runs(map: &ZoneMap, blocks: Range<BlockNumber>, lo: i64, hi: i64) -> Vec<Range<BlockNumber>> {
-        let mut runs: Vec<Range<BlockNumber>> = Vec::new();
-        for block in blocks {
-            if map.may_contain(block, lo, hi) {
-                match runs.last_mut() {
-                    Some(last) if last.end == block => last.end = block + 1,
-                    _ => runs.push(block..block + 1),
-                }
-            }
-        }
-        runs
-    }
+}
+
+/// The runs of consecutive blocks of `blocks` that `keep` says yes to, in order.
+pub fn block_runs(blocks: Range<BlockNumber>, keep: impl Fn(BlockNumber) -> bool) -> impl Iterator<Item = Range<BlockNumber>> {
+    let mut next = blocks.start;
+    std::iter::from_fn(move || {
+        let start = (next..blocks.end).find(|&b| keep(b))?;
+        let end = (start + 1..blocks.end).find(|&b| !keep(b)).unwrap_or(blocks.end);
+        next = end;
+        Some(start..end)
+    })
 }
 
 #[cfg(test)]
@@ -230,9 +219,8 @@ mod tests {
 
     fn build(maps: &Arc<ZoneMaps>, ranges: &[(i64, i64)]) -> ZoneMapBuild {
         let build = maps.begin_build(rel(), 0, ranges.len() as BlockNumber).expect("no writer");
-        for (block, &range) in ranges.iter().enumerate() {
-            build.add(block as BlockNumber, range);
-        }
+        let numbered: Vec<(BlockNumber, (i64, i64))> = ranges.iter().enumerate().map(|(b, &r)| (b as BlockNumber, r)).collect();
+        build.add_all(&numbered);
         build
     }
 
@@ -241,8 +229,10 @@ mod tests {
         let maps = Arc::new(ZoneMaps::default());
         assert!(maps.publish(build(&maps, &[(1, 10), (11, 20), NO_VALUES, (5, 30)])));
         let map = maps.get(rel(), 0).expect("published");
-        assert_eq!(ZoneMaps::runs(&map, 0..6, 12, 15), vec![1..2, 3..6]);
-        assert_eq!(ZoneMaps::runs(&map, 0..4, 31, 40), Vec::<Range<BlockNumber>>::new());
+        let runs = |blocks: Range<BlockNumber>, lo, hi| block_runs(blocks, |b| map.may_contain(b, lo, hi)).collect::<Vec<_>>();
+        assert_eq!(runs(0..6, 12, 15), vec![1..2, 3..6]);
+        assert_eq!(runs(0..4, 31, 40), Vec::<Range<BlockNumber>>::new());
+        assert_eq!(runs(3..6, 0, 100), vec![3..6], "one run through the map's end");
         assert!(map.may_contain(10, 100, 200), "blocks past the map are never skipped");
     }
 
@@ -262,7 +252,7 @@ mod tests {
         assert!(maps.get(rel(), 0).is_none());
         // Nor is one that missed a block.
         let partial = maps.begin_build(rel(), 0, 2).expect("no writer");
-        partial.add(0, (1, 2));
+        partial.add_all(&[(0, (1, 2))]);
         assert!(!maps.publish(partial));
         // DROP / TRUNCATE forget.
         assert!(maps.publish(build(&maps, &[(1, 10)])));

@@ -169,13 +169,19 @@ pub(crate) enum IntKeyRange {
     Unknown,
 }
 
+/// An int4 or int8 value, widened.
+#[inline]
+fn int_value(d: &Datum) -> Option<i64> {
+    match *d {
+        Datum::Int4(v) => Some(v as i64),
+        Datum::Int8(v) => Some(v),
+        _ => None,
+    }
+}
+
 impl IntKeyRange {
     fn add(self, key: &Datum) -> IntKeyRange {
-        let v = match *key {
-            Datum::Int4(v) => v as i64,
-            Datum::Int8(v) => v,
-            _ => return IntKeyRange::Unknown,
-        };
+        let Some(v) = int_value(key) else { return IntKeyRange::Unknown };
         match self {
             IntKeyRange::Empty => IntKeyRange::Range(v, v),
             IntKeyRange::Range(lo, hi) => IntKeyRange::Range(lo.min(v), hi.max(v)),
@@ -194,11 +200,7 @@ impl IntKeyRange {
     /// Could an integer `key` be among the keys? (Any other datum: maybe.)
     #[inline]
     fn may_contain(self, key: &Datum) -> bool {
-        let v = match *key {
-            Datum::Int4(v) => v as i64,
-            Datum::Int8(v) => v,
-            _ => return true,
-        };
+        let Some(v) = int_value(key) else { return true };
         match self {
             IntKeyRange::Empty => false,
             IntKeyRange::Range(lo, hi) => lo <= v && v <= hi,
