@@ -721,6 +721,12 @@ fn prune_heap_columns(source: &mut Source, exprs: Vec<&mut Expr>) {
 /// `min_parallel_table_scan_size`, then one more for every tripling of the size, capped by
 /// `max_parallel_workers_per_gather`.
 pub fn choose_workers(source: &Source, ctx: &PlanContext) -> usize {
+    choose_workers_reading(source, None, ctx)
+}
+
+/// [`choose_workers`] for a heap scan that will read only `blocks` of its blocks (a zone
+/// map skips the others).
+pub fn choose_workers_reading(source: &Source, blocks: Option<u64>, ctx: &PlanContext) -> usize {
     // A table's `parallel_workers` storage parameter overrides the size rule, as in
     // PostgreSQL (still capped by max_parallel_workers_per_gather).
     if let Source::Heap(heap) = source {
@@ -729,15 +735,15 @@ pub fn choose_workers(source: &Source, ctx: &PlanContext) -> usize {
             return (n as usize).min(max);
         }
     }
-    workers_by_size(source, ctx.settings)
+    workers_by_size(source, blocks, ctx.settings)
 }
 
-fn workers_by_size(source: &Source, settings: &Settings) -> usize {
+fn workers_by_size(source: &Source, blocks_read: Option<u64>, settings: &Settings) -> usize {
     let max = settings.integer("max_parallel_workers_per_gather").max(0) as usize;
     match source {
         Source::Heap(heap) => {
             let threshold = (settings.memory_bytes("min_parallel_table_scan_size") / weft_storage::PAGE_SIZE).max(1) as u64;
-            let mut blocks = heap.nblocks as u64;
+            let mut blocks = blocks_read.unwrap_or(heap.nblocks as u64);
             if blocks < threshold {
                 return 0;
             }

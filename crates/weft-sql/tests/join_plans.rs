@@ -98,7 +98,7 @@ fn subqueries_become_semi_and_anti_joins() {
 #[test]
 fn parallel_shapes_follow_the_settings() {
     let (_dir, mut s) = database();
-    for sql in ["SET max_parallel_workers_per_gather = 2", "SET min_parallel_table_scan_size = 0"] {
+    for sql in ["SET max_parallel_workers_per_gather = 2", "SET min_parallel_table_scan_size = 0", "SET parallel_hash_min_inner_rows = 1000"] {
         s.execute(sql).unwrap();
     }
     let q = "SELECT count(*) FROM big JOIN small USING (a)";

@@ -42,6 +42,11 @@ impl ZoneMap {
         }
     }
 
+    /// How many of the blocks it covers may hold a value in `lo..=hi`.
+    pub fn blocks_meeting(&self, lo: i64, hi: i64) -> usize {
+        self.blocks.iter().filter(|&&(min, max)| min <= hi && lo <= max).count()
+    }
+
     /// Blocks the map covers.
     pub fn len(&self) -> usize {
         self.blocks.len()
