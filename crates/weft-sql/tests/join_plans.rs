@@ -115,3 +115,27 @@ fn parallel_shapes_follow_the_settings() {
     let p = plan(&mut s, q);
     assert!(p.contains("Gather") && !p.contains("Parallel Hash"), "{p}");
 }
+
+#[test]
+fn a_probe_pruned_by_a_zone_map_is_sized_by_the_blocks_it_reads() {
+    let (_dir, mut s) = database();
+    // big: 50k rows in key order (~450 blocks); small's keys 1..500 lie in its first few.
+    s.execute("SET max_parallel_workers_per_gather = 2").unwrap();
+    let q = "SELECT count(*) FROM big JOIN small USING (a)";
+    let before = plan(&mut s, q);
+    assert!(before.contains("Gather") && before.contains("Parallel Hash Join"), "{before}");
+    // The first probe-side scan builds big's zone map on `a`.
+    let count = s.execute(q).unwrap().rows;
+    assert_eq!(count, vec![vec![Datum::Int8(500)]]);
+    let after = plan(&mut s, q);
+    assert!(!after.contains("Gather") && after.starts_with("Aggregate\n  ->  Hash Join"), "{after}");
+    // A build side whose keys span the table reads every block: parallel again.
+    let q = "SELECT count(*) FROM big b1 JOIN big b2 USING (a)";
+    s.execute(q).unwrap();
+    let wide = plan(&mut s, q);
+    assert!(wide.contains("Gather"), "{wide}");
+    // A write forgets the map: the full table counts again.
+    s.execute("INSERT INTO big VALUES (1, 1, 'x')").unwrap();
+    let written = plan(&mut s, "SELECT count(*) FROM big JOIN small USING (a)");
+    assert!(written.contains("Gather"), "{written}");
+}
