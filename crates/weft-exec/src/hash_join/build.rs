@@ -350,13 +350,11 @@ impl<'p> SharedJoin<'p> {
         self.inner_rows.fetch_add(local.rows_out, Ordering::Relaxed);
         self.tuples.fetch_add(local.tuples, Ordering::Relaxed);
         let arena = std::mem::replace(&mut local.arena, Arena::new(self.join));
-        {
-            let mut build = self.build.lock();
-            let buckets = build.buckets.clone().ok_or_else(|| Error::internal("hash join buckets not allocated"))?;
-            // Inserted while no growth can start: this participant is still attached.
-            JoinTable::insert_arena(&buckets, local.number, &arena, 0);
-            build.deposited.push((local.number, arena));
-        }
+        let buckets = self.build.lock().buckets.clone().ok_or_else(|| Error::internal("hash join buckets not allocated"))?;
+        // Inserted while no growth can start (this participant is still attached), and
+        // outside the lock: the participants insert at once.
+        JoinTable::insert_arena(&buckets, local.number, &arena, 0..arena.len());
+        self.build.lock().deposited.push((local.number, arena));
         self.grow_barrier.detach();
         Ok(())
     }
@@ -442,7 +440,7 @@ impl<'p> SharedJoin<'p> {
             ctx.cancel.check()?;
             let Some((number, mut arena)) = self.build.lock().old_arenas.pop() else { break };
             arena.retain(stays, &mut |hash, keyed, row, bytes| self.write_inner(local, batch_of(hash, nbatch), hash, keyed, row, bytes))?;
-            JoinTable::insert_arena(&buckets, number, &arena, 0);
+            JoinTable::insert_arena(&buckets, number, &arena, 0..arena.len());
             kept_bytes += arena.bytes();
             kept += arena.len() as u64;
             if !self.skew.is_empty() {

@@ -283,7 +283,7 @@ impl<'p> SharedJoin<'p> {
             if number >= MAX_ARENAS {
                 return Err(Error::not_supported(format!("a parallel hash join with more than {MAX_ARENAS} participants")));
             }
-            JoinTable::insert_arena(&buckets, number, &a, 0);
+            JoinTable::insert_arena(&buckets, number, &a, 0..a.len());
             self.round.lock().arenas.push((number, a));
         }
         Ok(())
