@@ -571,16 +571,16 @@ fn build_key_bounds(join: &HashJoin, ctx: &PlanContext) -> Option<(i64, i64)> {
     }
     let meta = ctx.catalog.tables.get(&heap.table_name)?;
     let stats = crate::selectivity::usable_stats(ctx.catalog, meta)?.columns.get(*heap.columns.get(column)?)?;
-    let values = stats.histogram_bounds.iter().chain(&stats.most_common_vals);
-    values.map(|v| match v.0 {
-        Datum::Int4(v) => Some(v as i64),
-        Datum::Int8(v) => Some(v),
-        _ => None,
-    })
-    .try_fold(None, |bounds: Option<(i64, i64)>, v| {
-        let v = v?;
-        Some(Some(bounds.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v)))))
-    })?
+    let mut bounds: Option<(i64, i64)> = None;
+    for value in stats.histogram_bounds.iter().chain(&stats.most_common_vals) {
+        let v = match value.0 {
+            Datum::Int4(v) => v as i64,
+            Datum::Int8(v) => v,
+            _ => return None,
+        };
+        bounds = Some(bounds.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))));
+    }
+    bounds
 }
 
 /// How a parallel join's shape is chosen: `enable_parallel_hash`, and the build-side size
