@@ -92,6 +92,11 @@ fn query(rng: &mut Rng) -> String {
                 "SELECT a.id, b.id FROM a JOIN b USING (k) WHERE length(b.t) > 3 AND a.k8 % 7 <> 0",
                 "SELECT count(*), sum(a.id) FROM a, b, c WHERE a.k = b.k AND b.k = c.k AND c.v > 'v2' AND b.n > 100",
                 "SELECT a.id FROM a WHERE EXISTS (SELECT 1 FROM b JOIN c USING (k) WHERE b.k = a.k AND c.v < 'v5' AND b.t > 'w1')",
+                // Key-only build sides (one int4/int8 column, stored as integers), NULL keys kept.
+                "SELECT a.id, c.k FROM a FULL JOIN c ON a.k = c.k",
+                "SELECT c.k, a.id FROM c LEFT JOIN a ON a.k = c.k WHERE a.id IS NULL OR a.id < 500",
+                "SELECT count(*), count(c.k), sum(c.k) FROM a RIGHT JOIN c ON a.k = c.k",
+                "SELECT x.k8, y.k8 FROM a x FULL JOIN (SELECT k8 FROM a WHERE id % 9 = 0 UNION ALL SELECT NULL::int8) y ON x.k8 = y.k8 WHERE x.id < 400 OR x.id IS NULL",
             ]);
             shape.to_string()
         }

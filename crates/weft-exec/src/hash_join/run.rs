@@ -441,7 +441,7 @@ impl<'p> SharedJoin<'p> {
         let space_allowed = per_participant.saturating_mul(participants.max(1)).max(64 << 10);
         // PostgreSQL's ExecChooseHashTableSize: batches enough for the estimated inner
         // side, each fitting the budget with its bucket array.
-        let tuple_bytes = 18 + join.inner_width * std::mem::size_of::<Datum>() + join.estimated_inner_width;
+        let tuple_bytes = Arena::estimated_tuple_bytes(join);
         let inner_bytes = join.estimated_inner_rows.max(0.0) * tuple_bytes as f64;
         let nbatch = if inner_bytes <= space_allowed as f64 * 0.75 {
             1

@@ -12,7 +12,7 @@ use std::hash::Hasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use weft_common::{Datum, Result};
+use weft_common::{DataType, Datum, Result};
 use weft_storage::memhint::{advise_huge_pages, prefetch};
 
 use crate::expr::compare::{compare_datums, datum_hash};
@@ -152,7 +152,12 @@ pub(crate) struct Arena {
     /// False for a tuple with a NULL key (never in a chain; kept for right/full joins).
     keyed: Vec<bool>,
     keys: Vec<Datum>,
+    /// The rows, `width` datums a tuple — unless `int_rows` holds them.
     rows: Vec<Datum>,
+    /// When the row is one int4 or int8 column that is also the key (a key-only build
+    /// side, as in a self-join or a semi join), its type and values: 8 bytes a tuple
+    /// instead of a 32-byte datum, compared as integers.
+    int_rows: Option<(DataType, Vec<i64>)>,
     matched: Vec<AtomicBool>,
     bytes: usize,
     /// The range of the keyed tuples' key when the key is one integer (int4 or int8)
@@ -211,7 +216,7 @@ impl IntKeyRange {
 
 impl Arena {
     pub fn new(join: &HashJoin) -> Arena {
-        let key_columns = join
+        let key_columns: Option<Vec<usize>> = join
             .inner_keys
             .iter()
             .map(|k| match k {
@@ -219,10 +224,29 @@ impl Arena {
                 _ => None,
             })
             .collect();
-        Arena::empty(join.inner_width, join.inner_keys.len(), key_columns)
+        Arena::empty(join.inner_width, join.inner_keys.len(), key_columns, Arena::int_row_type(join))
     }
 
-    fn empty(width: usize, key_count: usize, key_columns: Option<Vec<usize>>) -> Arena {
+    /// The type of a join's inner rows when they are one int4 or int8 column that is the
+    /// whole key (stored as `int_rows`).
+    fn int_row_type(join: &HashJoin) -> Option<DataType> {
+        match (join.inner_width, join.inner_keys.as_slice()) {
+            (1, [Expr::Column { index: 0, data_type: t @ (DataType::Int4 | DataType::Int8) }]) => Some(*t),
+            _ => None,
+        }
+    }
+
+    /// Bytes a tuple of `join`'s inner side will take, for choosing the number of batches
+    /// before any is built (`estimated_inner_width`: the planner's average row width).
+    pub fn estimated_tuple_bytes(join: &HashJoin) -> usize {
+        let fixed = std::mem::size_of::<Entry>() + 2;
+        match Arena::int_row_type(join) {
+            Some(_) => fixed + std::mem::size_of::<i64>(),
+            None => fixed + join.inner_width * std::mem::size_of::<Datum>() + join.estimated_inner_width,
+        }
+    }
+
+    fn empty(width: usize, key_count: usize, key_columns: Option<Vec<usize>>, int_row: Option<DataType>) -> Arena {
         Arena {
             width,
             key_count,
@@ -231,6 +255,7 @@ impl Arena {
             keyed: Vec::new(),
             keys: Vec::new(),
             rows: Vec::new(),
+            int_rows: int_row.map(|t| (t, Vec::new())),
             matched: Vec::new(),
             bytes: 0,
             int_keys: IntKeyRange::Empty,
@@ -242,10 +267,18 @@ impl Arena {
     pub fn reserve(&mut self, tuples: usize) {
         self.entries.reserve(tuples);
         self.keyed.reserve(tuples);
-        self.rows.reserve(tuples * self.width);
         // Probes land anywhere in these: huge pages save a TLB miss on most of them.
         advise_huge_pages(&mut self.entries);
-        advise_huge_pages(&mut self.rows);
+        match &mut self.int_rows {
+            Some((_, values)) => {
+                values.reserve(tuples);
+                advise_huge_pages(values);
+            }
+            None => {
+                self.rows.reserve(tuples * self.width);
+                advise_huge_pages(&mut self.rows);
+            }
+        }
         self.matched.reserve(tuples);
         if self.key_columns.is_none() {
             self.keys.reserve(tuples * self.key_count);
@@ -263,6 +296,9 @@ impl Arena {
 
     /// Bytes a tuple of `row` (with `keys`, or none when a key is NULL) takes here.
     pub fn tuple_bytes(&self, keys: Option<&[Datum]>, row: &[Datum]) -> usize {
+        if self.int_rows.is_some() {
+            return std::mem::size_of::<Entry>() + 2 + std::mem::size_of::<i64>();
+        }
         let mut bytes = std::mem::size_of::<Entry>() + 2 + row.iter().map(datum_bytes).sum::<usize>();
         if self.key_columns.is_none() {
             bytes += keys.unwrap_or(&[]).iter().map(datum_bytes).sum::<usize>();
@@ -284,7 +320,11 @@ impl Arena {
                 None => self.keys.extend(std::iter::repeat_n(Datum::Null, self.key_count)),
             }
         }
-        self.rows.extend_from_slice(row);
+        match &mut self.int_rows {
+            // A NULL (the tuple is then not keyed) is stored as 0.
+            Some((_, values)) => values.push(int_value(&row[0]).unwrap_or(0)),
+            None => self.rows.extend_from_slice(row),
+        }
         self.matched.push(AtomicBool::new(false));
         self.bytes += bytes;
         if keys.is_some() && self.key_count == 1 {
@@ -300,7 +340,7 @@ impl Arena {
     /// Bytes tuple `index` takes here (as [`Arena::tuple_bytes`] counted it).
     pub fn tuple_bytes_at(&self, index: usize) -> usize {
         let keys = (self.key_columns.is_none() && self.keyed[index]).then(|| &self.keys[index * self.key_count..(index + 1) * self.key_count]);
-        self.tuple_bytes(keys, self.row(index))
+        self.tuple_bytes(keys, &self.row(index))
     }
 
     /// Keyed tuples whose hash `pred` says yes to, and their bytes.
@@ -316,7 +356,7 @@ impl Arena {
     }
 
     /// Tuple `index`'s hash, keyed flag and row (to write it to a batch file).
-    pub fn tuple(&self, index: usize) -> (u64, bool, &[Datum]) {
+    pub fn tuple(&self, index: usize) -> (u64, bool, ArenaRow<'_>) {
         (self.entries[index].hash, self.keyed[index], self.row(index))
     }
 
@@ -324,7 +364,7 @@ impl Arena {
     /// (hash, keyed, row, bytes) first; the indexes of the kept tuples change, so their
     /// chains must be rebuilt. Returns the bytes moved.
     pub fn retain(&mut self, keep: impl Fn(u64) -> bool, moved: &mut dyn FnMut(u64, bool, &[Datum], usize) -> Result<()>) -> Result<usize> {
-        let empty = Arena::empty(self.width, self.key_count, self.key_columns.clone());
+        let empty = Arena::empty(self.width, self.key_count, self.key_columns.clone(), self.int_rows.as_ref().map(|(t, _)| *t));
         let old = std::mem::replace(self, empty);
         let mut moved_bytes = 0;
         for index in 0..old.len() {
@@ -333,24 +373,35 @@ impl Arena {
             let keys = if keyed { Some(keys.unwrap_or(&[])) } else { None };
             if keep(hash) {
                 // Keys stored apart are copied; plain-column keys are read from the row.
-                let index = self.push(hash, keys, row);
+                let index = self.push(hash, keys, &row);
                 debug_assert!(index < old.len());
                 self.keyed[index] = keyed;
             } else {
-                let bytes = old.tuple_bytes(keys, row);
+                let bytes = old.tuple_bytes(keys, &row);
                 moved_bytes += bytes;
-                moved(hash, keyed, row, bytes)?;
+                moved(hash, keyed, &row, bytes)?;
             }
         }
         Ok(moved_bytes)
     }
 
-    pub fn row(&self, index: usize) -> &[Datum] {
-        &self.rows[index * self.width..(index + 1) * self.width]
+    pub fn row(&self, index: usize) -> ArenaRow<'_> {
+        match &self.int_rows {
+            Some((data_type, values)) => ArenaRow::Int([match (self.keyed[index], data_type) {
+                (false, _) => Datum::Null,
+                (true, DataType::Int4) => Datum::Int4(values[index] as i32),
+                (true, _) => Datum::Int8(values[index]),
+            }]),
+            None => ArenaRow::Datums(&self.rows[index * self.width..(index + 1) * self.width]),
+        }
     }
 
     /// Are tuple `index`'s keys equal to `probe`'s?
     fn key_equals(&self, index: usize, probe: &[Datum]) -> bool {
+        if let Some((_, values)) = &self.int_rows {
+            // Only keyed tuples are on chains; both keys have the column's type.
+            return int_value(&probe[0]) == Some(values[index]);
+        }
         match &self.key_columns {
             Some(columns) => {
                 let row = self.row(index);
@@ -360,6 +411,23 @@ impl Arena {
                 let keys = &self.keys[index * self.key_count..(index + 1) * self.key_count];
                 keys.iter().zip(probe).all(|(a, b)| compare_datums(a, b).is_eq())
             }
+        }
+    }
+}
+
+/// A tuple's row: borrowed from its arena, or rebuilt from an integer-row arena's value.
+pub(crate) enum ArenaRow<'a> {
+    Datums(&'a [Datum]),
+    Int([Datum; 1]),
+}
+
+impl std::ops::Deref for ArenaRow<'_> {
+    type Target = [Datum];
+
+    fn deref(&self) -> &[Datum] {
+        match self {
+            ArenaRow::Datums(row) => row,
+            ArenaRow::Int(row) => row,
         }
     }
 }
@@ -662,8 +730,13 @@ impl JoinTable {
         let (arena, index) = unpack(id);
         let arena = &self.arenas[arena];
         prefetch(&arena.entries[index]);
-        if let Some(first) = arena.rows.get(index * arena.width) {
-            prefetch(first);
+        match &arena.int_rows {
+            Some((_, values)) => prefetch(&values[index]),
+            None => {
+                if let Some(first) = arena.rows.get(index * arena.width) {
+                    prefetch(first);
+                }
+            }
         }
     }
 
@@ -734,7 +807,7 @@ impl JoinTable {
                 }
                 joined.clear();
                 joined.extend_from_slice(outer);
-                joined.extend_from_slice(arena.row(index));
+                joined.extend_from_slice(&arena.row(index));
                 if let Some(filter) = &join.filter {
                     if !matches!(filter.eval(joined, eval)?, Datum::Bool(true)) {
                         continue;
@@ -788,7 +861,7 @@ impl JoinTable {
             }
             row.clear();
             row.extend(std::iter::repeat_n(Datum::Null, outer_width));
-            row.extend_from_slice(arena.row(index));
+            row.extend_from_slice(&arena.row(index));
             if !emit(&row)? {
                 return Ok(false);
             }
