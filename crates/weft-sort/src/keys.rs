@@ -95,6 +95,12 @@ impl SortKeys {
         matches!(self.keys.first().map(|k| k.access), Some(Access::Text(_)))
     }
 
+    /// Are the first key's abbreviations few-byte integers that a radix sort orders in a
+    /// handful of passes? Not for text, whose 8-byte prefixes vary in every byte.
+    pub fn suits_radix_sort(&self) -> bool {
+        matches!(self.keys.first().map(|k| k.access), Some(Access::Bool(_) | Access::Int4(_) | Access::Int8(_)))
+    }
+
     /// The bytes of the first key when it is text (for the cardinality check).
     pub fn first_key_text<'a>(&self, tuple: &'a [u8]) -> &'a [u8] {
         match self.keys.first() {

@@ -8,6 +8,7 @@ mod memrun;
 mod memtuples;
 mod merge;
 mod ordered;
+mod radix;
 pub mod report;
 mod sort;
 mod tape;

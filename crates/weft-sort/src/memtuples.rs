@@ -9,6 +9,7 @@ use std::cmp::Ordering;
 use crate::arena::TupleChunks;
 use crate::keys::SortKeys;
 use crate::memrun::{MemRun, MemRunWriter};
+use crate::radix;
 
 /// Arena chunks: a sixteenth of the budget, between 4 kB and 32 MiB. Chunks of 2 MiB and
 /// more are backed by huge pages where the kernel allows: the sorted order visits the
@@ -19,12 +20,27 @@ const MIN_CHUNK_BYTES: usize = 4 << 10;
 pub(crate) const PREFETCH_AHEAD: usize = 12;
 
 /// One tuple in the sort array: 16 bytes, so that sorting moves little memory.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct SortTuple {
     pub abbrev: u64,
     /// `chunk << 32 | offset` of the tuple's length word in the arena.
     location: u64,
 }
+
+impl SortTuple {
+    #[cfg(test)]
+    pub fn new(abbrev: u64, location: u64) -> SortTuple {
+        SortTuple { abbrev, location }
+    }
+
+    #[cfg(test)]
+    pub fn location(&self) -> u64 {
+        self.location
+    }
+}
+
+/// Below this many tuples a comparison sort is as fast as counting bytes.
+const RADIX_MIN_TUPLES: usize = 1024;
 
 #[derive(Default)]
 pub(crate) struct MemTuples {
@@ -32,16 +48,28 @@ pub(crate) struct MemTuples {
     array_step_min: usize,
     chunks: TupleChunks,
     tuples: Vec<SortTuple>,
+    /// Radix sort by abbreviation (first keys of fixed width): the second buffer it
+    /// scatters into is counted with the array, slot for slot, from the first push.
+    radix: bool,
+    scratch: Vec<SortTuple>,
 }
 
 impl MemTuples {
-    /// Buffers sized for a budget of `budget` bytes.
-    pub fn new(budget: usize) -> MemTuples {
+    /// Buffers sized for a budget of `budget` bytes; `radix` when the first key's
+    /// abbreviation suits a radix sort (see `radix.rs`).
+    pub fn new(budget: usize, radix: bool) -> MemTuples {
         MemTuples {
             array_step_min: (budget / 256).clamp(64, 4096),
             chunks: TupleChunks::new((budget / 16).clamp(MIN_CHUNK_BYTES, MAX_CHUNK_BYTES)),
             tuples: Vec::new(),
+            radix,
+            scratch: Vec::new(),
         }
+    }
+
+    /// Bytes one slot of the sort array costs: the pair, and its scratch twin if radix.
+    fn slot_bytes(&self) -> usize {
+        std::mem::size_of::<SortTuple>() * if self.radix { 2 } else { 1 }
     }
 
     /// Arena chunk size: also a good chunk size for runs laid out from this buffer.
@@ -59,13 +87,13 @@ impl MemTuples {
 
     /// Memory held, by capacity.
     pub fn bytes(&self) -> usize {
-        self.chunks.bytes() + self.tuples.capacity() * std::mem::size_of::<SortTuple>()
+        self.chunks.bytes() + self.tuples.capacity().max(self.scratch.capacity()) * self.slot_bytes()
     }
 
     /// Memory `push(tuple)` would add (0 if it fits in what is already held).
     pub fn growth_for(&self, tuple_len: usize) -> usize {
         let chunk = self.chunks.growth_for(tuple_len);
-        let array = if self.tuples.len() == self.tuples.capacity() { self.array_step() * 16 } else { 0 };
+        let array = if self.tuples.len() == self.tuples.capacity() { self.array_step() * self.slot_bytes() } else { 0 };
         chunk + array
     }
 
@@ -112,22 +140,35 @@ impl MemTuples {
     /// mean equal first keys and only the remaining keys are compared.
     pub fn sort(&mut self, keys: &SortKeys, exact: bool) {
         let mut tuples = std::mem::take(&mut self.tuples);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let by_radix = self.radix && tuples.len() >= RADIX_MIN_TUPLES && radix::sort_by_abbrev(&mut tuples, &mut scratch);
         let this = &*self;
-        let compare = |a: &SortTuple, b: &SortTuple| -> Ordering {
-            match a.abbrev.cmp(&b.abbrev) {
-                Ordering::Equal if exact => {
-                    if keys.len() == 1 {
-                        Ordering::Equal
-                    } else {
-                        keys.compare_after_first(this.tuple(a), this.tuple(b))
-                    }
-                }
-                Ordering::Equal => keys.compare(this.tuple(a), this.tuple(b)),
-                other => other,
+        let ties = |a: &SortTuple, b: &SortTuple| -> Ordering {
+            if !exact {
+                keys.compare(this.tuple(a), this.tuple(b))
+            } else if keys.len() == 1 {
+                Ordering::Equal
+            } else {
+                keys.compare_after_first(this.tuple(a), this.tuple(b))
             }
         };
-        tuples.sort_unstable_by(compare);
+        if !by_radix {
+            tuples.sort_unstable_by(|a, b| a.abbrev.cmp(&b.abbrev).then_with(|| ties(a, b)));
+        } else if !(exact && keys.len() == 1) {
+            // Order each run of equal abbreviations by the rest of the key (already in
+            // order when tuples came in that order: one comparison per tie).
+            let mut start = 0;
+            while start < tuples.len() {
+                let abbrev = tuples[start].abbrev;
+                let end = start + tuples[start..].iter().take_while(|t| t.abbrev == abbrev).count();
+                if end - start > 1 {
+                    tuples[start..end].sort_unstable_by(ties);
+                }
+                start = end;
+            }
+        }
         self.tuples = tuples;
+        self.scratch = scratch;
     }
 
     /// Copy the tuples, in their sorted order, into a run laid out in memory.
@@ -153,6 +194,63 @@ impl MemTuples {
             array_step_min: self.array_step_min,
             chunks: TupleChunks::new(self.chunk_size()),
             tuples: Vec::new(),
+            radix: self.radix,
+            scratch: Vec::new(),
         };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::SortColumn;
+    use proptest::prelude::*;
+    use weft_common::tuple::RowLayout;
+    use weft_common::{DataType, Datum};
+
+    fn sorted_rows(keys: &SortKeys, rows: &[Vec<Datum>], radix: bool) -> Vec<Vec<u8>> {
+        let mut mem = MemTuples::new(1 << 24, radix);
+        let mut bytes = Vec::new();
+        for row in rows {
+            bytes.clear();
+            keys.layout().encode(row, &mut bytes).unwrap();
+            mem.push(&bytes, keys.abbreviate(&bytes));
+        }
+        mem.sort(keys, keys.abbreviation_is_exact());
+        (0..mem.len()).map(|i| mem.get(i).to_vec()).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// The radix path (with ties ordered by the later keys) gives the comparison
+        /// sort's order, for exact (int4) and inexact (int8 beyond 5 bytes) first keys.
+        #[test]
+        fn radix_sort_orders_like_the_comparison_sort(
+            first in prop::sample::select(vec![DataType::Int4, DataType::Int8]),
+            descending in any::<bool>(),
+            nulls_first in any::<bool>(),
+            values in prop::collection::vec((prop_oneof![Just(None), (-40i64..40).prop_map(Some), any::<i32>().prop_map(|v| Some(v as i64))], any::<i16>()), 1024..4000),
+        ) {
+            let layout = RowLayout::new(&[first, DataType::Int4]);
+            let columns = [SortColumn { column: 0, descending, nulls_first }, SortColumn::new(1, false)];
+            let keys = SortKeys::new(layout, &columns).unwrap();
+            let rows: Vec<Vec<Datum>> = values
+                .iter()
+                .map(|&(v, second)| {
+                    let v = match (v, first) {
+                        (None, _) => Datum::Null,
+                        (Some(v), DataType::Int4) => Datum::Int4(v as i32),
+                        (Some(v), _) => Datum::Int8(v * 1_000_003),
+                    };
+                    vec![v, Datum::Int4(second as i32)]
+                })
+                .collect();
+            let by_radix = sorted_rows(&keys, &rows, true);
+            let by_comparison = sorted_rows(&keys, &rows, false);
+            for pair in by_radix.windows(2) {
+                prop_assert_ne!(keys.compare(&pair[0], &pair[1]), Ordering::Greater);
+            }
+            prop_assert_eq!(by_radix, by_comparison);
+        }
     }
 }

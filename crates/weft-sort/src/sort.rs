@@ -157,7 +157,7 @@ impl SharedSort {
         ParticipantSort {
             shared: self,
             index,
-            mem: MemTuples::new(self.options.budget.min(self.options.sub_run_bytes)),
+            mem: MemTuples::new(self.options.budget.min(self.options.sub_run_bytes), self.keys.suits_radix_sort()),
             mem_runs: Vec::new(),
             mem_runs_bytes: 0,
             topn,

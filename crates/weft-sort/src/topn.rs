@@ -87,7 +87,7 @@ impl TopN {
     /// The kept tuples, in order, as an in-memory run.
     pub fn into_sorted(mut self, keys: &SortKeys) -> MemTuples {
         self.heap.sort_unstable_by(|a, b| Self::order(keys, a, b));
-        let mut out = MemTuples::new(self.bytes);
+        let mut out = MemTuples::new(self.bytes, false);
         for (abbrev, tuple) in &self.heap {
             out.push(tuple, *abbrev);
         }
