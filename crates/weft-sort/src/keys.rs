@@ -14,6 +14,8 @@ use weft_common::numeric::Numeric;
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Error, Result};
 
+use crate::pairs::{FirstKey, PairForm};
+
 /// One ORDER BY item: a column of the sorted rows and its direction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SortColumn {
@@ -99,6 +101,22 @@ impl SortKeys {
     /// handful of passes? Not for text, whose 8-byte prefixes vary in every byte.
     pub fn suits_radix_sort(&self) -> bool {
         matches!(self.keys.first().map(|k| k.access), Some(Access::Bool(_) | Access::Int4(_) | Access::Int8(_)))
+    }
+
+    /// The pair form of these keys' tuples, if they have one (see `pairs.rs`): two
+    /// columns, a bool or int4 first key, then an ascending int8 second key.
+    pub(crate) fn pair_form(&self) -> Option<PairForm> {
+        let [first, second] = self.keys.as_slice() else { return None };
+        if self.layout.len() != 2 || first.column != 0 || second.column != 1 || second.descending {
+            return None;
+        }
+        let (kind, first_offset) = match first.access {
+            Access::Bool(off) => (FirstKey::Bool, off),
+            Access::Int4(off) => (FirstKey::Int4, off),
+            _ => return None,
+        };
+        let Access::Int8(second_offset) = second.access else { return None };
+        Some(PairForm { first: kind, first_offset, second_offset, descending: first.descending, nulls_first: first.nulls_first })
     }
 
     /// The bytes of the first key when it is text (for the cardinality check).

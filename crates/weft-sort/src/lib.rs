@@ -8,6 +8,7 @@ mod memrun;
 mod memtuples;
 mod merge;
 mod ordered;
+mod pairs;
 mod radix;
 pub mod report;
 mod sort;

@@ -28,13 +28,13 @@ pub(crate) struct SortTuple {
 }
 
 impl SortTuple {
-    #[cfg(test)]
     pub fn new(abbrev: u64, location: u64) -> SortTuple {
         SortTuple { abbrev, location }
     }
 
-    #[cfg(test)]
-    pub fn location(&self) -> u64 {
+    /// The second half read as a pair-form payload (`pairs.rs`) rather than a location.
+    #[inline(always)]
+    pub fn payload(&self) -> u64 {
         self.location
     }
 }

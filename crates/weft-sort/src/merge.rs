@@ -14,6 +14,7 @@ use weft_common::Result;
 use crate::keys::SortKeys;
 use crate::memrun::MemRunReader;
 use crate::memtuples::{MemTuples, PREFETCH_AHEAD};
+use crate::pairs::PairRunReader;
 use crate::tape::RunReader;
 
 /// One sorted input of a merge.
@@ -24,6 +25,8 @@ pub(crate) enum MergeInput<'a> {
     Memory(MemRunReader),
     /// A range of a run on tape.
     Tape(RunReader),
+    /// A range of a run of pairs (`pairs.rs`), rebuilt into tuples as read.
+    Pairs(PairRunReader),
 }
 
 impl<'a> MergeInput<'a> {
@@ -37,6 +40,16 @@ impl<'a> MergeInput<'a> {
             MergeInput::Sorted { buffer, current, .. } => current.map(|i| buffer.get(i)),
             MergeInput::Memory(reader) => reader.current(),
             MergeInput::Tape(reader) => reader.current(),
+            MergeInput::Pairs(reader) => reader.current(),
+        }
+    }
+
+    /// The current tuple's abbreviated key (a pair carries it; others compute it).
+    #[inline]
+    fn abbrev(&self, keys: &SortKeys) -> u64 {
+        match self {
+            MergeInput::Pairs(reader) => reader.current_abbrev(),
+            other => keys.abbreviate(other.current().expect("not exhausted")),
         }
     }
 
@@ -56,6 +69,7 @@ impl<'a> MergeInput<'a> {
                 }
             }
             MergeInput::Tape(reader) => reader.advance(),
+            MergeInput::Pairs(reader) => Ok(reader.advance()),
         }
     }
 }
@@ -74,7 +88,7 @@ impl<'a> Merger<'a> {
     pub(crate) fn new(keys: Arc<SortKeys>, mut inputs: Vec<MergeInput<'a>>) -> Result<Merger<'a>> {
         let mut heads = Vec::with_capacity(inputs.len());
         for input in inputs.iter_mut() {
-            heads.push(if input.advance()? { Some(keys.abbreviate(input.current().expect("advanced"))) } else { None });
+            heads.push(if input.advance()? { Some(input.abbrev(&keys)) } else { None });
         }
         let mut merger = Merger { keys, inputs, heads, tree: Vec::new(), started: false };
         merger.build();
@@ -159,7 +173,7 @@ impl<'a> Merger<'a> {
             // Advance the input whose tuple was returned last time.
             let winner = self.tree[0];
             let input = &mut self.inputs[winner];
-            self.heads[winner] = if input.advance()? { Some(self.keys.abbreviate(input.current().expect("advanced"))) } else { None };
+            self.heads[winner] = if input.advance()? { Some(input.abbrev(&self.keys)) } else { None };
             if self.inputs.len() > 1 {
                 self.replay();
             }

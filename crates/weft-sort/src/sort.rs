@@ -15,6 +15,7 @@
 //!
 //! Dropping `SortedRuns` (or the shared sort, on an error) removes the temp file set.
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -27,7 +28,8 @@ use weft_common::{Error, Result};
 use crate::cardinality::AbbreviationCheck;
 use crate::keys::SortKeys;
 use crate::memrun::{MemPosition, MemRun, MemRunReader, MemRunWriter, RunHandle};
-use crate::memtuples::MemTuples;
+use crate::memtuples::{MemTuples, SortTuple};
+use crate::pairs::{sort_pairs, PairForm, PairRun, PairRunReader};
 use crate::merge::{MergeInput, Merger};
 use crate::report::{ParticipantReport, SortMethod, SortReport, SortSpace, SortStrategy};
 use crate::tape::{IndexEntry, RunReader, TapeRun, TapeWriter, TempFileSet};
@@ -79,6 +81,7 @@ fn read_buffer_bytes(budget: usize, width: usize) -> usize {
 enum Run {
     Memory(Arc<MemRun>),
     Tape(TapeRun),
+    Pairs(Arc<PairRun>),
 }
 
 impl Run {
@@ -86,7 +89,27 @@ impl Run {
         match self {
             Run::Memory(m) => m.count(),
             Run::Tape(t) => t.count,
+            Run::Pairs(p) => p.count(),
         }
+    }
+}
+
+/// Bytes a pair takes in a participant in pair form: itself and its radix scatter twin.
+const PAIR_SLOT_BYTES: usize = 2 * std::mem::size_of::<SortTuple>();
+
+/// A participant's tuples in pair form (`pairs.rs`): the pairs and the radix sort's
+/// second buffer, both counted in its budget.
+struct PairBuffer {
+    form: PairForm,
+    pairs: Vec<SortTuple>,
+    scratch: Vec<SortTuple>,
+}
+
+impl PairBuffer {
+    /// Memory in use: the arrays are reserved for the whole budget, but only the pages
+    /// pairs have reached are committed.
+    fn bytes(&self) -> usize {
+        self.pairs.len().max(self.scratch.len()) * PAIR_SLOT_BYTES
     }
 }
 
@@ -154,6 +177,10 @@ impl SharedSort {
             _ => None,
         };
         let check = self.keys.first_key_is_text().then(AbbreviationCheck::new);
+        let pairs = match topn {
+            None => self.keys.pair_form().map(|form| PairBuffer { form, pairs: Vec::new(), scratch: Vec::new() }),
+            Some(_) => None,
+        };
         ParticipantSort {
             shared: self,
             index,
@@ -161,6 +188,7 @@ impl SharedSort {
             mem_runs: Vec::new(),
             mem_runs_bytes: 0,
             topn,
+            pairs,
             writer: None,
             runs: Vec::new(),
             rows: 0,
@@ -201,6 +229,8 @@ pub struct ParticipantSort<'s> {
     mem_runs: Vec<MemRun>,
     mem_runs_bytes: usize,
     topn: Option<TopN>,
+    /// Pair form, until a tuple without a pair comes.
+    pairs: Option<PairBuffer>,
     writer: Option<TapeWriter>,
     runs: Vec<TapeRun>,
     rows: u64,
@@ -250,7 +280,42 @@ impl<'s> ParticipantSort<'s> {
             }
             return Ok(());
         }
+        if let Some(buffer) = self.pairs.as_ref() {
+            match buffer.form.payload(tuple) {
+                Some(payload) => return self.add_pair(abbrev, payload),
+                None => self.leave_pair_form()?,
+            }
+        }
         self.add_to_memory(tuple, abbrev)
+    }
+
+    fn add_pair(&mut self, abbrev: u64, payload: u64) -> Result<()> {
+        let most = (self.shared.options.budget / PAIR_SLOT_BYTES).max(16);
+        let buffer = self.pairs.as_mut().expect("in pair form");
+        if buffer.pairs.capacity() == 0 {
+            // Address space for the whole budget at once: pages are committed as pairs
+            // fill them, and the array never moves.
+            buffer.pairs = Vec::with_capacity(most);
+            weft_storage::memhint::advise_huge_pages(&mut buffer.pairs);
+        } else if buffer.pairs.len() >= most {
+            // The budget is full: the pairs become a run on tape, their memory stays.
+            self.spill()?;
+        }
+        let buffer = self.pairs.as_mut().expect("in pair form");
+        buffer.pairs.push(SortTuple::new(abbrev, payload));
+        self.peak_memory = self.peak_memory.max(buffer.bytes());
+        Ok(())
+    }
+
+    /// A tuple without a pair came: the pairs so far go to the arena as tuples.
+    fn leave_pair_form(&mut self) -> Result<()> {
+        let Some(PairBuffer { form, pairs, .. }) = self.pairs.take() else { return Ok(()) };
+        let mut tuple = Vec::new();
+        for pair in pairs {
+            form.rebuild(pair, &mut tuple);
+            self.add_to_memory(&tuple, pair.abbrev)?;
+        }
+        Ok(())
     }
 
     fn add_to_memory(&mut self, tuple: &[u8], abbrev: u64) -> Result<()> {
@@ -327,17 +392,20 @@ impl<'s> ParticipantSort<'s> {
                 "participant {} switching to external sort after {} rows ({} kB in memory)",
                 self.index,
                 self.rows,
-                (self.mem.bytes() + self.mem_runs_bytes) / 1024
+                (self.mem.bytes() + self.mem_runs_bytes + self.pairs.as_ref().map_or(0, PairBuffer::bytes)) / 1024
             ));
             self.writer = Some(TapeWriter::new(shared.temp_files()?, &format!("p{}", self.index))?);
         }
         let began = Instant::now();
         let mut writer = self.writer.take().expect("created");
-        let outcome = (|| {
-            let keys = shared.keys.clone();
-            write_merged(Merger::new(keys, self.memory_inputs())?, &mut writer, &shared.options.cancel)?;
-            writer.end_run()
-        })();
+        let outcome = match self.pairs.as_mut() {
+            Some(buffer) => write_pairs(buffer, &mut writer, &shared.options.cancel).and_then(|()| writer.end_run()),
+            None => (|| {
+                let keys = shared.keys.clone();
+                write_merged(Merger::new(keys, self.memory_inputs())?, &mut writer, &shared.options.cancel)?;
+                writer.end_run()
+            })(),
+        };
         self.writer = Some(writer);
         let run = outcome?;
         shared.trace(format!(
@@ -360,6 +428,12 @@ impl<'s> ParticipantSort<'s> {
         let (runs, method, space, space_bytes, runs_written, merge_passes) = if let Some(topn) = self.topn.take() {
             let sorted = topn.into_sorted(&shared.keys).lay_out();
             (vec![Run::Memory(Arc::new(sorted))], SortMethod::TopNHeapsort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
+        } else if self.runs.is_empty() && self.pairs.is_some() {
+            // Everything fit in pair form: one radix sort, and the pairs are the run.
+            let mut buffer = self.pairs.take().expect("checked");
+            sort_pairs(&mut buffer.pairs, &mut buffer.scratch);
+            let run = PairRun { form: buffer.form, pairs: buffer.pairs };
+            (vec![Run::Pairs(Arc::new(run))], SortMethod::Quicksort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
         } else if self.runs.is_empty() && self.serial() {
             // A serial sort has no one to hand a single run to: like PostgreSQL's, its
             // final merge reads the sub-runs on the fly, without merging them first.
@@ -390,7 +464,8 @@ impl<'s> ParticipantSort<'s> {
             self.mem.clear();
             (vec![Run::Memory(Arc::new(run))], SortMethod::Quicksort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
         } else {
-            if !self.mem.is_empty() || !self.mem_runs.is_empty() {
+            let pairs_left = self.pairs.as_ref().is_some_and(|b| !b.pairs.is_empty());
+            if !self.mem.is_empty() || !self.mem_runs.is_empty() || pairs_left {
                 self.mem.sort(&shared.keys, self.exact());
                 self.spill()?;
             }
@@ -444,6 +519,22 @@ fn write_merged(mut merger: Merger<'_>, writer: &mut TapeWriter, cancel: &Cancel
             cancel.check()?;
         }
     }
+    Ok(())
+}
+
+/// Sort a participant's pairs and write them, as tuples, to the tape's current run;
+/// the buffer keeps its memory for the next ones.
+fn write_pairs(buffer: &mut PairBuffer, writer: &mut TapeWriter, cancel: &CancelToken) -> Result<()> {
+    sort_pairs(&mut buffer.pairs, &mut buffer.scratch);
+    let mut tuple = Vec::new();
+    for (n, pair) in buffer.pairs.iter().enumerate() {
+        buffer.form.rebuild(*pair, &mut tuple);
+        writer.write(&tuple)?;
+        if n as u64 % CANCEL_CHECK_ROWS == 0 {
+            cancel.check()?;
+        }
+    }
+    buffer.pairs.clear();
     Ok(())
 }
 
@@ -539,7 +630,7 @@ struct Sample<'a> {
     run: usize,
     ordinal: u64,
     offset: u64,
-    tuple: &'a [u8],
+    tuple: Cow<'a, [u8]>,
     weight: f64,
 }
 
@@ -567,12 +658,13 @@ impl SortedRuns {
                 let buffer = read_buffer_bytes(self.budget, width);
                 MergeInput::Tape(RunReader::new(t, start.offset, end.ordinal - start.ordinal, buffer))
             }
+            Run::Pairs(p) => MergeInput::Pairs(PairRunReader::new(p.clone(), start.ordinal as usize, end.ordinal as usize)),
         }
     }
 
     fn start_of(&self, run: usize) -> RunPosition {
         match &self.runs[run] {
-            Run::Memory(_) => RunPosition { ordinal: 0, offset: 0 },
+            Run::Memory(_) | Run::Pairs(_) => RunPosition { ordinal: 0, offset: 0 },
             Run::Tape(t) => RunPosition { ordinal: 0, offset: t.start },
         }
     }
@@ -581,6 +673,7 @@ impl SortedRuns {
         match &self.runs[run] {
             Run::Memory(m) => RunPosition { ordinal: m.count(), offset: pack(m.end()) },
             Run::Tape(t) => RunPosition { ordinal: t.count, offset: t.end },
+            Run::Pairs(p) => RunPosition { ordinal: p.count(), offset: p.count() },
         }
     }
 
@@ -610,7 +703,7 @@ impl SortedRuns {
                             run: r,
                             ordinal: entry.ordinal,
                             offset: pack(MemPosition { ordinal: entry.ordinal, chunk: entry.chunk, offset: entry.offset }),
-                            tuple: m.tuple_at(entry.chunk, entry.offset),
+                            tuple: Cow::Borrowed(m.tuple_at(entry.chunk, entry.offset)),
                             weight: m.count() as f64 / take as f64,
                         });
                     }
@@ -624,15 +717,29 @@ impl SortedRuns {
                             run: r,
                             ordinal: entry.ordinal,
                             offset: entry.offset,
-                            tuple: &entry.tuple,
+                            tuple: Cow::Borrowed(&entry.tuple),
                             weight: t.count as f64 / take as f64,
+                        });
+                    }
+                }
+                Run::Pairs(p) => {
+                    let n = p.pairs.len();
+                    let take = n.min(SAMPLES_PER_RANGE * ranges);
+                    for i in 0..take {
+                        let ordinal = (i * n / take) as u64;
+                        samples.push(Sample {
+                            run: r,
+                            ordinal,
+                            offset: ordinal,
+                            tuple: Cow::Owned(p.tuple_at(ordinal as usize)),
+                            weight: n as f64 / take as f64,
                         });
                     }
                 }
             }
         }
         samples.sort_unstable_by(|a, b| {
-            keys.compare(a.tuple, b.tuple).then(a.run.cmp(&b.run)).then(a.ordinal.cmp(&b.ordinal))
+            keys.compare(&a.tuple, &b.tuple).then(a.run.cmp(&b.run)).then(a.ordinal.cmp(&b.ordinal))
         });
         let total: f64 = samples.iter().map(|s| s.weight).sum();
         let mut splitters: Vec<&Sample> = Vec::with_capacity(ranges - 1);
@@ -654,7 +761,7 @@ impl SortedRuns {
                 } else {
                     // Runs before the splitter's run put their equal keys before it.
                     let equal_goes_left = r < s.run;
-                    self.bound_in_run(r, s.tuple, equal_goes_left)?
+                    self.bound_in_run(r, &s.tuple, equal_goes_left)?
                 };
                 run_bounds.push(position);
             }
@@ -720,6 +827,14 @@ impl SortedRuns {
                     position = RunPosition { ordinal: position.ordinal + 1, offset: reader.offset_after_current() };
                 }
                 Ok(position)
+            }
+            Run::Pairs(p) => {
+                let mut tuple = Vec::new();
+                let cut = p.pairs.partition_point(|pair| {
+                    p.form.rebuild(*pair, &mut tuple);
+                    goes_left(&tuple)
+                }) as u64;
+                Ok(RunPosition { ordinal: cut, offset: cut })
             }
         }
     }

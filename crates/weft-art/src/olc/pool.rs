@@ -44,7 +44,8 @@ pub(crate) const GRACE_SLACK_SLOTS: usize = 64;
 /// nothing, so a stalled reader cannot make retire quadratic).
 const COLLECT_THRESHOLD_MIN: usize = 128;
 
-/// Yield rounds `reclaim_blocking` waits for pinned threads before it gives up.
+/// Rounds `reclaim_blocking` waits for pinned threads before it gives up (yields, then
+/// short sleeps: about two seconds in all).
 const RECLAIM_ROUNDS_MAX: usize = 10_000;
 
 struct Slab<T> {
@@ -336,11 +337,11 @@ impl NodePool {
         if self.epochs.is_pinned_here() {
             return freed;
         }
-        for _ in 0..RECLAIM_ROUNDS_MAX {
+        for round in 0..RECLAIM_ROUNDS_MAX {
             if lock(&self.garbage).queue.is_empty() {
                 break;
             }
-            super::sync::yield_now();
+            super::sync::reclaim_wait(round);
             freed += self.collect();
         }
         freed

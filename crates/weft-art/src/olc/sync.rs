@@ -26,9 +26,20 @@ mod imp {
         *iteration = iteration.saturating_add(1);
     }
 
-    /// Give the processor away (used by the blocking reclamation loop).
+    /// Give the processor away.
     pub(crate) fn yield_now() {
         std::thread::yield_now();
+    }
+
+    /// One round of the blocking reclamation loop: yield at first, then sleep a little,
+    /// since on an oversubscribed machine a pinned thread may stay descheduled for
+    /// longer than thousands of yields take.
+    pub(crate) fn reclaim_wait(round: usize) {
+        if round < 1000 {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
     }
 }
 
@@ -46,6 +57,10 @@ mod imp {
     }
 
     pub(crate) fn yield_now() {
+        shuttle::thread::yield_now();
+    }
+
+    pub(crate) fn reclaim_wait(_round: usize) {
         shuttle::thread::yield_now();
     }
 }
