@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use weft_common::parallel::{CancelToken, WorkerPool};
 use weft_common::progress::{CreateIndexPhase, IndexBuildProgress};
 use weft_common::tuple::RowLayout;
-use weft_common::{Error, Result, SqlState};
+use weft_common::{DataType, Error, Result, SqlState};
 use weft_sort::{
     merge_ranges_in_order, Merger, RangeWorkers, SharedSort, SortOptions, SortReport, SortStrategy, TraceFn,
 };
@@ -98,6 +98,27 @@ impl KeyProjector {
             }
         }
         Ok(())
+    }
+}
+
+impl KeyProjector {
+    /// The heap column and offset of the index's key when it is one int4 column: its
+    /// entries can go to the sort as (key, tid word) without being encoded.
+    pub fn single_int4_key(&self) -> Option<(usize, usize)> {
+        match self.columns.as_slice() {
+            &[col] if self.heap.types()[col] == DataType::Int4 => self.heap.fixed_offset_of(col).map(|off| (col, off)),
+            _ => None,
+        }
+    }
+
+    /// The int4 key at heap column `col` (offset `off`) of `row`, None when NULL.
+    #[inline]
+    pub fn int4_key(&self, row: &[u8], (col, off): (usize, usize), tid: TidWord) -> Result<Option<i32>> {
+        if self.heap.is_null(row, col) {
+            return Ok(None);
+        }
+        let bytes = row.get(off..off + 4).ok_or_else(|| corrupt_row(tid))?;
+        Ok(Some(i32::from_le_bytes(bytes.try_into().expect("4 bytes"))))
     }
 }
 
@@ -193,13 +214,20 @@ pub fn build_btree(
         let mut sort = shared.participant();
         let mut ring = big_table.then(BufferAccessStrategy::bulk_read);
         let mut tuple = Vec::with_capacity(64);
+        // One int4 key: (key, tid word) straight from the heap row into the sort's pairs.
+        let int4_key = projector.single_int4_key().filter(|_| sort.takes_int4_pairs());
         while let Some(chunk) = cursor.next_chunk() {
             env.cancel.check()?;
             let blocks = (chunk.end - chunk.start) as u64;
             scan_blocks_with_tids(env.pool, heap_rel, chunk, ring.as_mut(), snapshot, |tid, row| {
-                tuple.clear();
-                projector.project(row, TidWord::new(tid, false), &mut tuple)?;
-                sort.push(&tuple)?;
+                let tid = TidWord::new(tid, false);
+                if let Some(column) = int4_key {
+                    sort.push_int4_pair(projector.int4_key(row, column, tid)?, tid.0)?;
+                } else {
+                    tuple.clear();
+                    projector.project(row, tid, &mut tuple)?;
+                    sort.push(&tuple)?;
+                }
                 Ok(true)
             })?;
             env.progress.add_blocks_done(blocks);

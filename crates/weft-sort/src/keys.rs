@@ -192,7 +192,7 @@ impl SortKeys {
             match key.access {
                 Access::Bool(off) => tuple[off] as u64 + 1,
                 // int4 leaves room at both ends, so that NULL never ties with a value.
-                Access::Int4(off) => (read_i32(tuple, off) as i64 - i32::MIN as i64) as u64 + 1,
+                Access::Int4(off) => int4_order_value(read_i32(tuple, off)),
                 Access::Int8(off) => (read_i64(tuple, off) as u64) ^ (1 << 63),
                 Access::Float8(off) => float8_abbrev(read_f64(tuple, off)),
                 Access::Numeric(off) => float8_abbrev(read_numeric(tuple, off).to_f64()),
@@ -209,6 +209,13 @@ impl SortKeys {
 }
 
 pub use weft_common::types::compare_float8;
+
+/// An int4's abbreviation before direction is applied: order-preserving, leaving room at
+/// both ends so that NULL (0 or `u64::MAX`) never ties with a value.
+#[inline(always)]
+pub(crate) fn int4_order_value(v: i32) -> u64 {
+    (v as i64 - i32::MIN as i64) as u64 + 1
+}
 
 /// Map a float8 to a `u64` whose unsigned order is PostgreSQL's order.
 #[inline]

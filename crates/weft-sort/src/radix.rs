@@ -32,10 +32,15 @@ pub(crate) fn sort_by_abbrev(tuples: &mut Vec<SortTuple>, scratch: &mut Vec<Sort
     if n < 2 {
         return true;
     }
-    let counts = count_bytes(tuples, &[0, 1, 2, 3, 4, 5, 6, 7]);
-    let digits = varying(&counts, &[0, 1, 2, 3, 4, 5, 6, 7], n);
+    // The bytes on which some tuple differs from the first: the only ones to sort by.
+    let first = tuples[0].abbrev;
+    let differing = tuples.iter().fold(0u64, |acc, t| acc | (t.abbrev ^ first));
+    let digits: Vec<usize> = (0..8).filter(|&d| (differing >> (8 * d)) as u8 != 0).collect();
     if digits.len() > MAX_PASSES {
         return false;
+    }
+    if digits.is_empty() {
+        return true;
     }
     scratch.clear();
     if scratch.capacity() < n {
@@ -44,12 +49,14 @@ pub(crate) fn sort_by_abbrev(tuples: &mut Vec<SortTuple>, scratch: &mut Vec<Sort
     }
     scratch.resize(n, SortTuple::default());
     if digits.len() < 3 || n < SPLIT_FIRST_TUPLES {
+        let counts = count_bytes(tuples, &digits);
         if passes(tuples, scratch, &digits, &counts) {
             std::mem::swap(tuples, scratch);
         }
         return true;
     }
     let (&top, rest) = digits.split_last().expect("at least three digits");
+    let counts = count_bytes(tuples, &[top]);
     let starts = scatter(tuples, scratch, top, &counts[top]);
     for bucket in 0..256 {
         let (from, to) = (starts[bucket], starts.get(bucket + 1).copied().unwrap_or(n));
@@ -66,17 +73,9 @@ pub(crate) fn sort_by_abbrev(tuples: &mut Vec<SortTuple>, scratch: &mut Vec<Sort
 /// Per byte position in `digits`, how many tuples have each value there.
 fn count_bytes(tuples: &[SortTuple], digits: &[usize]) -> Box<Counts> {
     let mut counts = Box::new([[0usize; 256]; 8]);
-    if digits.len() == 8 {
-        for t in tuples {
-            for (digit, count) in counts.iter_mut().enumerate() {
-                count[(t.abbrev >> (8 * digit)) as u8 as usize] += 1;
-            }
-        }
-    } else {
-        for t in tuples {
-            for &digit in digits {
-                counts[digit][(t.abbrev >> (8 * digit)) as u8 as usize] += 1;
-            }
+    for t in tuples {
+        for &digit in digits {
+            counts[digit][(t.abbrev >> (8 * digit)) as u8 as usize] += 1;
         }
     }
     counts

@@ -23,13 +23,13 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use weft_common::parallel::CancelToken;
-use weft_common::{Error, Result};
+use weft_common::{Datum, Error, Result};
 
 use crate::cardinality::AbbreviationCheck;
 use crate::keys::SortKeys;
 use crate::memrun::{MemPosition, MemRun, MemRunReader, MemRunWriter, RunHandle};
 use crate::memtuples::{MemTuples, SortTuple};
-use crate::pairs::{sort_pairs, PairForm, PairRun, PairRunReader};
+use crate::pairs::{sort_pairs, FirstKey, PairForm, PairRun, PairRunReader};
 use crate::merge::{MergeInput, Merger};
 use crate::report::{ParticipantReport, SortMethod, SortReport, SortSpace, SortStrategy};
 use crate::tape::{IndexEntry, RunReader, TapeRun, TapeWriter, TempFileSet};
@@ -287,6 +287,29 @@ impl<'s> ParticipantSort<'s> {
             }
         }
         self.add_to_memory(tuple, abbrev)
+    }
+
+    /// Does [`push_int4_pair`](Self::push_int4_pair) store pairs directly? (The sort's
+    /// tuples are `(int4, int8)` sorted by both, and this participant is in pair form.)
+    pub fn takes_int4_pairs(&self) -> bool {
+        self.pairs.as_ref().is_some_and(|b| b.form.first == FirstKey::Int4)
+    }
+
+    /// Add the tuple `(first, second)` of an `(int4, int8)` layout (`first` None for
+    /// NULL) without encoding it: what a B-tree build on one int4 column pushes.
+    pub fn push_int4_pair(&mut self, first: Option<i32>, second: i64) -> Result<()> {
+        let Some(buffer) = self.pairs.as_ref().filter(|b| b.form.first == FirstKey::Int4) else {
+            let mut tuple = Vec::with_capacity(16);
+            let row = [first.map_or(Datum::Null, Datum::Int4), Datum::Int8(second)];
+            self.shared.keys.layout().encode(&row, &mut tuple)?;
+            return self.push(&tuple);
+        };
+        let pair = buffer.form.int4_pair(first, second);
+        self.rows += 1;
+        if self.rows % CANCEL_CHECK_ROWS == 0 {
+            self.shared.options.cancel.check()?;
+        }
+        self.add_pair(pair.abbrev, pair.payload())
     }
 
     fn add_pair(&mut self, abbrev: u64, payload: u64) -> Result<()> {

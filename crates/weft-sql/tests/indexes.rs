@@ -68,6 +68,8 @@ fn builds_pass_the_checker_in_every_configuration() {
     load_mixed(&mut s, 30000);
     let definitions = [
         "(a)",
+        "(a DESC)",
+        "(e DESC NULLS LAST)",
         "(b)",
         "(c DESC)",
         "(d)",
