@@ -129,18 +129,22 @@ mod tests {
         keys.iter().enumerate().map(|(i, &k)| SortTuple::new(k, i as u64)).collect()
     }
 
+    /// (key, position pushed) after the radix sort, and after a stable comparison sort.
+    fn radix_and_stable_order(keys: &[u64]) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+        let mut sorted = tuples(keys);
+        assert!(sort_by_abbrev(&mut sorted, &mut Vec::new()));
+        let mut expected = tuples(keys);
+        expected.sort_by_key(|t| t.abbrev);
+        let pairs = |v: &[SortTuple]| v.iter().map(|t| (t.abbrev, t.payload())).collect();
+        (pairs(&sorted), pairs(&expected))
+    }
+
     proptest! {
         #[test]
         fn sorts_stably_like_a_stable_comparison_sort(
             keys in proptest::collection::vec(prop_oneof![0u64..4, 0u64..100_000, any::<u32>().prop_map(|k| k as u64 * 3)], 0..3000),
         ) {
-            let mut sorted = tuples(&keys);
-            let mut scratch = Vec::new();
-            prop_assert!(sort_by_abbrev(&mut sorted, &mut scratch));
-            let mut expected = tuples(&keys);
-            expected.sort_by_key(|t| t.abbrev);
-            let got: Vec<(u64, u64)> = sorted.iter().map(|t| (t.abbrev, t.payload())).collect();
-            let want: Vec<(u64, u64)> = expected.iter().map(|t| (t.abbrev, t.payload())).collect();
+            let (got, want) = radix_and_stable_order(&keys);
             prop_assert_eq!(got, want);
         }
     }
@@ -154,12 +158,7 @@ mod tests {
                 if i % 3 == 0 { mixed & 0xFF_FFFF } else { mixed & 0xFFFF_FFFF }
             })
             .collect();
-        let mut sorted = tuples(&keys);
-        assert!(sort_by_abbrev(&mut sorted, &mut Vec::new()));
-        let mut expected = tuples(&keys);
-        expected.sort_by_key(|t| t.abbrev);
-        let got: Vec<(u64, u64)> = sorted.iter().map(|t| (t.abbrev, t.payload())).collect();
-        let want: Vec<(u64, u64)> = expected.iter().map(|t| (t.abbrev, t.payload())).collect();
+        let (got, want) = radix_and_stable_order(&keys);
         assert_eq!(got, want);
     }
 
