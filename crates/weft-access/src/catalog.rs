@@ -89,6 +89,17 @@ pub struct IndexMeta {
     pub parallel_workers: Option<u32>,
     /// The file holding the tree; REINDEX and TRUNCATE swap in a new one.
     pub rel_number: u32,
+    /// The table constraint this index enforces (named like the index, as in
+    /// PostgreSQL), if it was made by `PRIMARY KEY` or `UNIQUE` rather than CREATE INDEX.
+    #[serde(default)]
+    pub constraint: Option<IndexConstraint>,
+}
+
+/// The kind of table constraint an index enforces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IndexConstraint {
+    PrimaryKey,
+    Unique,
 }
 
 impl IndexMeta {

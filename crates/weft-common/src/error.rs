@@ -40,6 +40,8 @@ impl SqlState {
     pub const DUPLICATE_TABLE: SqlState = SqlState("42P07");
     pub const DUPLICATE_OBJECT: SqlState = SqlState("42710");
     pub const DUPLICATE_COLUMN: SqlState = SqlState("42701");
+    pub const INVALID_TABLE_DEFINITION: SqlState = SqlState("42P16");
+    pub const DEPENDENT_OBJECTS_STILL_EXIST: SqlState = SqlState("2BP01");
     pub const AMBIGUOUS_COLUMN: SqlState = SqlState("42702");
     pub const DUPLICATE_ALIAS: SqlState = SqlState("42712");
     pub const DATATYPE_MISMATCH: SqlState = SqlState("42804");

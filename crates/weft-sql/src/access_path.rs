@@ -865,6 +865,7 @@ mod tests {
             fillfactor: 90,
             parallel_workers: None,
             rel_number: 1,
+            constraint: None,
         };
         assert_eq!(index_order(&index, &[(0, false, false)], &[]), Some(ScanDirection::Forward));
         assert_eq!(index_order(&index, &[(0, true, true), (1, false, false)], &[]), Some(ScanDirection::Backward));

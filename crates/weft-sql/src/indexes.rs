@@ -6,7 +6,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use sqlparser::ast::{self, Statement};
 use weft_access::btree::{self, BTree, BTreeDesc, BTreeWriter, TidWord};
-use weft_access::catalog::{IndexColumnMeta, IndexMeta, TableMeta};
+use weft_access::catalog::{IndexColumnMeta, IndexConstraint, IndexMeta, TableMeta};
 use weft_access::heap::{self, scan_own_rows};
 use weft_access::index_build::{btree_desc, build_btree, unique_violation, BuildEnv, IndexBuildReport, KeyProjector};
 use weft_access::{Catalog, Snapshot, Xid};
@@ -93,9 +93,10 @@ fn index_options(exprs: &[ast::Expr]) -> Result<IndexOptions> {
     Ok(options)
 }
 
-/// PostgreSQL's generated name: `table_col1_col2_idx`, then `..._idx1`, `..._idx2`, ...
-fn generated_name(catalog: &Catalog, table: &str, columns: &[String]) -> String {
-    let base = format!("{table}_{}_idx", columns.join("_"));
+/// PostgreSQL's generated name: `table_col1_col2_label`, then `..._label1`, `..._label2`,
+/// ... (`label` is `idx` for CREATE INDEX, `key` for UNIQUE, `pkey` without columns).
+fn generated_name(catalog: &Catalog, table: &str, columns: &[String], label: &str) -> String {
+    let base = if columns.is_empty() { format!("{table}_{label}") } else { format!("{table}_{}_{label}", columns.join("_")) };
     let mut name = base.clone();
     let mut n = 0;
     while catalog.relation_exists(&name) {
@@ -110,15 +111,7 @@ pub fn create_index(session: &mut Session, create: &ast::CreateIndex, cancel: &C
         return Err(Error::not_supported("CREATE INDEX CONCURRENTLY is not supported yet"));
     }
     if let Some(using) = &create.using {
-        let method = using.to_string().to_lowercase();
-        if method != "btree" {
-            return Err(match method.as_str() {
-                "gin" | "hash" | "gist" | "spgist" | "brin" => {
-                    Error::not_supported(format!("access method \"{method}\" is not supported yet"))
-                }
-                _ => Error::new(SqlState::UNDEFINED_OBJECT, format!("access method \"{method}\" does not exist")),
-            });
-        }
+        check_access_method(&using.to_string())?;
     }
     if !create.include.is_empty() || create.predicate.is_some() || create.nulls_distinct == Some(false) {
         return Err(Error::not_supported("INCLUDE, partial indexes and NULLS NOT DISTINCT are not supported yet"));
@@ -130,37 +123,12 @@ pub fn create_index(session: &mut Session, create: &ast::CreateIndex, cancel: &C
     let mut report = None;
     db.write(|txn| {
         let table = txn.catalog.table(&table_name)?.clone();
-        let mut columns = Vec::with_capacity(create.columns.len());
-        let mut names = Vec::new();
-        for item in &create.columns {
-            if item.operator_class.is_some() {
-                return Err(Error::not_supported("operator classes are not supported yet"));
-            }
-            let ast::Expr::Identifier(ident) = &item.column.expr else {
-                return Err(Error::not_supported("indexes on expressions are not supported yet"));
-            };
-            let name = ident_name(ident);
-            let column = table.column_index(&name).ok_or_else(|| {
-                Error::new(SqlState::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist"))
-            })?;
-            let data_type = table.columns[column].data_type;
-            if !btree::indexable(data_type) {
-                return Err(Error::new(
-                    SqlState::UNDEFINED_OBJECT,
-                    format!("data type {} has no default operator class for access method \"btree\"", data_type.name()),
-                ));
-            }
-            let descending = matches!(item.column.options.sort, Some(ast::OrderBySort::Desc));
-            let nulls_first = item.column.options.nulls_first.unwrap_or(descending);
-            columns.push(IndexColumnMeta { column, descending, nulls_first });
-            names.push(name);
-        }
-        if columns.len() > 32 {
-            return Err(Error::new(SqlState::PROGRAM_LIMIT_EXCEEDED, "cannot use more than 32 columns in an index"));
-        }
+        let (columns, names) = index_columns(&table, &create.columns, |name| {
+            Error::new(SqlState::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist"))
+        })?;
         let name = match &create.name {
             Some(name) => object_name(name)?,
-            None => generated_name(&txn.catalog, &table_name, &names),
+            None => generated_name(&txn.catalog, &table_name, &names, "idx"),
         };
         if txn.catalog.relation_exists(&name) {
             if create.if_not_exists {
@@ -169,20 +137,8 @@ pub fn create_index(session: &mut Session, create: &ast::CreateIndex, cancel: &C
             }
             return Err(Error::new(SqlState::DUPLICATE_TABLE, format!("relation \"{name}\" already exists")));
         }
-        let rel = txn.create_relation(&db)?;
-        let index = IndexMeta {
-            oid: rel.rel_number,
-            name: name.clone(),
-            table: table_name.clone(),
-            columns,
-            unique: create.unique,
-            fillfactor: options.fillfactor.unwrap_or(DEFAULT_FILLFACTOR),
-            parallel_workers: options.parallel_workers,
-            rel_number: rel.rel_number,
-        };
-        let built = build(session, txn, &table, &index, rel, "CREATE INDEX", cancel, &mut notices)?;
-        report = Some(built);
-        txn.catalog.indexes.insert(name, index);
+        let new = NewIndex { name, columns, unique: create.unique, constraint: None, options };
+        report = Some(add_index(session, txn, &table, new, "CREATE INDEX", cancel, &mut notices)?);
         Ok(())
     })?;
     if report.is_some() {
@@ -191,6 +147,221 @@ pub fn create_index(session: &mut Session, create: &ast::CreateIndex, cancel: &C
     let mut result = QueryResult::command("CREATE INDEX");
     result.notices = notices;
     Ok(result)
+}
+
+/// `USING method`: only btree exists; PostgreSQL's other methods are "not supported".
+fn check_access_method(method: &str) -> Result<()> {
+    let method = method.to_lowercase();
+    match method.as_str() {
+        "btree" => Ok(()),
+        "gin" | "hash" | "gist" | "spgist" | "brin" => Err(Error::not_supported(format!("access method \"{method}\" is not supported yet"))),
+        _ => Err(Error::new(SqlState::UNDEFINED_OBJECT, format!("access method \"{method}\" does not exist"))),
+    }
+}
+
+/// The key columns of an index on `table` and their names; `missing` makes the error for
+/// a name that is not a column (CREATE INDEX and key constraints word it differently).
+fn index_columns(
+    table: &TableMeta,
+    items: &[ast::IndexColumn],
+    missing: impl Fn(&str) -> Error,
+) -> Result<(Vec<IndexColumnMeta>, Vec<String>)> {
+    let mut columns = Vec::with_capacity(items.len());
+    let mut names = Vec::with_capacity(items.len());
+    for item in items {
+        if item.operator_class.is_some() {
+            return Err(Error::not_supported("operator classes are not supported yet"));
+        }
+        let ast::Expr::Identifier(ident) = &item.column.expr else {
+            return Err(Error::not_supported("indexes on expressions are not supported yet"));
+        };
+        let name = ident_name(ident);
+        let column = table.column_index(&name).ok_or_else(|| missing(&name))?;
+        let data_type = table.columns[column].data_type;
+        if !btree::indexable(data_type) {
+            return Err(Error::new(
+                SqlState::UNDEFINED_OBJECT,
+                format!("data type {} has no default operator class for access method \"btree\"", data_type.name()),
+            ));
+        }
+        let descending = matches!(item.column.options.sort, Some(ast::OrderBySort::Desc));
+        let nulls_first = item.column.options.nulls_first.unwrap_or(descending);
+        columns.push(IndexColumnMeta { column, descending, nulls_first });
+        names.push(name);
+    }
+    if columns.len() > 32 {
+        return Err(Error::new(SqlState::PROGRAM_LIMIT_EXCEEDED, "cannot use more than 32 columns in an index"));
+    }
+    Ok((columns, names))
+}
+
+/// An index about to be created: what CREATE INDEX and key constraints decide.
+struct NewIndex {
+    name: String,
+    columns: Vec<IndexColumnMeta>,
+    unique: bool,
+    constraint: Option<IndexConstraint>,
+    options: IndexOptions,
+}
+
+/// Create the index file, build it from the table's committed rows and enter it in the
+/// catalog (within the caller's write transaction).
+fn add_index(
+    session: &Session,
+    txn: &mut WriteTxn,
+    table: &TableMeta,
+    new: NewIndex,
+    command: &'static str,
+    cancel: &CancelToken,
+    notices: &mut Vec<String>,
+) -> Result<IndexBuildReport> {
+    let rel = txn.create_relation(&session.db)?;
+    let index = IndexMeta {
+        oid: rel.rel_number,
+        name: new.name,
+        table: table.name.clone(),
+        columns: new.columns,
+        unique: new.unique,
+        fillfactor: new.options.fillfactor.unwrap_or(DEFAULT_FILLFACTOR),
+        parallel_workers: new.options.parallel_workers,
+        rel_number: rel.rel_number,
+        constraint: new.constraint,
+    };
+    let report = build(session, txn, table, &index, rel, command, cancel, notices)?;
+    txn.catalog.indexes.insert(index.name.clone(), index);
+    Ok(report)
+}
+
+/// A `PRIMARY KEY` or `UNIQUE` constraint of CREATE TABLE or ALTER TABLE ... ADD.
+pub(crate) struct KeyConstraint {
+    pub kind: IndexConstraint,
+    pub name: Option<String>,
+    pub columns: Vec<ast::IndexColumn>,
+}
+
+impl KeyConstraint {
+    /// The key constraint a table constraint declares; other kinds are not supported.
+    pub(crate) fn from_table_constraint(constraint: &ast::TableConstraint) -> Result<Self> {
+        let (kind, name, columns, include, index_type) = match constraint {
+            ast::TableConstraint::PrimaryKey(c) => (IndexConstraint::PrimaryKey, &c.name, &c.columns, &c.include, &c.index_type),
+            ast::TableConstraint::Unique(c) => {
+                if matches!(c.nulls_distinct, ast::NullsDistinctOption::NotDistinct) {
+                    return Err(Error::not_supported("UNIQUE NULLS NOT DISTINCT is not supported yet"));
+                }
+                (IndexConstraint::Unique, &c.name, &c.columns, &c.include, &c.index_type)
+            }
+            ast::TableConstraint::Check(_) => return Err(Error::not_supported("CHECK constraints are not supported yet")),
+            ast::TableConstraint::ForeignKey(_) => return Err(Error::not_supported("FOREIGN KEY constraints are not supported yet")),
+            other => return Err(Error::not_supported(format!("the table constraint {other} is not supported"))),
+        };
+        if !include.is_empty() {
+            return Err(Error::not_supported("INCLUDE is not supported yet"));
+        }
+        if let Some(method) = index_type {
+            check_access_method(&method.to_string())?;
+        }
+        Ok(KeyConstraint { kind, name: name.as_ref().map(ident_name), columns: columns.clone() })
+    }
+
+    /// A column's own `PRIMARY KEY` or `UNIQUE`: a key of that one column.
+    pub(crate) fn for_column(kind: IndexConstraint, name: Option<String>, column: &ast::Ident) -> Self {
+        let item = ast::IndexColumn {
+            column: ast::OrderByExpr {
+                expr: ast::Expr::Identifier(column.clone()),
+                options: ast::OrderByOptions { sort: None, nulls_first: None },
+                with_fill: None,
+            },
+            operator_class: None,
+        };
+        KeyConstraint { kind, name, columns: vec![item] }
+    }
+}
+
+/// Create the indexes of `constraints` on `table` (already in the catalog), as PostgreSQL
+/// does: the primary key first, a UNIQUE over the same columns as an earlier key folded
+/// into it, primary key columns made NOT NULL (failing if a row holds a NULL there), and
+/// unnamed indexes named `table_pkey` or `table_col_key`.
+pub(crate) fn add_key_constraints(
+    session: &Session,
+    txn: &mut WriteTxn,
+    table_name: &str,
+    constraints: &[KeyConstraint],
+    cancel: &CancelToken,
+    notices: &mut Vec<String>,
+) -> Result<()> {
+    let existing_primary = txn.catalog.indexes_of(table_name).any(|i| i.constraint == Some(IndexConstraint::PrimaryKey));
+    let primaries = constraints.iter().filter(|c| c.kind == IndexConstraint::PrimaryKey).count();
+    if primaries > 1 || (primaries == 1 && existing_primary) {
+        return Err(Error::new(
+            SqlState::INVALID_TABLE_DEFINITION,
+            format!("multiple primary keys for table \"{table_name}\" are not allowed"),
+        ));
+    }
+    let ordered = constraints.iter().filter(|c| c.kind == IndexConstraint::PrimaryKey).chain(constraints.iter().filter(|c| c.kind == IndexConstraint::Unique));
+    let mut made: Vec<Vec<IndexColumnMeta>> = Vec::new();
+    for constraint in ordered {
+        let table = txn.catalog.table(table_name)?.clone();
+        let (columns, names) = index_columns(&table, &constraint.columns, |name| {
+            Error::new(SqlState::UNDEFINED_COLUMN, format!("column \"{name}\" named in key does not exist"))
+        })?;
+        if let Some(twice) = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)).map(|(_, n)| n) {
+            let kind = if constraint.kind == IndexConstraint::PrimaryKey { "primary key" } else { "unique" };
+            return Err(Error::new(
+                SqlState::DUPLICATE_COLUMN,
+                format!("column \"{twice}\" appears twice in {kind} constraint"),
+            ));
+        }
+        if constraint.name.is_none() && made.contains(&columns) {
+            continue;
+        }
+        if constraint.kind == IndexConstraint::PrimaryKey {
+            require_not_null(session, txn, &table, &columns)?;
+        }
+        let name = match &constraint.name {
+            Some(name) => name.clone(),
+            None if constraint.kind == IndexConstraint::PrimaryKey => generated_name(&txn.catalog, table_name, &[], "pkey"),
+            None => generated_name(&txn.catalog, table_name, &names, "key"),
+        };
+        if txn.catalog.relation_exists(&name) {
+            return Err(Error::new(SqlState::DUPLICATE_TABLE, format!("relation \"{name}\" already exists")));
+        }
+        let table = txn.catalog.table(table_name)?.clone();
+        made.push(columns.clone());
+        let new = NewIndex { name, columns, unique: true, constraint: Some(constraint.kind), options: IndexOptions::default() };
+        add_index(session, txn, &table, new, "CREATE INDEX", cancel, notices)?;
+    }
+    Ok(())
+}
+
+/// Mark primary key columns NOT NULL, first checking that no committed row holds a NULL in
+/// them (PostgreSQL's error names the first such column).
+fn require_not_null(session: &Session, txn: &mut WriteTxn, table: &TableMeta, columns: &[IndexColumnMeta]) -> Result<()> {
+    let nullable: Vec<usize> = columns.iter().map(|c| c.column).filter(|&c| !table.columns[c].not_null).collect();
+    if nullable.is_empty() {
+        return Ok(());
+    }
+    let layout = weft_common::tuple::RowLayout::new(&table.column_types());
+    let snapshot = txn.catalog.snapshot();
+    let pool = &session.db.pool;
+    let blocks = pool.nblocks(table.locator(), ForkNumber::Main)?;
+    let mut null_in: Option<usize> = None;
+    heap::scan_blocks_with_tids(pool, table.locator(), 0..blocks, None, &snapshot, |_, row| {
+        if let Some(&column) = nullable.iter().find(|&&c| layout.is_null(row, c)) {
+            null_in = Some(null_in.map_or(column, |c| c.min(column)));
+        }
+        Ok(true)
+    })?;
+    if let Some(column) = null_in {
+        return Err(Error::new(
+            SqlState::NOT_NULL_VIOLATION,
+            format!("column \"{}\" of relation \"{}\" contains null values", table.columns[column].name, table.name),
+        ));
+    }
+    let meta = txn.catalog.table_mut(&table.name)?;
+    for column in nullable {
+        meta.columns[column].not_null = true;
+    }
+    Ok(())
 }
 
 /// Participants of a build besides the leader: the index's or the table's
@@ -285,6 +456,14 @@ pub fn drop_indexes(session: &mut Session, names: &[ast::ObjectName], if_exists:
     db.write(|txn| {
         for name in names {
             let name = object_name(name)?;
+            if let Some(index) = txn.catalog.indexes.get(&name).filter(|i| i.constraint.is_some()) {
+                let table = &index.table;
+                return Err(Error::new(
+                    SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
+                    format!("cannot drop index {name} because constraint {name} on table {table} requires it"),
+                )
+                .with_hint(format!("You can drop constraint {name} on table {table} instead.")));
+            }
             match txn.catalog.indexes.remove(&name) {
                 Some(index) => txn.drop_relation(index.locator()),
                 None if txn.catalog.tables.contains_key(&name) => return Err(not_an_index(&name)),
@@ -394,10 +573,11 @@ fn reindex(session: &mut Session, index: Option<&str>, table: Option<&str>, canc
 }
 
 /// `ALTER TABLE t SET (parallel_workers = n)` / `RESET (parallel_workers)`.
-pub fn alter_table(session: &mut Session, alter: &Statement) -> Result<QueryResult> {
+pub fn alter_table(session: &mut Session, alter: &Statement, cancel: &CancelToken) -> Result<QueryResult> {
     let Statement::AlterTable(alter) = alter else { return Err(Error::internal("not an ALTER TABLE")) };
     let name = object_name(&alter.name)?;
     let db = session.db.clone();
+    let mut notices = Vec::new();
     db.write(|txn| {
         if !txn.catalog.tables.contains_key(&name) {
             if alter.if_exists {
@@ -424,12 +604,33 @@ pub fn alter_table(session: &mut Session, alter: &Statement) -> Result<QueryResu
                         }
                     }
                 }
+                ast::AlterTableOperation::AddConstraint { constraint, not_valid: false } => {
+                    let constraint = KeyConstraint::from_table_constraint(constraint)?;
+                    add_key_constraints(session, txn, &name, &[constraint], cancel, &mut notices)?;
+                }
+                ast::AlterTableOperation::DropConstraint { if_exists, name: constraint, drop_behavior: _ } => {
+                    let constraint = ident_name(constraint);
+                    let found = txn.catalog.indexes.get(&constraint).is_some_and(|i| i.table == name && i.constraint.is_some());
+                    if found {
+                        let index = txn.catalog.indexes.remove(&constraint).expect("found above");
+                        txn.drop_relation(index.locator());
+                    } else if *if_exists {
+                        notices.push(format!("NOTICE:  constraint \"{constraint}\" of relation \"{name}\" does not exist, skipping"));
+                    } else {
+                        return Err(Error::new(
+                            SqlState::UNDEFINED_OBJECT,
+                            format!("constraint \"{constraint}\" of relation \"{name}\" does not exist"),
+                        ));
+                    }
+                }
                 other => return Err(Error::not_supported(format!("ALTER TABLE ... {other} is not supported yet"))),
             }
         }
         Ok(())
     })?;
-    Ok(QueryResult::command("ALTER TABLE"))
+    let mut result = QueryResult::command("ALTER TABLE");
+    result.notices = notices;
+    Ok(result)
 }
 
 /// The index maintenance pass of an INSERT or COPY that wrote rows with `txn.xid` into
@@ -437,10 +638,12 @@ pub fn alter_table(session: &mut Session, alter: &Statement) -> Result<QueryResu
 /// the table. Unique keys are checked for a whole batch before any of its entries is
 /// added, against the committed entries and the statement's own earlier rows.
 pub(crate) fn maintain_indexes(db: &Database, txn: &WriteTxn, table: &TableMeta, first_block: BlockNumber, cancel: &CancelToken) -> Result<()> {
-    let indexes: Vec<IndexMeta> = txn.catalog.indexes_of(&table.name).cloned().collect();
+    let mut indexes: Vec<IndexMeta> = txn.catalog.indexes_of(&table.name).cloned().collect();
     if indexes.is_empty() {
         return Ok(());
     }
+    // In creation order, as PostgreSQL checks them: it decides which violation is reported.
+    indexes.sort_by_key(|i| i.oid);
     let pool = &db.pool;
     let heap_rel = table.locator();
     let end = pool.nblocks(heap_rel, ForkNumber::Main)?;

@@ -213,7 +213,11 @@ impl Session {
         if let Some(index) = catalog.indexes.get(name) {
             let table = catalog.tables.get(&index.table).ok_or_else(not_found)?;
             let key_columns: Vec<&weft_access::catalog::ColumnMeta> = index.columns.iter().map(|c| &table.columns[c.column]).collect();
-            let kind = if index.unique { "unique, btree" } else { "btree" };
+            let kind = match index.constraint {
+                Some(weft_access::IndexConstraint::PrimaryKey) => "primary key, btree",
+                _ if index.unique => "unique, btree",
+                _ => "btree",
+            };
             let options = index_options(index);
             return Ok(RelationDescription {
                 name: index.name.clone(),
@@ -228,7 +232,9 @@ impl Session {
         }
         let table = catalog.tables.get(name).ok_or_else(not_found)?;
         let mut footer = Vec::new();
-        let indexes: Vec<_> = catalog.indexes_of(name).collect();
+        // psql lists the primary key first, then by name.
+        let mut indexes: Vec<_> = catalog.indexes_of(name).collect();
+        indexes.sort_by_key(|i| i.constraint != Some(weft_access::IndexConstraint::PrimaryKey));
         if !indexes.is_empty() {
             footer.push("Indexes:".to_string());
             for index in indexes {
@@ -317,7 +323,12 @@ fn index_definition(table: &weft_access::TableMeta, index: &weft_access::IndexMe
             text
         })
         .collect();
-    let unique = if index.unique { "UNIQUE, " } else { "" };
+    let unique = match index.constraint {
+        Some(weft_access::IndexConstraint::PrimaryKey) => "PRIMARY KEY, ",
+        Some(weft_access::IndexConstraint::Unique) => "UNIQUE CONSTRAINT, ",
+        None if index.unique => "UNIQUE, ",
+        None => "",
+    };
     let options = index_options(index);
     let with = if options.is_empty() {
         String::new()

@@ -1,7 +1,7 @@
 //! One function per statement kind: DDL, DML, queries, settings.
 
 use sqlparser::ast::{self, ObjectType, Statement};
-use weft_access::catalog::{ColumnMeta, TableMeta};
+use weft_access::catalog::{ColumnMeta, IndexConstraint, TableMeta};
 use weft_common::parallel::CancelToken;
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
@@ -12,6 +12,7 @@ use weft_exec::{execute as run_plan, execute_insert, ExecContext, InsertTarget};
 use crate::api::{ColumnInfo, QueryResult};
 use crate::bind::{ident_name, is_null_literal, object_name, sql_type, Binder, Scope};
 use crate::database::WriteTxn;
+use crate::indexes::{add_key_constraints, KeyConstraint};
 use crate::planner::{plan_query, PlanContext, PlannedQuery};
 use crate::session::Session;
 
@@ -27,7 +28,7 @@ pub fn execute(session: &mut Session, statement: &Statement, cancel: &CancelToke
             crate::indexes::drop_indexes(session, names, *if_exists)
         }
         Statement::CreateIndex(create) => crate::indexes::create_index(session, create, cancel),
-        Statement::AlterTable(_) => crate::indexes::alter_table(session, statement),
+        Statement::AlterTable(_) => crate::indexes::alter_table(session, statement, cancel),
         Statement::Analyze(analyze) => crate::analyze::analyze(session, analyze, cancel),
         Statement::Drop { object_type, .. } => Err(Error::not_supported(format!("DROP {object_type} is not supported yet"))),
         Statement::Truncate(t) => truncate(session, &t.table_names),
@@ -144,14 +145,11 @@ fn create_table(session: &mut Session, create: &ast::CreateTable, cancel: &Cance
     if create.temporary || create.external || create.or_replace {
         return Err(Error::not_supported("only plain CREATE TABLE is supported"));
     }
-    if !create.constraints.is_empty() {
-        return Err(Error::not_supported("table constraints are not supported yet"));
-    }
     let name = object_name(&create.name)?;
     let db = session.db.clone();
     let mut notices = Vec::new();
     let tag = db.write(|txn| {
-        if txn.catalog.tables.contains_key(&name) {
+        if txn.catalog.relation_exists(&name) {
             if create.if_not_exists {
                 notices.push(format!("NOTICE:  relation \"{name}\" already exists, skipping"));
                 return Ok(if create.query.is_some() { "CREATE TABLE AS".to_string() } else { "CREATE TABLE".to_string() });
@@ -159,10 +157,19 @@ fn create_table(session: &mut Session, create: &ast::CreateTable, cancel: &Cance
             return Err(already_exists(&name));
         }
         match &create.query {
-            Some(query) => create_table_as(session, txn, &name, create, query, cancel),
+            Some(query) => {
+                if !create.constraints.is_empty() {
+                    return Err(Error::not_supported("constraints in CREATE TABLE AS are not supported"));
+                }
+                create_table_as(session, txn, &name, create, query, cancel)
+            }
             None => {
-                let columns = column_definitions(&create.columns)?;
+                let (columns, mut keys) = column_definitions(&create.columns)?;
+                for constraint in &create.constraints {
+                    keys.push(KeyConstraint::from_table_constraint(constraint)?);
+                }
                 add_table(session, txn, &name, columns)?;
+                add_key_constraints(session, txn, &name, &keys, cancel, &mut notices)?;
                 Ok("CREATE TABLE".to_string())
             }
         }
@@ -172,8 +179,10 @@ fn create_table(session: &mut Session, create: &ast::CreateTable, cancel: &Cance
     Ok(result)
 }
 
-fn column_definitions(defs: &[ast::ColumnDef]) -> Result<Vec<ColumnMeta>> {
+/// The columns of CREATE TABLE and the key constraints written on them.
+fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<KeyConstraint>)> {
     let mut columns: Vec<ColumnMeta> = Vec::with_capacity(defs.len());
+    let mut keys = Vec::new();
     for def in defs {
         let name = ident_name(&def.name);
         if columns.iter().any(|c| c.name == name) {
@@ -195,12 +204,21 @@ fn column_definitions(defs: &[ast::ColumnDef]) -> Result<Vec<ColumnMeta>> {
                         ));
                     }
                 }
+                ast::ColumnOption::PrimaryKey(_) => {
+                    keys.push(KeyConstraint::for_column(IndexConstraint::PrimaryKey, option.name.as_ref().map(ident_name), &def.name))
+                }
+                ast::ColumnOption::Unique(c) => {
+                    if matches!(c.nulls_distinct, ast::NullsDistinctOption::NotDistinct) {
+                        return Err(Error::not_supported("UNIQUE NULLS NOT DISTINCT is not supported yet"));
+                    }
+                    keys.push(KeyConstraint::for_column(IndexConstraint::Unique, option.name.as_ref().map(ident_name), &def.name))
+                }
                 other => return Err(Error::not_supported(format!("column option {other} is not supported yet"))),
             }
         }
         columns.push(ColumnMeta { name, data_type, not_null });
     }
-    Ok(columns)
+    Ok((columns, keys))
 }
 
 fn add_table(session: &Session, txn: &mut WriteTxn, name: &str, columns: Vec<ColumnMeta>) -> Result<TableMeta> {

@@ -28,6 +28,7 @@ create index \"Idx Upper\" on \"Mixed\" (\"Col A\", b desc);
 create index m_b on \"Mixed\" (b asc nulls first);
 create index m_n on \"Mixed\" (n desc nulls first, d nulls last);
 create index ts_sel on t_select (\"select\");
+create table keyed (k int primary key, v text unique, w int8, constraint keyed_vw unique (w, v));
 ";
 
 /// Meta-commands whose output carries no sizes.
@@ -47,6 +48,9 @@ const DESCRIBE: &str = "\
 \\d \"Idx Upper\"
 \\d m_n
 \\d ts_sel
+\\d keyed
+\\d keyed_pkey
+\\d keyed_v_key
 \\d U2_A
 \\d u2*
 \\d ?2

@@ -288,3 +288,86 @@ fn index_plan_shapes_match_postgresql() {
         assert_eq!(weft, postgres, "{query}");
     }
 }
+
+/// PRIMARY KEY and UNIQUE constraints, written on a column, on the table, named and
+/// unnamed, and added or dropped by ALTER TABLE: each statement succeeds or fails as in
+/// PostgreSQL (same message, detail and hint), and the indexes made have PostgreSQL's names.
+#[test]
+fn key_constraints_match_postgresql() {
+    if !PgCluster::available() {
+        eprintln!("PostgreSQL 15 is not installed: skipping");
+        return;
+    }
+    let pg = PgCluster::start().expect("PostgreSQL starts");
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), &[]).unwrap();
+    let mut s = db.session();
+    let script = [
+        "CREATE TABLE k (a int4 PRIMARY KEY, b text UNIQUE, c int8 NOT NULL, UNIQUE (c, b))",
+        "INSERT INTO k SELECT i, 'b' || i, i % 7 FROM generate_series(1, 500) i",
+        "INSERT INTO k VALUES (1, 'new', 1)",
+        "INSERT INTO k VALUES (1000, 'b3', 1)",
+        "INSERT INTO k VALUES (NULL, 'n', 3)",
+        "INSERT INTO k VALUES (1001, NULL, 3), (1002, NULL, 3)",
+        "INSERT INTO k VALUES (1003, 'x', 5), (1004, 'x', 6)",
+        "CREATE TABLE k2 (a int4, b int4, CONSTRAINT k2_pk PRIMARY KEY (a, b), PRIMARY KEY (b))",
+        "CREATE TABLE k2 (a int4, b int4, CONSTRAINT k2_pk PRIMARY KEY (a, b), UNIQUE (b, a), UNIQUE (a, b))",
+        "INSERT INTO k2 VALUES (1, 1), (1, 2), (2, 1)",
+        "INSERT INTO k2 VALUES (2, 1)",
+        "DROP INDEX k_pkey",
+        "DROP INDEX k2_pk",
+        "ALTER TABLE k2 DROP CONSTRAINT k2_pk",
+        "ALTER TABLE k2 DROP CONSTRAINT k2_pk",
+        "ALTER TABLE k2 DROP CONSTRAINT IF EXISTS k2_pk",
+        "ALTER TABLE k2 ADD PRIMARY KEY (a)",
+        "ALTER TABLE k2 ADD CONSTRAINT k2_b UNIQUE (b)",
+        "CREATE TABLE k3 (a int4, b int4)",
+        "INSERT INTO k3 VALUES (1, NULL), (2, 2)",
+        "ALTER TABLE k3 ADD PRIMARY KEY (b)",
+        "ALTER TABLE k3 ADD PRIMARY KEY (a)",
+        "ALTER TABLE k3 ADD PRIMARY KEY (a)",
+        "ALTER TABLE k3 ADD UNIQUE (a, b)",
+        "INSERT INTO k3 VALUES (NULL, 3)",
+        "INSERT INTO k3 VALUES (3, NULL), (4, NULL)",
+        "INSERT INTO k3 VALUES (3, 9)",
+        "CREATE TABLE k4 (a int4, PRIMARY KEY (a, a))",
+        "CREATE TABLE k4 (a int4, PRIMARY KEY (z))",
+        "CREATE TABLE k4 (a int4 UNIQUE, b int4 CONSTRAINT k4_named UNIQUE, c int4, UNIQUE (a, b), UNIQUE (b, c))",
+        "CREATE TABLE k5 (k4_a_key int4 UNIQUE)",
+        "CREATE TABLE k4_a_key (x int4)",
+        "TRUNCATE k",
+        "INSERT INTO k VALUES (1, 'b1', 1), (2, 'b2', 1)",
+        "INSERT INTO k VALUES (2, 'b9', 1)",
+    ];
+    for sql in script {
+        match (s.execute(sql), pg.query(sql)) {
+            (Ok(_), Ok(_)) => {}
+            (Err(weft), Err(postgres)) => {
+                let postgres = postgres.message;
+                assert!(postgres.contains(&format!("ERROR:  {}", weft.message)), "{sql}: weft {weft:?}, PostgreSQL {postgres}");
+                if let Some(detail) = &weft.detail {
+                    assert!(postgres.contains(&format!("DETAIL:  {detail}")), "{sql}: weft {weft:?}, PostgreSQL {postgres}");
+                }
+                if let Some(hint) = &weft.hint {
+                    assert!(postgres.contains(&format!("HINT:  {hint}")), "{sql}: weft {weft:?}, PostgreSQL {postgres}");
+                }
+            }
+            (weft, postgres) => panic!("{sql}: weft {weft:?}, PostgreSQL {postgres:?}"),
+        }
+    }
+    for sql in [
+        "SELECT * FROM k ORDER BY a",
+        "SELECT * FROM k2 ORDER BY a, b",
+        "SELECT * FROM k3 ORDER BY a, b",
+        "SELECT count(*) FROM k WHERE a = 2",
+    ] {
+        assert_eq!(weft_lines(&mut s, sql).unwrap(), pg.query(sql).unwrap(), "{sql}");
+    }
+    let pg_indexes = pg.query("SELECT indexname FROM pg_indexes WHERE schemaname = 'public' ORDER BY 1").unwrap();
+    let mut weft_indexes: Vec<String> = db.catalog().indexes.keys().cloned().collect();
+    weft_indexes.sort();
+    assert_eq!(weft_indexes, pg_indexes);
+    for index in &weft_indexes {
+        s.execute(&format!("SELECT weft_index_check('{index}', heapallindexed => true)")).unwrap();
+    }
+}
