@@ -47,6 +47,10 @@ pub struct ColumnMeta {
     pub name: String,
     pub data_type: DataType,
     pub not_null: bool,
+    /// The `DEFAULT` expression as SQL text, bound again by each statement that uses it
+    /// (so a volatile default such as `random()` is evaluated per row); none means NULL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -61,6 +65,11 @@ pub struct TableMeta {
     /// The `parallel_workers` storage parameter (`ALTER TABLE t SET (parallel_workers = n)`).
     #[serde(default)]
     pub parallel_workers: Option<u32>,
+    /// Set by the first DELETE or UPDATE that removes a row, cleared by TRUNCATE: index
+    /// entries written by a build may then point to dead rows, so every entry is checked
+    /// against the heap (no index-only scans, unique checks visit the heap).
+    #[serde(default)]
+    pub has_dead_rows: bool,
 }
 
 /// One key column of an index: which table column, in which order.
@@ -340,10 +349,11 @@ mod tests {
             TableMeta {
                 oid,
                 name: name.into(),
-                columns: vec![ColumnMeta { name: "a".into(), data_type: DataType::Int8, not_null: false }],
+                columns: vec![ColumnMeta { name: "a".into(), data_type: DataType::Int8, not_null: false, default: None }],
                 rel_number: oid,
                 row_count: 3,
                 parallel_workers: None,
+                has_dead_rows: false,
             },
         );
     }

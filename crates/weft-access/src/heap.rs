@@ -1,8 +1,10 @@
 //! Heap tables: unordered rows in slotted pages, addressed by TID (block, offset).
 //!
-//! A heap tuple is `xmin (u64 LE) ++ row`, where `row` is the tuple format of
-//! `weft_common::tuple`. The xmin makes visibility a per-tuple check against the
-//! statement's [`Snapshot`] (see `snapshot.rs`).
+//! A heap tuple is `xmin (u32 LE) ++ xmax (u32 LE) ++ row`, where `row` is the tuple
+//! format of `weft_common::tuple`: the statement that inserted it and the one that deleted
+//! it (0: none). They make visibility a per-tuple check against the statement's
+//! [`Snapshot`] (see `snapshot.rs`). DELETE and UPDATE only stamp xmax, in place, under
+//! the page's exclusive lock; the space is not reclaimed.
 //!
 //! Loading: each participant fills a private page in memory and, when it is full, extends
 //! the relation by one block and copies the page in. Participants never share a page, so a
@@ -26,7 +28,15 @@ use weft_storage::{
 
 use crate::snapshot::{Snapshot, Xid};
 
+/// Bytes of the tuple header (xmin, xmax) before the row.
 const XMIN_BYTES: usize = 8;
+
+/// The header of a new tuple inserted by `xid`: no xmax.
+fn new_header(xid: Xid) -> [u8; XMIN_BYTES] {
+    let mut header = [0u8; XMIN_BYTES];
+    header[..4].copy_from_slice(&(xid as u32).to_le_bytes());
+    header
+}
 
 /// A tuple's address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -99,7 +109,7 @@ impl<'a> HeapInserter<'a> {
     /// saves one copy per row.
     pub fn scratch(&mut self) -> &mut Vec<u8> {
         self.scratch.clear();
-        self.scratch.extend_from_slice(&self.xid.to_le_bytes());
+        self.scratch.extend_from_slice(&new_header(self.xid));
         &mut self.scratch
     }
 
@@ -179,7 +189,7 @@ impl HeapPageBuilder {
     /// Add a row already in the table's tuple format.
     pub fn add(&mut self, row: &[u8]) -> Result<()> {
         self.scratch.clear();
-        self.scratch.extend_from_slice(&self.xid.to_le_bytes());
+        self.scratch.extend_from_slice(&new_header(self.xid));
         self.scratch.extend_from_slice(row);
         if self.scratch.len() > page::MAX_ITEM_SIZE {
             return Err(row_too_big(row.len()));
@@ -383,8 +393,8 @@ pub fn scan_own_rows(
             continue;
         }
         for (offset, item) in page::items(&guard) {
-            let (xmin, row) = split_xmin(item, block, offset, rel)?;
-            if xmin == xid {
+            let (header, row) = split_header(item, block, offset, rel)?;
+            if header.xmin == xid {
                 visit(Tid { block, offset }, row)?;
             }
         }
@@ -392,13 +402,13 @@ pub fn scan_own_rows(
     Ok(())
 }
 
-/// Read the tuple at `tid` (index scans, the index checker): `visit` gets its xmin and row
-/// under the page's shared lock. `Ok(None)` when no tuple is there.
+/// Read the tuple at `tid` (index scans, the index checker): `visit` gets its header and
+/// row under the page's shared lock. `Ok(None)` when no tuple is there.
 pub fn fetch<T>(
     pool: &BufferPool,
     rel: RelFileLocator,
     tid: Tid,
-    visit: impl FnOnce(Xid, &[u8]) -> Result<T>,
+    visit: impl FnOnce(TupleHeader, &[u8]) -> Result<T>,
 ) -> Result<Option<T>> {
     if tid.block >= pool.nblocks(rel, ForkNumber::Main)? {
         return Ok(None);
@@ -409,19 +419,56 @@ pub fn fetch<T>(
         return Ok(None);
     }
     let Some(item) = page::item(&guard, tid.offset) else { return Ok(None) };
-    let (xmin, row) = split_xmin(item, tid.block, tid.offset, rel)?;
-    visit(xmin, row).map(Some)
+    let (header, row) = split_header(item, tid.block, tid.offset, rel)?;
+    visit(header, row).map(Some)
 }
 
-fn split_xmin(item: &[u8], block: BlockNumber, offset: OffsetNumber, rel: RelFileLocator) -> Result<(Xid, &[u8])> {
+/// Stamp `xid` as the deleter of the tuples at `tids` (sorted by block), each page once
+/// under its exclusive lock. Every tid must hold a tuple this statement sees live.
+pub fn set_xmax(pool: &BufferPool, rel: RelFileLocator, tids: &[Tid], xid: Xid) -> Result<()> {
+    let xmax = (xid as u32).to_le_bytes();
+    for same_block in tids.chunk_by(|a, b| a.block == b.block) {
+        let block = same_block[0].block;
+        let buffer = pool.read_buffer(BufferTag { rel, fork: ForkNumber::Main, block }, None)?;
+        let mut guard = buffer.write();
+        for tid in same_block {
+            let item = page::item_mut(&mut guard, tid.offset).filter(|item| item.len() >= XMIN_BYTES).ok_or_else(|| {
+                Error::new(
+                    SqlState::DATA_CORRUPTED,
+                    format!("invalid heap tuple at ({block},{}) of relation {}", tid.offset, rel.rel_number),
+                )
+            })?;
+            item[4..XMIN_BYTES].copy_from_slice(&xmax);
+        }
+    }
+    Ok(())
+}
+
+/// Who inserted a tuple and who deleted it (0 if nobody).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TupleHeader {
+    pub xmin: Xid,
+    pub xmax: Xid,
+}
+
+impl TupleHeader {
+    /// Live for a statement that sees `snapshot` and is itself `own` (the writer's xid,
+    /// whose own inserts and deletes count; `None` for readers).
+    pub fn live_for(&self, snapshot: &Snapshot, own: Option<Xid>) -> bool {
+        let sees = |xid: Xid| Some(xid) == own || snapshot.is_visible(xid);
+        sees(self.xmin) && (self.xmax == 0 || !sees(self.xmax))
+    }
+}
+
+fn split_header(item: &[u8], block: BlockNumber, offset: OffsetNumber, rel: RelFileLocator) -> Result<(TupleHeader, &[u8])> {
     if item.len() < XMIN_BYTES {
         return Err(Error::new(
             SqlState::DATA_CORRUPTED,
             format!("invalid heap tuple at ({block},{offset}) of relation {}", rel.rel_number),
         ));
     }
-    let xmin = u64::from_le_bytes(item[..XMIN_BYTES].try_into().expect("length checked"));
-    Ok((xmin, &item[XMIN_BYTES..]))
+    let word = |at: usize| u32::from_le_bytes(item[at..at + 4].try_into().expect("length checked")) as Xid;
+    Ok((TupleHeader { xmin: word(0), xmax: word(4) }, &item[XMIN_BYTES..]))
 }
 
 /// Visit the visible tuples of one locked heap page.
@@ -440,12 +487,12 @@ fn for_each_visible(
     let mut last_xmin = Xid::MAX;
     let mut last_visible = false;
     for (offset, item) in page::items(guard) {
-        let (xmin, row) = split_xmin(item, block, offset, rel)?;
-        if xmin != last_xmin {
-            last_xmin = xmin;
-            last_visible = snapshot.is_visible(xmin);
+        let (header, row) = split_header(item, block, offset, rel)?;
+        if header.xmin != last_xmin {
+            last_xmin = header.xmin;
+            last_visible = snapshot.is_visible(header.xmin);
         }
-        if !last_visible {
+        if !last_visible || (header.xmax != 0 && snapshot.is_visible(header.xmax)) {
             continue;
         }
         if !visit(Tid { block, offset }, row)? {

@@ -74,8 +74,8 @@ fn scan(source: &IndexSource, ctx: &ExecContext, fetches: &mut u64, mut emit: im
                 if source.index_only {
                     *fetches += 1;
                 }
-                let fetched = heap::fetch(ctx.pool, table.rel, word.tid(), |xmin, tuple| {
-                    if !table.snapshot.is_visible(xmin) {
+                let fetched = heap::fetch(ctx.pool, table.rel, word.tid(), |header, tuple| {
+                    if !header.live_for(&table.snapshot, None) {
                         return Ok(false);
                     }
                     for &col in &table.columns {

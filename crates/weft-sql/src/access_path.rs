@@ -532,7 +532,9 @@ impl<'a> Scan<'a> {
         let ranges = ranges_for(index, &desc, &self.conditions);
         let settings = self.ctx.settings;
         let covers = self.heap.columns.iter().all(|c| index.columns.iter().any(|k| k.column == *c));
-        let index_only = covers && settings.boolean("enable_indexonlyscan");
+        // After a DELETE or UPDATE, entries of the build may point to dead rows: every
+        // entry would need the heap, so there is no index-only scan.
+        let index_only = covers && !self.table.has_dead_rows && settings.boolean("enable_indexonlyscan");
         if ranges.used.is_empty() && ranges.key_checks.is_empty() && !index_only && !ordered {
             return None;
         }

@@ -23,7 +23,7 @@ use parking_lot::{Mutex, RwLock};
 use weft_access::catalog::{locator, Catalog};
 use weft_access::{Snapshot, Xid};
 use weft_common::parallel::WorkerPool;
-use weft_common::{Error, Result};
+use weft_common::{Error, Result, SqlState};
 use weft_storage::{BufferMappingKind, BufferPool, BufferPoolConfig, ForkNumber, RelFileLocator, StorageManager};
 
 use crate::settings::{parse_conf, Settings};
@@ -206,6 +206,14 @@ impl Database {
     pub fn write<T>(&self, body: impl FnOnce(&mut WriteTxn) -> Result<T>) -> Result<T> {
         let _serialized = self.write_lock.lock();
         let current = self.catalog();
+        // Heap tuples keep xids in 32 bits; weft has no wraparound (no VACUUM FREEZE).
+        if current.next_xid > u32::MAX as Xid {
+            return Err(Error::new(
+                SqlState::PROGRAM_LIMIT_EXCEEDED,
+                "database is not accepting commands that assign new transaction IDs",
+            )
+            .with_hint("weft keeps transaction IDs in 32 bits: dump and reload the data into a new data directory."));
+        }
         let mut txn = WriteTxn {
             xid: current.next_xid,
             catalog: (*current).clone(),

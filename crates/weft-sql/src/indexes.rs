@@ -7,7 +7,7 @@ use parking_lot::Mutex;
 use sqlparser::ast::{self, Statement};
 use weft_access::btree::{self, BTree, BTreeDesc, BTreeWriter, TidWord};
 use weft_access::catalog::{IndexColumnMeta, IndexConstraint, IndexMeta, TableMeta};
-use weft_access::heap::{self, scan_own_rows};
+use weft_access::heap::{self, scan_own_rows, Tid};
 use weft_access::index_build::{btree_desc, build_btree, unique_violation, BuildEnv, IndexBuildReport, KeyProjector};
 use weft_access::{Catalog, Snapshot, Xid};
 use weft_common::parallel::CancelToken;
@@ -637,7 +637,20 @@ pub fn alter_table(session: &mut Session, alter: &Statement, cancel: &CancelToke
 /// `table` from block `first_block` on: every new row gets an entry in every index of
 /// the table. Unique keys are checked for a whole batch before any of its entries is
 /// added, against the committed entries and the statement's own earlier rows.
-pub(crate) fn maintain_indexes(db: &Database, txn: &WriteTxn, table: &TableMeta, first_block: BlockNumber, cancel: &CancelToken) -> Result<()> {
+///
+/// For an UPDATE, `replaced[i]` is the row the statement's i-th new row replaces (both in
+/// the order the statement met them). PostgreSQL replaces rows one at a time and checks
+/// each new row at once, so an old row it has not reached yet still clashes; the check
+/// here does the same: a row this statement deleted clashes with a new row that replaced
+/// an earlier one.
+pub(crate) fn maintain_indexes(
+    db: &Database,
+    txn: &WriteTxn,
+    table: &TableMeta,
+    first_block: BlockNumber,
+    replaced: &[Tid],
+    cancel: &CancelToken,
+) -> Result<()> {
     let mut indexes: Vec<IndexMeta> = txn.catalog.indexes_of(&table.name).cloned().collect();
     if indexes.is_empty() {
         return Ok(());
@@ -656,9 +669,12 @@ pub(crate) fn maintain_indexes(db: &Database, txn: &WriteTxn, table: &TableMeta,
             Ok((index, desc, projector))
         })
         .collect::<Result<_>>()?;
-    let mut rows: Vec<(weft_access::Tid, Vec<u8>)> = Vec::new();
-    let flush = |rows: &mut Vec<(weft_access::Tid, Vec<u8>)>| -> Result<()> {
+    let mut rows: Vec<(Tid, Vec<u8>)> = Vec::new();
+    let mut flushed = 0usize;
+    let mut flush = |rows: &mut Vec<(Tid, Vec<u8>)>| -> Result<()> {
         cancel.check()?;
+        let base = flushed;
+        let replaced_by = |new: Tid| rows.binary_search_by_key(&new, |(tid, _)| *tid).ok().and_then(|i| replaced.get(base + i).copied());
         for (index, desc, projector) in &maintained {
             let mut entries: Vec<Vec<u8>> = Vec::with_capacity(rows.len());
             for (tid, row) in rows.iter() {
@@ -669,12 +685,13 @@ pub(crate) fn maintain_indexes(db: &Database, txn: &WriteTxn, table: &TableMeta,
             entries.sort_by(|a, b| desc.compare(a, b));
             let tree = BTree::open(pool, index.locator(), desc);
             if index.unique {
-                check_unique(db, txn.xid, &snapshot, table, index, desc, &tree, &entries)?;
+                check_unique(db, txn.xid, &snapshot, table, index, desc, &tree, &entries, &replaced_by)?;
             }
             for entry in &entries {
                 tree.insert(entry)?;
             }
         }
+        flushed += rows.len();
         rows.clear();
         Ok(())
     };
@@ -700,6 +717,7 @@ fn check_unique(
     desc: &BTreeDesc,
     tree: &BTree,
     sorted: &[Vec<u8>],
+    replaced_by: &dyn Fn(Tid) -> Option<Tid>,
 ) -> Result<()> {
     for pair in sorted.windows(2) {
         if desc.keys_equal_not_null(&pair[0], &pair[1]) {
@@ -712,7 +730,8 @@ fn check_unique(
             if !desc.keys_equal_not_null(existing, entry) {
                 return Ok(true);
             }
-            clash = entry_is_live(db, xid, snapshot, table, desc.tid_word(existing))?;
+            let source = replaced_by(desc.tid_word(entry).tid());
+            clash = entry_clashes(db, xid, snapshot, table, desc.tid_word(existing), source)?;
             Ok(!clash)
         })?;
         if clash {
@@ -722,14 +741,19 @@ fn check_unique(
     Ok(())
 }
 
-/// Does an index entry point to a row that exists for a writer with `xid`? Entries
-/// added by the build are; later ones are checked against the heap.
-fn entry_is_live(db: &Database, xid: Xid, snapshot: &Snapshot, table: &TableMeta, word: TidWord) -> Result<bool> {
-    if !word.needs_heap_check() {
+/// Does an existing index entry with equal keys clash with a new row of the writer `xid`
+/// (which replaces the row `source`, for an UPDATE)? It does if its row exists for the
+/// writer (entries added by the build do, unless rows were deleted since; others are
+/// checked in the heap), or if the writer deleted that row after replacing `source`.
+fn entry_clashes(db: &Database, xid: Xid, snapshot: &Snapshot, table: &TableMeta, word: TidWord, source: Option<Tid>) -> Result<bool> {
+    if !word.needs_heap_check() && !table.has_dead_rows {
         return Ok(true);
     }
-    let xmin = heap::fetch(&db.pool, table.locator(), word.tid(), |xmin, _| Ok(xmin))?;
-    Ok(xmin.is_some_and(|xmin| xmin == xid || snapshot.is_visible(xmin)))
+    let header = heap::fetch(&db.pool, table.locator(), word.tid(), |header, _| Ok(header))?;
+    Ok(header.is_some_and(|header| {
+        header.live_for(snapshot, Some(xid))
+            || (header.xmax == xid && header.live_for(snapshot, None) && source.is_some_and(|s| s < word.tid()))
+    }))
 }
 
 /// `SELECT weft_index_check('name' [, heapallindexed => true])`, recognised by the
@@ -807,10 +831,10 @@ fn check_heap_all_indexed(session: &Session, catalog: &Catalog, table: &TableMet
     btree::for_each_entry(pool, index.locator(), desc, |block, entry| {
         let word = desc.tid_word(entry);
         let tid = word.tid();
-        let fetched = heap::fetch(pool, heap_rel, tid, |xmin, row| {
+        let fetched = heap::fetch(pool, heap_rel, tid, |header, row| {
             expected.clear();
             projector.project(row, word, &mut expected)?;
-            Ok((xmin, expected == entry))
+            Ok((header, expected == entry))
         })?;
         let corrupt = |what: &str| {
             Error::new(SqlState::INDEX_CORRUPTED, format!("index \"{}\" block {block}: entry for ({},{}) {what}", index.name, tid.block, tid.offset))
@@ -818,10 +842,10 @@ fn check_heap_all_indexed(session: &Session, catalog: &Catalog, table: &TableMet
         match fetched {
             None => return Err(corrupt("points to no heap tuple")),
             Some((_, false)) => return Err(corrupt("does not match the keys of its heap tuple")),
-            Some((xmin, true)) => {
-                if snapshot.is_visible(xmin) {
+            Some((header, true)) => {
+                if header.live_for(&snapshot, None) {
                     live_entries += 1;
-                } else if !word.needs_heap_check() {
+                } else if !word.needs_heap_check() && !table.has_dead_rows {
                     return Err(corrupt("points to a heap tuple that is not visible"));
                 }
             }

@@ -14,6 +14,7 @@ mod explain;
 mod exprutil;
 mod indexes;
 mod join;
+mod modify;
 mod planner;
 mod selectivity;
 mod session;

@@ -33,6 +33,8 @@ pub fn execute(session: &mut Session, statement: &Statement, cancel: &CancelToke
         Statement::Drop { object_type, .. } => Err(Error::not_supported(format!("DROP {object_type} is not supported yet"))),
         Statement::Truncate(t) => truncate(session, &t.table_names),
         Statement::Insert(insert) => insert_into(session, insert, cancel),
+        Statement::Delete(delete) => crate::modify::delete(session, delete, cancel),
+        Statement::Update(update) => crate::modify::update(session, update, cancel),
         Statement::Set(set) => set_statement(session, set),
         Statement::ShowVariable { variable } => show(session, variable),
         Statement::Reset(reset) => {
@@ -96,7 +98,7 @@ pub(crate) fn plan(session: &Session, catalog: &weft_access::Catalog, query: &as
 
 /// Plan with a context over the catalog's current snapshot (one per statement: its init
 /// plans are numbered from 1).
-fn with_plan_context<R>(session: &Session, catalog: &weft_access::Catalog, f: impl FnOnce(&PlanContext) -> R) -> R {
+pub(crate) fn with_plan_context<R>(session: &Session, catalog: &weft_access::Catalog, f: impl FnOnce(&PlanContext) -> R) -> R {
     let snapshot = catalog.snapshot();
     let ctx = PlanContext {
         catalog,
@@ -116,7 +118,7 @@ pub(crate) fn run_query_plan(plan: &Plan, ctx: &ExecContext) -> Result<Vec<weft_
 }
 
 /// Insert a plan's rows: its init plans first, then the plan.
-fn run_insert_plan(plan: &Plan, ctx: &ExecContext, target: &InsertTarget) -> Result<u64> {
+pub(crate) fn run_insert_plan(plan: &Plan, ctx: &ExecContext, target: &InsertTarget) -> Result<u64> {
     weft_exec::expr::run_init_plans(plan, ctx)?;
     execute_insert(plan, ctx, target)
 }
@@ -188,8 +190,15 @@ fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<K
         if columns.iter().any(|c| c.name == name) {
             return Err(Error::new(SqlState::DUPLICATE_COLUMN, format!("column \"{name}\" specified more than once")));
         }
+        if let ast::DataType::Custom(type_name, _) = &def.data_type {
+            let type_name = type_name.to_string().to_ascii_lowercase();
+            if matches!(type_name.as_str(), "serial" | "serial4" | "bigserial" | "serial8" | "smallserial" | "serial2") {
+                return Err(Error::not_supported(format!("{type_name} columns (sequences) are not supported yet")));
+            }
+        }
         let data_type = sql_type(&def.data_type)?;
         let mut not_null = false;
+        let mut default = None;
         for option in &def.options {
             match &option.option {
                 ast::ColumnOption::NotNull => not_null = true,
@@ -204,6 +213,28 @@ fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<K
                         ));
                     }
                 }
+                ast::ColumnOption::Default(expr) => {
+                    // Checked now, as PostgreSQL does: it must bind without columns and
+                    // take the column's type.
+                    let bound = Binder::new(&Scope::default()).bind(expr).map_err(|e| match e.sqlstate {
+                        SqlState::UNDEFINED_COLUMN => Error::new(SqlState::FEATURE_NOT_SUPPORTED, "cannot use column reference in DEFAULT expression"),
+                        _ => e,
+                    })?;
+                    let from = bound.data_type();
+                    let coerced = assignment_coerce(bound, data_type, &name).map_err(|e| match e.sqlstate {
+                        SqlState::DATATYPE_MISMATCH => Error::new(
+                            SqlState::DATATYPE_MISMATCH,
+                            format!("column \"{name}\" is of type {} but default expression is of type {}", data_type.name(), from.name()),
+                        )
+                        .with_hint("You will need to rewrite or cast the expression."),
+                        _ => e,
+                    })?;
+                    // A quoted literal is read as the column's type now, as PostgreSQL does.
+                    if matches!(expr, ast::Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_))) {
+                        coerced.eval(&[], &weft_exec::expr::EvalContext::default())?;
+                    }
+                    default = Some(expr.to_string());
+                }
                 ast::ColumnOption::PrimaryKey(_) => {
                     keys.push(KeyConstraint::for_column(IndexConstraint::PrimaryKey, option.name.as_ref().map(ident_name), &def.name))
                 }
@@ -216,14 +247,14 @@ fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<K
                 other => return Err(Error::not_supported(format!("column option {other} is not supported yet"))),
             }
         }
-        columns.push(ColumnMeta { name, data_type, not_null });
+        columns.push(ColumnMeta { name, data_type, not_null, default });
     }
     Ok((columns, keys))
 }
 
 fn add_table(session: &Session, txn: &mut WriteTxn, name: &str, columns: Vec<ColumnMeta>) -> Result<TableMeta> {
     let rel = txn.create_relation(&session.db)?;
-    let table = TableMeta { oid: rel.rel_number, name: name.to_string(), columns, rel_number: rel.rel_number, row_count: 0, parallel_workers: None };
+    let table = TableMeta { oid: rel.rel_number, name: name.to_string(), columns, rel_number: rel.rel_number, row_count: 0, parallel_workers: None, has_dead_rows: false };
     txn.catalog.tables.insert(name.to_string(), table.clone());
     Ok(table)
 }
@@ -264,7 +295,7 @@ fn create_table_as(
         if columns.iter().any(|c| c.name == name) {
             return Err(Error::new(SqlState::DUPLICATE_COLUMN, format!("column \"{name}\" specified more than once")));
         }
-        columns.push(ColumnMeta { name, data_type: col.data_type, not_null: false });
+        columns.push(ColumnMeta { name, data_type: col.data_type, not_null: false, default: None });
     }
     let table = add_table(session, txn, name, columns)?;
     let target = insert_target_for(&table, txn.xid);
@@ -314,6 +345,7 @@ fn truncate(session: &mut Session, targets: &[ast::TruncateTableTarget]) -> Resu
             let table = txn.catalog.table_mut(&name)?;
             table.rel_number = new.rel_number;
             table.row_count = 0;
+            table.has_dead_rows = false;
             let table = table.clone();
             txn.drop_relation(old);
             crate::indexes::truncate_indexes_of(&db, txn, &table)?;
@@ -321,6 +353,23 @@ fn truncate(session: &mut Session, targets: &[ast::TruncateTableTarget]) -> Resu
         Ok(())
     })?;
     Ok(QueryResult::command("TRUNCATE TABLE"))
+}
+
+/// `DEFAULT` written as a value (INSERT's VALUES, UPDATE's SET).
+pub(crate) fn is_default_keyword(value: &ast::Expr) -> bool {
+    matches!(value, ast::Expr::Identifier(i) if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none())
+}
+
+/// The value a column takes when a statement gives none: its DEFAULT expression, bound
+/// again from its text, or NULL.
+pub(crate) fn column_default(ctx: &PlanContext, column: &ColumnMeta) -> Result<Expr> {
+    let Some(text) = &column.default else { return Ok(Expr::Literal { value: Datum::Null, data_type: column.data_type }) };
+    let parsed = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+        .try_with_sql(text)
+        .and_then(|mut parser| parser.parse_expr())
+        .map_err(|e| Error::internal(format!("stored default of column \"{}\" does not parse: {e}", column.name)))?;
+    let bound = Binder::new(&Scope::default()).planning(ctx).bind(&parsed)?;
+    assignment_coerce(bound, column.data_type, &column.name)
 }
 
 /// PostgreSQL's assignment coercion of a value into a column of type `to`.
@@ -373,13 +422,19 @@ fn insert_into(session: &mut Session, insert: &ast::Insert, cancel: &CancelToken
         ast::TableObject::TableName(name) => object_name(name)?,
         other => return Err(Error::not_supported(format!("INSERT INTO {other}"))),
     };
-    let source = insert.source.as_ref().ok_or_else(|| Error::not_supported("INSERT without a query"))?;
     let db = session.db.clone();
     let inserted = db.write(|txn| {
         let table = txn.catalog.table(&table_name)?.clone();
         let names = insert.columns.iter().map(object_name).collect::<Result<Vec<_>>>()?;
         let targets = target_columns(&table, &names)?;
-        let plan = insert_plan(session, &txn.catalog, &table, &targets, source)?;
+        let plan = match insert.source.as_ref() {
+            Some(source) => insert_plan(session, &txn.catalog, &table, &targets, source)?,
+            // INSERT ... DEFAULT VALUES: one row of defaults.
+            None => with_plan_context(session, &txn.catalog, |ctx| {
+                let row = table.columns.iter().map(|c| column_default(ctx, c)).collect::<Result<Vec<_>>>()?;
+                Ok::<_, Error>(Plan::Pipeline(Pipeline { source: Source::Values(vec![row]), steps: Vec::new(), workers: 0 }))
+            })?,
+        };
         let mut target = insert_target_for(&table, txn.xid);
         target.fill_last_page = !plan.reads_relation(table.locator());
         let first_block = first_block_written(session, &table)?;
@@ -388,7 +443,7 @@ fn insert_into(session: &mut Session, insert: &ast::Insert, cancel: &CancelToken
         finish_context(session, &ctx);
         let inserted = outcome?;
         txn.touch(table.locator());
-        maintain_indexes(session, txn, &table, first_block, cancel)?;
+        maintain_indexes(session, txn, &table, first_block, &[], cancel)?;
         txn.catalog.table_mut(&table_name)?.row_count += inserted;
         Ok(inserted)
     })?;
@@ -400,16 +455,18 @@ pub(crate) fn first_block_written(session: &Session, table: &TableMeta) -> Resul
     Ok(session.db.pool.nblocks(table.locator(), weft_storage::ForkNumber::Main)?.saturating_sub(1))
 }
 
-/// After rows were inserted: add their entries to the table's indexes.
+/// After rows were inserted: add their entries to the table's indexes (`replaced`: see
+/// [`crate::indexes::maintain_indexes`]).
 pub(crate) fn maintain_indexes(
     session: &Session,
     txn: &mut WriteTxn,
     table: &TableMeta,
     first_block: weft_storage::BlockNumber,
+    replaced: &[weft_access::Tid],
     cancel: &CancelToken,
 ) -> Result<()> {
     let indexes: Vec<_> = txn.catalog.indexes_of(&table.name).map(|i| i.locator()).collect();
-    crate::indexes::maintain_indexes(&session.db, txn, table, first_block, cancel)?;
+    crate::indexes::maintain_indexes(&session.db, txn, table, first_block, replaced, cancel)?;
     for rel in indexes {
         txn.touch(rel);
     }
@@ -435,14 +492,10 @@ pub(crate) fn insert_plan(session: &Session, catalog: &weft_access::Catalog, tab
                 if row.len() != targets.len() {
                     return Err(arity_error(row.len()));
                 }
-                let mut full: Vec<Expr> = table
-                    .columns
-                    .iter()
-                    .map(|c| Expr::Literal { value: Datum::Null, data_type: c.data_type })
-                    .collect();
+                let mut full: Vec<Expr> = table.columns.iter().map(|c| column_default(ctx, c)).collect::<Result<_>>()?;
                 for (value, &column) in row.iter().zip(targets) {
                     let meta = &table.columns[column];
-                    if matches!(value, ast::Expr::Identifier(i) if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none()) {
+                    if is_default_keyword(value) {
                         continue;
                     }
                     let bound = Binder::new(&scope).planning(ctx).bind(value)?;
@@ -458,7 +511,7 @@ pub(crate) fn insert_plan(session: &Session, catalog: &weft_access::Catalog, tab
         return Err(arity_error(planned.columns.len()));
     }
     let mut projection: Vec<Expr> =
-        table.columns.iter().map(|c| Expr::Literal { value: Datum::Null, data_type: c.data_type }).collect();
+        with_plan_context(session, catalog, |ctx| table.columns.iter().map(|c| column_default(ctx, c)).collect::<Result<_>>())?;
     for (index, (&column, info)) in targets.iter().zip(&planned.columns).enumerate() {
         let meta = &table.columns[column];
         let input = Expr::Column { index, data_type: info.data_type };
