@@ -122,9 +122,11 @@ pub(crate) fn plan_body(body: &SetExpr, order_by: &[ast::OrderByExpr], ctx: &Pla
 fn limit_value(expr: &ast::Expr, what: &str, ctx: &PlanContext) -> Result<Option<u64>> {
     let scope = Scope::default();
     let bound = Binder::new(&scope).bind(expr)?;
-    // A quoted constant is parsed as bigint, as PostgreSQL's unknown-type literal.
+    // A quoted constant is parsed as bigint, as PostgreSQL's unknown-type literal; numeric
+    // and float8 values are rounded (PostgreSQL's assignment casts).
     let string_literal = matches!(bound, Expr::Literal { value: Datum::Text(_), .. });
-    let bound = ex::coerce(bound, DataType::Int8, string_literal)?;
+    let rounded = matches!(bound.data_type(), DataType::Numeric | DataType::Float8);
+    let bound = ex::coerce(bound, DataType::Int8, string_literal || rounded)?;
     match bound.eval(&[], ctx.eval)? {
         Datum::Null => Ok(None),
         Datum::Int8(v) if v >= 0 => Ok(Some(v as u64)),
@@ -165,7 +167,14 @@ fn plan_order_by(
             },
             ast::Expr::Identifier(ident) if columns.iter().any(|c| c.name == ident_name(ident)) => {
                 let name = ident_name(ident);
-                columns.iter().position(|c| c.name == name).expect("checked")
+                let position = columns.iter().position(|c| c.name == name).expect("checked");
+                // Two output columns of the name are fine only if they are the same expression.
+                let differing = (position + 1..select_items.len().min(columns.len()))
+                    .any(|i| columns[i].name == name && select_items[i] != select_items[position]);
+                if differing {
+                    return Err(Error::new(SqlState::AMBIGUOUS_COLUMN, format!("ORDER BY \"{name}\" is ambiguous")));
+                }
+                position
             }
             other => match select_items.iter().position(|e| e == other) {
                 Some(position) => position,

@@ -116,6 +116,11 @@ const FIXED: &[&str] = &[
     "SELECT a.id, c.v FROM a FULL JOIN c ON a.k = c.k AND a.id < length(c.v) * 300",
     "SELECT count(*) FROM c FULL JOIN e ON true",
     "SELECT count(*), count(c.k) FROM c FULL JOIN e ON false",
+    // = ANY and <> ALL over a subquery are IN and NOT IN, NULLs included.
+    "SELECT id, k FROM a WHERE k = ANY (SELECT k FROM b WHERE id < 700)",
+    "SELECT id, k FROM a WHERE k = SOME (SELECT k FROM c) AND id < 1500",
+    "SELECT id, k FROM a WHERE k <> ALL (SELECT k FROM b WHERE id < 40)",
+    "SELECT id, k FROM a WHERE k <> ALL (SELECT k FROM b WHERE id < 300 AND k IS NOT NULL)",
 ];
 
 /// Settings under which every query runs.

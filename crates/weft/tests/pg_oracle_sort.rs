@@ -538,6 +538,10 @@ const CASES: &[(&str, &str, Check)] = &[
     ("SELECT t, id FROM {t} ORDER BY t DESC, id FETCH FIRST 15 ROWS ONLY", "", Total),
     ("SELECT f, id FROM {t} ORDER BY f, id OFFSET 10 ROWS FETCH NEXT 1 ROW ONLY", "", Total),
     ("SELECT flag, id FROM {t} ORDER BY flag NULLS FIRST, id DESC FETCH FIRST ROW ONLY", "", Total),
+    // Numeric LIMIT / OFFSET values are rounded; one name for the same expression twice.
+    ("SELECT id, t FROM {t} ORDER BY id LIMIT 2.5 OFFSET 1.5", "", Total),
+    ("SELECT id, t FROM {t} ORDER BY t DESC, id LIMIT 4.4::float8", "", Total),
+    ("SELECT id AS x, id AS x, a FROM {t} ORDER BY x DESC", "", Total),
     // Items after `*`, and ORDER BY repeating them or naming positions past the `*`.
     ("SELECT *, a % 5 FROM {t} ORDER BY a % 5 DESC, id", "", Total),
     ("SELECT *, -f FROM {t} ORDER BY 7, id DESC", "", Total),
@@ -824,6 +828,8 @@ fn order_by_errors_match_postgres() {
         "SELECT id FROM small ORDER BY 'abc'",
         "SELECT f FROM small ORDER BY f COLLATE \"C\"",
         "SELECT id FROM small ORDER BY id USING <=",
+        "SELECT id AS x, a AS x FROM small ORDER BY x",
+        "SELECT small.a, s2.a FROM small JOIN small s2 USING (id) ORDER BY a",
         "SELECT id FROM small ORDER BY id LIMIT 1 FETCH FIRST 1 ROW ONLY",
     ];
     // Raised while the sort is being fed (after most rows went in): under every
