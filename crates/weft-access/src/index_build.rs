@@ -327,7 +327,15 @@ pub fn build_btree(
         (load_began.elapsed(), outcome)
     };
     let sort = runs.report(load_began.elapsed(), serial_load);
-    outcome?;
+    if let Err(error) = outcome {
+        // weft's sort finds some duplicate; PostgreSQL names another one.
+        if error.sqlstate == SqlState::UNIQUE_VIOLATION {
+            if let Some(entry) = duplicate_postgres_names(env, heap_rel, nblocks, &projector, &desc, snapshot)? {
+                return Err(duplicate(&entry));
+            }
+        }
+        return Err(error);
+    }
     drop(runs);
     // The upper levels and the metapage: the leader alone.
     let finish_began = Instant::now();
@@ -351,5 +359,183 @@ fn run_phase_serial(times: &[Duration], wall: Duration) -> Duration {
     match (times.iter().min(), times.len()) {
         (Some(&fastest), n) if n > 1 => wall.saturating_sub(fastest),
         _ => wall,
+    }
+}
+
+/// Tables up to this many blocks are sorted by PostgreSQL in one process (the size at which
+/// `plan_create_index_workers` starts asking for workers: `min_parallel_table_scan_size`).
+const POSTGRES_SERIAL_BUILD_BLOCKS_MAX: u32 = 1024;
+
+/// The entry PostgreSQL names in "Key ... is duplicated." when building this unique index
+/// fails. PostgreSQL finds duplicates while sorting: its in-memory quicksort (the
+/// Bentley-McIlroy variant of its `sort_template.h`) over the entries in heap order fails
+/// at the first comparison of two equal keys without NULLs and names the first compared
+/// entry. Which pair that is depends on the whole sequence of comparisons, so the same
+/// quicksort is run over the same entries here. None for a table PostgreSQL would sort
+/// with parallel workers, whose timing decides.
+fn duplicate_postgres_names(
+    env: &BuildEnv,
+    heap_rel: RelFileLocator,
+    nblocks: u32,
+    projector: &KeyProjector,
+    desc: &BTreeDesc,
+    snapshot: &Snapshot,
+) -> Result<Option<Vec<u8>>> {
+    if nblocks > POSTGRES_SERIAL_BUILD_BLOCKS_MAX {
+        return Ok(None);
+    }
+    let mut entries: Vec<Vec<u8>> = Vec::new();
+    scan_blocks_with_tids(env.pool, heap_rel, 0..nblocks, None, snapshot, |tid, row| {
+        let mut entry = Vec::new();
+        projector.project(row, TidWord::new(tid, false), &mut entry)?;
+        entries.push(entry);
+        Ok(true)
+    })?;
+    env.cancel.check()?;
+    let mut sort = PostgresQuicksort { desc, entries: &mut entries };
+    Ok(sort.sort(0, sort.entries.len()).err())
+}
+
+/// PostgreSQL's quicksort over index entries, stopped (`Err`, with the entry it would
+/// name) at the first comparison of equal keys without NULLs. Other entries compare by
+/// key, then heap position, as in PostgreSQL.
+struct PostgresQuicksort<'a> {
+    desc: &'a BTreeDesc,
+    entries: &'a mut Vec<Vec<u8>>,
+}
+
+impl PostgresQuicksort<'_> {
+    fn compare(&self, a: usize, b: usize) -> std::result::Result<std::cmp::Ordering, Vec<u8>> {
+        let (x, y) = (&self.entries[a], &self.entries[b]);
+        if self.desc.keys_equal_not_null(x, y) {
+            return Err(x.clone());
+        }
+        Ok(self.desc.compare(x, y))
+    }
+
+    fn median_of_three(&self, a: usize, b: usize, c: usize) -> std::result::Result<usize, Vec<u8>> {
+        use std::cmp::Ordering::{Greater, Less};
+        Ok(if self.compare(a, b)? == Less {
+            if self.compare(b, c)? == Less {
+                b
+            } else if self.compare(a, c)? == Less {
+                c
+            } else {
+                a
+            }
+        } else if self.compare(b, c)? == Greater {
+            b
+        } else if self.compare(a, c)? == Less {
+            a
+        } else {
+            c
+        })
+    }
+
+    /// Swap the `n` entries from `a` with the `n` from `b`, pairwise.
+    fn swap_runs(&mut self, a: usize, b: usize, n: usize) {
+        for i in 0..n {
+            self.entries.swap(a + i, b + i);
+        }
+    }
+
+    /// Sort `entries[start..start + n]`: insertion sort below 7 entries, nothing if already
+    /// in order, else a three-way partition around a median (of medians above 40 entries),
+    /// recursing into the smaller side and looping on the larger.
+    fn sort(&mut self, mut start: usize, mut n: usize) -> std::result::Result<(), Vec<u8>> {
+        use std::cmp::Ordering::{Equal, Greater, Less};
+        loop {
+            if n < 7 {
+                for m in start + 1..start + n {
+                    let mut l = m;
+                    while l > start && self.compare(l - 1, l)? == Greater {
+                        self.entries.swap(l, l - 1);
+                        l -= 1;
+                    }
+                }
+                return Ok(());
+            }
+            let mut presorted = true;
+            for m in start + 1..start + n {
+                if self.compare(m - 1, m)? == Greater {
+                    presorted = false;
+                    break;
+                }
+            }
+            if presorted {
+                return Ok(());
+            }
+            let mut middle = start + n / 2;
+            if n > 7 {
+                let mut low = start;
+                let mut high = start + n - 1;
+                if n > 40 {
+                    let d = n / 8;
+                    low = self.median_of_three(low, low + d, low + 2 * d)?;
+                    middle = self.median_of_three(middle - d, middle, middle + d)?;
+                    high = self.median_of_three(high - 2 * d, high - d, high)?;
+                }
+                middle = self.median_of_three(low, middle, high)?;
+            }
+            self.entries.swap(start, middle);
+            let pivot = start;
+            // [start+1, pa): equal to the pivot; [pa, pb): less; (pc, pd]: greater;
+            // (pd, end): equal.
+            let (mut pa, mut pb) = (start + 1, start + 1);
+            let (mut pc, mut pd) = (start + n - 1, start + n - 1);
+            loop {
+                while pb <= pc {
+                    let order = self.compare(pb, pivot)?;
+                    if order == Greater {
+                        break;
+                    }
+                    if order == Equal {
+                        self.entries.swap(pa, pb);
+                        pa += 1;
+                    }
+                    pb += 1;
+                }
+                while pb <= pc {
+                    let order = self.compare(pc, pivot)?;
+                    if order == Less {
+                        break;
+                    }
+                    if order == Equal {
+                        self.entries.swap(pc, pd);
+                        pd -= 1;
+                    }
+                    pc -= 1;
+                }
+                if pb > pc {
+                    break;
+                }
+                self.entries.swap(pb, pc);
+                pb += 1;
+                pc -= 1;
+            }
+            let end = start + n;
+            let d = (pa - start).min(pb - pa);
+            self.swap_runs(start, pb - d, d);
+            let d = (pd - pc).min(end - pd - 1);
+            self.swap_runs(pb, end - d, d);
+            let (less, greater) = (pb - pa, pd - pc);
+            if less <= greater {
+                if less > 1 {
+                    self.sort(start, less)?;
+                }
+                if greater <= 1 {
+                    return Ok(());
+                }
+                (start, n) = (end - greater, greater);
+            } else {
+                if greater > 1 {
+                    self.sort(end - greater, greater)?;
+                }
+                if less <= 1 {
+                    return Ok(());
+                }
+                n = less;
+            }
+        }
     }
 }

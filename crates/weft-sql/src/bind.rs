@@ -597,9 +597,14 @@ impl<'a> Binder<'a> {
     }
 }
 
-/// The common type of CASE / COALESCE branches; untyped NULL literals adopt it.
+/// A branch PostgreSQL types `unknown`: an untyped NULL or a quoted literal.
+fn is_unknown_literal(expr: &Expr) -> bool {
+    matches!(expr, Expr::Literal { value: Datum::Null | Datum::Text(_), .. })
+}
+
+/// The common type of CASE / COALESCE branches; untyped NULLs and quoted literals adopt it.
 fn result_type_ignoring_nulls(branches: &[&Expr], context: &str) -> Result<DataType> {
-    let types: Vec<DataType> = branches.iter().filter(|e| !is_null_literal(e)).map(|e| e.data_type()).collect();
+    let types: Vec<DataType> = branches.iter().filter(|e| !is_unknown_literal(e)).map(|e| e.data_type()).collect();
     if types.is_empty() {
         return Ok(DataType::Text);
     }
@@ -613,7 +618,9 @@ fn coerce_branch(expr: Expr, to: DataType) -> Result<Expr> {
     if expr.data_type() == to {
         return Ok(expr);
     }
-    ex::coerce(expr, to, false)
+    // A quoted literal is read by the type's input function, as PostgreSQL does.
+    let quoted_literal = is_unknown_literal(&expr);
+    ex::coerce(expr, to, quoted_literal)
 }
 
 pub fn is_null_literal(expr: &Expr) -> bool {

@@ -162,6 +162,24 @@ impl FromClause {
         (decoded, produced)
     }
 
+    /// The columns `qualifier.*` stands for, in the order of its table's columns: each side
+    /// of a `JOIN ... USING` keeps its own copy of the key column, which `t.*` lists in
+    /// its place (PostgreSQL does), though unqualified `*` shows only the merged column.
+    pub(crate) fn table_columns(&self, qualifier: &str) -> Vec<&ScopeColumn> {
+        let all = self.scope.columns.iter().chain(&self.scope.qualified_only);
+        let mut matching: Vec<(usize, &ScopeColumn)> = all
+            .zip(&self.values)
+            .enumerate()
+            .filter(|(_, (c, _))| c.table.as_deref() == Some(qualifier))
+            .map(|(i, (c, value))| match value {
+                Expr::Column { index, .. } => (*index, c),
+                _ => (self.raw_width() + i, c),
+            })
+            .collect();
+        matching.sort_by_key(|(order, _)| *order);
+        matching.into_iter().map(|(_, c)| c).collect()
+    }
+
     /// The raw column's type.
     fn column_type(&self, raw: usize) -> DataType {
         let rel = self.rel_of(raw);
@@ -374,7 +392,12 @@ pub(crate) fn split_where(selection: Option<&ast::Expr>) -> (Vec<ast::Expr>, Vec
                 subquery: subquery.as_ref().clone(),
                 negated: *negated,
             }),
-            other => plain.push(other.clone()),
+            other => match quantified_in(other) {
+                Some((outer, subquery, negated)) => {
+                    subqueries.push(SubqueryCondition { outer: Some(outer.clone()), subquery: subquery.clone(), negated })
+                }
+                None => plain.push(other.clone()),
+            },
         }
     }
     if let Some(e) = selection {
@@ -387,7 +410,21 @@ fn is_subquery_condition(e: &ast::Expr) -> bool {
     match e {
         ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. } => true,
         ast::Expr::Nested(inner) => is_subquery_condition(inner),
-        _ => false,
+        other => quantified_in(other).is_some(),
+    }
+}
+
+/// `x = ANY (subquery)` (or SOME) is `x IN (subquery)`, and `x <> ALL (subquery)` is
+/// `x NOT IN (subquery)`, NULLs included: (outer, subquery, negated).
+fn quantified_in(e: &ast::Expr) -> Option<(&ast::Expr, &ast::Query, bool)> {
+    let (left, right, negated) = match e {
+        ast::Expr::AnyOp { left, compare_op: ast::BinaryOperator::Eq, right, .. } => (left, right, false),
+        ast::Expr::AllOp { left, compare_op: ast::BinaryOperator::NotEq, right } => (left, right, true),
+        _ => return None,
+    };
+    match right.as_ref() {
+        ast::Expr::Subquery(query) => Some((left.as_ref(), query.as_ref(), negated)),
+        _ => None,
     }
 }
 
@@ -767,6 +804,9 @@ impl Planner<'_, '_> {
                 _ => after.push(c),
             }
         }
+        if kind == Kind::Full {
+            self.check_full_join_keys(&join_conditions, &left_rels, &right_rels)?;
+        }
         let left_simple = matches!(left, Tree::Rel(_));
         let right_simple = matches!(right, Tree::Rel(_));
         let probe_left = match (left_simple, right_simple) {
@@ -889,6 +929,22 @@ impl Planner<'_, '_> {
             return Ok(None);
         };
         key_types(o.clone(), i.clone()).map(Some)
+    }
+
+    /// PostgreSQL runs a FULL JOIN only as a hash or merge join, so conditions that read
+    /// columns but hold no equality between the two sides are refused; constant ones
+    /// (`ON true`, `ON false`) are not join conditions to it.
+    fn check_full_join_keys(&self, conditions: &[Expr], left: &BTreeSet<usize>, right: &BTreeSet<usize>) -> Result<()> {
+        let reads_columns = conditions.iter().any(|c| !self.from.rels_used(c).is_empty());
+        if !reads_columns {
+            return Ok(());
+        }
+        for c in conditions {
+            if self.key_pair(c, left, right)?.is_some() {
+                return Ok(());
+            }
+        }
+        Err(Error::not_supported("FULL JOIN is only supported with merge-joinable or hash-joinable join conditions"))
     }
 
     fn add_semi_join(&mut self, partial: &mut Partial, semi: SemiJoin) -> Result<()> {

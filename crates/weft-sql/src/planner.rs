@@ -41,6 +41,9 @@ pub struct PlannedQuery {
     pub hidden: Vec<ast::Expr>,
     /// The types of the hidden columns.
     pub hidden_types: Vec<DataType>,
+    /// A SELECT's visible select-list expressions, `*` expanded, by output position: where
+    /// ORDER BY finds an expression it repeats. Empty for other query bodies.
+    pub select_items: Vec<ast::Expr>,
 }
 
 /// A generated row counts as this many bytes of table when deciding on parallelism, so
@@ -51,8 +54,11 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
     if query.with.is_some() {
         return plan_query(&crate::cte::inline_with(query)?, ctx);
     }
-    if query.fetch.is_some() || !query.locks.is_empty() {
-        return Err(Error::not_supported("FETCH / FOR UPDATE are not supported"));
+    if !query.locks.is_empty() {
+        return Err(Error::not_supported("FOR UPDATE / FOR SHARE are not supported"));
+    }
+    if query.fetch.as_ref().is_some_and(|f| f.with_ties) {
+        return Err(Error::not_supported("FETCH ... WITH TIES is not supported yet"));
     }
     let order_exprs: &[ast::OrderByExpr] = match query.order_by.as_ref().map(|o| &o.kind) {
         Some(ast::OrderByKind::Expressions(exprs)) => exprs,
@@ -60,20 +66,27 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
     };
     let mut planned = plan_body(query.body.as_ref(), order_exprs, ctx)?;
     if let Some(order_by) = &query.order_by {
-        planned.plan = plan_order_by(planned.plan, &planned.columns, &planned.hidden, &planned.hidden_types, order_by, query.body.as_ref())?;
+        planned.plan = plan_order_by(planned.plan, &planned.columns, &planned.hidden, &planned.hidden_types, &planned.select_items, order_by)?;
         planned.plan = crate::access_path::use_index_order(planned.plan, None, ctx);
         planned.hidden.clear();
         planned.hidden_types.clear();
     }
-    if let Some(limit) = &query.limit_clause {
-        let (limit, offset) = match limit {
-            ast::LimitClause::LimitOffset { limit, offset, limit_by } => {
+    // FETCH FIRST n ROWS ONLY is LIMIT n; without n, one row.
+    let one_row = ast::Expr::value(ast::Value::Number("1".to_string(), false));
+    let fetch = query.fetch.as_ref().map(|f| f.quantity.as_ref().unwrap_or(&one_row));
+    if query.limit_clause.is_some() || fetch.is_some() {
+        let (limit, offset) = match &query.limit_clause {
+            Some(ast::LimitClause::LimitOffset { limit, offset, limit_by }) => {
                 if !limit_by.is_empty() {
                     return Err(Error::not_supported("LIMIT BY"));
                 }
-                (limit.as_ref(), offset.as_ref().map(|o| &o.value))
+                if limit.is_some() && fetch.is_some() {
+                    return Err(Error::syntax("syntax error at or near \"FETCH\""));
+                }
+                (limit.as_ref().or(fetch), offset.as_ref().map(|o| &o.value))
             }
-            ast::LimitClause::OffsetCommaLimit { offset, limit } => (Some(limit), Some(offset)),
+            Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(limit), Some(offset)),
+            None => (fetch, None),
         };
         let limit = limit.map(|e| limit_value(e, "LIMIT", ctx)).transpose()?.flatten();
         let offset = offset.map(|e| limit_value(e, "OFFSET", ctx)).transpose()?.flatten().unwrap_or(0);
@@ -109,9 +122,11 @@ pub(crate) fn plan_body(body: &SetExpr, order_by: &[ast::OrderByExpr], ctx: &Pla
 fn limit_value(expr: &ast::Expr, what: &str, ctx: &PlanContext) -> Result<Option<u64>> {
     let scope = Scope::default();
     let bound = Binder::new(&scope).bind(expr)?;
-    // A quoted constant is parsed as bigint, as PostgreSQL's unknown-type literal.
+    // A quoted constant is parsed as bigint, as PostgreSQL's unknown-type literal; numeric
+    // and float8 values are rounded (PostgreSQL's assignment casts).
     let string_literal = matches!(bound, Expr::Literal { value: Datum::Text(_), .. });
-    let bound = ex::coerce(bound, DataType::Int8, string_literal)?;
+    let rounded = matches!(bound.data_type(), DataType::Numeric | DataType::Float8);
+    let bound = ex::coerce(bound, DataType::Int8, string_literal || rounded)?;
     match bound.eval(&[], ctx.eval)? {
         Datum::Null => Ok(None),
         Datum::Int8(v) if v >= 0 => Ok(Some(v as u64)),
@@ -128,20 +143,11 @@ fn plan_order_by(
     columns: &[ColumnInfo],
     hidden: &[ast::Expr],
     hidden_types: &[DataType],
-    order_by: &ast::OrderBy, body: &SetExpr) -> Result<Plan> {
+    select_items: &[ast::Expr],
+    order_by: &ast::OrderBy,
+) -> Result<Plan> {
     let ast::OrderByKind::Expressions(exprs) = &order_by.kind else {
         return Err(Error::not_supported("ORDER BY ALL"));
-    };
-    let select_items: Vec<&ast::Expr> = match body {
-        SetExpr::Select(select) => select
-            .projection
-            .iter()
-            .filter_map(|item| match item {
-                ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
-                _ => None,
-            })
-            .collect(),
-        _ => Vec::new(),
     };
     let mut keys = Vec::with_capacity(exprs.len());
     for item in exprs {
@@ -161,9 +167,16 @@ fn plan_order_by(
             },
             ast::Expr::Identifier(ident) if columns.iter().any(|c| c.name == ident_name(ident)) => {
                 let name = ident_name(ident);
-                columns.iter().position(|c| c.name == name).expect("checked")
+                let position = columns.iter().position(|c| c.name == name).expect("checked");
+                // Two output columns of the name are fine only if they are the same expression.
+                let differing = (position + 1..select_items.len().min(columns.len()))
+                    .any(|i| columns[i].name == name && select_items[i] != select_items[position]);
+                if differing {
+                    return Err(Error::new(SqlState::AMBIGUOUS_COLUMN, format!("ORDER BY \"{name}\" is ambiguous")));
+                }
+                position
             }
-            other => match select_items.iter().position(|e| *e == other) {
+            other => match select_items.iter().position(|e| e == other) {
                 Some(position) => position,
                 None => match hidden.iter().position(|e| e == other) {
                     Some(j) => columns.len() + j,
@@ -171,16 +184,29 @@ fn plan_order_by(
                 },
             },
         };
-        let descending = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
-        if matches!(item.options.sort, Some(ast::OrderBySort::Using(_))) {
-            return Err(Error::not_supported("ORDER BY ... USING"));
-        }
+        let descending = match &item.options.sort {
+            Some(ast::OrderBySort::Desc) => true,
+            Some(ast::OrderBySort::Using(operator)) => using_descending(operator)?,
+            _ => false,
+        };
         // PostgreSQL: NULLS LAST for ascending, NULLS FIRST for descending.
         let nulls_first = item.options.nulls_first.unwrap_or(descending);
         keys.push(SortKey { column, descending, nulls_first });
     }
     let types = columns.iter().map(|c| c.data_type).chain(hidden_types.iter().copied()).collect();
     Ok(Plan::Sort(SortPlan { input: Box::new(input), keys, types, bound: None, output_width: columns.len() }))
+}
+
+/// `ORDER BY x USING <` sorts ascending and `USING >` descending (the btree ordering
+/// operators of every sortable type); other operators order nothing.
+fn using_descending(operator: &ast::ObjectName) -> Result<bool> {
+    let name = operator.to_string();
+    match name.as_str() {
+        "<" => Ok(false),
+        ">" => Ok(true),
+        _ => Err(Error::new(SqlState::WRONG_OBJECT_TYPE, format!("operator {name} is not a valid ordering operator"))
+            .with_hint("Ordering operators must be \"<\" or \">\" members of btree operator families.")),
+    }
 }
 
 fn plan_values(values: &ast::Values, ctx: &PlanContext) -> Result<PlannedQuery> {
@@ -198,11 +224,9 @@ fn plan_values(values: &ast::Values, ctx: &PlanContext) -> Result<PlannedQuery> 
     let width = rows.first().map(|r| r.len()).unwrap_or(0);
     let mut columns = Vec::with_capacity(width);
     for col in 0..width {
-        let typed: Vec<DataType> = rows
-            .iter()
-            .filter(|r| !crate::bind::is_null_literal(&r[col]))
-            .map(|r| r[col].data_type())
-            .collect();
+        // Quoted literals are PostgreSQL's unknown type: they take the others' type.
+        let is_unknown = |e: &Expr| crate::bind::is_null_literal(e) || matches!(e, Expr::Literal { value: Datum::Text(_), .. });
+        let typed: Vec<DataType> = rows.iter().filter(|r| !is_unknown(&r[col])).map(|r| r[col].data_type()).collect();
         let data_type = if typed.is_empty() { DataType::Text } else { ex::common_type(&typed, "VALUES")? };
         for row in rows.iter_mut() {
             let expr = std::mem::replace(&mut row[col], Expr::Literal { value: Datum::Null, data_type });
@@ -211,7 +235,8 @@ fn plan_values(values: &ast::Values, ctx: &PlanContext) -> Result<PlannedQuery> 
             } else if expr.data_type() == data_type {
                 expr
             } else {
-                ex::coerce(expr, data_type, false)?
+                let quoted_literal = is_unknown(&expr);
+                ex::coerce(expr, data_type, quoted_literal)?
             };
         }
         columns.push(ColumnInfo { name: format!("column{}", col + 1), data_type });
@@ -222,6 +247,7 @@ fn plan_values(values: &ast::Values, ctx: &PlanContext) -> Result<PlannedQuery> 
         columns,
         hidden: Vec::new(),
         hidden_types: Vec::new(),
+        select_items: Vec::new(),
     })
 }
 
@@ -403,7 +429,10 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
                     ast::SelectItemQualifiedWildcardKind::ObjectName(name) => object_name(name)?,
                     _ => return Err(Error::not_supported("qualified wildcard form")),
                 };
-                let matching: Vec<_> = scope.columns.iter().filter(|c| c.table.as_deref() == Some(&qualifier)).collect();
+                let matching: Vec<&ScopeColumn> = match &from {
+                    FromPlan::Joins(joins) => joins.table_columns(&qualifier),
+                    FromPlan::Single(_) => scope.columns.iter().filter(|c| c.table.as_deref() == Some(&qualifier)).collect(),
+                };
                 if matching.is_empty() {
                     return Err(Error::new(SqlState::UNDEFINED_TABLE, format!("missing FROM-clause entry for table \"{qualifier}\"")));
                 }
@@ -515,7 +544,8 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         };
         steps.push(Step::Project(exprs));
         let hidden_types = columns.drain(visible..).map(|c| c.data_type).collect();
-        return Ok(PlannedQuery { plan: Plan::Pipeline(Pipeline { source, steps, workers }), columns, hidden, hidden_types });
+        let select_items = visible_asts(&items, visible);
+        return Ok(PlannedQuery { plan: Plan::Pipeline(Pipeline { source, steps, workers }), columns, hidden, hidden_types, select_items });
     }
 
     // Aggregate query. GROUP BY items may name output columns or positions, as in PostgreSQL.
@@ -590,7 +620,13 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         columns,
         hidden,
         hidden_types,
+        select_items: visible_asts(&items, visible),
     })
+}
+
+/// The expressions of the first `visible` select items.
+fn visible_asts(items: &[(ast::Expr, String)], visible: usize) -> Vec<ast::Expr> {
+    items[..visible].iter().map(|(e, _)| e.clone()).collect()
 }
 
 /// The argument of the query's `f(DISTINCT x)` calls, if it has any. Every aggregate must
@@ -644,6 +680,7 @@ pub(crate) fn distinct_rows(planned: PlannedQuery) -> PlannedQuery {
         columns: planned.columns,
         hidden: planned.hidden,
         hidden_types: planned.hidden_types,
+        select_items: planned.select_items,
     }
 }
 

@@ -8,7 +8,7 @@
 //! EXCEPT, which the parser already encodes in the tree.
 
 use sqlparser::ast::{self, SetExpr, SetQuantifier};
-use weft_common::{DataType, Error, Result, SqlState};
+use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_exec::expr::{self as ex, Expr};
 use weft_exec::plan::{Pipeline, Plan, ScanLabel, SetOpPlan, SetOperator, Source, Step};
 
@@ -37,14 +37,22 @@ pub fn plan_set_operation(
     if left.columns.len() != right.columns.len() {
         return Err(Error::new(SqlState::SYNTAX_ERROR, format!("each {name} query must have the same number of columns")));
     }
+    // A quoted literal output by a plain SELECT is PostgreSQL's unknown type: it takes the
+    // other side's type (`SELECT f UNION SELECT 'NaN'` is float8).
+    let (left_unknown, right_unknown) = (unknown_columns(&left), unknown_columns(&right));
     let mut types = Vec::with_capacity(left.columns.len());
-    for (l, r) in left.columns.iter().zip(&right.columns) {
-        types.push(ex::common_type(&[l.data_type, r.data_type], name)?);
+    for (i, (l, r)) in left.columns.iter().zip(&right.columns).enumerate() {
+        let typed: Vec<DataType> = [(l.data_type, left_unknown[i]), (r.data_type, right_unknown[i])]
+            .into_iter()
+            .filter(|&(_, unknown)| !unknown)
+            .map(|(t, _)| t)
+            .collect();
+        types.push(ex::common_type(&typed, name)?);
     }
     let columns: Vec<ColumnInfo> =
         left.columns.iter().zip(&types).map(|(c, &data_type)| ColumnInfo { name: c.name.clone(), data_type }).collect();
-    let left_plan = cast_to(left, &types)?;
-    let right_plan = cast_to(right, &types)?;
+    let left_plan = cast_to(left, &types, &left_unknown)?;
+    let right_plan = cast_to(right, &types, &right_unknown)?;
     let plan = match operator {
         SetOperator::Append => {
             // Flatten `a UNION ALL b UNION ALL c` into one append.
@@ -59,18 +67,35 @@ pub fn plan_set_operation(
         }
         other => Plan::SetOp(SetOpPlan { op: other, all, inputs: vec![left_plan, right_plan] }),
     };
-    let planned = PlannedQuery { plan, columns, hidden: Vec::new(), hidden_types: Vec::new() };
+    let planned = PlannedQuery { plan, columns, hidden: Vec::new(), hidden_types: Vec::new(), select_items: Vec::new() };
     Ok(if operator == SetOperator::Append && !all { distinct_rows(planned) } else { planned })
 }
 
-/// `planned`'s plan, with its columns cast to `types` where they differ.
-fn cast_to(planned: PlannedQuery, types: &[DataType]) -> Result<Plan> {
+/// Which output columns of `planned` are quoted literals of a plain SELECT's select list.
+fn unknown_columns(planned: &PlannedQuery) -> Vec<bool> {
+    let projected = match &planned.plan {
+        Plan::Pipeline(Pipeline { steps, .. }) if !planned.select_items.is_empty() => match steps.last() {
+            Some(Step::Project(exprs)) => Some(exprs),
+            _ => None,
+        },
+        _ => None,
+    };
+    (0..planned.columns.len())
+        .map(|i| {
+            projected.and_then(|exprs| exprs.get(i)).is_some_and(|e| matches!(e, Expr::Literal { value: Datum::Text(_), .. }))
+        })
+        .collect()
+}
+
+/// `planned`'s plan, with its columns cast to `types` where they differ; an `unknown`
+/// column is read by the type's input function, as a quoted literal is.
+fn cast_to(planned: PlannedQuery, types: &[DataType], unknown: &[bool]) -> Result<Plan> {
     if planned.columns.iter().zip(types).all(|(c, &t)| c.data_type == t) {
         return Ok(planned.plan);
     }
     let mut exprs = Vec::with_capacity(types.len());
     for (index, (c, &t)) in planned.columns.iter().zip(types).enumerate() {
-        exprs.push(ex::coerce(Expr::Column { index, data_type: c.data_type }, t, false)?);
+        exprs.push(ex::coerce(Expr::Column { index, data_type: c.data_type }, t, unknown[index])?);
     }
     let label = ScanLabel { alias: None, columns: planned.columns.iter().map(|c| c.name.clone()).collect() };
     let source = Source::Subquery { plan: Box::new(planned.plan), label };

@@ -69,6 +69,13 @@ const QUERIES: &[&str] = &[
     "SELECT f FROM t WHERE id < 20 UNION SELECT NULL::float8",
     "SELECT k, count(*) FROM (SELECT k FROM t UNION ALL SELECT k FROM t WHERE b) u GROUP BY k",
     "SELECT id FROM t WHERE id < 20 UNION SELECT id + 5 FROM t WHERE id < 20 ORDER BY 1 DESC LIMIT 4",
+    // Quoted literals are PostgreSQL's unknown type: they take the other branches' type.
+    "SELECT f FROM t WHERE id < 10 UNION SELECT 'NaN' UNION SELECT '-Infinity'",
+    "SELECT 'x', id FROM t WHERE id < 3 UNION ALL SELECT s, k FROM t WHERE id < 5",
+    "SELECT v FROM t WHERE id < 4 UNION SELECT '12'",
+    "SELECT * FROM (VALUES (1.5::float8), ('NaN'), ('-0'), (NULL), ('Infinity')) v(x)",
+    "SELECT * FROM (VALUES (1, 'a'), ('2', NULL), (NULL, 'c')) v(x, y)",
+    "SELECT id, coalesce(f, 'NaN'), CASE WHEN id % 2 = 0 THEN f ELSE '-Infinity' END, coalesce(b, 'true') FROM t WHERE id < 12",
     // WITH.
     "WITH a AS (SELECT k, count(*) c FROM t GROUP BY k), b AS (SELECT * FROM a WHERE c > 400) SELECT k, c FROM b",
     "WITH x(n) AS (SELECT id FROM t WHERE id < 10) SELECT count(*), sum(n) FROM x",
@@ -121,6 +128,8 @@ const ERRORS: &[&str] = &[
     "SELECT power(0, -1)",
     "SELECT split_part('a', ',', 0)",
     "WITH a AS (SELECT 1), a AS (SELECT 2) SELECT * FROM a",
+    "SELECT 1 UNION ALL SELECT 'z'",
+    "SELECT * FROM (VALUES (1), ('q')) v(x)",
 ];
 
 /// Errors compared by SQLSTATE as well as by message.

@@ -118,6 +118,13 @@ fn unique_violations_match_postgresql() {
         "CREATE TABLE u (a int4, b text)",
         "INSERT INTO u SELECT i, 'k' || i FROM generate_series(1, 2000) i",
         "INSERT INTO u VALUES (NULL, 'n'), (NULL, 'n'), (77, 'again')",
+        // Many duplicates: which one PostgreSQL names depends on its sort's comparisons.
+        "CREATE TABLE m (a int4, b int8, t text, f float8, flag bool)",
+        "INSERT INTO m SELECT hashint4(i) % 300, i % 7, md5((i % 900)::text), (i % 11) / 4.0, i % 3 = 0 \
+         FROM generate_series(1, 5000) i",
+        "INSERT INTO m VALUES (NULL, NULL, NULL, '-0', NULL), (NULL, 1, 'x', 'NaN', true), (7, NULL, NULL, 0, false)",
+        "CREATE TABLE z (f float8)",
+        "INSERT INTO z VALUES ('-0'), (5), (0)",
     ];
     for sql in setup {
         pg.query(sql).unwrap();
@@ -126,6 +133,14 @@ fn unique_violations_match_postgresql() {
     let failing = [
         "CREATE UNIQUE INDEX ua ON u (a)",
         "CREATE UNIQUE INDEX ub ON u (b)",
+        "CREATE UNIQUE INDEX ma ON m (a)",
+        "CREATE UNIQUE INDEX ma ON m (a DESC)",
+        "CREATE UNIQUE INDEX mt ON m (t)",
+        "CREATE UNIQUE INDEX mta ON m (t DESC NULLS LAST, a)",
+        "CREATE UNIQUE INDEX mf ON m (f)",
+        "CREATE UNIQUE INDEX mfa ON m (flag, a)",
+        "CREATE UNIQUE INDEX mbf ON m (b, flag)",
+        "CREATE UNIQUE INDEX zf ON z (f)",
     ];
     for sql in failing {
         let weft = s.execute(sql).unwrap_err();

@@ -531,6 +531,23 @@ const CASES: &[(&str, &str, Check)] = &[
     ("SELECT * FROM {t} ORDER BY f, id LIMIT 5000 OFFSET 2", "", Total),
     ("SELECT b, id FROM {t} ORDER BY b LIMIT NULL", "0", Keys),
     ("SELECT t, b, id FROM {t} ORDER BY t DESC, b LIMIT ALL OFFSET 7", "0 1", TopN),
+    // USING < / >, FETCH FIRST.
+    ("SELECT b, id FROM {t} ORDER BY b USING <, id", "", Total),
+    ("SELECT f, t, id FROM {t} ORDER BY f USING >, t USING < NULLS FIRST, id", "", Total),
+    ("SELECT a, id FROM {t} ORDER BY a USING > NULLS LAST, id USING >", "", Total),
+    ("SELECT t, id FROM {t} ORDER BY t DESC, id FETCH FIRST 15 ROWS ONLY", "", Total),
+    ("SELECT f, id FROM {t} ORDER BY f, id OFFSET 10 ROWS FETCH NEXT 1 ROW ONLY", "", Total),
+    ("SELECT flag, id FROM {t} ORDER BY flag NULLS FIRST, id DESC FETCH FIRST ROW ONLY", "", Total),
+    // Numeric LIMIT / OFFSET values are rounded; one name for the same expression twice.
+    ("SELECT id, t FROM {t} ORDER BY id LIMIT 2.5 OFFSET 1.5", "", Total),
+    ("SELECT id, t FROM {t} ORDER BY t DESC, id LIMIT 4.4::float8", "", Total),
+    ("SELECT id AS x, id AS x, a FROM {t} ORDER BY x DESC", "", Total),
+    // Items after `*`, and ORDER BY repeating them or naming positions past the `*`.
+    ("SELECT *, a % 5 FROM {t} ORDER BY a % 5 DESC, id", "", Total),
+    ("SELECT *, -f FROM {t} ORDER BY 7, id DESC", "", Total),
+    ("SELECT {t}.*, length(t) FROM {t} ORDER BY length(t) NULLS FIRST, 1", "", Total),
+    // Quoted literals take the float8 type of the other rows (PostgreSQL's unknown).
+    ("SELECT f, id FROM {t} WHERE id < 40 UNION ALL SELECT 'NaN', 0 UNION ALL SELECT '-Infinity', -1 ORDER BY 1, 2", "", Total),
     // Subqueries in FROM.
     ("SELECT s.a, s.id, s.t FROM (SELECT a, id, t FROM {t} ORDER BY t, id LIMIT 100) s ORDER BY a DESC, id", "", Total),
     ("SELECT x, y FROM (SELECT f AS x, id AS y FROM {t} ORDER BY f DESC, id LIMIT 500) s ORDER BY y", "", Total),
@@ -605,6 +622,13 @@ const CASES: &[(&str, &str, Check)] = &[
     ),
     ("SELECT x FROM generate_series(1, 30000) x ORDER BY x % 1000 DESC, x LIMIT 50", "", Total),
     ("SELECT x, x % 7 FROM generate_series(-5000, 5000) x ORDER BY 2, 1 DESC", "", Total),
+    (
+        "SELECT x, y FROM (VALUES (1.5::float8, 1), ('NaN', 2), ('-Infinity', 3), ('-0', 4), (0, 5), (NULL, 6), \
+         ('Infinity', 7), (-1e308, 8), ('1e-300', 9)) v(x, y) ORDER BY x DESC, y",
+        "",
+        Total,
+    ),
+    ("SELECT x, length(x) FROM (VALUES ('b'), ('B'), ('a'), (''), (NULL), ('é')) v(x) ORDER BY x USING >", "", Total),
 ];
 
 struct Table {
@@ -803,6 +827,10 @@ fn order_by_errors_match_postgres() {
         "SELECT id FROM small ORDER BY 1.5",
         "SELECT id FROM small ORDER BY 'abc'",
         "SELECT f FROM small ORDER BY f COLLATE \"C\"",
+        "SELECT id FROM small ORDER BY id USING <=",
+        "SELECT id AS x, a AS x FROM small ORDER BY x",
+        "SELECT small.a, s2.a FROM small JOIN small s2 USING (id) ORDER BY a",
+        "SELECT id FROM small ORDER BY id LIMIT 1 FETCH FIRST 1 ROW ONLY",
     ];
     // Raised while the sort is being fed (after most rows went in): under every
     // configuration, since each must clean up its runs and temp files.
