@@ -104,6 +104,25 @@ pub struct IndexMeta {
     pub constraint: Option<IndexConstraint>,
 }
 
+/// A sequence: `CREATE SEQUENCE`, or the one a serial column owns.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SequenceMeta {
+    pub name: String,
+    /// `integer` or `bigint`: bounds the default maximum.
+    pub data_type: DataType,
+    pub increment: i64,
+    pub min_value: i64,
+    pub max_value: i64,
+    pub start: i64,
+    /// The last value handed out (`start` before the first `nextval`, with `is_called` false).
+    pub last_value: i64,
+    pub is_called: bool,
+    /// `(table, column)` of the serial column whose default draws from it: the sequence
+    /// is dropped with the table.
+    #[serde(default)]
+    pub owned_by: Option<(String, String)>,
+}
+
 /// The kind of table constraint an index enforces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum IndexConstraint {
@@ -154,6 +173,10 @@ pub struct Catalog {
     /// next ANALYZE.
     #[serde(default)]
     pub statistics: BTreeMap<u32, TableStats>,
+    /// Sequences by name (the relation namespace again). Their values move outside any
+    /// transaction (`weft_exec::expr::Sequences`); each commit writes back the current ones.
+    #[serde(default)]
+    pub sequences: BTreeMap<String, SequenceMeta>,
     /// The sequence number of the slot this catalog was loaded from or last published
     /// to (0: none yet). Not stored in the payload: the slot header carries it.
     #[serde(skip)]
@@ -171,6 +194,7 @@ impl Default for Catalog {
             tables: BTreeMap::new(),
             indexes: BTreeMap::new(),
             statistics: BTreeMap::new(),
+            sequences: BTreeMap::new(),
             published_seq: 0,
         }
     }
@@ -283,7 +307,7 @@ impl Catalog {
 
     /// Is `name` taken by a table or an index?
     pub fn relation_exists(&self, name: &str) -> bool {
-        self.tables.contains_key(name) || self.indexes.contains_key(name)
+        self.tables.contains_key(name) || self.indexes.contains_key(name) || self.sequences.contains_key(name)
     }
 }
 

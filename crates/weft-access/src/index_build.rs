@@ -391,7 +391,8 @@ fn duplicate_postgres_names(
         entries.push(entry);
         Ok(true)
     })?;
-    env.cancel.check()?;
+    // No cancellation check: the failed build has cancelled its own participants, and
+    // the scan is at most POSTGRES_SERIAL_BUILD_BLOCKS_MAX blocks.
     let mut sort = PostgresQuicksort { desc, entries: &mut entries };
     Ok(sort.sort(0, sort.entries.len()).err())
 }

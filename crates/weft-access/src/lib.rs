@@ -10,6 +10,6 @@ pub use nbtree as btree;
 pub mod snapshot;
 pub mod stats;
 
-pub use catalog::{Catalog, ColumnMeta, IndexColumnMeta, IndexConstraint, IndexMeta, TableMeta};
+pub use catalog::{Catalog, ColumnMeta, IndexColumnMeta, IndexConstraint, IndexMeta, SequenceMeta, TableMeta};
 pub use heap::{HeapInserter, HeapScanCursor, Tid};
 pub use snapshot::{Snapshot, Xid};

@@ -21,6 +21,7 @@ impl SqlState {
     pub const DATA_EXCEPTION: SqlState = SqlState("22000");
     pub const STRING_DATA_RIGHT_TRUNCATION: SqlState = SqlState("22001");
     pub const NUMERIC_VALUE_OUT_OF_RANGE: SqlState = SqlState("22003");
+    pub const SEQUENCE_GENERATOR_LIMIT_EXCEEDED: SqlState = SqlState("2200H");
     pub const DATETIME_FIELD_OVERFLOW: SqlState = SqlState("22008");
     pub const DIVISION_BY_ZERO: SqlState = SqlState("22012");
     pub const INVALID_PARAMETER_VALUE: SqlState = SqlState("22023");

@@ -223,6 +223,9 @@ pub enum AggregateFunction {
     Avg,
     Min,
     Max,
+    /// `bool_and` / `every` and `bool_or`: the minimum and maximum of booleans.
+    BoolAnd,
+    BoolOr,
 }
 
 #[derive(Clone, Debug)]
@@ -248,6 +251,7 @@ impl AggregateCall {
             // PostgreSQL has no min/max over boolean (it has bool_and/bool_or).
             (Min, Some(Bool)) | (Max, Some(Bool)) => return None,
             (Min, Some(t)) | (Max, Some(t)) => t,
+            (BoolAnd, Some(Bool)) | (BoolOr, Some(Bool)) => Bool,
             _ => return None,
         })
     }

@@ -146,6 +146,8 @@ pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
         "avg" => AggregateFunction::Avg,
         "min" => AggregateFunction::Min,
         "max" => AggregateFunction::Max,
+        "bool_and" | "every" => AggregateFunction::BoolAnd,
+        "bool_or" => AggregateFunction::BoolOr,
         _ => return None,
     })
 }
@@ -352,6 +354,8 @@ impl<'a> Binder<'a> {
                 }
                 Ok(bound)
             }
+            A::IsDistinctFrom(left, right) => self.bind(&distinct_from(left, right, true)),
+            A::IsNotDistinctFrom(left, right) => self.bind(&distinct_from(left, right, false)),
             A::IsNull(inner) => Ok(Expr::IsNull { expr: Box::new(self.bind(inner)?), negated: false }),
             A::IsNotNull(inner) => Ok(Expr::IsNull { expr: Box::new(self.bind(inner)?), negated: true }),
             A::IsTrue(inner) => self.is_bool(inner, true, false),
@@ -621,6 +625,28 @@ fn coerce_branch(expr: Expr, to: DataType) -> Result<Expr> {
     // A quoted literal is read by the type's input function, as PostgreSQL does.
     let quoted_literal = is_unknown_literal(&expr);
     ex::coerce(expr, to, quoted_literal)
+}
+
+/// `left IS [NOT] DISTINCT FROM right` as the CASE it means: NULLs equal each other and
+/// nothing else; otherwise `=` decides (whose operator lookup gives PostgreSQL's errors).
+fn distinct_from(left: &ast::Expr, right: &ast::Expr, distinct: bool) -> ast::Expr {
+    use ast::Expr as A;
+    let is_null = |e: &ast::Expr, negated: bool| {
+        let e = Box::new(e.clone());
+        if negated { A::IsNotNull(e) } else { A::IsNull(e) }
+    };
+    let equal = A::Nested(Box::new(A::BinaryOp { left: Box::new(left.clone()), op: ast::BinaryOperator::Eq, right: Box::new(right.clone()) }));
+    let otherwise = if distinct { A::UnaryOp { op: ast::UnaryOperator::Not, expr: Box::new(equal) } } else { equal };
+    A::Case {
+        case_token: ast::helpers::attached_token::AttachedToken::empty(),
+        end_token: ast::helpers::attached_token::AttachedToken::empty(),
+        operand: None,
+        conditions: vec![
+            ast::CaseWhen { condition: is_null(left, false), result: is_null(right, distinct) },
+            ast::CaseWhen { condition: is_null(right, false), result: A::Value(ast::Value::Boolean(distinct).into()) },
+        ],
+        else_result: Some(Box::new(otherwise)),
+    }
 }
 
 pub fn is_null_literal(expr: &Expr) -> bool {

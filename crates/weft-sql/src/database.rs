@@ -24,6 +24,7 @@ use weft_access::catalog::{locator, Catalog};
 use weft_access::{Snapshot, Xid};
 use weft_common::parallel::WorkerPool;
 use weft_common::{Error, Result, SqlState};
+use weft_exec::expr::Sequences;
 use weft_storage::{BufferMappingKind, BufferPool, BufferPoolConfig, ForkNumber, RelFileLocator, StorageManager};
 
 use crate::settings::{parse_conf, Settings};
@@ -39,6 +40,9 @@ pub struct Database {
     catalog: RwLock<Arc<Catalog>>,
     write_lock: Mutex<()>,
     pub(crate) startup_settings: Settings,
+    /// The sequences' current values, which move outside transactions; every commit
+    /// records them in the catalog it publishes.
+    pub(crate) sequences: Arc<Sequences>,
     /// Removes the files of dropped relations after their statements commit. Declared
     /// before the lock file: dropping it waits for the removals, so they are done when
     /// the directory's lock is released.
@@ -177,6 +181,7 @@ impl Database {
             data_dir: dir.to_path_buf(),
             pool,
             workers,
+            sequences: Arc::new(Sequences::new(&catalog.sequences)),
             catalog: RwLock::new(Arc::new(catalog)),
             write_lock: Mutex::new(()),
             startup_settings: settings,
@@ -236,7 +241,9 @@ impl Database {
         }
         txn.catalog.committed_max = txn.xid;
         txn.catalog.next_xid = txn.xid + 1;
+        self.sequences.record_into(&mut txn.catalog.sequences);
         txn.catalog.publish(&self.data_dir, self.pool.smgr().fsync_enabled())?;
+        self.sequences.install(&txn.catalog.sequences);
         *self.catalog.write() = Arc::new(txn.catalog.clone());
         // One pass for all of them (a DROP of many tables visits the hash
         // mapping's descriptors once; the ART retires each relation's trees).

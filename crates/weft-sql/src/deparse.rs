@@ -64,6 +64,8 @@ pub fn aggregate_call(call: &AggregateCall, input: &[ColumnText]) -> String {
         AggregateFunction::Avg => "avg",
         AggregateFunction::Min => "min",
         AggregateFunction::Max => "max",
+        AggregateFunction::BoolAnd => "bool_and",
+        AggregateFunction::BoolOr => "bool_or",
     };
     match &call.arg {
         None => format!("{name}(*)"),

@@ -649,11 +649,12 @@ pub(crate) fn maintain_indexes(
     table: &TableMeta,
     first_block: BlockNumber,
     replaced: &[Tid],
+    arbiters: Option<&[String]>,
     cancel: &CancelToken,
-) -> Result<()> {
+) -> Result<u64> {
     let mut indexes: Vec<IndexMeta> = txn.catalog.indexes_of(&table.name).cloned().collect();
     if indexes.is_empty() {
-        return Ok(());
+        return Ok(0);
     }
     // In creation order, as PostgreSQL checks them: it decides which violation is reported.
     indexes.sort_by_key(|i| i.oid);
@@ -671,9 +672,26 @@ pub(crate) fn maintain_indexes(
         .collect::<Result<_>>()?;
     let mut rows: Vec<(Tid, Vec<u8>)> = Vec::new();
     let mut flushed = 0usize;
+    // Rows ON CONFLICT DO NOTHING skips: given the statement's xmax once the scan of its
+    // own rows (which holds page locks) is over. They never get index entries.
+    let mut skipped: Vec<Tid> = Vec::new();
     let mut flush = |rows: &mut Vec<(Tid, Vec<u8>)>| -> Result<()> {
         cancel.check()?;
         let base = flushed;
+        flushed += rows.len();
+        if let Some(arbiters) = arbiters {
+            let arbiter_indexes: Vec<_> = maintained.iter().filter(|(index, _, _)| arbiters.contains(&index.name)).collect();
+            let conflicting = conflicting_rows(db, txn.xid, &snapshot, table, &arbiter_indexes, rows)?;
+            let mut i = 0;
+            rows.retain(|(tid, _)| {
+                let keep = !conflicting[i];
+                i += 1;
+                if !keep {
+                    skipped.push(*tid);
+                }
+                keep
+            });
+        }
         let replaced_by = |new: Tid| rows.binary_search_by_key(&new, |(tid, _)| *tid).ok().and_then(|i| replaced.get(base + i).copied());
         for (index, desc, projector) in &maintained {
             let mut entries: Vec<Vec<u8>> = Vec::with_capacity(rows.len());
@@ -691,7 +709,6 @@ pub(crate) fn maintain_indexes(
                 tree.insert(entry)?;
             }
         }
-        flushed += rows.len();
         rows.clear();
         Ok(())
     };
@@ -702,7 +719,121 @@ pub(crate) fn maintain_indexes(
         }
         Ok(())
     })?;
-    flush(&mut rows)
+    flush(&mut rows)?;
+    heap::set_xmax(pool, heap_rel, &skipped, txn.xid)?;
+    Ok(skipped.len() as u64)
+}
+
+/// The arbiter indexes of `ON CONFLICT [target] DO NOTHING`: every unique index without a
+/// target; the unique index over exactly the target's columns; the constraint named.
+pub(crate) fn conflict_arbiters(catalog: &Catalog, table: &TableMeta, target: Option<&ast::ConflictTarget>) -> Result<Vec<String>> {
+    let unique = catalog.indexes_of(&table.name).filter(|i| i.unique);
+    match target {
+        None => Ok(unique.map(|i| i.name.clone()).collect()),
+        Some(ast::ConflictTarget::Columns(names)) => {
+            let mut wanted = Vec::with_capacity(names.len());
+            for name in names {
+                let name = ident_name(name);
+                let column = table
+                    .column_index(&name)
+                    .ok_or_else(|| Error::new(SqlState::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist")))?;
+                wanted.push(column);
+            }
+            wanted.sort_unstable();
+            wanted.dedup();
+            let arbiters: Vec<String> = unique
+                .filter(|i| {
+                    let mut columns: Vec<usize> = i.columns.iter().map(|c| c.column).collect();
+                    columns.sort_unstable();
+                    columns.dedup();
+                    columns == wanted
+                })
+                .map(|i| i.name.clone())
+                .collect();
+            if arbiters.is_empty() {
+                return Err(Error::new(
+                    SqlState::INVALID_COLUMN_REFERENCE,
+                    "there is no unique or exclusion constraint matching the ON CONFLICT specification",
+                ));
+            }
+            Ok(arbiters)
+        }
+        Some(ast::ConflictTarget::OnConstraint(name)) => {
+            let name = object_name(name)?;
+            match catalog.indexes.get(&name) {
+                Some(index) if index.table == table.name && index.constraint.is_some() => Ok(vec![name]),
+                _ => Err(Error::new(
+                    SqlState::UNDEFINED_OBJECT,
+                    format!("constraint \"{name}\" for table \"{}\" does not exist", table.name),
+                )),
+            }
+        }
+    }
+}
+
+/// ON CONFLICT DO NOTHING: which of `rows` (new rows in the order they were inserted) to
+/// skip. As PostgreSQL inserts them one by one, a row is skipped when an arbiter index
+/// already holds its keys: from a live row, or from an earlier new row that was kept.
+fn conflicting_rows(
+    db: &Database,
+    xid: Xid,
+    snapshot: &Snapshot,
+    table: &TableMeta,
+    arbiters: &[&(IndexMeta, BTreeDesc, KeyProjector)],
+    rows: &[(Tid, Vec<u8>)],
+) -> Result<Vec<bool>> {
+    let mut skip = vec![false; rows.len()];
+    // Per arbiter, each row's group of equal keys among the new rows (none with a NULL key).
+    let mut groups: Vec<Vec<Option<usize>>> = Vec::with_capacity(arbiters.len());
+    for (index, desc, projector) in arbiters {
+        let mut entries: Vec<(Vec<u8>, usize)> = Vec::with_capacity(rows.len());
+        for (i, (tid, row)) in rows.iter().enumerate() {
+            let mut entry = Vec::with_capacity(32);
+            projector.project(row, TidWord::new(*tid, true), &mut entry)?;
+            entries.push((entry, i));
+        }
+        let tree = BTree::open(&db.pool, index.locator(), desc);
+        for (entry, i) in &entries {
+            let mut clash = false;
+            tree.visit_equal(entry, |existing| {
+                if !desc.keys_equal_not_null(existing, entry) {
+                    return Ok(true);
+                }
+                clash = entry_clashes(db, xid, snapshot, table, desc.tid_word(existing), None)?;
+                Ok(!clash)
+            })?;
+            skip[*i] |= clash;
+        }
+        entries.sort_by(|a, b| desc.compare(&a.0, &b.0));
+        let mut group_of = vec![None; rows.len()];
+        let mut group = 0;
+        for (k, (entry, i)) in entries.iter().enumerate() {
+            if k > 0 && !desc.keys_equal_not_null(&entries[k - 1].0, entry) {
+                group += 1;
+            }
+            if desc.keys_equal_not_null(entry, entry) {
+                group_of[*i] = Some(group);
+            }
+        }
+        groups.push(group_of);
+    }
+    // In insertion order, a row is kept unless an earlier kept row took one of its groups.
+    let mut taken: Vec<std::collections::HashSet<usize>> = vec![Default::default(); arbiters.len()];
+    for i in 0..rows.len() {
+        if skip[i] {
+            continue;
+        }
+        if groups.iter().zip(&taken).any(|(group_of, taken)| group_of[i].is_some_and(|g| taken.contains(&g))) {
+            skip[i] = true;
+            continue;
+        }
+        for (group_of, taken) in groups.iter().zip(taken.iter_mut()) {
+            if let Some(g) = group_of[i] {
+                taken.insert(g);
+            }
+        }
+    }
+    Ok(skip)
 }
 
 /// Fail if an entry of `sorted` repeats the keys of another new entry or of a live entry

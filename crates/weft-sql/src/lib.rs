@@ -17,6 +17,7 @@ mod join;
 mod modify;
 mod planner;
 mod selectivity;
+mod sequences;
 mod session;
 mod setop;
 pub mod settings;

@@ -114,7 +114,7 @@ pub fn update(session: &mut Session, update: &ast::Update, cancel: &CancelToken)
         finish_context(session, &ctx);
         let inserted = outcome?;
         txn.touch(table.locator());
-        maintain_indexes(session, txn, &table, first_block, &tids, cancel)?;
+        maintain_indexes(session, txn, &table, first_block, &tids, None, cancel)?;
         Ok(inserted as usize)
     })?;
     Ok(QueryResult::command(format!("UPDATE {updated}")))

@@ -82,7 +82,7 @@ impl Database {
         Session {
             db: self.clone(),
             settings: self.startup_settings.clone(),
-            eval: EvalContext::new(),
+            eval: EvalContext::new().with_sequences(self.sequences.clone()),
             cancel: Arc::new(Mutex::new(CancelToken::new())),
             last_pipeline_stats: Vec::new(),
             pending_notices: Mutex::new(Vec::new()),
@@ -129,7 +129,14 @@ impl Session {
         for statement in &statements {
             let token = CancelToken::new();
             *self.cancel.lock() = token.clone();
-            let outcome = self.execute_statement(statement, &token);
+            let mut outcome = self.execute_statement(statement, &token);
+            // A statement that moved a sequence without committing anything (a SELECT of
+            // nextval) commits nothing but the sequences' values, so that none is reused.
+            if self.db.sequences.moved() {
+                if let Err(e) = self.db.write(|_| Ok(())) {
+                    outcome = outcome.and(Err(e));
+                }
+            }
             // Execution notices come first: they were raised before the statement's own.
             notices.append(&mut self.pending_notices.lock());
             let mut result = outcome?;

@@ -1,7 +1,7 @@
 //! One function per statement kind: DDL, DML, queries, settings.
 
 use sqlparser::ast::{self, ObjectType, Statement};
-use weft_access::catalog::{ColumnMeta, IndexConstraint, TableMeta};
+use weft_access::catalog::{ColumnMeta, IndexConstraint, SequenceMeta, TableMeta};
 use weft_common::parallel::CancelToken;
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
@@ -26,6 +26,12 @@ pub fn execute(session: &mut Session, statement: &Statement, cancel: &CancelToke
         Statement::Drop { object_type: ObjectType::Table, if_exists, names, .. } => drop_tables(session, names, *if_exists),
         Statement::Drop { object_type: ObjectType::Index, if_exists, names, .. } => {
             crate::indexes::drop_indexes(session, names, *if_exists)
+        }
+        Statement::Drop { object_type: ObjectType::Sequence, if_exists, names, .. } => {
+            crate::sequences::drop_sequences(session, names, *if_exists)
+        }
+        Statement::CreateSequence { temporary: false, if_not_exists, name, data_type, sequence_options, owned_by: None } => {
+            crate::sequences::create_sequence(session, name, *if_not_exists, data_type.as_ref(), sequence_options)
         }
         Statement::CreateIndex(create) => crate::indexes::create_index(session, create, cancel),
         Statement::AlterTable(_) => crate::indexes::alter_table(session, statement, cancel),
@@ -166,10 +172,11 @@ fn create_table(session: &mut Session, create: &ast::CreateTable, cancel: &Cance
                 create_table_as(session, txn, &name, create, query, cancel)
             }
             None => {
-                let (columns, mut keys) = column_definitions(&create.columns)?;
+                let (mut columns, mut keys, serials) = column_definitions(&create.columns)?;
                 for constraint in &create.constraints {
                     keys.push(KeyConstraint::from_table_constraint(constraint)?);
                 }
+                add_serial_sequences(txn, &name, &mut columns, &serials);
                 add_table(session, txn, &name, columns)?;
                 add_key_constraints(session, txn, &name, &keys, cancel, &mut notices)?;
                 Ok("CREATE TABLE".to_string())
@@ -181,23 +188,34 @@ fn create_table(session: &mut Session, create: &ast::CreateTable, cancel: &Cance
     Ok(result)
 }
 
-/// The columns of CREATE TABLE and the key constraints written on them.
-fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<KeyConstraint>)> {
+/// The columns of CREATE TABLE, the key constraints written on them and the positions of
+/// serial columns.
+fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<KeyConstraint>, Vec<usize>)> {
     let mut columns: Vec<ColumnMeta> = Vec::with_capacity(defs.len());
     let mut keys = Vec::new();
+    let mut serials = Vec::new();
     for def in defs {
         let name = ident_name(&def.name);
         if columns.iter().any(|c| c.name == name) {
             return Err(Error::new(SqlState::DUPLICATE_COLUMN, format!("column \"{name}\" specified more than once")));
         }
-        if let ast::DataType::Custom(type_name, _) = &def.data_type {
-            let type_name = type_name.to_string().to_ascii_lowercase();
-            if matches!(type_name.as_str(), "serial" | "serial4" | "bigserial" | "serial8" | "smallserial" | "serial2") {
-                return Err(Error::not_supported(format!("{type_name} columns (sequences) are not supported yet")));
+        // serial types: an integer column drawing its default from a sequence of its own.
+        let serial = match &def.data_type {
+            ast::DataType::Custom(type_name, _) => match type_name.to_string().to_ascii_lowercase().as_str() {
+                "serial" | "serial4" | "smallserial" | "serial2" => Some(DataType::Int4),
+                "bigserial" | "serial8" => Some(DataType::Int8),
+                _ => None,
+            },
+            _ => None,
+        };
+        let data_type = match serial {
+            Some(data_type) => {
+                serials.push(columns.len());
+                data_type
             }
-        }
-        let data_type = sql_type(&def.data_type)?;
-        let mut not_null = false;
+            None => sql_type(&def.data_type)?,
+        };
+        let mut not_null = serial.is_some();
         let mut default = None;
         for option in &def.options {
             match &option.option {
@@ -247,9 +265,46 @@ fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<K
                 other => return Err(Error::not_supported(format!("column option {other} is not supported yet"))),
             }
         }
+        if serial.is_some() && default.is_some() {
+            return Err(Error::syntax(format!(
+                "multiple default values specified for column \"{name}\" of table"
+            )));
+        }
         columns.push(ColumnMeta { name, data_type, not_null, default });
     }
-    Ok((columns, keys))
+    Ok((columns, keys, serials))
+}
+
+/// Give each serial column of the new table `name` its sequence (`table_column_seq`,
+/// numbered on a clash) and the default `nextval('that_sequence')`.
+fn add_serial_sequences(txn: &mut WriteTxn, name: &str, columns: &mut [ColumnMeta], serials: &[usize]) {
+    for &i in serials {
+        let column = &mut columns[i];
+        let base = format!("{name}_{}_seq", column.name);
+        let mut seq_name = base.clone();
+        let mut n = 0;
+        while txn.catalog.relation_exists(&seq_name) {
+            n += 1;
+            seq_name = format!("{base}{n}");
+        }
+        let max_value = if column.data_type == DataType::Int4 { i32::MAX as i64 } else { i64::MAX };
+        txn.catalog.sequences.insert(
+            seq_name.clone(),
+            SequenceMeta {
+                name: seq_name.clone(),
+                data_type: column.data_type,
+                increment: 1,
+                min_value: 1,
+                max_value,
+                start: 1,
+                last_value: 1,
+                is_called: false,
+                owned_by: Some((name.to_string(), column.name.clone())),
+            },
+        );
+        let quoted = crate::deparse::quote_identifier(&seq_name).replace('\'', "''");
+        column.default = Some(format!("nextval('{quoted}')"));
+    }
 }
 
 fn add_table(session: &Session, txn: &mut WriteTxn, name: &str, columns: Vec<ColumnMeta>) -> Result<TableMeta> {
@@ -317,6 +372,7 @@ fn drop_tables(session: &mut Session, names: &[ast::ObjectName], if_exists: bool
                 Some(table) => {
                     txn.drop_relation(table.locator());
                     crate::indexes::drop_indexes_of(txn, &name);
+                    txn.catalog.sequences.retain(|_, s| s.owned_by.as_ref().is_none_or(|(t, _)| *t != name));
                 }
                 None if txn.catalog.indexes.contains_key(&name) => {
                     return Err(Error::new(SqlState::WRONG_OBJECT_TYPE, format!("\"{name}\" is not a table"))
@@ -415,9 +471,19 @@ pub(crate) fn target_columns(table: &TableMeta, names: &[String]) -> Result<Vec<
 }
 
 fn insert_into(session: &mut Session, insert: &ast::Insert, cancel: &CancelToken) -> Result<QueryResult> {
-    if insert.on.is_some() || insert.returning.is_some() {
-        return Err(Error::not_supported("INSERT ... ON CONFLICT / RETURNING is not supported yet"));
+    if insert.returning.is_some() {
+        return Err(Error::not_supported("INSERT ... RETURNING is not supported yet"));
     }
+    let on_conflict = match &insert.on {
+        None => None,
+        Some(ast::OnInsert::OnConflict(ast::OnConflict { conflict_target, action: ast::OnConflictAction::DoNothing })) => {
+            Some(conflict_target.as_ref())
+        }
+        Some(ast::OnInsert::OnConflict(_)) => {
+            return Err(Error::not_supported("INSERT ... ON CONFLICT DO UPDATE is not supported yet"))
+        }
+        Some(other) => return Err(Error::not_supported(format!("INSERT ... {other}"))),
+    };
     let table_name = match &insert.table {
         ast::TableObject::TableName(name) => object_name(name)?,
         other => return Err(Error::not_supported(format!("INSERT INTO {other}"))),
@@ -443,7 +509,9 @@ fn insert_into(session: &mut Session, insert: &ast::Insert, cancel: &CancelToken
         finish_context(session, &ctx);
         let inserted = outcome?;
         txn.touch(table.locator());
-        maintain_indexes(session, txn, &table, first_block, &[], cancel)?;
+        let arbiters = on_conflict.map(|target| crate::indexes::conflict_arbiters(&txn.catalog, &table, target)).transpose()?;
+        let skipped = maintain_indexes(session, txn, &table, first_block, &[], arbiters.as_deref(), cancel)?;
+        let inserted = inserted - skipped;
         txn.catalog.table_mut(&table_name)?.row_count += inserted;
         Ok(inserted)
     })?;
@@ -463,14 +531,15 @@ pub(crate) fn maintain_indexes(
     table: &TableMeta,
     first_block: weft_storage::BlockNumber,
     replaced: &[weft_access::Tid],
+    arbiters: Option<&[String]>,
     cancel: &CancelToken,
-) -> Result<()> {
+) -> Result<u64> {
     let indexes: Vec<_> = txn.catalog.indexes_of(&table.name).map(|i| i.locator()).collect();
-    crate::indexes::maintain_indexes(&session.db, txn, table, first_block, replaced, cancel)?;
+    let skipped = crate::indexes::maintain_indexes(&session.db, txn, table, first_block, replaced, arbiters, cancel)?;
     for rel in indexes {
         txn.touch(rel);
     }
-    Ok(())
+    Ok(skipped)
 }
 
 /// The plan whose rows are full table rows for an INSERT.
@@ -519,7 +588,14 @@ pub(crate) fn insert_plan(session: &Session, catalog: &weft_access::Catalog, tab
     }
     // PostgreSQL's name for the SELECT of an INSERT, should it show as a subquery scan.
     let label = ScanLabel { alias: Some("*SELECT*".to_string()), columns: planned.columns.iter().map(|c| c.name.clone()).collect() };
-    Ok(append_step(planned.plan, Step::Project(projection), label))
+    // A volatile default (nextval, random) runs in one process, in the rows' order.
+    let mut plan = planned.plan;
+    if let Plan::Pipeline(pipeline) = &mut plan {
+        if projection.iter().any(crate::exprutil::is_volatile) {
+            pipeline.workers = 0;
+        }
+    }
+    Ok(append_step(plan, Step::Project(projection), label))
 }
 
 /// Add a final row step to a plan (`label` names the subquery scan it may need).

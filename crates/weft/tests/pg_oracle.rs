@@ -49,6 +49,10 @@ const QUERIES: &[&str] = &[
     "SELECT 'a' LIKE 'a\\', 'a%b' LIKE 'a#%b' ESCAPE '#', 'a_b' LIKE 'a\\_b', 'abc' LIKE 'a\\_c', 'héllo' ILIKE 'H_LLO', '' LIKE '%', '' LIKE '_', 'a\\' LIKE 'a\\' ESCAPE ''",
     "SELECT count(*) FROM parallel_sort_test WHERE padding1 LIKE '%ab%' AND padding2 NOT LIKE '_0%'",
     // DISTINCT.
+    "SELECT id, f IS DISTINCT FROM v, s IS NOT DISTINCT FROM 'ab', NULL IS DISTINCT FROM f, k IS NOT DISTINCT FROM NULL FROM t WHERE id < 80",
+    "SELECT count(*) FROM t x JOIN t y ON x.id = y.id + 1 WHERE x.s IS NOT DISTINCT FROM y.s",
+    "SELECT k, bool_and(b), bool_or(b), every(f > 0), bool_or(s IS NULL) FROM t GROUP BY k",
+    "SELECT bool_and(b), bool_or(b) FROM t WHERE id < 0",
     "SELECT DISTINCT k FROM t",
     "SELECT DISTINCT k, b FROM t WHERE id < 500",
     "SELECT DISTINCT f IS NULL, s IS NULL FROM t",
@@ -107,6 +111,7 @@ const QUERIES: &[&str] = &[
 ];
 
 const ERRORS: &[&str] = &[
+    "SELECT bool_and(id) FROM t",
     "SELECT 2147483647 + 1",
     "SELECT 1 / 0",
     "SELECT (-9223372036854775808)::bigint - 1",

@@ -4,29 +4,11 @@
 //! violations at build and at insert with PostgreSQL's message and detail. weft must plan
 //! index scans for many of them (checked with EXPLAIN) and agree with PostgreSQL on all.
 
+mod oracle;
+
+use oracle::{assert_same_error, weft_lines, Rng};
 use weft::postgres::PgCluster;
-use weft_sql::{Database, Datum, Session};
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-}
-
-/// Rows as psql -At prints them: fields joined by `|`, NULL as nothing.
-fn weft_lines(session: &mut Session, sql: &str) -> Result<Vec<String>, String> {
-    let result = session.execute(sql).map_err(|e| e.message.clone())?;
-    Ok(result
-        .rows
-        .iter()
-        .map(|row| row.iter().map(|d| d.to_pg_text().unwrap_or_default()).collect::<Vec<_>>().join("|"))
-        .collect())
-}
+use weft_sql::{Database, Datum};
 
 const SETUP: &[&str] = &[
     "CREATE TABLE x (id int4, a int4, b int8, c text, d float8)",
@@ -357,16 +339,7 @@ fn key_constraints_match_postgresql() {
     for sql in script {
         match (s.execute(sql), pg.query(sql)) {
             (Ok(_), Ok(_)) => {}
-            (Err(weft), Err(postgres)) => {
-                let postgres = postgres.message;
-                assert!(postgres.contains(&format!("ERROR:  {}", weft.message)), "{sql}: weft {weft:?}, PostgreSQL {postgres}");
-                if let Some(detail) = &weft.detail {
-                    assert!(postgres.contains(&format!("DETAIL:  {detail}")), "{sql}: weft {weft:?}, PostgreSQL {postgres}");
-                }
-                if let Some(hint) = &weft.hint {
-                    assert!(postgres.contains(&format!("HINT:  {hint}")), "{sql}: weft {weft:?}, PostgreSQL {postgres}");
-                }
-            }
+            (Err(weft), Err(postgres)) => assert_same_error(sql, &weft, &postgres.message, true),
             (weft, postgres) => panic!("{sql}: weft {weft:?}, PostgreSQL {postgres:?}"),
         }
     }

@@ -108,8 +108,9 @@ impl Accumulator {
             (Avg, Some(DataType::Int4 | DataType::Int8)) => Accumulator::AvgInt { sum: 0, count: 0 },
             (Avg, Some(DataType::Float8)) => Accumulator::AvgFloat { sum: 0.0, count: 0 },
             (Avg, Some(DataType::Numeric)) => Accumulator::AvgNumeric { sum: None, count: 0 },
-            (Min, _) => Accumulator::Min(None),
-            (Max, _) => Accumulator::Max(None),
+            // false < true: AND is the minimum, OR the maximum.
+            (Min | BoolAnd, _) => Accumulator::Min(None),
+            (Max | BoolOr, _) => Accumulator::Max(None),
             (f, t) => return Err(Error::internal(format!("no accumulator for {f:?}({t:?})"))),
         })
     }

@@ -253,7 +253,8 @@ fn oracle_aggregate(call: &AggregateCall, rows: &[&Row]) -> Datum {
         (Avg, DataType::Numeric) => Datum::Numeric(numeric_sum().div(&Numeric::from_i64(count)).unwrap()),
         (Avg, DataType::Float8) => Datum::Float8(float_sum() / count as f64),
         (Min, _) => (*values.iter().min_by(|a, b| compare_datums(a, b)).unwrap()).clone(),
-        (Max, _) => (*values.iter().max_by(|a, b| compare_datums(a, b)).unwrap()).clone(),
+        (Max | BoolOr, _) => (*values.iter().max_by(|a, b| compare_datums(a, b)).unwrap()).clone(),
+        (BoolAnd, _) => (*values.iter().min_by(|a, b| compare_datums(a, b)).unwrap()).clone(),
         other => panic!("no oracle for {other:?}"),
     }
 }

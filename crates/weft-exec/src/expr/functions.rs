@@ -14,6 +14,7 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 
+use super::sequence::{SessionSequenceValues, Sequences};
 use super::ScalarFunction;
 
 /// PostgreSQL's `MaxAllocSize`: no single value may be larger (`repeat` checks it).
@@ -28,6 +29,9 @@ pub const VALUE_SIZE_BYTES_MAX: usize = 0x3fff_ffff;
 #[derive(Clone, Debug)]
 pub struct EvalContext {
     rng: Arc<Mutex<Xoshiro256PlusPlus>>,
+    /// The database's sequences and this session's `currval`s.
+    sequences: Arc<Sequences>,
+    session_sequences: Arc<SessionSequenceValues>,
 }
 
 impl Default for EvalContext {
@@ -46,7 +50,17 @@ impl EvalContext {
 
     /// A context with a fixed seed, for tests.
     pub fn with_seed(seed: u64) -> EvalContext {
-        EvalContext { rng: Arc::new(Mutex::new(Xoshiro256PlusPlus::seed_from_u64(seed))) }
+        EvalContext {
+            rng: Arc::new(Mutex::new(Xoshiro256PlusPlus::seed_from_u64(seed))),
+            sequences: Arc::default(),
+            session_sequences: Arc::default(),
+        }
+    }
+
+    /// This context drawing from the database's `sequences`.
+    pub fn with_sequences(mut self, sequences: Arc<Sequences>) -> EvalContext {
+        self.sequences = sequences;
+        self
     }
 
     /// `random()`: a float8 uniformly distributed in `[0, 1)`.
@@ -130,6 +144,9 @@ pub fn signatures(name: &str) -> &'static [Signature] {
         sig(F::Abs, &[Float8], Float8),
     ];
     const RANDOM: &[Signature] = &[sig(F::Random, &[], Float8)];
+    const NEXTVAL: &[Signature] = &[sig(F::NextVal, &[Text], Int8)];
+    const CURRVAL: &[Signature] = &[sig(F::CurrVal, &[Text], Int8)];
+    const SETVAL: &[Signature] = &[sig(F::SetVal, &[Text, Int8], Int8), sig(F::SetVal, &[Text, Int8, Bool], Int8)];
     const SETSEED: &[Signature] = &[sig(F::SetSeed, &[Float8], Text)];
     const ROUND: &[Signature] =
         &[sig(F::Round, &[Numeric], Numeric), sig(F::Round, &[Float8], Float8), sig(F::Round, &[Numeric, Int4], Numeric)];
@@ -173,6 +190,9 @@ pub fn signatures(name: &str) -> &'static [Signature] {
         "substr" | "substring" => SUBSTR,
         "abs" => ABS,
         "random" => RANDOM,
+        "nextval" => NEXTVAL,
+        "currval" => CURRVAL,
+        "setval" => SETVAL,
         "setseed" => SETSEED,
         "round" => ROUND,
         "trunc" => TRUNC,
@@ -218,6 +238,9 @@ impl ScalarFunction {
             F::Abs => "abs",
             F::Random => "random",
             F::SetSeed => "setseed",
+            F::NextVal => "nextval",
+            F::CurrVal => "currval",
+            F::SetVal => "setval",
             F::Like => "like",
             F::NotLike => "notlike",
             F::ILike => "ilike",
@@ -248,7 +271,7 @@ impl ScalarFunction {
     /// Whether two calls with equal arguments may return different results (or have a
     /// side effect), so the call must not be constant-folded or deduplicated.
     pub fn is_volatile(self) -> bool {
-        matches!(self, F::Random | F::SetSeed)
+        matches!(self, F::Random | F::SetSeed | F::NextVal | F::CurrVal | F::SetVal)
     }
 
     /// Calls the function on already evaluated, already resolved arguments.
@@ -274,6 +297,14 @@ impl ScalarFunction {
             (F::Abs, [v]) => abs(v),
             (F::Random, []) => Ok(Datum::Float8(ctx.random())),
             (F::SetSeed, [Datum::Float8(seed)]) => ctx.set_seed(*seed).map(|()| Datum::Null),
+            (F::NextVal, [Datum::Text(name)]) => ctx.sequences.next_value(name, &ctx.session_sequences).map(Datum::Int8),
+            (F::CurrVal, [Datum::Text(name)]) => ctx.sequences.current_value(name, &ctx.session_sequences).map(Datum::Int8),
+            (F::SetVal, [Datum::Text(name), Datum::Int8(value)]) => {
+                ctx.sequences.set_value(name, *value, true, &ctx.session_sequences).map(Datum::Int8)
+            }
+            (F::SetVal, [Datum::Text(name), Datum::Int8(value), Datum::Bool(called)]) => {
+                ctx.sequences.set_value(name, *value, *called, &ctx.session_sequences).map(Datum::Int8)
+            }
             (F::Like | F::NotLike | F::ILike | F::NotILike, [Datum::Text(text), Datum::Text(pattern), escape @ ..]) => {
                 let escape = match escape {
                     [Datum::Text(e)] => Some(e.as_str()),

@@ -54,6 +54,7 @@ pub mod like;
 mod math;
 mod text;
 pub mod resolve;
+mod sequence;
 mod subquery;
 #[cfg(test)]
 mod tests;
@@ -61,6 +62,7 @@ mod tests;
 pub use cast::cast_datum;
 pub use compare::{compare_datums, datum_hash, GroupKey};
 pub use functions::EvalContext;
+pub use sequence::{sequence_name, Sequences, SessionSequenceValues};
 pub use subquery::{run_init_plans, InitPlan};
 pub use resolve::{
     can_coerce, coerce, common_type, resolve_binary, resolve_case, resolve_coalesce, resolve_function,
@@ -128,6 +130,9 @@ pub enum ScalarFunction {
     Abs,
     Random,
     SetSeed,
+    NextVal,
+    CurrVal,
+    SetVal,
     /// `text LIKE pattern [ESCAPE e]` (`~~`), and its negation `NOT LIKE` (`!~~`).
     Like,
     NotLike,

@@ -1,0 +1,43 @@
+//! What the PostgreSQL oracle tests share: a small deterministic generator, weft's rows as
+//! psql -At prints them, and the check that a statement failed alike in both systems.
+
+#![allow(dead_code)]
+
+use weft_sql::Session;
+
+/// xorshift64: the same sequence of statements on every run.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+/// Rows as psql -At prints them: fields joined by `|`, NULL as nothing.
+pub fn weft_lines(session: &mut Session, sql: &str) -> Result<Vec<String>, String> {
+    let result = session.execute(sql).map_err(|e| e.message.clone())?;
+    Ok(result
+        .rows
+        .iter()
+        .map(|row| row.iter().map(|d| d.to_pg_text().unwrap_or_default()).collect::<Vec<_>>().join("|"))
+        .collect())
+}
+
+/// Both failed with the same message and, where weft gives them and `with_details`, the
+/// same detail and hint (`postgres` is psql's error output).
+pub fn assert_same_error(sql: &str, weft: &weft_sql::Error, postgres: &str, with_details: bool) {
+    assert!(postgres.contains(&format!("ERROR:  {}", weft.message)), "{sql}: weft {weft:?}, PostgreSQL {postgres}");
+    if !with_details {
+        return;
+    }
+    if let Some(detail) = &weft.detail {
+        assert!(postgres.contains(&format!("DETAIL:  {detail}")), "{sql}: weft {weft:?}, PostgreSQL {postgres}");
+    }
+    if let Some(hint) = &weft.hint {
+        assert!(postgres.contains(&format!("HINT:  {hint}")), "{sql}: weft {weft:?}, PostgreSQL {postgres}");
+    }
+}
