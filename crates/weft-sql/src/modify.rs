@@ -30,8 +30,8 @@ use crate::database::WriteTxn;
 use crate::planner::PlanContext;
 use crate::session::Session;
 use crate::statements::{
-    assignment_coerce, column_default, exec_context, is_default_keyword, finish_context, first_block_written, insert_target_for, maintain_indexes,
-    run_insert_plan, with_plan_context,
+    assignment_coerce, column_default, exec_context, finish_context, insert_rows, is_default_keyword, maintain_indexes,
+    with_plan_context,
 };
 
 /// `DELETE FROM t [[AS] alias] [WHERE condition]`.
@@ -107,13 +107,7 @@ pub fn update(session: &mut Session, update: &ast::Update, cancel: &CancelToken)
             .map(|row| row.into_iter().zip(&types).map(|(value, &data_type)| Expr::Literal { value, data_type }).collect())
             .collect();
         let plan = Plan::Pipeline(Pipeline { source: Source::Values(literals), steps: Vec::new(), workers: 0 });
-        let target = insert_target_for(&table, txn.xid);
-        let first_block = first_block_written(session, &table)?;
-        let ctx = exec_context(session, cancel);
-        let outcome = run_insert_plan(&plan, &ctx, &target);
-        finish_context(session, &ctx);
-        let inserted = outcome?;
-        txn.touch(table.locator());
+        let (inserted, first_block) = insert_rows(session, txn, &table, &plan, true, cancel)?;
         maintain_indexes(session, txn, &table, first_block, &tids, None, cancel)?;
         Ok(inserted as usize)
     })?;

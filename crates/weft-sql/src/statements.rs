@@ -124,7 +124,7 @@ pub(crate) fn run_query_plan(plan: &Plan, ctx: &ExecContext) -> Result<Vec<weft_
 }
 
 /// Insert a plan's rows: its init plans first, then the plan.
-pub(crate) fn run_insert_plan(plan: &Plan, ctx: &ExecContext, target: &InsertTarget) -> Result<u64> {
+fn run_insert_plan(plan: &Plan, ctx: &ExecContext, target: &InsertTarget) -> Result<u64> {
     weft_exec::expr::run_init_plans(plan, ctx)?;
     execute_insert(plan, ctx, target)
 }
@@ -501,14 +501,8 @@ fn insert_into(session: &mut Session, insert: &ast::Insert, cancel: &CancelToken
                 Ok::<_, Error>(Plan::Pipeline(Pipeline { source: Source::Values(vec![row]), steps: Vec::new(), workers: 0 }))
             })?,
         };
-        let mut target = insert_target_for(&table, txn.xid);
-        target.fill_last_page = !plan.reads_relation(table.locator());
-        let first_block = first_block_written(session, &table)?;
-        let ctx = exec_context(session, cancel);
-        let outcome = run_insert_plan(&plan, &ctx, &target);
-        finish_context(session, &ctx);
-        let inserted = outcome?;
-        txn.touch(table.locator());
+        let fill_last_page = !plan.reads_relation(table.locator());
+        let (inserted, first_block) = insert_rows(session, txn, &table, &plan, fill_last_page, cancel)?;
         let arbiters = on_conflict.map(|target| crate::indexes::conflict_arbiters(&txn.catalog, &table, target)).transpose()?;
         let skipped = maintain_indexes(session, txn, &table, first_block, &[], arbiters.as_deref(), cancel)?;
         let inserted = inserted - skipped;
@@ -516,6 +510,27 @@ fn insert_into(session: &mut Session, insert: &ast::Insert, cancel: &CancelToken
         Ok(inserted)
     })?;
     Ok(QueryResult::command(format!("INSERT 0 {inserted}")))
+}
+
+/// Write the rows of `plan` (full table rows) into `table`'s heap; their count and the
+/// first block written, from which index maintenance reads them back.
+pub(crate) fn insert_rows(
+    session: &Session,
+    txn: &mut WriteTxn,
+    table: &TableMeta,
+    plan: &Plan,
+    fill_last_page: bool,
+    cancel: &CancelToken,
+) -> Result<(u64, weft_storage::BlockNumber)> {
+    let mut target = insert_target_for(table, txn.xid);
+    target.fill_last_page = fill_last_page;
+    let first_block = first_block_written(session, table)?;
+    let ctx = exec_context(session, cancel);
+    let outcome = run_insert_plan(plan, &ctx, &target);
+    finish_context(session, &ctx);
+    let inserted = outcome?;
+    txn.touch(table.locator());
+    Ok((inserted, first_block))
 }
 
 /// The first block an insert into `table` may write (it starts by filling the last page).

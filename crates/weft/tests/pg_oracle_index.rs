@@ -6,9 +6,8 @@
 
 mod oracle;
 
-use oracle::{assert_same_error, weft_lines, Rng};
-use weft::postgres::PgCluster;
-use weft_sql::{Database, Datum};
+use oracle::{compare_script, weft_lines, Rng};
+use weft_sql::Datum;
 
 const SETUP: &[&str] = &[
     "CREATE TABLE x (id int4, a int4, b int8, c text, d float8)",
@@ -55,13 +54,7 @@ fn query(rng: &mut Rng) -> String {
 
 #[test]
 fn index_queries_match_postgresql() {
-    if !PgCluster::available() {
-        eprintln!("PostgreSQL 15 is not installed: skipping");
-        return;
-    }
-    let pg = PgCluster::start().expect("PostgreSQL starts");
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path(), &[]).unwrap();
+    let Some((pg, _dir, db)) = oracle::start() else { return };
     let mut s = db.session();
     for sql in SETUP {
         pg.query(sql).unwrap_or_else(|e| panic!("PostgreSQL: {sql}: {e}"));
@@ -88,13 +81,7 @@ fn index_queries_match_postgresql() {
 
 #[test]
 fn unique_violations_match_postgresql() {
-    if !PgCluster::available() {
-        eprintln!("PostgreSQL 15 is not installed: skipping");
-        return;
-    }
-    let pg = PgCluster::start().expect("PostgreSQL starts");
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path(), &[]).unwrap();
+    let Some((pg, _dir, db)) = oracle::start() else { return };
     let mut s = db.session();
     let setup = [
         "CREATE TABLE u (a int4, b text)",
@@ -186,13 +173,7 @@ fn analyzed_query(rng: &mut Rng) -> String {
 
 #[test]
 fn index_queries_match_postgresql_after_analyze() {
-    if !PgCluster::available() {
-        eprintln!("PostgreSQL 15 is not installed: skipping");
-        return;
-    }
-    let pg = PgCluster::start().expect("PostgreSQL starts");
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path(), &[]).unwrap();
+    let Some((pg, _dir, db)) = oracle::start() else { return };
     let mut s = db.session();
     for sql in SETUP.iter().chain(&["ANALYZE x"]) {
         pg.query(sql).unwrap_or_else(|e| panic!("PostgreSQL: {sql}: {e}"));
@@ -221,13 +202,7 @@ fn index_queries_match_postgresql_after_analyze() {
 /// cost models (and PostgreSQL's random sample) agree.
 #[test]
 fn index_plan_shapes_match_postgresql() {
-    if !PgCluster::available() {
-        eprintln!("PostgreSQL 15 is not installed: skipping");
-        return;
-    }
-    let pg = PgCluster::start().expect("PostgreSQL starts");
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path(), &[]).unwrap();
+    let Some((pg, _dir, db)) = oracle::start() else { return };
     let mut s = db.session();
     let setup = [
         "CREATE TABLE p (id int NOT NULL, a int, skew int, t text, f float8)",
@@ -291,13 +266,7 @@ fn index_plan_shapes_match_postgresql() {
 /// PostgreSQL (same message, detail and hint), and the indexes made have PostgreSQL's names.
 #[test]
 fn key_constraints_match_postgresql() {
-    if !PgCluster::available() {
-        eprintln!("PostgreSQL 15 is not installed: skipping");
-        return;
-    }
-    let pg = PgCluster::start().expect("PostgreSQL starts");
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path(), &[]).unwrap();
+    let Some((pg, _dir, db)) = oracle::start() else { return };
     let mut s = db.session();
     let script = [
         "CREATE TABLE k (a int4 PRIMARY KEY, b text UNIQUE, c int8 NOT NULL, UNIQUE (c, b))",
@@ -336,13 +305,7 @@ fn key_constraints_match_postgresql() {
         "INSERT INTO k VALUES (1, 'b1', 1), (2, 'b2', 1)",
         "INSERT INTO k VALUES (2, 'b9', 1)",
     ];
-    for sql in script {
-        match (s.execute(sql), pg.query(sql)) {
-            (Ok(_), Ok(_)) => {}
-            (Err(weft), Err(postgres)) => assert_same_error(sql, &weft, &postgres.message, true),
-            (weft, postgres) => panic!("{sql}: weft {weft:?}, PostgreSQL {postgres:?}"),
-        }
-    }
+    compare_script(&pg, &mut s, &script, true);
     for sql in [
         "SELECT * FROM k ORDER BY a",
         "SELECT * FROM k2 ORDER BY a, b",

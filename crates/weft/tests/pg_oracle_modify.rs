@@ -6,7 +6,7 @@
 
 mod oracle;
 
-use oracle::{assert_same_error, weft_lines, Rng};
+use oracle::{assert_same_error, compare_script, weft_lines, Rng};
 use weft::postgres::PgCluster;
 use weft_sql::{Database, Session};
 
@@ -71,13 +71,7 @@ fn compare_all(pg: &PgCluster, s: &mut Session, after: &str) {
 
 #[test]
 fn delete_and_update_match_postgresql() {
-    if !PgCluster::available() {
-        eprintln!("PostgreSQL 15 is not installed: skipping");
-        return;
-    }
-    let pg = PgCluster::start().expect("PostgreSQL starts");
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path(), &[]).unwrap();
+    let Some((pg, dir, db)) = oracle::start() else { return };
     let mut s = db.session();
     for sql in SETUP {
         pg.query(sql).unwrap();
@@ -131,13 +125,7 @@ fn delete_and_update_match_postgresql() {
 /// and the rows named in error details agree exactly.
 #[test]
 fn order_dependent_unique_updates() {
-    if !PgCluster::available() {
-        eprintln!("PostgreSQL 15 is not installed: skipping");
-        return;
-    }
-    let pg = PgCluster::start().expect("PostgreSQL starts");
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path(), &[]).unwrap();
+    let Some((pg, _dir, db)) = oracle::start() else { return };
     let mut s = db.session();
     let script = [
         "CREATE TABLE o (k int4 PRIMARY KEY, v text NOT NULL, w int8 UNIQUE)",
@@ -158,11 +146,7 @@ fn order_dependent_unique_updates() {
         "INSERT INTO o VALUES (3, 'x', 5000)",
     ];
     for sql in script {
-        match (s.execute(sql), pg.query(sql)) {
-            (Ok(weft), Ok(_)) => assert!(!weft.tag.is_empty()),
-            (Err(weft), Err(postgres)) => assert_same_error(sql, &weft, &postgres.message, true),
-            (weft, postgres) => panic!("{sql}: weft {weft:?}, PostgreSQL {postgres:?}"),
-        }
+        compare_script(&pg, &mut s, &[sql], true);
         let all = "SELECT * FROM o ORDER BY k";
         assert_eq!(weft_lines(&mut s, all).unwrap(), pg.query(all).unwrap(), "after {sql}");
     }
@@ -172,13 +156,7 @@ fn order_dependent_unique_updates() {
 /// SELECT, currval/setval, bounds and errors, and dropping with the table, as PostgreSQL.
 #[test]
 fn sequences_and_serial_match_postgresql() {
-    if !PgCluster::available() {
-        eprintln!("PostgreSQL 15 is not installed: skipping");
-        return;
-    }
-    let pg = PgCluster::start().expect("PostgreSQL starts");
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path(), &[]).unwrap();
+    let Some((pg, dir, db)) = oracle::start() else { return };
     let mut s = db.session();
     let script = [
         "CREATE TABLE sr (id serial PRIMARY KEY, big bigserial, name text)",
@@ -227,15 +205,7 @@ fn sequences_and_serial_match_postgresql() {
         "SELECT * FROM sr ORDER BY id",
         "SELECT nextval('s3')",
     ];
-    for sql in script {
-        match (weft_lines(&mut s, sql), pg.query(sql)) {
-            (Ok(weft), Ok(postgres)) => assert_eq!(weft, postgres, "{sql}"),
-            (Err(weft), Err(postgres)) => {
-                assert!(postgres.message.contains(&format!("ERROR:  {weft}")), "{sql}: weft {weft}, PostgreSQL {postgres:?}")
-            }
-            (weft, postgres) => panic!("{sql}: weft {weft:?}, PostgreSQL {postgres:?}"),
-        }
-    }
+    compare_script(&pg, &mut s, &script, false);
     // The values survive reopening, and none is handed out twice.
     drop(s);
     drop(db);
@@ -250,13 +220,7 @@ fn sequences_and_serial_match_postgresql() {
 /// and among the statement's own rows (the first one wins), with several unique indexes.
 #[test]
 fn on_conflict_do_nothing_matches_postgresql() {
-    if !PgCluster::available() {
-        eprintln!("PostgreSQL 15 is not installed: skipping");
-        return;
-    }
-    let pg = PgCluster::start().expect("PostgreSQL starts");
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path(), &[]).unwrap();
+    let Some((pg, _dir, db)) = oracle::start() else { return };
     let mut s = db.session();
     let script = [
         "CREATE TABLE oc (k int4 PRIMARY KEY, u text UNIQUE, v int8)",
@@ -276,21 +240,8 @@ fn on_conflict_do_nothing_matches_postgresql() {
         "SELECT * FROM oc ORDER BY k",
         "SELECT k FROM oc WHERE u = 'w5'",
     ];
-    for sql in script {
-        match (s.execute(sql), pg.query(sql)) {
-            (Ok(weft), Ok(postgres)) => {
-                let lines: Vec<String> = weft
-                    .rows
-                    .iter()
-                    .map(|row| row.iter().map(|d| d.to_pg_text().unwrap_or_default()).collect::<Vec<_>>().join("|"))
-                    .collect();
-                // psql -At prints no tag: the counts are compared through the table.
-                assert_eq!(lines, postgres, "{sql}");
-            }
-            (Err(weft), Err(postgres)) => assert_same_error(sql, &weft, &postgres.message, true),
-            (weft, postgres) => panic!("{sql}: weft {weft:?}, PostgreSQL {postgres:?}"),
-        }
-    }
+    // psql -At prints no command tags: the counts are compared through the table.
+    compare_script(&pg, &mut s, &script, true);
     for index in ["oc_pkey", "oc_u_key"] {
         s.execute(&format!("SELECT weft_index_check('{index}', heapallindexed => true)")).unwrap();
     }

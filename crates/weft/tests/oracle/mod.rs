@@ -41,3 +41,35 @@ pub fn assert_same_error(sql: &str, weft: &weft_sql::Error, postgres: &str, with
         assert!(postgres.contains(&format!("HINT:  {hint}")), "{sql}: weft {weft:?}, PostgreSQL {postgres}");
     }
 }
+
+/// A PostgreSQL 15 cluster and an empty weft database beside it, or `None` (after saying
+/// so) when PostgreSQL is not installed.
+pub fn start() -> Option<(weft::postgres::PgCluster, tempfile::TempDir, std::sync::Arc<weft_sql::Database>)> {
+    if !weft::postgres::PgCluster::available() {
+        eprintln!("PostgreSQL 15 is not installed: skipping");
+        return None;
+    }
+    let pg = weft::postgres::PgCluster::start().expect("PostgreSQL starts");
+    let dir = tempfile::tempdir().unwrap();
+    let db = weft_sql::Database::open(dir.path(), &[]).unwrap();
+    Some((pg, dir, db))
+}
+
+/// Run each statement in both systems: both succeed with the same rows, or both fail
+/// alike (`with_details`: see [`assert_same_error`]).
+pub fn compare_script(pg: &weft::postgres::PgCluster, session: &mut Session, script: &[&str], with_details: bool) {
+    for sql in script {
+        match (session.execute(sql), pg.query(sql)) {
+            (Ok(weft), Ok(postgres)) => {
+                let lines: Vec<String> = weft
+                    .rows
+                    .iter()
+                    .map(|row| row.iter().map(|d| d.to_pg_text().unwrap_or_default()).collect::<Vec<_>>().join("|"))
+                    .collect();
+                assert_eq!(lines, postgres, "{sql}");
+            }
+            (Err(weft), Err(postgres)) => assert_same_error(sql, &weft, &postgres.message, with_details),
+            (weft, postgres) => panic!("{sql}: weft {weft:?}, PostgreSQL {postgres:?}"),
+        }
+    }
+}
