@@ -113,3 +113,69 @@ fn interrupted_statements_leave_nothing_visible() {
         }
     }
 }
+
+/// UPDATE and DELETE killed at several points are all or nothing after restart (the rows
+/// they stamped keep their xmax of an aborted xid, the new versions are invisible), the
+/// primary key still matches the heap, and one that reported success survives the kill.
+#[test]
+fn interrupted_update_and_delete_are_all_or_nothing() {
+    const ROWS: i64 = 400_000;
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open(dir.path(), &[]).unwrap();
+        let mut s = db.session();
+        s.execute("CREATE TABLE u (a int PRIMARY KEY, b int8)").unwrap();
+        s.execute(&format!("INSERT INTO u SELECT i, 0 FROM generate_series(1, {ROWS}) i")).unwrap();
+    }
+    let sum_and_count = |dir: &Path| {
+        let db = Database::open(dir, &[]).unwrap();
+        let mut s = db.session();
+        s.execute("SELECT weft_index_check('u_pkey', heapallindexed => true)").unwrap();
+        let row = s.execute("SELECT sum(b), count(*) FROM u").unwrap().rows[0].clone();
+        let count = match row[1] {
+            Datum::Int8(n) => n,
+            _ => unreachable!(),
+        };
+        (row[0].to_pg_text().unwrap_or_default().parse::<i64>().unwrap_or(0), count)
+    };
+    for delay_ms in [30u64, 120, 300] {
+        for sql in ["UPDATE u SET b = b + 1;", "DELETE FROM u WHERE a % 2 = 0;"] {
+            let (sum_before, count_before) = sum_and_count(dir.path());
+            let mut child = weft_shell(dir.path());
+            let mut stdin = child.stdin.take().unwrap();
+            writeln!(stdin, "{sql}").unwrap();
+            stdin.flush().unwrap();
+            std::thread::sleep(Duration::from_millis(delay_ms));
+            child.kill().ok();
+            child.wait().unwrap();
+            drop(stdin);
+            let (sum, count) = sum_and_count(dir.path());
+            if sql.starts_with("UPDATE") {
+                assert_eq!(count, count_before);
+                assert!(sum == sum_before || sum == sum_before + count_before, "{sql} after {delay_ms} ms: sum {sum_before} -> {sum}");
+            } else {
+                assert!(count == count_before || count == count_before / 2, "{sql} after {delay_ms} ms: {count_before} -> {count} rows");
+            }
+            assert!(orphan_files(dir.path()).is_empty());
+        }
+    }
+    // A DELETE that reported success survives a kill right after it.
+    let (_, count_before) = sum_and_count(dir.path());
+    let mut child = weft_shell(dir.path());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    writeln!(stdin, "DELETE FROM u WHERE a <= 1000;").unwrap();
+    stdin.flush().unwrap();
+    let mut line = String::new();
+    let deleted = loop {
+        line.clear();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "weft exited early");
+        if let Some(n) = line.trim().strip_prefix("DELETE ") {
+            break n.parse::<i64>().unwrap();
+        }
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(deleted > 0);
+    assert_eq!(sum_and_count(dir.path()).1, count_before - deleted);
+}
