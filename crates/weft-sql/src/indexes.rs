@@ -94,8 +94,9 @@ fn index_options(exprs: &[ast::Expr]) -> Result<IndexOptions> {
 }
 
 /// PostgreSQL's generated name: `table_col1_col2_label`, then `..._label1`, `..._label2`,
-/// ... (`label` is `idx` for CREATE INDEX, `key` for UNIQUE, `pkey` without columns).
-fn generated_name(catalog: &Catalog, table: &str, columns: &[String], label: &str) -> String {
+/// ... (`label` is `idx` for CREATE INDEX, `key` for UNIQUE, `pkey` without columns,
+/// `seq` for a serial column's sequence).
+pub(crate) fn generated_name(catalog: &Catalog, table: &str, columns: &[String], label: &str) -> String {
     let base = if columns.is_empty() { format!("{table}_{label}") } else { format!("{table}_{}_{label}", columns.join("_")) };
     let mut name = base.clone();
     let mut n = 0;

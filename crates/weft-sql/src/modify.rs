@@ -79,20 +79,18 @@ pub fn update(session: &mut Session, update: &ast::Update, cancel: &CancelToken)
     let db = session.db.clone();
     let updated = db.write(|txn| {
         let mut table = txn.catalog.table(&table_name)?.clone();
-        let (matches, types) = with_plan_context(session, &txn.catalog, |ctx| {
+        let matches = with_plan_context(session, &txn.catalog, |ctx| {
             let scope = table_scope(&table, &alias);
             let condition = update.selection.as_ref().map(|c| bind_condition(session, cancel, &scope, ctx, c)).transpose()?;
             let assignments = bind_assignments(&table, &scope, ctx, &update.assignments)?;
             run_init_plans_of(session, cancel, condition.iter().cloned().chain(assignments.iter().map(|(_, e)| e.clone())).collect())?;
-            let types: Vec<DataType> = table.columns.iter().map(|c| c.data_type).collect();
-            let matches = matching_rows(session, txn, &table, condition.as_ref(), cancel, |row| {
+            matching_rows(session, txn, &table, condition.as_ref(), cancel, |row| {
                 let mut new_row = row.clone();
                 for (column, expr) in &assignments {
                     new_row[*column] = expr.eval(row, &session.eval)?;
                 }
                 Ok(new_row)
-            })?;
-            Ok((matches, types))
+            })
         })?;
         if matches.is_empty() {
             return Ok(0);
@@ -102,6 +100,7 @@ pub fn update(session: &mut Session, update: &ast::Update, cancel: &CancelToken)
         table.has_dead_rows = true;
         *txn.catalog.table_mut(&table_name)? = table.clone();
         // The new versions go through INSERT's path: NOT NULL, encoding, index entries.
+        let types = table.column_types();
         let literals = rows
             .into_iter()
             .map(|row| row.into_iter().zip(&types).map(|(value, &data_type)| Expr::Literal { value, data_type }).collect())

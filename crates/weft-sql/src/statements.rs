@@ -280,13 +280,7 @@ fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<K
 fn add_serial_sequences(txn: &mut WriteTxn, name: &str, columns: &mut [ColumnMeta], serials: &[usize]) {
     for &i in serials {
         let column = &mut columns[i];
-        let base = format!("{name}_{}_seq", column.name);
-        let mut seq_name = base.clone();
-        let mut n = 0;
-        while txn.catalog.relation_exists(&seq_name) {
-            n += 1;
-            seq_name = format!("{base}{n}");
-        }
+        let seq_name = crate::indexes::generated_name(&txn.catalog, name, std::slice::from_ref(&column.name), "seq");
         let max_value = if column.data_type == DataType::Int4 { i32::MAX as i64 } else { i64::MAX };
         txn.catalog.sequences.insert(
             seq_name.clone(),

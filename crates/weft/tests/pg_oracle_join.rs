@@ -6,8 +6,11 @@
 //! serial, parallel with each join shape, a tiny `work_mem` (many batches), and forced
 //! barrier attach phases; the multiset of rows must equal PostgreSQL's each time.
 
+mod oracle;
+
+use oracle::weft_lines;
 use weft::postgres::PgCluster;
-use weft_sql::{Database, Session};
+use weft_sql::Database;
 
 struct Rng(u64);
 
@@ -24,15 +27,6 @@ impl Rng {
     }
 }
 
-/// Rows as psql -At prints them: fields joined by `|`, NULL as nothing.
-fn weft_lines(session: &mut Session, sql: &str) -> Result<Vec<String>, String> {
-    let result = session.execute(sql).map_err(|e| e.message.clone())?;
-    Ok(result
-        .rows
-        .iter()
-        .map(|row| row.iter().map(|d| d.to_pg_text().unwrap_or_default()).collect::<Vec<_>>().join("|"))
-        .collect())
-}
 
 const SETUP: &[&str] = &[
     "CREATE TABLE a (id int4, k int4, k8 int8, t text)",

@@ -18,13 +18,17 @@ impl Rng {
 }
 
 /// Rows as psql -At prints them: fields joined by `|`, NULL as nothing.
-pub fn weft_lines(session: &mut Session, sql: &str) -> Result<Vec<String>, String> {
-    let result = session.execute(sql).map_err(|e| e.message.clone())?;
-    Ok(result
+pub fn lines(result: &weft_sql::QueryResult) -> Vec<String> {
+    result
         .rows
         .iter()
         .map(|row| row.iter().map(|d| d.to_pg_text().unwrap_or_default()).collect::<Vec<_>>().join("|"))
-        .collect())
+        .collect()
+}
+
+/// A statement's rows as [`lines`], or its error message.
+pub fn weft_lines(session: &mut Session, sql: &str) -> Result<Vec<String>, String> {
+    session.execute(sql).map(|result| lines(&result)).map_err(|e| e.message.clone())
 }
 
 /// Both failed with the same message and, where weft gives them and `with_details`, the
@@ -60,14 +64,7 @@ pub fn start() -> Option<(weft::postgres::PgCluster, tempfile::TempDir, std::syn
 pub fn compare_script(pg: &weft::postgres::PgCluster, session: &mut Session, script: &[&str], with_details: bool) {
     for sql in script {
         match (session.execute(sql), pg.query(sql)) {
-            (Ok(weft), Ok(postgres)) => {
-                let lines: Vec<String> = weft
-                    .rows
-                    .iter()
-                    .map(|row| row.iter().map(|d| d.to_pg_text().unwrap_or_default()).collect::<Vec<_>>().join("|"))
-                    .collect();
-                assert_eq!(lines, postgres, "{sql}");
-            }
+            (Ok(weft), Ok(postgres)) => assert_eq!(lines(&weft), postgres, "{sql}"),
             (Err(weft), Err(postgres)) => assert_same_error(sql, &weft, &postgres.message, with_details),
             (weft, postgres) => panic!("{sql}: weft {weft:?}, PostgreSQL {postgres:?}"),
         }
