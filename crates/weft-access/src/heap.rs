@@ -19,7 +19,7 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use weft_common::tuple::RowLayout;
-use weft_common::{Datum, Error, Result, SqlState};
+use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_storage::zone_map::{ZoneWriteGuard, NO_VALUES};
 use weft_storage::{
     page, BlockNumber, BufferAccessStrategy, BufferPool, BufferTag, ForkNumber, OffsetNumber, Page, RelFileLocator,
@@ -319,26 +319,52 @@ pub fn scan_numbered_pages(
 /// The smallest and largest non-NULL value of integer (int4, int8) column `col` over every
 /// tuple of a heap page, visible or not — what a zone map keeps of the block (see
 /// `weft_storage::zone_map`): `NO_VALUES` when there is none, and the whole `i64` range
-/// (the block is never skipped) for anything unexpected.
+/// (the block is never skipped) for anything unexpected. For a text column, the values
+/// are the texts' first 8 bytes (zero-padded) read as a big-endian `u64` with its top bit
+/// flipped, so that `i64` order is byte order: [`text_zone_value`].
 pub fn page_int_range(page: &[u8], layout: &RowLayout, col: usize) -> (i64, i64) {
     const ANYTHING: (i64, i64) = (i64::MIN, i64::MAX);
     let Ok(page) = <&Page>::try_from(page) else { return ANYTHING };
     if page::is_new(page) {
         return NO_VALUES;
     }
+    let text_index = match layout.types().get(col) {
+        Some(DataType::Text) => layout.var_index_of(col),
+        _ => None,
+    };
     let (mut lo, mut hi) = NO_VALUES;
     for (_, item) in page::items(page) {
         let Some(row) = item.get(XMIN_BYTES..) else { return ANYTHING };
-        let v = match layout.get_fixed(row, col) {
-            Some(Datum::Int4(v)) => v as i64,
-            Some(Datum::Int8(v)) => v,
-            Some(Datum::Null) => continue,
-            _ => return ANYTHING,
+        let v = if let Some(index) = text_index {
+            if layout.is_null(row, col) {
+                continue;
+            }
+            match layout.var_bytes(row, index) {
+                Ok(bytes) => text_zone_value(bytes),
+                Err(_) => return ANYTHING,
+            }
+        } else {
+            match layout.get_fixed(row, col) {
+                Some(Datum::Int4(v)) => v as i64,
+                Some(Datum::Int8(v)) => v,
+                Some(Datum::Null) => continue,
+                _ => return ANYTHING,
+            }
         };
         lo = lo.min(v);
         hi = hi.max(v);
     }
     (lo, hi)
+}
+
+/// A text's place in a zone map: its first 8 bytes, zero-padded, as a big-endian `u64`
+/// with the top bit flipped (so that signed order is byte order). Texts with equal
+/// prefixes get equal values; a longer text never gets a smaller one.
+pub fn text_zone_value(bytes: &[u8]) -> i64 {
+    let mut prefix = [0u8; 8];
+    let n = bytes.len().min(8);
+    prefix[..n].copy_from_slice(&bytes[..n]);
+    (u64::from_be_bytes(prefix) ^ (1 << 63)) as i64
 }
 
 /// Visit consecutive blocks of the main fork under their shared locks, read in batches

@@ -23,11 +23,11 @@ use weft_common::progress::{CreateIndexPhase, IndexBuildProgress};
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Error, Result, SqlState};
 use weft_sort::{
-    merge_ranges_in_order, Merger, RangeWorkers, SharedSort, SortOptions, SortReport, SortStrategy, TraceFn,
+    merge_ranges_then_complete, Merger, RangeWorkers, SharedSort, SortOptions, SortReport, SortStrategy, TraceFn,
 };
 use weft_storage::{BufferAccessStrategy, BufferPool, ForkNumber, RelFileLocator};
 
-use crate::btree::{BTreeDesc, BTreeWriter, BuildSummary, KeyColumn, LeafPacker, PackedLeaves, TidWord};
+use crate::btree::{BTreeDesc, BTreeWriter, BuildSummary, KeyColumn, LeafPacker, NumberedLeaves, PackedLeaves, TidWord};
 use crate::catalog::{IndexMeta, TableMeta};
 use crate::heap::{scan_blocks_with_tids, HeapScanCursor};
 use crate::snapshot::Snapshot;
@@ -276,7 +276,7 @@ pub fn build_btree(
             Ok(Range { leaves, first, last })
         };
         let mut previous_last: Option<Vec<u8>> = None;
-        let consume = |range: Range| -> Result<bool> {
+        let consume = |range: Range| -> Result<Option<NumberedLeaves>> {
             if let (Some(prev), Some(first)) = (&previous_last, &range.first) {
                 if index.unique && desc.keys_equal_not_null(prev, first) {
                     return Err(duplicate(first));
@@ -285,9 +285,10 @@ pub fn build_btree(
             if range.last.is_some() {
                 previous_last = range.last;
             }
-            writer.append_leaves(range.leaves)?;
-            Ok(true)
+            // Numbered here, in key order; written by whichever participant consumed it.
+            writer.number_leaves(range.leaves).map(Some)
         };
+        let write = |leaves: NumberedLeaves| leaves.write(env.pool);
         let who = RangeWorkers {
             pool: env.workers,
             workers: run.workers_launched,
@@ -295,7 +296,7 @@ pub fn build_btree(
             cancel: env.cancel,
         };
         let ranges = (run.workers_launched + 1) * RANGES_PER_PARTICIPANT;
-        let (times, outcome) = merge_ranges_in_order(&runs, ranges, &who, pack, consume);
+        let (times, outcome) = merge_ranges_then_complete(&runs, ranges, &who, pack, consume, write);
         (times.not_all_busy, outcome)
     } else {
         let outcome = (|| {

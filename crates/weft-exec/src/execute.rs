@@ -7,6 +7,7 @@
 //! never wait for one another inside a pipeline, so the number of workers actually
 //! launched (maybe none) changes speed, never the result.
 
+use std::cell::Cell;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -17,7 +18,7 @@ use crate::sort::Ordered;
 use weft_common::parallel::{CancelToken, WorkerPool};
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result};
-use weft_storage::zone_map::{block_runs, ZoneMap};
+use weft_storage::zone_map::block_runs;
 use weft_storage::{BlockNumber, BufferAccessStrategy, BufferPool, RelFileLocator};
 
 use crate::aggregate::AggregateSink;
@@ -150,6 +151,23 @@ pub(crate) trait Sink: Sync {
     /// Take the visible tuples of one page (`tuples` are byte ranges into `page`).
     fn push_raw_page(&self, _local: &mut Self::Local, _page: &[u8], _tuples: &[Range<usize>]) -> Result<bool> {
         Err(Error::internal("raw tuples sent to a sink that does not accept them"))
+    }
+
+    /// A column of the raw tuples by whose zone map the scan may skip blocks: the sink can
+    /// tell from a block's `(min, max)` there that it wants none of the block's rows.
+    fn zone_prunable_column(&self) -> Option<usize> {
+        None
+    }
+
+    /// What a block must beat for the sink to want its rows, given what `local` holds now
+    /// (`None`: it wants everything).
+    fn prune_bar(&self, _local: &Self::Local) -> Option<u64> {
+        None
+    }
+
+    /// May a block whose values of the prunable column lie in `min..=max` beat `bar`?
+    fn may_beat(&self, _bar: u64, _min: i64, _max: i64) -> bool {
+        true
     }
 }
 
@@ -381,6 +399,9 @@ impl StepBuffers {
 
 /// Rows handed out in chunks from a shared index (VALUES, materialized subqueries).
 const ROW_CHUNK: usize = 1024;
+/// Blocks a scan's `keep` is asked about at once, ahead of reading them: few enough that
+/// a bar raised by one page applies soon, enough for batched reads.
+const KEEP_ASKED_AHEAD: BlockNumber = 32;
 /// Series values handed out at once.
 const SERIES_CHUNK: i64 = 4096;
 
@@ -429,16 +450,17 @@ impl<'p> SourceState<'p> {
 
     /// A heap source's share of visible tuples, a page at a time.
     fn run_raw_pages(&self, ctx: &ExecContext, mut emit: impl FnMut(&[u8], &[Range<usize>]) -> Result<bool>) -> Result<()> {
-        self.run_numbered_pages(ctx, None, |_, page, tuples| Ok(tuples.is_empty() || emit(page, tuples)?))
+        self.run_numbered_pages(ctx, |_| true, |_, page, tuples| Ok(tuples.is_empty() || emit(page, tuples)?))
     }
 
     /// [`SourceState::run_raw_pages`] with block numbers, every page read (also one
-    /// without a visible tuple), and with `prune` = (zone map, lo, hi) only the blocks
-    /// whose values may lie in `lo..=hi`.
+    /// without a visible tuple), and only the blocks `keep` says yes to. `keep` is asked
+    /// shortly before a block is read (a few blocks ahead), so it may change its mind as
+    /// the scan goes (a bounded sort's bar rises).
     fn run_numbered_pages(
         &self,
         ctx: &ExecContext,
-        prune: Option<(&ZoneMap, i64, i64)>,
+        keep: impl Fn(BlockNumber) -> bool,
         mut emit: impl FnMut(BlockNumber, &[u8], &[Range<usize>]) -> Result<bool>,
     ) -> Result<()> {
         let SourceState::Heap { source, cursor } = self else {
@@ -449,11 +471,15 @@ impl<'p> SourceState<'p> {
         let mut ring = (source.nblocks as usize > ctx.pool.nbuffers() / 4).then(BufferAccessStrategy::bulk_read);
         while let Some(blocks) = cursor.next_chunk() {
             ctx.cancel.check()?;
-            let keep = |block| prune.is_none_or(|(map, lo, hi)| map.may_contain(block, lo, hi));
-            for run in block_runs(blocks, keep) {
-                if !scan_numbered_pages(ctx.pool, source.rel, run, ring.as_mut(), &source.snapshot, &mut emit)? {
-                    return Ok(());
+            let mut start = blocks.start;
+            while start < blocks.end {
+                let end = blocks.end.min(start.saturating_add(KEEP_ASKED_AHEAD));
+                for run in block_runs(start..end, &keep) {
+                    if !scan_numbered_pages(ctx.pool, source.rel, run, ring.as_mut(), &source.snapshot, &mut emit)? {
+                        return Ok(());
+                    }
                 }
+                start = end;
             }
         }
         Ok(())
@@ -688,8 +714,18 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
         }
         _ => false,
     };
-    // A probe-side scan that could skip blocks by a zone map and has none builds one.
-    let zone_build = zone_map_key(&state, steps).and_then(|(heap, column)| {
+    // A raw scan into a sink that can skip blocks by a zone map (an integer column).
+    let raw_zone_column = match (&pipeline.source, raw) {
+        (Source::Heap(heap), true) => sink
+            .zone_prunable_column()
+            .filter(|&c| matches!(heap.layout.types().get(c), Some(DataType::Int4 | DataType::Int8 | DataType::Text)))
+            .map(|c| (heap, c)),
+        _ => None,
+    };
+    // A probe-side scan or a raw scan that could skip blocks by a zone map and has none
+    // builds one.
+    let zone_key = zone_map_key(&state, steps).or(raw_zone_column.map(|(heap, c)| (heap, c)));
+    let zone_build = zone_key.and_then(|(heap, column)| {
         let maps = ctx.pool.zone_maps();
         maps.get(heap.rel, column).is_none().then(|| maps.begin_build(heap.rel, column, heap.nblocks)).flatten()
     });
@@ -699,7 +735,37 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
         // Counted in locals, summed once at the end (EXPLAIN ANALYZE's rows).
         let (mut rows_in, mut rows_out) = (0u64, 0u64);
         let mut first_row = None;
-        if raw {
+        if let (true, Some((heap, column))) = (raw, raw_zone_column) {
+            // The sink can turn whole blocks away by their zone map (a bounded sort whose
+            // kept rows beat everything in them); a scan without the map builds it.
+            let zone = ctx.pool.zone_maps().get(heap.rel, column);
+            let bar = Cell::new(None::<u64>);
+            let keep = |block| match (bar.get(), zone.as_deref().and_then(|map| map.range(block))) {
+                (Some(bar), Some((min, max))) => sink.may_beat(bar, min, max),
+                _ => true,
+            };
+            let building = zone_build.as_ref().filter(|_| zone.is_none());
+            let mut built: Vec<(BlockNumber, (i64, i64))> = Vec::new();
+            state.run_numbered_pages(ctx, keep, |block, page, tuples| {
+                if building.is_some() {
+                    built.push((block, page_int_range(page, &heap.layout, column)));
+                }
+                if tuples.is_empty() {
+                    return Ok(true);
+                }
+                if rows_in == 0 {
+                    first_row = Some(Instant::now());
+                }
+                rows_in += tuples.len() as u64;
+                let going = sink.push_raw_page(&mut local, page, tuples)?;
+                bar.set(sink.prune_bar(&local));
+                Ok(going)
+            })?;
+            if let Some(build) = building {
+                build.add_all(&built);
+            }
+            rows_out = rows_in;
+        } else if raw {
             state.run_raw_pages(ctx, |page, tuples| {
                 if rows_in == 0 && !tuples.is_empty() {
                     first_row = Some(Instant::now());
@@ -734,10 +800,11 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                     // a scan without a zone map builds one.
                     let zone = ctx.pool.zone_maps().get(heap.rel, key_column);
                     let prune = zone.as_deref().and_then(|map| table.int_key_bounds().map(|(lo, hi)| (map, lo, hi)));
+                    let keep = |block| prune.is_none_or(|(map, lo, hi)| map.may_contain(block, lo, hi));
                     let building = zone_build.as_ref().filter(|_| zone.is_none());
                     let mut built: Vec<(BlockNumber, (i64, i64))> = Vec::new();
                     let mut row: Vec<Datum> = Vec::with_capacity(heap.columns.len());
-                    state.run_numbered_pages(ctx, prune, |block, page, tuples| {
+                    state.run_numbered_pages(ctx, keep, |block, page, tuples| {
                         if building.is_some() {
                             built.push((block, page_int_range(page, &heap.layout, key_column)));
                         }

@@ -278,4 +278,20 @@ impl<'s> Sink for SortSink<'s> {
         }
         Ok(true)
     }
+
+    /// A bounded sort on an integer or text column (NULLs last) skips the blocks whose
+    /// values cannot beat the worst row it keeps: after the first few pages of a big
+    /// table that is nearly all of them. The raw rows are the sorted rows, so the key's column is
+    /// the table's.
+    fn zone_prunable_column(&self) -> Option<usize> {
+        self.shared.bound().and(self.shared.keys().zone_prunable_column())
+    }
+
+    fn prune_bar(&self, (participant, _): &Self::Local) -> Option<u64> {
+        participant.top_n_bar()
+    }
+
+    fn may_beat(&self, bar: u64, min: i64, max: i64) -> bool {
+        self.shared.keys().best_abbrev_in(min, max) <= bar
+    }
 }

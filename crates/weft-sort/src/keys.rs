@@ -97,6 +97,39 @@ impl SortKeys {
         matches!(self.keys.first().map(|k| k.access), Some(Access::Text(_)))
     }
 
+    /// The column of a first key whose per-block `(min, max)` (a zone map) can tell a
+    /// bounded sort that a block holds nothing it keeps: int4, int8 or text (its 8-byte
+    /// prefix, the abbreviation) with NULLs last (a block's NULLs are not in its range,
+    /// so with NULLs first any block might hold the best rows).
+    pub fn zone_prunable_column(&self) -> Option<usize> {
+        let key = self.keys.first()?;
+        (matches!(key.access, Access::Int4(_) | Access::Int8(_) | Access::Text(_)) && !key.nulls_first).then_some(key.column)
+    }
+
+    /// The abbreviation of the best first key a block whose non-NULL values lie in
+    /// `min..=max` can hold (`min > max`: none, only NULLs if anything), for a first key
+    /// that [`zone_prunable_column`](Self::zone_prunable_column) accepts (for text, the
+    /// values are prefixes as `weft_access::heap::text_zone_value` makes them). A block
+    /// whose best is above the worst abbreviation a bounded sort keeps holds nothing it
+    /// keeps: its keys' abbreviations are all above it.
+    pub fn best_abbrev_in(&self, min: i64, max: i64) -> u64 {
+        let Some(key) = self.keys.first() else { return 0 };
+        if min > max {
+            return if key.nulls_first { 0 } else { u64::MAX };
+        }
+        let order = |v: i64| match key.access {
+            Access::Int4(_) => int4_order_value(v.clamp(i32::MIN as i64, i32::MAX as i64) as i32),
+            Access::Int8(_) | Access::Text(_) => (v as u64) ^ (1 << 63),
+            // Not prunable: every block may hold the best.
+            _ => return 0,
+        };
+        if key.descending {
+            !order(max)
+        } else {
+            order(min)
+        }
+    }
+
     /// Are the first key's abbreviations few-byte integers that a radix sort orders in a
     /// handful of passes? Not for text, whose 8-byte prefixes vary in every byte.
     pub fn suits_radix_sort(&self) -> bool {

@@ -4,7 +4,10 @@
 //!
 //! Ranges are claimed in increasing order from one counter, so early ranges are ready
 //! early and the consumer (appending pages to a file, say) overlaps with the packing of
-//! later ones; only the last ranges are consumed after every participant is done.
+//! later ones; only the last ranges are consumed after every participant is done. A
+//! consumer whose work splits into an ordered step and an unordered one (number the
+//! pages, then write them) uses `merge_ranges_then_complete`: the ordered step runs under
+//! a lock, the rest in parallel in whichever participant took the part.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -40,7 +43,25 @@ pub fn merge_ranges_in_order<P: Send>(
     ranges: usize,
     who: &RangeWorkers,
     pack: impl Fn(&mut Merger) -> Result<P> + Sync,
-    consume: impl FnMut(P) -> Result<bool> + Send,
+    mut consume: impl FnMut(P) -> Result<bool> + Send,
+) -> (OutputTimes, Result<()>) {
+    merge_ranges_then_complete(runs, ranges, who, pack, move |part| Ok(consume(part)?.then_some(())), |()| Ok(()))
+}
+
+/// [`merge_ranges_in_order`] with the consumer's work in two steps: `consume` takes the
+/// parts in range order, one at a time, and does what depends on that order (numbering
+/// pages, say), returning the rest of the work (`None` stops the output); `complete`
+/// then does that rest in the participant that consumed the part, outside the ordering
+/// lock, beside other participants' completions (writing the numbered pages). Any
+/// participant hands over the parts that are ready after packing one; the leader also
+/// waits for the last ones.
+pub fn merge_ranges_then_complete<P: Send, W>(
+    runs: &SortedRuns,
+    ranges: usize,
+    who: &RangeWorkers,
+    pack: impl Fn(&mut Merger) -> Result<P> + Sync,
+    consume: impl FnMut(P) -> Result<Option<W>> + Send,
+    complete: impl Fn(W) -> Result<()> + Sync,
 ) -> (OutputTimes, Result<()>) {
     let began = Instant::now();
     let busy = BusyIntervals::default();
@@ -51,31 +72,40 @@ pub fn merge_ranges_in_order<P: Send>(
         let parts: Mutex<Vec<Option<P>>> = Mutex::new((0..ranges).map(|_| None).collect());
         let ready = Condvar::new();
         let consumer = Mutex::new((consume, 0usize, false)); // (consume, next in order, stopped)
-        // Hand over the parts that are ready, in order; with `wait`, all of them.
+        // Hand over the parts that are ready, in order, and complete them; with `wait`,
+        // all of them. Without it, a participant finding another one handing over goes on.
         let drain = |wait: bool| -> Result<()> {
-            let mut guard = consumer.lock();
-            let (consume, next, stopped) = &mut *guard;
-            while *next < ranges && !*stopped {
-                let part = {
-                    let mut parts = parts.lock();
+            loop {
+                let mut consumed = Vec::new();
+                let waiting_for = {
+                    let mut guard = match consumer.try_lock() {
+                        Some(guard) => guard,
+                        None if wait => consumer.lock(),
+                        None => return Ok(()),
+                    };
+                    let (consume, next, stopped) = &mut *guard;
                     loop {
-                        match parts[*next].take() {
-                            Some(part) => break Some(part),
-                            None if wait => {
-                                who.cancel.check()?;
-                                ready.wait_for(&mut parts, Duration::from_millis(10));
-                            }
-                            None => break None,
+                        if *next >= ranges || *stopped {
+                            break None;
+                        }
+                        let Some(part) = parts.lock()[*next].take() else { break Some(*next) };
+                        *next += 1;
+                        match consume(part)? {
+                            Some(rest) => consumed.push(rest),
+                            None => *stopped = true,
                         }
                     }
                 };
-                let Some(part) = part else { return Ok(()) };
-                *next += 1;
-                if !consume(part)? {
-                    *stopped = true;
+                for rest in consumed {
+                    complete(rest)?;
+                }
+                let Some(range) = waiting_for.filter(|_| wait) else { return Ok(()) };
+                who.cancel.check()?;
+                let mut parts = parts.lock();
+                if parts[range].is_none() {
+                    ready.wait_for(&mut parts, Duration::from_millis(10));
                 }
             }
-            Ok(())
         };
         who.pool.run(who.workers, who.leader_participates, who.cancel, |participant| {
             let _busy = busy.start();
@@ -87,16 +117,14 @@ pub fn merge_ranges_in_order<P: Send>(
                 let part = pack(&mut runs.merge_range(&partitioning, range)?)?;
                 parts.lock()[range] = Some(part);
                 ready.notify_all();
-                if participant.is_leader {
-                    drain(false)?;
-                }
+                drain(false)?;
             }
             if participant.is_leader {
                 drain(true)?;
             }
             Ok(())
         })?;
-        // Without a participating leader, everything is handed over now.
+        // Without a participating leader, everything left is handed over now.
         drain(true)
     })();
     let wall = began.elapsed();

@@ -90,10 +90,14 @@ impl PairForm {
     }
 }
 
-/// Sort pairs by (abbreviation, payload): by radix on the abbreviation, then runs of
-/// equal abbreviations by payload (already in order when pushed in order, as an index
-/// build pushes heap order).
+/// Sort pairs by (abbreviation, payload): a big array in place by radix (no second array
+/// to touch); else by radix on the abbreviation through `scratch`, then runs of equal
+/// abbreviations by payload (already in order when pushed in order, as an index build
+/// pushes heap order).
 pub(crate) fn sort_pairs(pairs: &mut Vec<SortTuple>, scratch: &mut Vec<SortTuple>) {
+    if radix::sort_pairs_in_place(pairs, scratch) {
+        return;
+    }
     if !radix::sort_by_abbrev(pairs, scratch) {
         pairs.sort_unstable_by_key(|p| (p.abbrev, p.payload()));
         return;

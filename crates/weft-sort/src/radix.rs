@@ -120,6 +120,154 @@ fn passes(data: &mut [SortTuple], spare: &mut [SortTuple], digits: &[usize], cou
     in_spare
 }
 
+/// Sort pairs (`pairs.rs`) by (abbreviation, payload) with no second buffer the size of
+/// the array: the most significant varying byte of the abbreviations partitions the array
+/// in place (American flag sort: each pair is swapped straight into its bucket), and each
+/// bucket is then sorted on the other bytes through a buffer the size of the largest
+/// bucket. A second array would be hundreds of megabytes touched for the first time,
+/// which costs about as much as the sort itself on these machines.
+///
+/// The partition is not stable, so pairs with equal abbreviations lose their push
+/// order; a bucket puts them back in payload order, by sorting the few tie runs when
+/// ties are rare, or by sorting the bucket by payload first and then stably by
+/// abbreviation when they are not. Returns false, leaving `pairs` untouched, for small
+/// arrays, and for abbreviations varying in fewer than two or more than [`MAX_PASSES`]
+/// bytes (one pass is cheap with the ordinary second buffer).
+pub(crate) fn sort_pairs_in_place(pairs: &mut [SortTuple], scratch: &mut Vec<SortTuple>) -> bool {
+    let n = pairs.len();
+    if n < SPLIT_FIRST_TUPLES {
+        return false;
+    }
+    let digits = varying_bytes(pairs, abbrev_of);
+    if digits.len() < 2 || digits.len() > MAX_PASSES {
+        return false;
+    }
+    let (&top, rest) = digits.split_last().expect("two digits at least");
+    let counts = count_bytes_of(pairs, &[top], abbrev_of);
+    let bounds = permute_in_place(pairs, top, &counts[top]);
+    let largest = bounds.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+    scratch.clear();
+    if scratch.capacity() < largest {
+        *scratch = Vec::with_capacity(largest);
+    }
+    scratch.resize(largest, SortTuple::default());
+    for bucket in bounds.windows(2) {
+        let (from, to) = (bucket[0], bucket[1]);
+        if to - from > 1 {
+            sort_bucket_of_pairs(&mut pairs[from..to], &mut scratch[..to - from], rest);
+        }
+    }
+    true
+}
+
+fn abbrev_of(t: &SortTuple) -> u64 {
+    t.abbrev
+}
+
+fn payload_of(t: &SortTuple) -> u64 {
+    t.payload()
+}
+
+/// The byte positions on which some tuple's `key` differs from the first's.
+fn varying_bytes(tuples: &[SortTuple], key: fn(&SortTuple) -> u64) -> Vec<usize> {
+    let Some(first) = tuples.first().map(key) else { return Vec::new() };
+    let differing = tuples.iter().fold(0u64, |acc, t| acc | (key(t) ^ first));
+    (0..8).filter(|&d| (differing >> (8 * d)) as u8 != 0).collect()
+}
+
+fn count_bytes_of(tuples: &[SortTuple], digits: &[usize], key: fn(&SortTuple) -> u64) -> Box<Counts> {
+    let mut counts = Box::new([[0usize; 256]; 8]);
+    for t in tuples {
+        let k = key(t);
+        for &digit in digits {
+            counts[digit][(k >> (8 * digit)) as u8 as usize] += 1;
+        }
+    }
+    counts
+}
+
+/// Move every tuple into the bucket of its byte `digit`, in place; returns the buckets'
+/// bounds (bucket `b` is `bounds[b]..bounds[b + 1]`).
+fn permute_in_place(tuples: &mut [SortTuple], digit: usize, counts: &[usize; 256]) -> [usize; 257] {
+    let mut bounds = [0usize; 257];
+    for b in 0..256 {
+        bounds[b + 1] = bounds[b] + counts[b];
+    }
+    let shift = 8 * digit;
+    let bucket_of = |t: &SortTuple| (t.abbrev >> shift) as u8 as usize;
+    let mut heads: [usize; 256] = bounds[..256].try_into().expect("256 bounds");
+    for b in 0..256 {
+        let end = bounds[b + 1];
+        while heads[b] < end {
+            // Follow the cycle from this slot until a tuple of bucket `b` comes back.
+            let mut t = tuples[heads[b]];
+            let mut d = bucket_of(&t);
+            while d != b {
+                std::mem::swap(&mut t, &mut tuples[heads[d]]);
+                heads[d] += 1;
+                d = bucket_of(&t);
+            }
+            tuples[heads[b]] = t;
+            heads[b] += 1;
+        }
+    }
+    bounds
+}
+
+/// Stable LSD passes over the bytes of `key` that vary in `data` among `digits`.
+fn sort_by_bytes(data: &mut [SortTuple], spare: &mut [SortTuple], digits: &[usize], key: fn(&SortTuple) -> u64) {
+    let counts = count_bytes_of(data, digits, key);
+    let varying: Vec<usize> = digits.iter().copied().filter(|&d| !counts[d].iter().any(|&c| c == data.len())).collect();
+    let mut in_spare = false;
+    for &digit in &varying {
+        let shift = 8 * digit;
+        let (from, to): (&[SortTuple], &mut [SortTuple]) = if in_spare { (spare, data) } else { (data, spare) };
+        let mut next = [0usize; 256];
+        let mut sum = 0;
+        for (start, &count) in next.iter_mut().zip(counts[digit].iter()) {
+            *start = sum;
+            sum += count;
+        }
+        for t in from {
+            let bucket = (key(t) >> shift) as u8 as usize;
+            to[next[bucket]] = *t;
+            next[bucket] += 1;
+        }
+        in_spare = !in_spare;
+    }
+    if in_spare {
+        data.copy_from_slice(spare);
+    }
+}
+
+/// Sort one bucket of the in-place partition by (abbreviation, payload).
+fn sort_bucket_of_pairs(bucket: &mut [SortTuple], spare: &mut [SortTuple], abbrev_digits: &[usize]) {
+    sort_by_bytes(bucket, spare, abbrev_digits, abbrev_of);
+    // Tie runs out of payload order, and how many pairs they hold.
+    let mut unordered = Vec::new();
+    let mut unordered_pairs = 0;
+    let mut start = 0;
+    while start < bucket.len() {
+        let abbrev = bucket[start].abbrev;
+        let end = start + bucket[start..].iter().take_while(|p| p.abbrev == abbrev).count();
+        if end - start > 1 && !bucket[start..end].windows(2).all(|w| w[0].payload() <= w[1].payload()) {
+            unordered.push(start..end);
+            unordered_pairs += end - start;
+        }
+        start = end;
+    }
+    if unordered_pairs * 16 <= bucket.len() {
+        for run in unordered {
+            bucket[run].sort_unstable_by_key(SortTuple::payload);
+        }
+    } else {
+        // Many ties: payload order first, then the stable passes keep it within ties.
+        let payload_digits = varying_bytes(bucket, payload_of);
+        sort_by_bytes(bucket, spare, &payload_digits, payload_of);
+        sort_by_bytes(bucket, spare, abbrev_digits, abbrev_of);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,5 +316,46 @@ mod tests {
         let mut sorted = tuples(&keys);
         assert!(!sort_by_abbrev(&mut sorted, &mut Vec::new()));
         assert_eq!(sorted.iter().map(|t| t.abbrev).collect::<Vec<_>>(), keys, "left untouched");
+    }
+
+    /// The in-place partition gives (abbreviation, payload) order whatever the ties:
+    /// unique keys, a few hot keys, every pair in one of two top buckets.
+    #[test]
+    fn in_place_pair_sort_orders_by_abbreviation_then_payload() {
+        let mix = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let cases: Vec<Vec<u64>> = vec![
+            (0..150_000u64).map(|i| mix(i) >> 32).collect(),
+            (0..150_000u64).map(|i| (mix(i) >> 32) % 50 * 0x0101_0101).collect(),
+            (0..150_000u64).map(|i| if i % 7 == 0 { 1 << 24 } else { mix(i) >> 48 }).collect(),
+            (0..150_000u64).map(|i| if i % 1000 == 0 { mix(i) >> 32 } else { 0x00AB_CD00 }).collect(),
+        ];
+        for keys in cases {
+            // Payloads pushed in a scrambled order, as a merge of chunks might.
+            let mut pairs: Vec<SortTuple> = keys.iter().enumerate().map(|(i, &k)| SortTuple::new(k, mix(i as u64) >> 20)).collect();
+            let mut expected = pairs.clone();
+            expected.sort_by_key(|p| (p.abbrev, p.payload()));
+            assert!(sort_pairs_in_place(&mut pairs, &mut Vec::new()));
+            let got: Vec<(u64, u64)> = pairs.iter().map(|p| (p.abbrev, p.payload())).collect();
+            let want: Vec<(u64, u64)> = expected.iter().map(|p| (p.abbrev, p.payload())).collect();
+            assert_eq!(got, want);
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        #[test]
+        fn in_place_pair_sort_matches_a_comparison_sort(
+            keys in proptest::collection::vec(prop_oneof![0u64..4, 0u64..100_000, any::<u32>().prop_map(|k| k as u64 * 3)], 70_000..70_500),
+            scramble in any::<u64>(),
+        ) {
+            let mut pairs: Vec<SortTuple> = keys.iter().enumerate().map(|(i, &k)| SortTuple::new(k, (i as u64 ^ scramble) % 100_000)).collect();
+            let mut expected: Vec<(u64, u64)> = pairs.iter().map(|p| (p.abbrev, p.payload())).collect();
+            expected.sort();
+            if sort_pairs_in_place(&mut pairs, &mut Vec::new()) {
+                let got: Vec<(u64, u64)> = pairs.iter().map(|p| (p.abbrev, p.payload())).collect();
+                prop_assert_eq!(got, expected);
+            }
+        }
     }
 }

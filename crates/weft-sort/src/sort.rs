@@ -164,6 +164,11 @@ impl SharedSort {
         Ok(set)
     }
 
+    /// The sort's bound (top-N), if any.
+    pub fn bound(&self) -> Option<u64> {
+        self.options.bound
+    }
+
     pub fn keys(&self) -> &SortKeys {
         &self.keys
     }
@@ -257,6 +262,9 @@ impl<'s> ParticipantSort<'s> {
             if !check.observe(abbrev, keys.first_key_text(tuple)) {
                 self.abbreviating = false;
                 self.mem.clear_abbreviations();
+                if let Some(topn) = self.topn.as_mut() {
+                    topn.forget_abbreviations(keys);
+                }
                 abbrev = 0;
                 self.check = None;
                 self.shared.trace(format!(
@@ -287,6 +295,14 @@ impl<'s> ParticipantSort<'s> {
             }
         }
         self.add_to_memory(tuple, abbrev)
+    }
+
+    /// For a bounded sort that keeps its `bound` best tuples in a heap, once it is full:
+    /// the abbreviation of the worst of them. A tuple whose abbreviation is above it
+    /// cannot enter, so a scan may skip blocks whose best key is above it
+    /// ([`SortKeys::best_abbrev_in`]).
+    pub fn top_n_bar(&self) -> Option<u64> {
+        self.topn.as_ref().filter(|_| self.abbreviating).and_then(TopN::worst_kept_abbrev)
     }
 
     /// Does [`push_int4_pair`](Self::push_int4_pair) store pairs directly? (The sort's
@@ -356,6 +372,21 @@ impl<'s> ParticipantSort<'s> {
     /// Is this the sort's only participant (planned so, not just the only one to come)?
     fn serial(&self) -> bool {
         self.shared.participants == 1
+    }
+
+    /// Does this participant leave its sub-runs or tape runs as they are instead of
+    /// merging them into one? A serial sort does (its final merge reads them on the fly),
+    /// and so does a participant of a partitioned sort, whose key-range merges read every
+    /// run of every participant anyway: merging its own runs first would copy its whole
+    /// share once more (and at a small budget write it to tape once more).
+    fn keeps_runs(&self) -> bool {
+        self.serial() || self.shared.options.strategy == SortStrategy::Partition
+    }
+
+    /// Runs this participant may leave unmerged: its share of one merge's order, so that
+    /// a merge of every participant's runs fits the budget.
+    fn runs_kept_at_most(&self) -> usize {
+        (merge_order(self.shared.options.budget) / self.shared.participants.max(1)).max(1)
     }
 
     /// Sort the current sub-run and lay it out beside the others, whatever the budget
@@ -457,9 +488,10 @@ impl<'s> ParticipantSort<'s> {
             sort_pairs(&mut buffer.pairs, &mut buffer.scratch);
             let run = PairRun { form: buffer.form, pairs: buffer.pairs };
             (vec![Run::Pairs(Arc::new(run))], SortMethod::Quicksort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
-        } else if self.runs.is_empty() && self.serial() {
+        } else if self.runs.is_empty() && self.keeps_runs() {
             // A serial sort has no one to hand a single run to: like PostgreSQL's, its
-            // final merge reads the sub-runs on the fly, without merging them first.
+            // final merge reads the sub-runs on the fly, without merging them first. A
+            // partitioned sort's range merges read them the same way.
             self.close_sub_run_in_memory();
             let runs = std::mem::take(&mut self.mem_runs).into_iter().map(|r| Run::Memory(Arc::new(r))).collect();
             (runs, SortMethod::Quicksort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
@@ -495,9 +527,10 @@ impl<'s> ParticipantSort<'s> {
             let runs_written = self.runs.len();
             let temp = shared.temp_files()?;
             let runs = std::mem::take(&mut self.runs);
-            // A serial sort's final merge reads its runs on the fly when one merge can
-            // take them all; a parallel participant leaves exactly one run.
-            let (runs, passes) = if self.serial() && runs.len() <= merge_order(budget) {
+            // A serial sort's final merge (or a partitioned sort's range merges) reads the
+            // runs on the fly when one merge can take them all; a participant of a
+            // leader-merged sort leaves exactly one run, as PostgreSQL's does.
+            let (runs, passes) = if self.keeps_runs() && runs.len() <= self.runs_kept_at_most() {
                 (runs, 0)
             } else {
                 let (run, passes) = merge_to_one(shared, &temp, self.index, runs, budget)?;

@@ -19,6 +19,12 @@ impl TopN {
         TopN { bound, heap: Vec::new(), bytes: 0 }
     }
 
+    /// The abbreviation of the worst tuple kept, once `bound` are kept: only a tuple whose
+    /// abbreviation is at most this can still enter.
+    pub fn worst_kept_abbrev(&self) -> Option<u64> {
+        (self.bound > 0 && self.heap.len() >= self.bound).then(|| self.heap[0].0)
+    }
+
     pub fn bytes(&self) -> usize {
         self.bytes + self.heap.capacity() * std::mem::size_of::<(u64, Vec<u8>)>()
     }
@@ -81,6 +87,19 @@ impl TopN {
             }
             self.heap.swap(i, largest);
             i = largest;
+        }
+    }
+
+    /// Abbreviations were abandoned: every kept tuple's becomes 0, like those of the
+    /// tuples still to come, and the heap is rebuilt by full comparison. (A kept tuple
+    /// keeping its real abbreviation would rank behind every later one and be evicted
+    /// first, whatever its key.)
+    pub fn forget_abbreviations(&mut self, keys: &SortKeys) {
+        for entry in &mut self.heap {
+            entry.0 = 0;
+        }
+        for i in (0..self.heap.len() / 2).rev() {
+            self.sift_down(keys, i);
         }
     }
 

@@ -271,6 +271,10 @@ impl Database {
     }
 }
 
+/// How long a data directory's lock is waited for before it counts as held by another
+/// process.
+const LOCK_RETRY_FOR: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Two processes writing one data directory would corrupt it: take an exclusive lock.
 fn lock_data_dir(dir: &Path) -> Result<fs::File> {
     let path = dir.join(LOCK_FILE_NAME);
@@ -280,7 +284,16 @@ fn lock_data_dir(dir: &Path) -> Result<fs::File> {
         .write(true)
         .open(&path)
         .map_err(|e| Error::io(format!("could not open lock file \"{}\"", path.display()), &e))?;
-    match file.try_lock() {
+    // A process that forks while holding the lock (to start a program) shares it with the
+    // child until that child execs: a lock released just before may still look held for
+    // a moment, so a held lock is retried briefly before it counts as another user's.
+    let give_up = std::time::Instant::now() + LOCK_RETRY_FOR;
+    let mut attempt = file.try_lock();
+    while matches!(attempt, Err(fs::TryLockError::WouldBlock)) && std::time::Instant::now() < give_up {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        attempt = file.try_lock();
+    }
+    match attempt {
         Ok(()) => Ok(file),
         Err(fs::TryLockError::WouldBlock) => Err(Error::new(
             weft_common::SqlState("55006"),

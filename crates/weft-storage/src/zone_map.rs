@@ -1,7 +1,10 @@
 //! Zone maps: per heap block, the smallest and largest non-NULL value of an integer column,
 //! so a scan that only wants rows whose value lies in a range (a hash join's probe side,
 //! given the range of the build side's keys) skips the blocks that cannot hold one without
-//! reading them — DuckDB's min/max row-group pruning, kept per 8 kB block.
+//! reading them — DuckDB's min/max row-group pruning, kept per 8 kB block. A bounded sort
+//! (ORDER BY ... LIMIT) skips the blocks whose best key cannot beat the rows it keeps; it
+//! also keeps maps of text columns, whose values are then 8-byte prefixes
+//! (`weft_access::heap::text_zone_value`).
 //!
 //! They are a cache beside the buffer pool, never persisted: a sequential scan that wants
 //! one and finds none builds it as a side effect (from every tuple on each page, visible
@@ -25,7 +28,7 @@ use crate::sync::{Arc, Mutex};
 
 use crate::{BlockNumber, RelFileLocator};
 
-/// The values of one integer column, per block: `(min, max)` of its non-NULL values;
+/// The values of one integer column (or text prefixes), per block: `(min, max)` of its non-NULL values;
 /// `(i64::MAX, i64::MIN)` for a block with none.
 #[derive(Debug)]
 pub struct ZoneMap {
@@ -40,6 +43,12 @@ impl ZoneMap {
             Some(&(min, max)) => min <= hi && lo <= max,
             None => true,
         }
+    }
+
+    /// The `(min, max)` of block `block`'s values, or `None` past the map's end.
+    #[inline]
+    pub fn range(&self, block: BlockNumber) -> Option<(i64, i64)> {
+        self.blocks.get(block as usize).copied()
     }
 
     /// How many of the blocks it covers may hold a value in `lo..=hi`.

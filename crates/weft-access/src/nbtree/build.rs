@@ -127,6 +127,19 @@ impl LeafPacker {
     }
 }
 
+/// Leaves with their blocks and links, ready to be written.
+pub struct NumberedLeaves {
+    rel: RelFileLocator,
+    first: BlockNumber,
+    pages: Vec<Box<Page>>,
+}
+
+impl NumberedLeaves {
+    pub fn write(mut self, pool: &BufferPool) -> Result<()> {
+        pool.write_new_pages(self.rel, ForkNumber::Main, self.first, &mut self.pages)
+    }
+}
+
 /// What a build wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BuildSummary {
@@ -172,6 +185,15 @@ impl<'a> BTreeWriter<'a> {
 
     /// Append leaves after those appended so far; they become contiguous blocks.
     pub fn append_leaves(&mut self, leaves: PackedLeaves) -> Result<()> {
+        self.number_leaves(leaves)?.write(self.pool)
+    }
+
+    /// Give leaves the blocks after those numbered so far and link them, without writing
+    /// them: what comes back is written by [`NumberedLeaves::write`], in any participant,
+    /// beside other numbered batches. Ranges must come in key order. The last leaf so far
+    /// stays behind (its right link depends on what follows), so the batch returned
+    /// starts with the previous call's last leaf.
+    pub fn number_leaves(&mut self, leaves: PackedLeaves) -> Result<NumberedLeaves> {
         if leaves.pages.len() != leaves.high_keys.len() {
             return Err(Error::internal("packed leaves without one high key per page"));
         }
@@ -181,8 +203,13 @@ impl<'a> BTreeWriter<'a> {
                 return Err(Error::internal("index leaf ranges were appended out of order"));
             }
         }
+        let reserved = self.pool.reserve_blocks(self.rel, ForkNumber::Main, leaves.pages.len())?;
+        if reserved != self.next_block {
+            return Err(Error::internal("a B-tree being built was extended by someone else"));
+        }
+        let first = self.next_block - self.pending.is_some() as BlockNumber;
         self.summary.tuples += leaves.tuples;
-        let mut batch: Vec<Box<Page>> = Vec::with_capacity(WRITE_BATCH_PAGES.min(leaves.pages.len() + 1));
+        let mut pages = Vec::with_capacity(leaves.pages.len());
         for (mut leaf, high_key) in leaves.pages.into_iter().zip(leaves.high_keys) {
             let block = self.next_block;
             self.next_block += 1;
@@ -191,15 +218,12 @@ impl<'a> BTreeWriter<'a> {
             o.right = block + 1;
             page::set_opaque(&mut leaf, o);
             if let Some(previous) = self.pending.replace(leaf) {
-                batch.push(previous);
-                if batch.len() >= WRITE_BATCH_PAGES {
-                    self.write(&mut batch)?;
-                }
+                pages.push(previous);
             }
             self.downlinks.push((high_key, block));
             self.summary.leaf_pages += 1;
         }
-        self.write(&mut batch)
+        Ok(NumberedLeaves { rel: self.rel, first, pages })
     }
 
     /// Write the last leaf, the upper levels and the metapage.
@@ -227,7 +251,8 @@ impl<'a> BTreeWriter<'a> {
                 if !page::rebuild(&mut leaf, o, &refs, None) {
                     return Err(Error::internal("the last leaf does not fit without its high key"));
                 }
-                self.write(&mut vec![leaf])?;
+                // Its block was reserved when it was numbered.
+                self.pool.write_new_pages(self.rel, ForkNumber::Main, self.next_block - 1, &mut [leaf])?;
                 self.build_upper_levels()?
             }
         };

@@ -16,6 +16,11 @@ use super::node::{
 use super::sync::{AtomicU64, Ordering};
 use super::{LastLevelHint, OlcArt, OutOfNodeMemory};
 
+/// Reclaims one operation may wait for when node memory runs short, each of which freed
+/// something: bounds the wait of an operation whose freed nodes other threads keep
+/// taking.
+const RECLAIMS_PER_OPERATION_MAX: usize = 64;
+
 /// Why an attempt stopped without a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Retry {
@@ -77,10 +82,13 @@ impl OlcArt {
 
     /// Runs attempts until one returns a result. `attempt(memory_short)`: after a
     /// `NoMemory`, the driver unpins, reclaims what the grace period allows, and
-    /// retries; a second `NoMemory` retries once with `memory_short = true` (removals
-    /// then skip shrinking), a third is `OutOfNodeMemory`.
+    /// retries, for as long as reclaiming frees something (other threads may take what
+    /// one reclaim freed before this one retries: with many threads churning on few
+    /// cores, one reclaim is not enough), at most `RECLAIMS_PER_OPERATION_MAX` times;
+    /// then it retries once with `memory_short = true` (removals skip shrinking), and
+    /// after that it is `OutOfNodeMemory`.
     pub(crate) fn run<T>(&self, mut attempt: impl FnMut(bool) -> Result<T, Retry>) -> Result<T, OutOfNodeMemory> {
-        let mut reclaimed = false;
+        let mut reclaims = 0;
         let mut memory_short = false;
         loop {
             let outcome = {
@@ -95,9 +103,8 @@ impl OlcArt {
             match outcome {
                 Ok(value) => return Ok(value),
                 Err(Retry::Restart) => continue,
-                Err(Retry::NoMemory) if !reclaimed => {
-                    reclaimed = true;
-                    self.pool.reclaim_blocking();
+                Err(Retry::NoMemory) if reclaims < RECLAIMS_PER_OPERATION_MAX && self.pool.reclaim_blocking() > 0 => {
+                    reclaims += 1;
                 }
                 Err(Retry::NoMemory) if !memory_short => memory_short = true,
                 Err(Retry::NoMemory) => return Err(OutOfNodeMemory),

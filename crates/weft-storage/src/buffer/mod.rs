@@ -474,29 +474,48 @@ impl BufferPool {
     /// returns the first new block. The blocks are never in the pool (they are new), so
     /// no buffer can disagree with them; `flush_relation` fsyncs them with the rest.
     pub fn extend_with_pages(&self, rel: RelFileLocator, fork: ForkNumber, pages: &mut [Box<Page>]) -> Result<BlockNumber> {
-        let first = {
-            let mut sizes = self.nblocks.lock();
-            let n = match sizes.get(&(rel, fork)) {
-                Some(&n) => n,
-                None => self.smgr.nblocks(rel, fork)?,
-            };
-            let end = n.checked_add(pages.len() as BlockNumber).filter(|&e| e < BlockNumber::MAX).ok_or_else(|| {
+        let first = self.reserve_blocks(rel, fork, pages.len())?;
+        self.write_new_pages(rel, fork, first, pages)?;
+        Ok(first)
+    }
+
+    /// Adds `count` blocks to the end of the fork without writing them, for a caller that
+    /// writes them later with [`write_new_pages`](Self::write_new_pages) (several bulk
+    /// writers filling their own reserved blocks at once). Until then they read as zeros
+    /// or past the file's end: only a relation no one else sees yet (an index being
+    /// built) is filled this way. Returns the first reserved block.
+    pub fn reserve_blocks(&self, rel: RelFileLocator, fork: ForkNumber, count: usize) -> Result<BlockNumber> {
+        let mut sizes = self.nblocks.lock();
+        let n = match sizes.get(&(rel, fork)) {
+            Some(&n) => n,
+            None => self.smgr.nblocks(rel, fork)?,
+        };
+        let end = BlockNumber::try_from(count)
+            .ok()
+            .and_then(|count| n.checked_add(count))
+            .filter(|&e| e < BlockNumber::MAX)
+            .ok_or_else(|| {
                 let path = self.smgr.file_path(rel, fork);
                 Error::new(
                     SqlState::PROGRAM_LIMIT_EXCEEDED,
                     format!("cannot extend file \"{}\" beyond {} blocks", path.display(), BlockNumber::MAX),
                 )
             })?;
-            sizes.insert((rel, fork), end);
-            n
-        };
+        sizes.insert((rel, fork), end);
+        Ok(n)
+    }
+
+    /// Write complete page images into blocks `first..` of the fork, reserved by
+    /// [`reserve_blocks`](Self::reserve_blocks) and never written since (so never in the
+    /// pool). Sets their checksums.
+    pub fn write_new_pages(&self, rel: RelFileLocator, fork: ForkNumber, first: BlockNumber, pages: &mut [Box<Page>]) -> Result<()> {
         for (i, image) in pages.iter_mut().enumerate() {
             let block = first + i as BlockNumber;
             page::set_checksum(image, block);
             self.smgr.write_block(rel, fork, block, image)?;
             bump(&self.stats.extends);
         }
-        Ok(first)
+        Ok(())
     }
 
     /// Logical size of the fork, including extended blocks not yet written.
