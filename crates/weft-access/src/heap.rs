@@ -147,11 +147,19 @@ impl<'a> HeapInserter<'a> {
     /// Append pages packed elsewhere (by [`HeapPageBuilder`]s of other participants),
     /// after the rows inserted so far: the relation keeps the order in which rows and
     /// pages were handed over.
-    pub fn append_pages(&mut self, mut pages: PackedPages) -> Result<()> {
+    pub fn append_pages(&mut self, pages: PackedPages) -> Result<()> {
+        self.number_pages(pages)?.write(self.pool)
+    }
+
+    /// Give `pages` the blocks after everything appended or numbered so far, without
+    /// writing them: what comes back is written by [`NumberedPages::write`], in any
+    /// participant, beside other numbered batches (a sorted insert's key ranges keep
+    /// their order in the file, and their writes are spread over the participants).
+    pub fn number_pages(&mut self, pages: PackedPages) -> Result<NumberedPages> {
         self.flush_page()?;
-        self.pool.extend_with_pages(self.rel, ForkNumber::Main, &mut pages.pages)?;
+        let first = self.pool.reserve_blocks(self.rel, ForkNumber::Main, pages.pages.len())?;
         self.rows_inserted += pages.rows;
-        Ok(())
+        Ok(NumberedPages { rel: self.rel, first, pages: pages.pages })
     }
 
     /// Write the last partial page; returns the number of rows inserted.
@@ -170,6 +178,19 @@ pub struct HeapPageBuilder {
     page_has_rows: bool,
     scratch: Vec<u8>,
     packed: PackedPages,
+}
+
+/// Heap page images with their blocks reserved, ready to be written.
+pub struct NumberedPages {
+    rel: RelFileLocator,
+    first: BlockNumber,
+    pages: Vec<Box<Page>>,
+}
+
+impl NumberedPages {
+    pub fn write(mut self, pool: &BufferPool) -> Result<()> {
+        pool.write_new_pages(self.rel, ForkNumber::Main, self.first, &mut self.pages)
+    }
 }
 
 /// Full heap page images and the rows they hold.

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering}
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use weft_access::heap::{page_int_range, scan_numbered_pages, HeapInserter, HeapPageBuilder, HeapScanCursor, PackedPages};
+use weft_access::heap::{page_int_range, scan_numbered_pages, HeapInserter, HeapPageBuilder, HeapScanCursor, NumberedPages, PackedPages};
 use crate::sort::Ordered;
 use weft_common::parallel::{CancelToken, WorkerPool};
 use weft_common::tuple::RowLayout;
@@ -306,23 +306,27 @@ pub fn execute_insert(plan: &Plan, ctx: &ExecContext, target: &InsertTarget) -> 
             };
             // Tuples of a single merge are packed here, a batch of pages at a time, and
             // written the same way: no buffer-pool frame per page.
+            // Packed ranges are numbered in order here and written by the participant
+            // that handed them over.
             let mut builder = HeapPageBuilder::new(target.xid);
-            crate::sort::execute_sort_encoded(sort, ctx, pack, |item| {
-                match item {
+            let consume = |item: Ordered<'_, PackedPages>| -> Result<Option<Option<NumberedPages>>> {
+                Ok(Some(match item {
                     Ordered::Tuple(tuple) => {
                         target.check_not_null_encoded(tuple)?;
                         builder.add(tuple)?;
                         if builder.full_pages() >= APPEND_BATCH_PAGES {
                             local.append_pages(builder.take_full_pages())?;
                         }
+                        None
                     }
                     Ordered::Packed(pages) => {
                         local.append_pages(std::mem::replace(&mut builder, HeapPageBuilder::new(target.xid)).finish())?;
-                        local.append_pages(pages)?;
+                        Some(local.number_pages(pages)?)
                     }
-                }
-                Ok(true)
-            })?;
+                }))
+            };
+            let write = |pages: Option<NumberedPages>| pages.map_or(Ok(()), |p| p.write(ctx.pool));
+            crate::sort::execute_sort_encoded(sort, ctx, pack, consume, write)?;
             local.append_pages(builder.finish())?;
             sink.finish(local)?;
         }

@@ -15,7 +15,7 @@ use parking_lot::Mutex;
 use weft_common::tuple::RowLayout;
 use weft_common::{Datum, Result};
 use weft_sort::{
-    merge_ranges_in_order, Merger, ParticipantSort, RangeWorkers, SharedSort, SortColumn, SortKeys, SortOptions, SortStrategy,
+    merge_ranges_then_complete, Merger, ParticipantSort, RangeWorkers, SharedSort, SortColumn, SortKeys, SortOptions, SortStrategy,
     SortedRuns,
 };
 
@@ -62,31 +62,33 @@ pub(crate) enum Ordered<'a, P> {
     Packed(P),
 }
 
-/// Sort and hand the encoded tuples, in order, to `consume` (which returns false to
-/// stop). For CREATE TABLE AS / INSERT whose table layout is the sort's: no decoding, and
-/// with the partition strategy the key ranges arrive packed (as heap pages), merged and
-/// packed by all participants at once.
-pub(crate) fn execute_sort_encoded<P: Send>(
+/// Sort and hand the encoded tuples, in order, to `consume` (which returns `None` to
+/// stop, else work for `complete`). For CREATE TABLE AS / INSERT whose table layout is
+/// the sort's: no decoding, and with the partition strategy the key ranges arrive packed
+/// (as heap pages), merged and packed by all participants at once; `consume` takes them
+/// in order (numbering their pages) and `complete` (writing them) runs in the participant
+/// that handed the range over, beside the others. For a single merge both run in turn.
+pub(crate) fn execute_sort_encoded<P: Send, W>(
     sort: &SortPlan,
     ctx: &ExecContext,
     pack: impl Fn(&mut Merger) -> Result<P> + Sync,
-    mut consume: impl FnMut(Ordered<'_, P>) -> Result<bool> + Send,
+    mut consume: impl FnMut(Ordered<'_, P>) -> Result<Option<W>> + Send,
+    complete: impl Fn(W) -> Result<()> + Sync,
 ) -> Result<()> {
     match run_sort(sort, ctx)? {
         SortOutput::Merge(finished) => finished.merge(ctx, |merger, limit| {
             let mut n = 0u64;
             while limit.is_none_or(|l| n < l) {
                 let Some(tuple) = merger.next()? else { break };
-                if !consume(Ordered::Tuple(tuple))? {
-                    break;
+                match consume(Ordered::Tuple(tuple))? {
+                    Some(work) => complete(work)?,
+                    None => break,
                 }
                 n += 1;
             }
             Ok(())
         }),
-        // Every participant merges and packs whole key ranges; the leader hands the
-        // packed ranges over in order (appending pages, not inserting rows).
-        SortOutput::Ranges(ranges) => ranges.merge_in_order(ctx, pack, |part| consume(Ordered::Packed(part))),
+        SortOutput::Ranges(ranges) => ranges.merge_in_order(ctx, pack, |part| consume(Ordered::Packed(part)), complete),
     }
 }
 
@@ -153,19 +155,27 @@ impl PartitionedSort {
     /// returns the parts in range order.
     fn merge_in_parallel<T: Send>(self, ctx: &ExecContext, emit: impl Fn(&mut Merger, Option<u64>) -> Result<T> + Sync) -> Result<Vec<T>> {
         let mut parts = Vec::new();
-        self.merge_in_order(ctx, |merger| emit(merger, None), |part| {
-            parts.push(part);
-            Ok(true)
-        })?;
+        self.merge_in_order(
+            ctx,
+            |merger| emit(merger, None),
+            |part| {
+                parts.push(part);
+                Ok(Some(()))
+            },
+            |()| Ok(()),
+        )?;
         Ok(parts)
     }
 
-    /// Every participant merges and packs key ranges; `consume` gets them in order.
-    fn merge_in_order<P: Send>(
+    /// Every participant merges and packs key ranges; `consume` gets them in order and
+    /// `complete` finishes each in the participant that handed it over
+    /// (`weft_sort::merge_ranges_then_complete`).
+    fn merge_in_order<P: Send, W>(
         self,
         ctx: &ExecContext,
         pack: impl Fn(&mut Merger) -> Result<P> + Sync,
-        consume: impl FnMut(P) -> Result<bool> + Send,
+        consume: impl FnMut(P) -> Result<Option<W>> + Send,
+        complete: impl Fn(W) -> Result<()> + Sync,
     ) -> Result<()> {
         let who = RangeWorkers {
             pool: ctx.workers,
@@ -173,7 +183,7 @@ impl PartitionedSort {
             leader_participates: ctx.leader_participates,
             cancel: ctx.cancel,
         };
-        let (times, outcome) = merge_ranges_in_order(&self.state.runs, self.ranges(), &who, pack, consume);
+        let (times, outcome) = merge_ranges_then_complete(&self.state.runs, self.ranges(), &who, pack, consume, complete);
         self.state.report(ctx, times.wall, times.not_all_busy);
         outcome
     }
