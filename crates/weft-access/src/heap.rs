@@ -22,7 +22,7 @@ use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_storage::zone_map::{ZoneWriteGuard, NO_VALUES};
 use weft_storage::{
-    page, BlockNumber, BufferAccessStrategy, BufferPool, BufferTag, ForkNumber, OffsetNumber, Page, RelFileLocator,
+    page, BlockNumber, BufferAccessStrategy, BufferPool, BufferTag, ForkNumber, NumberedPages, OffsetNumber, Page, RelFileLocator,
     PAGE_SIZE, READ_BATCH_BLOCKS_MAX,
 };
 
@@ -157,9 +157,8 @@ impl<'a> HeapInserter<'a> {
     /// their order in the file, and their writes are spread over the participants).
     pub fn number_pages(&mut self, pages: PackedPages) -> Result<NumberedPages> {
         self.flush_page()?;
-        let first = self.pool.reserve_blocks(self.rel, ForkNumber::Main, pages.pages.len())?;
         self.rows_inserted += pages.rows;
-        Ok(NumberedPages { rel: self.rel, first, pages: pages.pages })
+        self.pool.number_new_pages(self.rel, ForkNumber::Main, pages.pages)
     }
 
     /// Write the last partial page; returns the number of rows inserted.
@@ -178,19 +177,6 @@ pub struct HeapPageBuilder {
     page_has_rows: bool,
     scratch: Vec<u8>,
     packed: PackedPages,
-}
-
-/// Heap page images with their blocks reserved, ready to be written.
-pub struct NumberedPages {
-    rel: RelFileLocator,
-    first: BlockNumber,
-    pages: Vec<Box<Page>>,
-}
-
-impl NumberedPages {
-    pub fn write(mut self, pool: &BufferPool) -> Result<()> {
-        pool.write_new_pages(self.rel, ForkNumber::Main, self.first, &mut self.pages)
-    }
 }
 
 /// Full heap page images and the rows they hold.

@@ -25,9 +25,9 @@ use weft_common::{DataType, Error, Result, SqlState};
 use weft_sort::{
     merge_ranges_then_complete, Merger, RangeWorkers, SharedSort, SortOptions, SortReport, SortStrategy, TraceFn,
 };
-use weft_storage::{BufferAccessStrategy, BufferPool, ForkNumber, RelFileLocator};
+use weft_storage::{BufferAccessStrategy, BufferPool, ForkNumber, NumberedPages, RelFileLocator};
 
-use crate::btree::{BTreeDesc, BTreeWriter, BuildSummary, KeyColumn, LeafPacker, NumberedLeaves, PackedLeaves, TidWord};
+use crate::btree::{BTreeDesc, BTreeWriter, BuildSummary, KeyColumn, LeafPacker, PackedLeaves, TidWord};
 use crate::catalog::{IndexMeta, TableMeta};
 use crate::heap::{scan_blocks_with_tids, HeapScanCursor};
 use crate::snapshot::Snapshot;
@@ -276,7 +276,7 @@ pub fn build_btree(
             Ok(Range { leaves, first, last })
         };
         let mut previous_last: Option<Vec<u8>> = None;
-        let consume = |range: Range| -> Result<Option<NumberedLeaves>> {
+        let consume = |range: Range| -> Result<Option<NumberedPages>> {
             if let (Some(prev), Some(first)) = (&previous_last, &range.first) {
                 if index.unique && desc.keys_equal_not_null(prev, first) {
                     return Err(duplicate(first));
@@ -288,7 +288,7 @@ pub fn build_btree(
             // Numbered here, in key order; written by whichever participant consumed it.
             writer.number_leaves(range.leaves).map(Some)
         };
-        let write = |leaves: NumberedLeaves| leaves.write(env.pool);
+        let write = |leaves: NumberedPages| leaves.write(env.pool);
         let who = RangeWorkers {
             pool: env.workers,
             workers: run.workers_launched,

@@ -13,13 +13,13 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering}
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use weft_access::heap::{page_int_range, scan_numbered_pages, HeapInserter, HeapPageBuilder, HeapScanCursor, NumberedPages, PackedPages};
+use weft_access::heap::{page_int_range, scan_numbered_pages, HeapInserter, HeapPageBuilder, HeapScanCursor, PackedPages};
 use crate::sort::Ordered;
 use weft_common::parallel::{CancelToken, WorkerPool};
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result};
 use weft_storage::zone_map::block_runs;
-use weft_storage::{BlockNumber, BufferAccessStrategy, BufferPool, RelFileLocator};
+use weft_storage::{BlockNumber, BufferAccessStrategy, BufferPool, NumberedPages, RelFileLocator};
 
 use crate::aggregate::AggregateSink;
 use crate::hash_join::run::{JoinLocal, JoinRun};
@@ -718,7 +718,7 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
         }
         _ => false,
     };
-    // A raw scan into a sink that can skip blocks by a zone map (an integer column).
+    // A raw scan into a sink that can skip blocks by a zone map (an integer or text column).
     let raw_zone_column = match (&pipeline.source, raw) {
         (Source::Heap(heap), true) => sink
             .zone_prunable_column()
@@ -728,7 +728,7 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
     };
     // A probe-side scan or a raw scan that could skip blocks by a zone map and has none
     // builds one.
-    let zone_key = zone_map_key(&state, steps).or(raw_zone_column.map(|(heap, c)| (heap, c)));
+    let zone_key = zone_map_key(&state, steps).or(raw_zone_column);
     let zone_build = zone_key.and_then(|(heap, column)| {
         let maps = ctx.pool.zone_maps();
         maps.get(heap.rel, column).is_none().then(|| maps.begin_build(heap.rel, column, heap.nblocks)).flatten()

@@ -18,7 +18,7 @@ mod topn;
 pub use keys::{SortColumn, SortKeys};
 pub use memrun::DEFAULT_SUB_RUN_BYTES;
 pub use merge::Merger;
-pub use ordered::{merge_ranges_in_order, merge_ranges_then_complete, OutputTimes, RangeWorkers};
+pub use ordered::{merge_ranges_then_complete, OutputTimes, RangeWorkers};
 pub use report::{ParticipantReport, SortMethod, SortReport, SortSpace, SortStrategy};
 pub use sort::{merge_order, ParticipantSort, Partitioning, SharedSort, SortOptions, SortedRuns, TraceFn};
 pub use tape::TempFileSet;

@@ -4,10 +4,10 @@
 //!
 //! Ranges are claimed in increasing order from one counter, so early ranges are ready
 //! early and the consumer (appending pages to a file, say) overlaps with the packing of
-//! later ones; only the last ranges are consumed after every participant is done. A
-//! consumer whose work splits into an ordered step and an unordered one (number the
-//! pages, then write them) uses `merge_ranges_then_complete`: the ordered step runs under
-//! a lock, the rest in parallel in whichever participant took the part.
+//! later ones; only the last ranges are consumed after every participant is done. The
+//! consumer's work is split into an ordered step and an unordered one (number the pages,
+//! then write them): the ordered step runs under a lock, the rest in parallel in
+//! whichever participant took the part.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -36,25 +36,13 @@ pub struct OutputTimes {
 }
 
 /// Cut `runs` into `ranges` key ranges; every participant merges and packs ranges with
-/// `pack`; `consume` receives the parts in range order (returning false stops the output).
-/// The times are returned even when the output fails, for the sort's report.
-pub fn merge_ranges_in_order<P: Send>(
-    runs: &SortedRuns,
-    ranges: usize,
-    who: &RangeWorkers,
-    pack: impl Fn(&mut Merger) -> Result<P> + Sync,
-    mut consume: impl FnMut(P) -> Result<bool> + Send,
-) -> (OutputTimes, Result<()>) {
-    merge_ranges_then_complete(runs, ranges, who, pack, move |part| Ok(consume(part)?.then_some(())), |()| Ok(()))
-}
-
-/// [`merge_ranges_in_order`] with the consumer's work in two steps: `consume` takes the
-/// parts in range order, one at a time, and does what depends on that order (numbering
-/// pages, say), returning the rest of the work (`None` stops the output); `complete`
-/// then does that rest in the participant that consumed the part, outside the ordering
-/// lock, beside other participants' completions (writing the numbered pages). Any
-/// participant hands over the parts that are ready after packing one; the leader also
-/// waits for the last ones.
+/// `pack`. The consumer's work comes in two steps: `consume` takes the parts in range
+/// order, one at a time, and does what depends on that order (numbering pages, say),
+/// returning the rest of the work (`None` stops the output); `complete` then does that
+/// rest in the participant that consumed the part, outside the ordering lock, beside
+/// other participants' completions (writing the numbered pages). Any participant hands
+/// over the parts that are ready after packing one; the leader also waits for the last
+/// ones. The times are returned even when the output fails, for the sort's report.
 pub fn merge_ranges_then_complete<P: Send, W>(
     runs: &SortedRuns,
     ranges: usize,
@@ -96,6 +84,10 @@ pub fn merge_ranges_then_complete<P: Send, W>(
                         }
                     }
                 };
+                if !consumed.is_empty() {
+                    // A leader waiting for a part this one handed over looks again.
+                    ready.notify_all();
+                }
                 for rest in consumed {
                     complete(rest)?;
                 }

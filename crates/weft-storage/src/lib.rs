@@ -12,8 +12,8 @@ mod sync;
 pub mod zone_map;
 
 pub use buffer::{
-    Buffer, BufferAccessStrategy, BufferMappingKind, BufferPool, BufferPoolConfig, BufferPoolStats, PageReadGuard,
-    PageWriteGuard, READ_BATCH_BLOCKS_MAX,
+    Buffer, BufferAccessStrategy, BufferMappingKind, BufferPool, BufferPoolConfig, BufferPoolStats, NumberedPages,
+    PageReadGuard, PageWriteGuard, READ_BATCH_BLOCKS_MAX,
 };
 pub use mapping::{ArtMapping, BufferMapping, PartitionedHashMapping};
 pub use smgr::StorageManager;

@@ -3,7 +3,7 @@
 //! levels are built from the leaves' high keys.
 
 use weft_common::{Error, Result};
-use weft_storage::{page as slotted, BlockNumber, BufferPool, BufferTag, ForkNumber, Page, RelFileLocator, PAGE_SIZE};
+use weft_storage::{page as slotted, BlockNumber, BufferPool, BufferTag, ForkNumber, NumberedPages, Page, RelFileLocator, PAGE_SIZE};
 
 use super::page::{self, Opaque, FLAG_HIGH_KEY, FLAG_LEAF, FLAG_ROOT, META_BLOCK, P_NONE, USABLE_SPACE};
 use super::BTreeDesc;
@@ -127,19 +127,6 @@ impl LeafPacker {
     }
 }
 
-/// Leaves with their blocks and links, ready to be written.
-pub struct NumberedLeaves {
-    rel: RelFileLocator,
-    first: BlockNumber,
-    pages: Vec<Box<Page>>,
-}
-
-impl NumberedLeaves {
-    pub fn write(mut self, pool: &BufferPool) -> Result<()> {
-        pool.write_new_pages(self.rel, ForkNumber::Main, self.first, &mut self.pages)
-    }
-}
-
 /// What a build wrote.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BuildSummary {
@@ -189,11 +176,11 @@ impl<'a> BTreeWriter<'a> {
     }
 
     /// Give leaves the blocks after those numbered so far and link them, without writing
-    /// them: what comes back is written by [`NumberedLeaves::write`], in any participant,
+    /// them: what comes back is written by [`NumberedPages::write`], in any participant,
     /// beside other numbered batches. Ranges must come in key order. The last leaf so far
     /// stays behind (its right link depends on what follows), so the batch returned
     /// starts with the previous call's last leaf.
-    pub fn number_leaves(&mut self, leaves: PackedLeaves) -> Result<NumberedLeaves> {
+    pub fn number_leaves(&mut self, leaves: PackedLeaves) -> Result<NumberedPages> {
         if leaves.pages.len() != leaves.high_keys.len() {
             return Err(Error::internal("packed leaves without one high key per page"));
         }
@@ -207,8 +194,8 @@ impl<'a> BTreeWriter<'a> {
         if reserved != self.next_block {
             return Err(Error::internal("a B-tree being built was extended by someone else"));
         }
-        let first = self.next_block - self.pending.is_some() as BlockNumber;
         self.summary.tuples += leaves.tuples;
+        let held_back = self.pending.is_some() as BlockNumber;
         let mut pages = Vec::with_capacity(leaves.pages.len());
         for (mut leaf, high_key) in leaves.pages.into_iter().zip(leaves.high_keys) {
             let block = self.next_block;
@@ -223,7 +210,9 @@ impl<'a> BTreeWriter<'a> {
             self.downlinks.push((high_key, block));
             self.summary.leaf_pages += 1;
         }
-        Ok(NumberedLeaves { rel: self.rel, first, pages })
+        // The batch starts with the leaf held back last time, whose block was reserved
+        // then: only the blocks of this call's pages are new.
+        Ok(NumberedPages::new(self.rel, ForkNumber::Main, reserved - held_back, pages))
     }
 
     /// Write the last leaf, the upper levels and the metapage.

@@ -19,7 +19,7 @@ use weft_sort::{SortColumn, SortKeys};
 
 use crate::heap::Tid;
 
-pub use build::{BTreeWriter, BuildSummary, LeafPacker, NumberedLeaves, PackedLeaves};
+pub use build::{BTreeWriter, BuildSummary, LeafPacker, PackedLeaves};
 pub use check::{check, for_each_entry, CheckSummary};
 pub use page::{MAX_ENTRY_SIZE, P_NONE};
 pub use scan::BTreeScan;

@@ -505,6 +505,13 @@ impl BufferPool {
         Ok(n)
     }
 
+    /// Reserve the blocks after the fork's end for `pages` ([`reserve_blocks`](Self::reserve_blocks)):
+    /// they are written later by [`NumberedPages::write`], by whoever holds them.
+    pub fn number_new_pages(&self, rel: RelFileLocator, fork: ForkNumber, pages: Vec<Box<Page>>) -> Result<NumberedPages> {
+        let first = self.reserve_blocks(rel, fork, pages.len())?;
+        Ok(NumberedPages { rel, fork, first, pages })
+    }
+
     /// Write complete page images into blocks `first..` of the fork, reserved by
     /// [`reserve_blocks`](Self::reserve_blocks) and never written since (so never in the
     /// pool). Sets their checksums.
@@ -968,5 +975,27 @@ impl Drop for Buffer {
 impl fmt::Debug for Buffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Buffer").field("id", &self.id).field("tag", &self.tag).finish()
+    }
+}
+
+/// New page images with their blocks reserved ([`BufferPool::number_new_pages`]): numbered
+/// in order by one caller, written by any (bulk loads whose participants write their own
+/// parts of a relation that grows in order).
+pub struct NumberedPages {
+    rel: RelFileLocator,
+    fork: ForkNumber,
+    first: BlockNumber,
+    pages: Vec<Box<Page>>,
+}
+
+impl NumberedPages {
+    /// Pages for blocks `first..` of the fork, which the caller reserved
+    /// ([`BufferPool::reserve_blocks`]) and nobody has written.
+    pub fn new(rel: RelFileLocator, fork: ForkNumber, first: BlockNumber, pages: Vec<Box<Page>>) -> NumberedPages {
+        NumberedPages { rel, fork, first, pages }
+    }
+
+    pub fn write(mut self, pool: &BufferPool) -> Result<()> {
+        pool.write_new_pages(self.rel, self.fork, self.first, &mut self.pages)
     }
 }
