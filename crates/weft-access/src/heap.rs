@@ -328,8 +328,8 @@ pub fn scan_numbered_pages(
 /// `weft_storage::zone_map`): `NO_VALUES` when there is none, and the whole `i64` range
 /// (the block is never skipped) for anything unexpected. For a text column, the values
 /// are the texts' first 8 bytes (zero-padded) read as a big-endian `u64` with its top bit
-/// flipped, so that `i64` order is byte order: [`text_zone_value`].
-pub fn page_int_range(page: &[u8], layout: &RowLayout, col: usize) -> (i64, i64) {
+/// flipped, so that `i64` order is byte order: [`weft_sort::text_zone_value`].
+pub fn page_zone_range(page: &[u8], layout: &RowLayout, col: usize) -> (i64, i64) {
     const ANYTHING: (i64, i64) = (i64::MIN, i64::MAX);
     let Ok(page) = <&Page>::try_from(page) else { return ANYTHING };
     if page::is_new(page) {
@@ -347,7 +347,7 @@ pub fn page_int_range(page: &[u8], layout: &RowLayout, col: usize) -> (i64, i64)
                 continue;
             }
             match layout.var_bytes(row, index) {
-                Ok(bytes) => text_zone_value(bytes),
+                Ok(bytes) => weft_sort::text_zone_value(bytes),
                 Err(_) => return ANYTHING,
             }
         } else {
@@ -364,15 +364,6 @@ pub fn page_int_range(page: &[u8], layout: &RowLayout, col: usize) -> (i64, i64)
     (lo, hi)
 }
 
-/// A text's place in a zone map: its first 8 bytes, zero-padded, as a big-endian `u64`
-/// with the top bit flipped (so that signed order is byte order). Texts with equal
-/// prefixes get equal values; a longer text never gets a smaller one.
-pub fn text_zone_value(bytes: &[u8]) -> i64 {
-    let mut prefix = [0u8; 8];
-    let n = bytes.len().min(8);
-    prefix[..n].copy_from_slice(&bytes[..n]);
-    (u64::from_be_bytes(prefix) ^ (1 << 63)) as i64
-}
 
 /// Visit consecutive blocks of the main fork under their shared locks, read in batches
 /// with one system call per run of blocks not in the pool. Stops when `visit` returns false.

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering}
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use weft_access::heap::{page_int_range, scan_numbered_pages, HeapInserter, HeapPageBuilder, HeapScanCursor, PackedPages};
+use weft_access::heap::{page_zone_range, scan_numbered_pages, HeapInserter, HeapPageBuilder, HeapScanCursor, PackedPages};
 use crate::sort::Ordered;
 use weft_common::parallel::{CancelToken, WorkerPool};
 use weft_common::tuple::RowLayout;
@@ -739,20 +739,21 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
         // Counted in locals, summed once at the end (EXPLAIN ANALYZE's rows).
         let (mut rows_in, mut rows_out) = (0u64, 0u64);
         let mut first_row = None;
-        if let (true, Some((heap, column))) = (raw, raw_zone_column) {
-            // The sink can turn whole blocks away by their zone map (a bounded sort whose
-            // kept rows beat everything in them); a scan without the map builds it.
-            let zone = ctx.pool.zone_maps().get(heap.rel, column);
+        if raw {
+            // A sink that can turn whole blocks away by their zone map (a bounded sort
+            // whose kept rows beat everything in them) skips them; a scan without the map
+            // builds it.
+            let zone = raw_zone_column.and_then(|(heap, column)| ctx.pool.zone_maps().get(heap.rel, column));
+            let building = zone_build.as_ref().filter(|_| raw_zone_column.is_some() && zone.is_none());
             let bar = Cell::new(None::<u64>);
             let keep = |block| match (bar.get(), zone.as_deref().and_then(|map| map.range(block))) {
                 (Some(bar), Some((min, max))) => sink.may_beat(bar, min, max),
                 _ => true,
             };
-            let building = zone_build.as_ref().filter(|_| zone.is_none());
             let mut built: Vec<(BlockNumber, (i64, i64))> = Vec::new();
             state.run_numbered_pages(ctx, keep, |block, page, tuples| {
-                if building.is_some() {
-                    built.push((block, page_int_range(page, &heap.layout, column)));
+                if let (Some(_), Some((heap, column))) = (building, raw_zone_column) {
+                    built.push((block, page_zone_range(page, &heap.layout, column)));
                 }
                 if tuples.is_empty() {
                     return Ok(true);
@@ -762,21 +763,14 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                 }
                 rows_in += tuples.len() as u64;
                 let going = sink.push_raw_page(&mut local, page, tuples)?;
-                bar.set(sink.prune_bar(&local));
+                if zone.is_some() {
+                    bar.set(sink.prune_bar(&local));
+                }
                 Ok(going)
             })?;
             if let Some(build) = building {
                 build.add_all(&built);
             }
-            rows_out = rows_in;
-        } else if raw {
-            state.run_raw_pages(ctx, |page, tuples| {
-                if rows_in == 0 && !tuples.is_empty() {
-                    first_row = Some(Instant::now());
-                }
-                rows_in += tuples.len() as u64;
-                sink.push_raw_page(&mut local, page, tuples)
-            })?;
             rows_out = rows_in;
         } else if has_joins {
             // Every join's table first (built alone, or together), in step order.
@@ -810,7 +804,7 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                     let mut row: Vec<Datum> = Vec::with_capacity(heap.columns.len());
                     state.run_numbered_pages(ctx, keep, |block, page, tuples| {
                         if building.is_some() {
-                            built.push((block, page_int_range(page, &heap.layout, key_column)));
+                            built.push((block, page_zone_range(page, &heap.layout, key_column)));
                         }
                         rows_in += tuples.len() as u64;
                         for range in tuples {

@@ -109,7 +109,7 @@ impl SortKeys {
     /// The abbreviation of the best first key a block whose non-NULL values lie in
     /// `min..=max` can hold (`min > max`: none, only NULLs if anything), for a first key
     /// that [`zone_prunable_column`](Self::zone_prunable_column) accepts (for text, the
-    /// values are prefixes as `weft_access::heap::text_zone_value` makes them). A block
+    /// values are prefixes as [`text_zone_value`] makes them). A block
     /// whose best is above the worst abbreviation a bounded sort keeps holds nothing it
     /// keeps: its keys' abbreviations are all above it.
     pub fn best_abbrev_in(&self, min: i64, max: i64) -> u64 {
@@ -118,16 +118,14 @@ impl SortKeys {
             return if key.nulls_first { 0 } else { u64::MAX };
         }
         let order = |v: i64| match key.access {
-            Access::Int4(_) => int4_order_value(v.clamp(i32::MIN as i64, i32::MAX as i64) as i32),
-            Access::Int8(_) | Access::Text(_) => (v as u64) ^ (1 << 63),
-            // Not prunable: every block may hold the best.
-            _ => return 0,
+            Access::Int4(_) => Some(int4_order_value(v.clamp(i32::MIN as i64, i32::MAX as i64) as i32)),
+            // Int8's abbreviation, and the inverse of `text_zone_value`.
+            Access::Int8(_) | Access::Text(_) => Some((v as u64) ^ ZONE_SIGN),
+            _ => None,
         };
-        if key.descending {
-            !order(max)
-        } else {
-            order(min)
-        }
+        let best = if key.descending { order(max).map(|v| !v) } else { order(min) };
+        // Not prunable: every block may hold the best.
+        best.unwrap_or(0)
     }
 
     /// Are the first key's abbreviations few-byte integers that a radix sort orders in a
@@ -265,6 +263,16 @@ fn float8_abbrev(v: f64) -> u64 {
 
 /// The first eight bytes, big-endian: byte order of the prefix.
 #[inline]
+/// A text's place in a zone map (see `weft_storage::zone_map`): its abbreviation (first
+/// 8 bytes, zero-padded, big-endian) with the top bit flipped, so that signed order is
+/// byte order. [`SortKeys::best_abbrev_in`] undoes it.
+pub fn text_zone_value(bytes: &[u8]) -> i64 {
+    (text_abbrev(bytes) ^ ZONE_SIGN) as i64
+}
+
+/// Flips unsigned order into signed order and back.
+const ZONE_SIGN: u64 = 1 << 63;
+
 fn text_abbrev(bytes: &[u8]) -> u64 {
     let mut prefix = [0u8; 8];
     let n = bytes.len().min(8);

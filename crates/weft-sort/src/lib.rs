@@ -15,7 +15,7 @@ mod sort;
 mod tape;
 mod topn;
 
-pub use keys::{SortColumn, SortKeys};
+pub use keys::{text_zone_value, SortColumn, SortKeys};
 pub use memrun::DEFAULT_SUB_RUN_BYTES;
 pub use merge::Merger;
 pub use ordered::{merge_ranges_then_complete, OutputTimes, RangeWorkers};

@@ -33,9 +33,7 @@ pub(crate) fn sort_by_abbrev(tuples: &mut Vec<SortTuple>, scratch: &mut Vec<Sort
         return true;
     }
     // The bytes on which some tuple differs from the first: the only ones to sort by.
-    let first = tuples[0].abbrev;
-    let differing = tuples.iter().fold(0u64, |acc, t| acc | (t.abbrev ^ first));
-    let digits: Vec<usize> = (0..8).filter(|&d| (differing >> (8 * d)) as u8 != 0).collect();
+    let digits = varying_bytes(tuples, abbrev_of);
     if digits.len() > MAX_PASSES {
         return false;
     }
@@ -49,33 +47,51 @@ pub(crate) fn sort_by_abbrev(tuples: &mut Vec<SortTuple>, scratch: &mut Vec<Sort
     }
     scratch.resize(n, SortTuple::default());
     if digits.len() < 3 || n < SPLIT_FIRST_TUPLES {
-        let counts = count_bytes(tuples, &digits);
-        if passes(tuples, scratch, &digits, &counts) {
+        let counts = count_bytes(tuples, &digits, abbrev_of);
+        if passes(tuples, scratch, &digits, &counts, abbrev_of) {
             std::mem::swap(tuples, scratch);
         }
         return true;
     }
     let (&top, rest) = digits.split_last().expect("at least three digits");
-    let counts = count_bytes(tuples, &[top]);
-    let starts = scatter(tuples, scratch, top, &counts[top]);
+    let counts = count_bytes(tuples, &[top], abbrev_of);
+    let starts = scatter(tuples, scratch, top, &counts[top], abbrev_of);
     for bucket in 0..256 {
         let (from, to) = (starts[bucket], starts.get(bucket + 1).copied().unwrap_or(n));
         let (sorted, spare) = (&mut scratch[from..to], &mut tuples[from..to]);
-        let local = count_bytes(sorted, rest);
+        let local = count_bytes(sorted, rest, abbrev_of);
         let local_digits = varying(&local, rest, to - from);
-        if !passes(sorted, spare, &local_digits, &local) {
+        if !passes(sorted, spare, &local_digits, &local, abbrev_of) {
             spare.copy_from_slice(sorted);
         }
     }
     true
 }
 
-/// Per byte position in `digits`, how many tuples have each value there.
-fn count_bytes(tuples: &[SortTuple], digits: &[usize]) -> Box<Counts> {
+/// What the passes sort by: a tuple's abbreviation, or (pairs) its payload.
+fn abbrev_of(t: &SortTuple) -> u64 {
+    t.abbrev
+}
+
+fn payload_of(t: &SortTuple) -> u64 {
+    t.payload()
+}
+
+/// The byte positions on which some tuple's `key` differs from the first's: the only
+/// ones to sort by.
+fn varying_bytes(tuples: &[SortTuple], key: impl Fn(&SortTuple) -> u64) -> Vec<usize> {
+    let Some(first) = tuples.first().map(&key) else { return Vec::new() };
+    let differing = tuples.iter().fold(0u64, |acc, t| acc | (key(t) ^ first));
+    (0..8).filter(|&d| (differing >> (8 * d)) as u8 != 0).collect()
+}
+
+/// Per byte position in `digits` of `key`, how many tuples have each value there.
+fn count_bytes(tuples: &[SortTuple], digits: &[usize], key: impl Fn(&SortTuple) -> u64) -> Box<Counts> {
     let mut counts = Box::new([[0usize; 256]; 8]);
     for t in tuples {
+        let k = key(t);
         for &digit in digits {
-            counts[digit][(t.abbrev >> (8 * digit)) as u8 as usize] += 1;
+            counts[digit][(k >> (8 * digit)) as u8 as usize] += 1;
         }
     }
     counts
@@ -86,9 +102,9 @@ fn varying(counts: &Counts, digits: &[usize], n: usize) -> Vec<usize> {
     digits.iter().copied().filter(|&d| !counts[d].iter().any(|&c| c == n)).collect()
 }
 
-/// One stable scatter pass by byte `digit` from `from` into `to`; returns where each
-/// bucket starts.
-fn scatter(from: &[SortTuple], to: &mut [SortTuple], digit: usize, counts: &[usize; 256]) -> [usize; 256] {
+/// One stable scatter pass by byte `digit` of `key` from `from` into `to`; returns where
+/// each bucket starts.
+fn scatter(from: &[SortTuple], to: &mut [SortTuple], digit: usize, counts: &[usize; 256], key: impl Fn(&SortTuple) -> u64) -> [usize; 256] {
     let mut starts = [0usize; 256];
     let mut sum = 0;
     for (start, &count) in starts.iter_mut().zip(counts.iter()) {
@@ -98,22 +114,22 @@ fn scatter(from: &[SortTuple], to: &mut [SortTuple], digit: usize, counts: &[usi
     let mut next = starts;
     let shift = 8 * digit;
     for t in from {
-        let bucket = (t.abbrev >> shift) as u8 as usize;
+        let bucket = (key(t) >> shift) as u8 as usize;
         to[next[bucket]] = *t;
         next[bucket] += 1;
     }
     starts
 }
 
-/// Scatter passes over `digits`, least significant first, alternating between the two
-/// buffers; returns true when the result ended in `spare`.
-fn passes(data: &mut [SortTuple], spare: &mut [SortTuple], digits: &[usize], counts: &Counts) -> bool {
+/// Scatter passes over `digits` of `key`, least significant first, alternating between
+/// the two buffers; returns true when the result ended in `spare`.
+fn passes(data: &mut [SortTuple], spare: &mut [SortTuple], digits: &[usize], counts: &Counts, key: impl Fn(&SortTuple) -> u64 + Copy) -> bool {
     let mut in_spare = false;
     for &digit in digits {
         if in_spare {
-            scatter(spare, data, digit, &counts[digit]);
+            scatter(spare, data, digit, &counts[digit], key);
         } else {
-            scatter(data, spare, digit, &counts[digit]);
+            scatter(data, spare, digit, &counts[digit], key);
         }
         in_spare = !in_spare;
     }
@@ -143,7 +159,7 @@ pub(crate) fn sort_pairs_in_place(pairs: &mut [SortTuple], scratch: &mut Vec<Sor
         return false;
     }
     let (&top, rest) = digits.split_last().expect("two digits at least");
-    let counts = count_bytes_of(pairs, &[top], abbrev_of);
+    let counts = count_bytes(pairs, &[top], abbrev_of);
     let bounds = permute_in_place(pairs, top, &counts[top]);
     let largest = bounds.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
     scratch.clear();
@@ -158,32 +174,6 @@ pub(crate) fn sort_pairs_in_place(pairs: &mut [SortTuple], scratch: &mut Vec<Sor
         }
     }
     true
-}
-
-fn abbrev_of(t: &SortTuple) -> u64 {
-    t.abbrev
-}
-
-fn payload_of(t: &SortTuple) -> u64 {
-    t.payload()
-}
-
-/// The byte positions on which some tuple's `key` differs from the first's.
-fn varying_bytes(tuples: &[SortTuple], key: fn(&SortTuple) -> u64) -> Vec<usize> {
-    let Some(first) = tuples.first().map(key) else { return Vec::new() };
-    let differing = tuples.iter().fold(0u64, |acc, t| acc | (key(t) ^ first));
-    (0..8).filter(|&d| (differing >> (8 * d)) as u8 != 0).collect()
-}
-
-fn count_bytes_of(tuples: &[SortTuple], digits: &[usize], key: fn(&SortTuple) -> u64) -> Box<Counts> {
-    let mut counts = Box::new([[0usize; 256]; 8]);
-    for t in tuples {
-        let k = key(t);
-        for &digit in digits {
-            counts[digit][(k >> (8 * digit)) as u8 as usize] += 1;
-        }
-    }
-    counts
 }
 
 /// Move every tuple into the bucket of its byte `digit`, in place; returns the buckets'
@@ -214,28 +204,12 @@ fn permute_in_place(tuples: &mut [SortTuple], digit: usize, counts: &[usize; 256
     bounds
 }
 
-/// Stable LSD passes over the bytes of `key` that vary in `data` among `digits`.
-fn sort_by_bytes(data: &mut [SortTuple], spare: &mut [SortTuple], digits: &[usize], key: fn(&SortTuple) -> u64) {
-    let counts = count_bytes_of(data, digits, key);
-    let varying: Vec<usize> = digits.iter().copied().filter(|&d| !counts[d].iter().any(|&c| c == data.len())).collect();
-    let mut in_spare = false;
-    for &digit in &varying {
-        let shift = 8 * digit;
-        let (from, to): (&[SortTuple], &mut [SortTuple]) = if in_spare { (spare, data) } else { (data, spare) };
-        let mut next = [0usize; 256];
-        let mut sum = 0;
-        for (start, &count) in next.iter_mut().zip(counts[digit].iter()) {
-            *start = sum;
-            sum += count;
-        }
-        for t in from {
-            let bucket = (key(t) >> shift) as u8 as usize;
-            to[next[bucket]] = *t;
-            next[bucket] += 1;
-        }
-        in_spare = !in_spare;
-    }
-    if in_spare {
+/// Stable LSD passes over the bytes of `key` that vary in `data` among `digits`; the
+/// result ends in `data`.
+fn sort_by_bytes(data: &mut [SortTuple], spare: &mut [SortTuple], digits: &[usize], key: impl Fn(&SortTuple) -> u64 + Copy) {
+    let counts = count_bytes(data, digits, key);
+    let varying = varying(&counts, digits, data.len());
+    if passes(data, spare, &varying, &counts, key) {
         data.copy_from_slice(spare);
     }
 }

@@ -4,7 +4,7 @@
 //! reading them — DuckDB's min/max row-group pruning, kept per 8 kB block. A bounded sort
 //! (ORDER BY ... LIMIT) skips the blocks whose best key cannot beat the rows it keeps; it
 //! also keeps maps of text columns, whose values are then 8-byte prefixes
-//! (`weft_access::heap::text_zone_value`).
+//! (`weft_sort::text_zone_value`).
 //!
 //! They are a cache beside the buffer pool, never persisted: a sequential scan that wants
 //! one and finds none builds it as a side effect (from every tuple on each page, visible
