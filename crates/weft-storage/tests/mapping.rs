@@ -160,49 +160,70 @@ fn concurrent_insert_if_absent_has_one_winner() {
     }
 }
 
-/// Threads insert and remove entries of a few relations (so inner trees are
-/// retired and re-created under them) while others race on the same tags;
-/// in the end the mapping holds exactly what each thread left.
+/// Eight threads insert and remove entries of a few relations (so inner trees
+/// are retired and re-created under them) while racing on a few shared tags;
+/// returns what each thread left in the mapping.
+fn churn(mapping: &dyn BufferMapping) -> Vec<(BufferTag, usize)> {
+    let kept: Vec<Vec<(BufferTag, usize)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8usize)
+            .map(|thread| {
+                s.spawn(move || {
+                    // Each thread owns the blocks congruent to its number.
+                    let mut mine: HashMap<BufferTag, usize> = HashMap::new();
+                    let mut x = 0x9e37_79b9_u64 + thread as u64;
+                    for i in 0..20_000usize {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        let t = tag((x % 3) as u32, ((x >> 8) % 2) as u8, ((x >> 16) % 16) as u32 * 8 + thread as u32);
+                        let id = thread * 1_000_000 + i;
+                        if let Some(old) = mine.remove(&t) {
+                            assert!(mapping.remove(&t, old), "{t:?}");
+                        } else {
+                            assert_eq!(mapping.insert(t, id).unwrap(), Ok(()), "{t:?}");
+                            mine.insert(t, id);
+                        }
+                        let shared = tag(7, 0, (x % 4) as u32);
+                        if mapping.insert(shared, id).unwrap().is_ok() {
+                            assert!(mapping.remove(&shared, id));
+                        }
+                    }
+                    mine.into_iter().collect()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    kept.into_iter().flatten().collect()
+}
+
+/// After the churn the mapping holds exactly what each thread left.
 #[test]
 fn concurrent_churn_keeps_each_threads_entries() {
     for mapping in mappings(4096) {
-        let kept: Vec<Vec<(BufferTag, usize)>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (0..8usize)
-                .map(|thread| {
-                    let mapping = mapping.as_ref();
-                    s.spawn(move || {
-                        // Each thread owns the blocks congruent to its number.
-                        let mut mine: HashMap<BufferTag, usize> = HashMap::new();
-                        let mut x = 0x9e37_79b9_u64 + thread as u64;
-                        for i in 0..20_000usize {
-                            x ^= x << 13;
-                            x ^= x >> 7;
-                            x ^= x << 17;
-                            let t = tag((x % 3) as u32, ((x >> 8) % 2) as u8, ((x >> 16) % 16) as u32 * 8 + thread as u32);
-                            let id = thread * 1_000_000 + i;
-                            if let Some(old) = mine.remove(&t) {
-                                assert!(mapping.remove(&t, old), "{t:?}");
-                            } else {
-                                assert_eq!(mapping.insert(t, id).unwrap(), Ok(()), "{t:?}");
-                                mine.insert(t, id);
-                            }
-                            let shared = tag(7, 0, (x % 4) as u32);
-                            if mapping.insert(shared, id).unwrap().is_ok() {
-                                assert!(mapping.remove(&shared, id));
-                            }
-                        }
-                        mine.into_iter().collect()
-                    })
-                })
-                .collect();
-            handles.into_iter().map(|h| h.join().unwrap()).collect()
-        });
-        let total: usize = kept.iter().map(Vec::len).sum();
-        assert_eq!(mapping.len(), total, "{}", mapping.name());
-        for (t, id) in kept.iter().flatten() {
+        let kept = churn(mapping.as_ref());
+        assert_eq!(mapping.len(), kept.len(), "{}", mapping.name());
+        for (t, id) in &kept {
             assert_eq!(mapping.lookup(t), Some(*id));
         }
         mapping.verify().unwrap();
+    }
+}
+
+/// Every ART node the churn allocated is, once the entries are gone, back on a
+/// free list or waiting out its grace period: nothing leaks.
+#[test]
+fn art_churn_returns_every_node() {
+    let mapping = ArtMapping::new(4096);
+    let free_at_start = mapping.node_pool().free_slots();
+    for round in 0..3 {
+        for (t, id) in churn(&mapping) {
+            assert!(mapping.remove(&t, id), "round {round}: {t:?}");
+        }
+        assert_eq!((mapping.len(), mapping.inner_trees()), (0, 0), "round {round}");
+        let pool = mapping.node_pool();
+        let taken: usize = free_at_start.iter().zip(pool.free_slots()).map(|(start, now)| start - now).sum();
+        assert_eq!(taken, pool.retired_nodes(), "round {round}: slots neither free nor retired");
     }
 }
 

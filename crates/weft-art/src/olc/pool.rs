@@ -93,6 +93,11 @@ struct Garbage {
     /// (retire epoch, node)
     queue: Vec<(u64, NodeRef)>,
     collect_at: usize,
+    /// Nodes a collection has taken off `queue` and not yet pushed back on their free
+    /// lists (it pushes them after releasing this lock). A waiter that finds the queue
+    /// empty while this is not zero must wait for them too, or it gives up in the
+    /// moment between another thread's take and its push.
+    being_freed: usize,
 }
 
 /// Fixed node memory, carved up front (like PostgreSQL's shared memory), shared by
@@ -104,6 +109,9 @@ pub struct NodePool {
     node48s: Slab<Node48>,
     node256s: Slab<Node256>,
     used_bytes: Padded<AtomicUsize>,
+    /// Slots returned to a free list since start-up, by anyone (a waiter's measure of
+    /// progress: nodes another thread's collection freed count too).
+    freed_total: Padded<AtomicUsize>,
     capacity_bytes: usize,
     pub(crate) epochs: Arc<EpochDomain>,
     garbage: Padded<Mutex<Garbage>>,
@@ -167,9 +175,10 @@ impl NodePool {
             node48s: Slab::new(slots[3]),
             node256s: Slab::new(slots[4]),
             used_bytes: Padded(AtomicUsize::new(0)),
+            freed_total: Padded(AtomicUsize::new(0)),
             capacity_bytes: bytes_of(slots),
             epochs: EpochDomain::new(),
-            garbage: Padded(Mutex::new(Garbage { queue: Vec::new(), collect_at: COLLECT_THRESHOLD_MIN })),
+            garbage: Padded(Mutex::new(Garbage { queue: Vec::new(), collect_at: COLLECT_THRESHOLD_MIN, being_freed: 0 })),
         })
     }
 
@@ -284,6 +293,12 @@ impl NodePool {
             _ => return,
         }
         self.used_bytes.fetch_sub(class_bytes()[Self::class_index(tag)], Ordering::Relaxed);
+        self.freed_total.fetch_add(1, Ordering::Release);
+    }
+
+    /// Slots returned to free lists so far (see [`NodePool::reclaim_blocking`]).
+    pub(crate) fn freed_total(&self) -> usize {
+        self.freed_total.load(Ordering::Acquire)
     }
 
     // -- reclamation ------------------------------------------------------------
@@ -320,31 +335,39 @@ impl NodePool {
             } else {
                 COLLECT_THRESHOLD_MIN.max(garbage.queue.len() * 2)
             };
+            garbage.being_freed += ready.len();
             ready
         };
         for &node in &ready {
             self.free_now(node);
         }
+        if !ready.is_empty() {
+            lock(&self.garbage).being_freed -= ready.len();
+        }
         ready.len()
     }
 
-    /// Waits (yielding) until everything retired so far is reusable and frees it.
-    /// Called by a writer that found its class empty, after unpinning. Gives up after
-    /// `RECLAIM_ROUNDS_MAX` rounds (a thread pinned for that long) or at once if the
-    /// caller is still pinned in this pool (it would wait for itself).
-    pub(crate) fn reclaim_blocking(&self) -> usize {
-        let mut freed = self.collect();
-        if self.epochs.is_pinned_here() {
-            return freed;
-        }
-        for round in 0..RECLAIM_ROUNDS_MAX {
-            if lock(&self.garbage).queue.is_empty() {
-                break;
+    /// Waits (yielding) until everything retired so far is reusable and back on its
+    /// free list, whoever collects it. Called by a writer that found its class empty,
+    /// after unpinning, with `since` = [`NodePool::freed_total`] before its attempt;
+    /// returns how many slots anyone freed since then (0: waiting cannot help). Gives
+    /// up after `RECLAIM_ROUNDS_MAX` rounds (a thread pinned for that long) or at once
+    /// if the caller is still pinned in this pool (it would wait for itself).
+    pub(crate) fn reclaim_blocking(&self, since: usize) -> usize {
+        self.collect();
+        if !self.epochs.is_pinned_here() {
+            for round in 0..RECLAIM_ROUNDS_MAX {
+                {
+                    let garbage = lock(&self.garbage);
+                    if garbage.queue.is_empty() && garbage.being_freed == 0 {
+                        break;
+                    }
+                }
+                super::sync::reclaim_wait(round);
+                self.collect();
             }
-            super::sync::reclaim_wait(round);
-            freed += self.collect();
         }
-        freed
+        self.freed_total().wrapping_sub(since)
     }
 
     /// Nodes retired and not yet reusable (statistics, tests).
@@ -376,7 +399,7 @@ mod tests {
             pool.collect();
         }
         assert_eq!(pool.free_slots()[0], free_before, "reused while a reader was pinned");
-        assert_eq!(pool.reclaim_blocking(), 0, "a pinned thread must not wait for itself");
+        assert_eq!(pool.reclaim_blocking(pool.freed_total()), 0, "a pinned thread must not wait for itself");
         drop(guard);
         pool.collect();
         pool.collect();
@@ -406,9 +429,10 @@ mod tests {
             pool.collect();
         }
         assert_eq!(pool.retired_nodes(), 1);
+        let since = pool.freed_total();
         release_sender.send(()).unwrap();
         reader.join().unwrap();
-        assert_eq!(pool.reclaim_blocking(), 1);
+        assert_eq!(pool.reclaim_blocking(since), 1);
         assert_eq!(pool.retired_nodes(), 0);
     }
 }

@@ -81,16 +81,18 @@ impl OlcArt {
     // -- the driver ----------------------------------------------------------------
 
     /// Runs attempts until one returns a result. `attempt(memory_short)`: after a
-    /// `NoMemory`, the driver unpins, reclaims what the grace period allows, and
-    /// retries, for as long as reclaiming frees something (other threads may take what
-    /// one reclaim freed before this one retries: with many threads churning on few
-    /// cores, one reclaim is not enough), at most `RECLAIMS_PER_OPERATION_MAX` times;
+    /// `NoMemory`, the driver unpins, waits until what was retired is reclaimed (by
+    /// this thread or another), and retries, for as long as some slot was freed since
+    /// the failed attempt began (other threads may take what one reclaim freed before
+    /// this one retries: with many threads churning on few cores, one reclaim is not
+    /// enough), at most `RECLAIMS_PER_OPERATION_MAX` times;
     /// then it retries once with `memory_short = true` (removals skip shrinking), and
     /// after that it is `OutOfNodeMemory`.
     pub(crate) fn run<T>(&self, mut attempt: impl FnMut(bool) -> Result<T, Retry>) -> Result<T, OutOfNodeMemory> {
         let mut reclaims = 0;
         let mut memory_short = false;
         loop {
+            let freed_before = self.pool.freed_total();
             let outcome = {
                 let _guard = self.pool.pin();
                 loop {
@@ -103,7 +105,7 @@ impl OlcArt {
             match outcome {
                 Ok(value) => return Ok(value),
                 Err(Retry::Restart) => continue,
-                Err(Retry::NoMemory) if reclaims < RECLAIMS_PER_OPERATION_MAX && self.pool.reclaim_blocking() > 0 => {
+                Err(Retry::NoMemory) if reclaims < RECLAIMS_PER_OPERATION_MAX && self.pool.reclaim_blocking(freed_before) > 0 => {
                     reclaims += 1;
                 }
                 Err(Retry::NoMemory) if !memory_short => memory_short = true,

@@ -356,6 +356,11 @@ impl ArtMapping {
         (self.pool.used_bytes(), self.pool.capacity_bytes())
     }
 
+    /// The node pool (statistics, tests).
+    pub fn node_pool(&self) -> &NodePool {
+        &self.pool
+    }
+
     /// Relation forks with an inner tree.
     pub fn inner_trees(&self) -> usize {
         self.outer.len()
