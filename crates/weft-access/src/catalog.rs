@@ -319,7 +319,7 @@ fn encode_slot(seq: u64, payload: &[u8]) -> Vec<u8> {
     bytes.extend_from_slice(&seq.to_le_bytes());
     bytes.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     bytes.extend_from_slice(payload);
-    let crc = crc32c::crc32c(&bytes[12..]);
+    let crc = weft_storage::page::crc32c(&bytes[12..]);
     bytes[8..12].copy_from_slice(&crc.to_le_bytes());
     bytes
 }
@@ -336,7 +336,7 @@ fn decode_slot(bytes: &[u8]) -> std::result::Result<(u64, &[u8]), String> {
     let (seq, len) = (word(16), word(24));
     let end = usize::try_from(len).ok().and_then(|len| len.checked_add(SLOT_HEADER_BYTES)).filter(|&end| end <= bytes.len());
     let Some(end) = end else { return Err(format!("payload of {len} bytes past the end of the file")) };
-    if crc32c::crc32c(&bytes[12..end]) != crc {
+    if weft_storage::page::crc32c(&bytes[12..end]) != crc {
         return Err("checksum mismatch (an interrupted write)".into());
     }
     if format != CATALOG_FORMAT_VERSION {

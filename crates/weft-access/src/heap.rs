@@ -367,6 +367,8 @@ pub fn page_zone_range(page: &[u8], layout: &RowLayout, col: usize) -> (i64, i64
 
 /// Visit consecutive blocks of the main fork under their shared locks, read in batches
 /// with one system call per run of blocks not in the pool. Stops when `visit` returns false.
+/// A page found in the pool is warmed first ([`warm_page`]); one this call read is in the
+/// cache already (copied in and checksummed just now).
 fn for_each_page(
     pool: &BufferPool,
     rel: RelFileLocator,
@@ -377,9 +379,13 @@ fn for_each_page(
     let mut first = blocks.start;
     while first < blocks.end {
         let count = (blocks.end - first).min(READ_BATCH_BLOCKS_MAX);
-        let buffers = pool.read_buffers(rel, ForkNumber::Main, first, count, strategy.as_deref_mut())?;
-        for buffer in &buffers {
-            if !visit(&buffer.read(), buffer.block_number())? {
+        let (buffers, read) = pool.read_buffers_noting_reads(rel, ForkNumber::Main, first, count, strategy.as_deref_mut())?;
+        for (index, buffer) in buffers.iter().enumerate() {
+            let page = buffer.read();
+            if read & (1 << index) == 0 {
+                warm_page(&page);
+            }
+            if !visit(&page, buffer.block_number())? {
                 return Ok(false);
             }
         }
@@ -484,15 +490,18 @@ impl TupleHeader {
     }
 }
 
+#[inline]
 fn split_header(item: &[u8], block: BlockNumber, offset: OffsetNumber, rel: RelFileLocator) -> Result<(TupleHeader, &[u8])> {
     if item.len() < XMIN_BYTES {
-        return Err(Error::new(
-            SqlState::DATA_CORRUPTED,
-            format!("invalid heap tuple at ({block},{offset}) of relation {}", rel.rel_number),
-        ));
+        return Err(invalid_tuple(block, offset, rel));
     }
     let word = |at: usize| u32::from_le_bytes(item[at..at + 4].try_into().expect("length checked")) as Xid;
     Ok((TupleHeader { xmin: word(0), xmax: word(4) }, &item[XMIN_BYTES..]))
+}
+
+#[cold]
+fn invalid_tuple(block: BlockNumber, offset: OffsetNumber, rel: RelFileLocator) -> Error {
+    Error::new(SqlState::DATA_CORRUPTED, format!("invalid heap tuple at ({block},{offset}) of relation {}", rel.rel_number))
 }
 
 /// Visit the visible tuples of one locked heap page.
@@ -503,7 +512,6 @@ fn for_each_visible(
     snapshot: &Snapshot,
     mut visit: impl FnMut(Tid, &[u8]) -> Result<bool>,
 ) -> Result<bool> {
-    warm_page(guard);
     if page::is_new(guard) {
         return Ok(true);
     }

@@ -272,11 +272,23 @@ pub fn special_mut(page: &mut Page) -> &mut [u8] {
     }
 }
 
+/// CRC-32C of the page with its checksum field read as zero, then of the block
+/// number (so a page written to the wrong block fails too). `crc-fast` folds the
+/// page with carry-less multiplies (VPCLMULQDQ where the CPU has it): about 2.5x the
+/// throughput of the `crc32` instruction alone, and every page a scan reads from
+/// the OS passes through here.
 fn compute_checksum(page: &Page, blkno: BlockNumber) -> u32 {
-    let crc = crc32c::crc32c(&page[..CHECKSUM_AT]);
-    let crc = crc32c::crc32c_append(crc, &[0u8; 4]);
-    let crc = crc32c::crc32c_append(crc, &page[CHECKSUM_AT + 4..]);
-    crc32c::crc32c_append(crc, &blkno.to_le_bytes())
+    let mut digest = crc_fast::Digest::new(crc_fast::CrcAlgorithm::Crc32Iscsi);
+    digest.update(&page[..CHECKSUM_AT]);
+    digest.update(&[0u8; 4]);
+    digest.update(&page[CHECKSUM_AT + 4..]);
+    digest.update(&blkno.to_le_bytes());
+    digest.finalize() as u32
+}
+
+/// CRC-32C of `bytes` (the page checksum's algorithm, for other files' checksums).
+pub fn crc32c(bytes: &[u8]) -> u32 {
+    crc_fast::checksum(crc_fast::CrcAlgorithm::Crc32Iscsi, bytes) as u32
 }
 
 /// The checksum stored in the header.

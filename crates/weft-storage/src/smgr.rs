@@ -11,9 +11,9 @@
 //! a handle from the cache never invalidates one a thread is still using.
 //!
 //! Blocks are checksummed by the caller before `write_block` and verified by
-//! `read_block`. `read_blocks_unverified` reads a run of consecutive blocks
-//! with one `pread` (for the buffer pool's batched reads, which verify each
-//! page with `verify_block` as they copy it into its frame). A block past the end of the file, or in a hole left by
+//! `read_block`. `read_blocks_into` reads a run of consecutive blocks with one
+//! `preadv` straight into the buffer pool's frames (its batched reads, which
+//! then verify each page with `verify_block`). A block past the end of the file, or in a hole left by
 //! writing past the end, reads as a new (all-zero) page.
 
 use std::collections::HashMap;
@@ -191,23 +191,17 @@ impl StorageManager {
         self.verify_block(rel, fork, block, buf)
     }
 
-    /// Reads the consecutive blocks `first ..` into `buf` (a whole number of
-    /// pages) with one positioned read (more only if the kernel returns less
-    /// without reaching the end of the file). Bytes past the end of the file
-    /// read as zeros. Checksums are *not* verified: call
-    /// [`verify_block`](Self::verify_block) on each page.
-    pub fn read_blocks_unverified(
-        &self,
-        rel: RelFileLocator,
-        fork: ForkNumber,
-        first: BlockNumber,
-        buf: &mut [u8],
-    ) -> Result<()> {
-        debug_assert!(!buf.is_empty() && buf.len().is_multiple_of(PAGE_SIZE));
+    /// Reads the consecutive blocks `first ..` straight into `pages` (one frame
+    /// each) with one vectored positioned read (`preadv`; more only if the kernel
+    /// returns less without reaching the end of the file), so a batch costs the
+    /// kernel's copy and no second one. Pages past the end of the file read as
+    /// zeros. Checksums are *not* verified: call [`verify_block`](Self::verify_block)
+    /// on each page.
+    pub fn read_blocks_into(&self, rel: RelFileLocator, fork: ForkNumber, first: BlockNumber, pages: &mut [&mut Page]) -> Result<()> {
         let file = self.handle(rel, fork)?;
-        read_full_at(&file, buf, block_offset(first)).map_err(|e| {
+        preadv_full(&file, pages, block_offset(first)).map_err(|e| {
             let path = self.file_path(rel, fork);
-            let last = first as u64 + (buf.len() / PAGE_SIZE) as u64 - 1;
+            let last = first as u64 + pages.len() as u64 - 1;
             file_error(format!("could not read blocks {first}..{last} in file \"{}\"", path.display()), &e)
         })
     }
@@ -301,6 +295,34 @@ fn read_full_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()>
         }
     }
     buf[done..].fill(0);
+    Ok(())
+}
+
+/// Fills `pages` from `offset` on with vectored reads; past the end of the file
+/// the rest is zeros.
+fn preadv_full(file: &File, pages: &mut [&mut Page], offset: u64) -> std::io::Result<()> {
+    // Progress is counted in bytes: a short read may stop inside a page.
+    let total = pages.len() * PAGE_SIZE;
+    let mut done = 0;
+    while done < total {
+        let (first_page, within) = (done / PAGE_SIZE, done % PAGE_SIZE);
+        let mut slices: Vec<std::io::IoSliceMut<'_>> = Vec::with_capacity(pages.len() - first_page);
+        let (head, tail) = pages[first_page..].split_first_mut().expect("done < total");
+        slices.push(std::io::IoSliceMut::new(&mut head[within..]));
+        slices.extend(tail.iter_mut().map(|page| std::io::IoSliceMut::new(&mut page[..])));
+        match rustix::io::preadv(file, &mut slices, offset + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    for (index, page) in pages.iter_mut().enumerate() {
+        let start = (index * PAGE_SIZE).max(done);
+        if start < (index + 1) * PAGE_SIZE {
+            page[start - index * PAGE_SIZE..].fill(0);
+        }
+    }
     Ok(())
 }
 

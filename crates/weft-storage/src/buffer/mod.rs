@@ -276,10 +276,9 @@ impl BufferPool {
     }
 
     /// Pins blocks `first .. first + count` of one fork, in order, reading the
-    /// ones not in the pool with as few system calls as possible: one `pread`
-    /// per run of consecutive blocks that this call has to read, into a
-    /// scratch buffer (the strategy's, or one per call), from which each page
-    /// is verified and copied into its frame. Per block the semantics are
+    /// ones not in the pool with as few system calls as possible: one `preadv`
+    /// per run of consecutive blocks that this call has to read, straight into
+    /// the run's frames, where each page is then verified. Per block the semantics are
     /// those of [`read_buffer`](Self::read_buffer): checksums are verified, a
     /// block past the end of the file reads as a new page, a block another
     /// thread is reading is waited for rather than read twice, and errors
@@ -306,8 +305,24 @@ impl BufferPool {
         fork: ForkNumber,
         first: BlockNumber,
         count: u32,
-        mut strategy: Option<&mut BufferAccessStrategy>,
+        strategy: Option<&mut BufferAccessStrategy>,
     ) -> Result<Vec<Buffer>> {
+        self.read_buffers_noting_reads(rel, fork, first, count, strategy).map(|(buffers, _)| buffers)
+    }
+
+    /// [`read_buffers`](Self::read_buffers), also returning which of the blocks
+    /// this call read from the file (bit `i` for `first + i`): their pages have
+    /// just passed through the cache (copied in and checksummed), which a caller
+    /// about to walk them may want to know.
+    pub fn read_buffers_noting_reads(
+        &self,
+        rel: RelFileLocator,
+        fork: ForkNumber,
+        first: BlockNumber,
+        count: u32,
+        mut strategy: Option<&mut BufferAccessStrategy>,
+    ) -> Result<(Vec<Buffer>, u32)> {
+        const _: () = assert!(READ_BATCH_BLOCKS_MAX <= u32::BITS);
         assert!(count <= READ_BATCH_BLOCKS_MAX, "read_buffers: count {count} > {READ_BATCH_BLOCKS_MAX}");
         assert!(first.checked_add(count).is_some(), "read_buffers: block {first} + {count} overflows");
         if let Some(ring) = strategy.as_deref_mut() {
@@ -321,12 +336,9 @@ impl BufferPool {
             buffers.push(self.new_buffer(id, tag));
         }
         // Pass 2: make them valid, a run of our own reads at a time.
-        let mut local_scratch = Vec::new();
-        let scratch = match strategy {
-            Some(ring) => &mut ring.scratch,
-            None => &mut local_scratch,
-        };
         let mut run_start: Option<usize> = None;
+        let mut read = 0u32;
+        let run_bits = |start: usize, end: usize| ((1u64 << end) - (1u64 << start)) as u32;
         for i in 0..buffers.len() {
             let id = buffers[i].id;
             match self.try_start_input_io(id) {
@@ -335,7 +347,8 @@ impl BufferPool {
                 }
                 outcome => {
                     if let Some(start) = run_start.take() {
-                        self.read_run(&buffers[start..i], scratch)?;
+                        self.read_run(&buffers[start..i])?;
+                        read |= run_bits(start, i);
                     }
                     // No I/O of ours is in progress now, so waiting is safe.
                     if outcome == InputIo::Valid || !self.start_input_io(id) {
@@ -347,9 +360,10 @@ impl BufferPool {
             }
         }
         if let Some(start) = run_start {
-            self.read_run(&buffers[start..], scratch)?;
+            self.read_run(&buffers[start..])?;
+            read |= run_bits(start, buffers.len());
         }
-        Ok(buffers)
+        Ok((buffers, read))
     }
 
     /// Pass 1 of `read_buffers` for one block: returns a buffer tagged `tag`
@@ -387,20 +401,22 @@ impl BufferPool {
     }
 
     /// Reads `run` (consecutive blocks of one fork, input I/O started by us
-    /// on each) with one positioned read into `scratch`, then verifies and
-    /// copies each page into its frame and ends its I/O. Every buffer of the
-    /// run has its I/O ended, valid or with IO_ERROR, whatever happens; the
-    /// first error is returned.
-    fn read_run(&self, run: &[Buffer], scratch: &mut Vec<u8>) -> Result<()> {
+    /// on each) straight into its frames with one vectored read, then
+    /// verifies each page and ends its I/O. The frames' content locks are
+    /// free: a victim had no pins, and whoever pins it now waits for our I/O
+    /// before locking. Every buffer of the run has its I/O ended, valid or
+    /// with IO_ERROR, whatever happens; the first error is returned.
+    fn read_run(&self, run: &[Buffer]) -> Result<()> {
         let BufferTag { rel, fork, block: first } = run[0].tag;
         debug_assert!(run.iter().enumerate().all(|(i, b)| b.tag == BufferTag { rel, fork, block: first + i as u32 }));
-        let bytes = run.len() * PAGE_SIZE;
-        if scratch.len() < bytes {
-            scratch.resize(bytes, 0);
-        }
-        let data = &mut scratch[..bytes];
-        if self.smgr.read_blocks_unverified(rel, fork, first, data).is_err() {
+        let mut frames: Vec<_> = run.iter().map(|buffer| self.arena.frames[buffer.id].write()).collect();
+        let read = {
+            let mut pages: Vec<&mut Page> = frames.iter_mut().map(|frame| &mut ***frame).collect();
+            self.smgr.read_blocks_into(rel, fork, first, &mut pages)
+        };
+        if read.is_err() {
             // Read them one at a time, so that the error names its block.
+            drop(frames);
             let mut first_error = None;
             for buffer in run {
                 if let Err(e) = self.fill_and_finish_io(buffer.id, buffer.tag, Fill::Read) {
@@ -410,17 +426,12 @@ impl BufferPool {
             return first_error.map_or(Ok(()), Err);
         }
         let mut first_error = None;
-        for (buffer, page) in run.iter().zip(data.chunks_exact(PAGE_SIZE)) {
-            let page: &Page = page.try_into().expect("chunk of PAGE_SIZE");
-            let verified = self.smgr.verify_block(rel, fork, buffer.tag.block, page);
-            {
-                let mut frame = self.arena.frames[buffer.id].write();
-                if verified.is_ok() {
-                    frame.copy_from_slice(page);
-                } else {
-                    frame.fill(0);
-                }
+        for (buffer, mut frame) in run.iter().zip(frames) {
+            let verified = self.smgr.verify_block(rel, fork, buffer.tag.block, &frame);
+            if verified.is_err() {
+                frame.fill(0);
             }
+            drop(frame);
             match verified {
                 Ok(()) => {
                     bump(&self.stats.reads);

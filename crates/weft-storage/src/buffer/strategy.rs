@@ -12,10 +12,8 @@
 //! A ring is capped at an eighth of the pool (at least one buffer), as
 //! PostgreSQL caps it.
 //!
-//! A strategy also owns the scratch buffer that `BufferPool::read_buffers`
-//! reads a run of blocks into (allocated on first use, at most
-//! `READ_BATCH_BLOCKS_MAX` pages), and `read_buffers` grows its ring to at
-//! least twice the batch, so that a caller still holding the previous batch
+//! `BufferPool::read_buffers` grows a strategy's ring to at least twice the
+//! batch, so that a caller still holding the previous batch
 //! while reading the next one recycles its own ring instead of going to the
 //! clock sweep.
 
@@ -29,8 +27,6 @@ pub const BULK_WRITE_RING_BYTES: usize = 16 * 1024 * 1024;
 pub struct BufferAccessStrategy {
     slots: Vec<Option<usize>>,
     current: usize,
-    /// Where batched reads land before being copied into frames.
-    pub(crate) scratch: Vec<u8>,
 }
 
 impl std::fmt::Debug for BufferAccessStrategy {
@@ -38,7 +34,6 @@ impl std::fmt::Debug for BufferAccessStrategy {
         f.debug_struct("BufferAccessStrategy")
             .field("slots", &self.slots)
             .field("current", &self.current)
-            .field("scratch_bytes", &self.scratch.len())
             .finish()
     }
 }
@@ -47,7 +42,7 @@ impl BufferAccessStrategy {
     /// A ring of `ring_bytes` (rounded down to pages, at least one).
     pub fn with_ring_bytes(ring_bytes: usize) -> BufferAccessStrategy {
         let slots = (ring_bytes / crate::PAGE_SIZE).max(1);
-        BufferAccessStrategy { slots: vec![None; slots], current: 0, scratch: Vec::new() }
+        BufferAccessStrategy { slots: vec![None; slots], current: 0 }
     }
 
     /// A 256 kB ring, for scans.
