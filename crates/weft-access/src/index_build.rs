@@ -175,8 +175,6 @@ pub struct IndexBuildReport {
     pub total: Duration,
 }
 
-/// Key ranges per participant in the partitioned load (as for ORDER BY).
-const RANGES_PER_PARTICIPANT: usize = 4;
 /// Leaf pages a packer hands over at once in the leader-merge load.
 const LEAF_BATCH_PAGES: usize = 256;
 
@@ -295,7 +293,7 @@ pub fn build_btree(
             leader_participates: env.leader_participates,
             cancel: env.cancel,
         };
-        let ranges = (run.workers_launched + 1) * RANGES_PER_PARTICIPANT;
+        let ranges = (run.workers_launched + 1) * weft_sort::RANGES_PER_PARTICIPANT;
         let (times, outcome) = merge_ranges_then_complete(&runs, ranges, &who, pack, consume, write);
         (times.not_all_busy, outcome)
     } else {

@@ -136,9 +136,6 @@ impl FinishedSort {
     }
 }
 
-/// Key ranges per participant: more ranges than participants let whoever is faster take
-/// more of them, and let the leader hand early ranges over while later ones are merged.
-const RANGES_PER_PARTICIPANT: usize = 4;
 
 /// The runs of a sort whose output is merged by key range, in parallel.
 struct PartitionedSort {
@@ -148,7 +145,7 @@ struct PartitionedSort {
 
 impl PartitionedSort {
     fn ranges(&self) -> usize {
-        (self.workers + 1) * RANGES_PER_PARTICIPANT
+        (self.workers + 1) * weft_sort::RANGES_PER_PARTICIPANT
     }
 
     /// Every participant merges ranges (claimed from a counter) into parts with `emit`;
