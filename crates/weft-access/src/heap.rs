@@ -364,7 +364,6 @@ pub fn page_zone_range(page: &[u8], layout: &RowLayout, col: usize) -> (i64, i64
     (lo, hi)
 }
 
-
 /// Visit consecutive blocks of the main fork under their shared locks, read in batches
 /// with one system call per run of blocks not in the pool. Stops when `visit` returns false.
 /// A page found in the pool is warmed first ([`warm_page`]); one this call read is in the

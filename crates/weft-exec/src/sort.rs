@@ -136,7 +136,6 @@ impl FinishedSort {
     }
 }
 
-
 /// The runs of a sort whose output is merged by key range, in parallel.
 struct PartitionedSort {
     state: SortState,
@@ -288,8 +287,8 @@ impl<'s> Sink for SortSink<'s> {
 
     /// A bounded sort on an integer or text column (NULLs last) skips the blocks whose
     /// values cannot beat the worst row it keeps: after the first few pages of a big
-    /// table that is nearly all of them. The raw rows are the sorted rows, so the key's column is
-    /// the table's.
+    /// table that is nearly all of them. The raw rows are the sorted rows, so the key's
+    /// column is the table's.
     fn zone_prunable_column(&self) -> Option<usize> {
         self.shared.bound().and(self.shared.keys().zone_prunable_column())
     }

@@ -261,8 +261,6 @@ fn float8_abbrev(v: f64) -> u64 {
     mapped.clamp(1, u64::MAX - 2)
 }
 
-/// The first eight bytes, big-endian: byte order of the prefix.
-#[inline]
 /// A text's place in a zone map (see `weft_storage::zone_map`): its abbreviation (first
 /// 8 bytes, zero-padded, big-endian) with the top bit flipped, so that signed order is
 /// byte order. [`SortKeys::best_abbrev_in`] undoes it.
@@ -273,6 +271,8 @@ pub fn text_zone_value(bytes: &[u8]) -> i64 {
 /// Flips unsigned order into signed order and back.
 const ZONE_SIGN: u64 = 1 << 63;
 
+/// The first eight bytes, big-endian: byte order of the prefix.
+#[inline]
 fn text_abbrev(bytes: &[u8]) -> u64 {
     let mut prefix = [0u8; 8];
     let n = bytes.len().min(8);
