@@ -147,6 +147,9 @@ impl SortKeys {
             _ => return None,
         };
         let Access::Int8(second_offset) = second.access else { return None };
+        if second_offset + 8 > PairForm::MAX_TUPLE_LEN {
+            return None;
+        }
         Some(PairForm { first: kind, first_offset, second_offset, descending: first.descending, nulls_first: first.nulls_first })
     }
 

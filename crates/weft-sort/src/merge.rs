@@ -5,6 +5,10 @@
 //! on its path to the root: `log2(k)` comparisons per output tuple, against `2 log2(k)`
 //! for a binary heap. Each input's current tuple carries its abbreviated key, so most
 //! matches are one integer comparison. An exhausted input loses every match.
+//!
+//! When every input is a run of pairs (`pairs.rs`) the pair *is* the tuple, so the tree
+//! plays on the 128-bit (abbreviation, payload) values themselves (`PairMerger`): no
+//! tuple is rebuilt to be compared, only the winner, once, into a fixed buffer.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -14,7 +18,8 @@ use weft_common::Result;
 use crate::keys::SortKeys;
 use crate::memrun::MemRunReader;
 use crate::memtuples::{MemTuples, PREFETCH_AHEAD};
-use crate::pairs::PairRunReader;
+use crate::memtuples::SortTuple;
+use crate::pairs::{PairForm, PairRun, PairRunReader};
 use crate::tape::RunReader;
 
 /// One sorted input of a merge.
@@ -75,7 +80,49 @@ impl<'a> MergeInput<'a> {
 }
 
 /// Merges its inputs into one ordered stream.
-pub struct Merger<'a> {
+pub struct Merger<'a>(MergerKind<'a>);
+
+enum MergerKind<'a> {
+    Tuples(TupleMerger<'a>),
+    Pairs(PairMerger),
+}
+
+impl<'a> Merger<'a> {
+    pub(crate) fn new(keys: Arc<SortKeys>, inputs: Vec<MergeInput<'a>>) -> Result<Merger<'a>> {
+        let all_pairs = !inputs.is_empty() && inputs.iter().all(|i| matches!(i, MergeInput::Pairs(_)));
+        Ok(Merger(if all_pairs {
+            let ranges = inputs
+                .into_iter()
+                .map(|input| match input {
+                    MergeInput::Pairs(reader) => reader.into_range(),
+                    _ => unreachable!("all inputs are pairs"),
+                })
+                .collect();
+            MergerKind::Pairs(PairMerger::new(ranges))
+        } else {
+            MergerKind::Tuples(TupleMerger::new(keys, inputs)?)
+        }))
+    }
+
+    pub fn width(&self) -> usize {
+        match &self.0 {
+            MergerKind::Tuples(m) => m.inputs.len(),
+            MergerKind::Pairs(m) => m.inputs.len(),
+        }
+    }
+
+    /// The next tuple in order, or `None` when every input is exhausted.
+    #[inline]
+    pub fn next(&mut self) -> Result<Option<&[u8]>> {
+        match &mut self.0 {
+            MergerKind::Tuples(m) => m.next(),
+            MergerKind::Pairs(m) => Ok(m.next()),
+        }
+    }
+}
+
+/// The general merge: tuple bytes, abbreviations first, full comparison on ties.
+struct TupleMerger<'a> {
     keys: Arc<SortKeys>,
     inputs: Vec<MergeInput<'a>>,
     /// Abbreviated key of each input's current tuple; `None` when exhausted.
@@ -84,19 +131,15 @@ pub struct Merger<'a> {
     started: bool,
 }
 
-impl<'a> Merger<'a> {
-    pub(crate) fn new(keys: Arc<SortKeys>, mut inputs: Vec<MergeInput<'a>>) -> Result<Merger<'a>> {
+impl<'a> TupleMerger<'a> {
+    fn new(keys: Arc<SortKeys>, mut inputs: Vec<MergeInput<'a>>) -> Result<TupleMerger<'a>> {
         let mut heads = Vec::with_capacity(inputs.len());
         for input in inputs.iter_mut() {
             heads.push(if input.advance()? { Some(input.abbrev(&keys)) } else { None });
         }
-        let mut merger = Merger { keys, inputs, heads, tree: Vec::new(), started: false };
-        merger.build();
+        let mut merger = TupleMerger { keys, inputs, heads, tree: Vec::new(), started: false };
+        merger.tree = loser_tree(merger.inputs.len(), |a, b| merger.before(a, b));
         Ok(merger)
-    }
-
-    pub fn width(&self) -> usize {
-        self.inputs.len()
     }
 
     /// Does input `a`'s current tuple go before input `b`'s?
@@ -122,50 +165,8 @@ impl<'a> Merger<'a> {
         }
     }
 
-    fn build(&mut self) {
-        let k = self.inputs.len();
-        self.tree = vec![0; k.max(1)];
-        if k <= 1 {
-            return;
-        }
-        // winners[node] for nodes 1..2k, leaves at k..2k.
-        let mut winners = vec![0usize; 2 * k];
-        for i in 0..k {
-            winners[k + i] = i;
-        }
-        for node in (1..k).rev() {
-            let (a, b) = (winners[2 * node], winners[2 * node + 1]);
-            if self.before(a, b) {
-                winners[node] = a;
-                self.tree[node] = b;
-            } else {
-                winners[node] = b;
-                self.tree[node] = a;
-            }
-        }
-        self.tree[0] = winners[1];
-    }
-
-    /// The winner moved on: replay its path to the root.
     #[inline]
-    fn replay(&mut self) {
-        let k = self.inputs.len();
-        let mut winner = self.tree[0];
-        let mut node = (winner + k) / 2;
-        while node >= 1 {
-            let challenger = self.tree[node];
-            if self.before(challenger, winner) {
-                self.tree[node] = winner;
-                winner = challenger;
-            }
-            node /= 2;
-        }
-        self.tree[0] = winner;
-    }
-
-    /// The next tuple in order, or `None` when every input is exhausted.
-    #[inline]
-    pub fn next(&mut self) -> Result<Option<&[u8]>> {
+    fn next(&mut self) -> Result<Option<&[u8]>> {
         if self.inputs.is_empty() {
             return Ok(None);
         }
@@ -175,7 +176,9 @@ impl<'a> Merger<'a> {
             let input = &mut self.inputs[winner];
             self.heads[winner] = if input.advance()? { Some(input.abbrev(&self.keys)) } else { None };
             if self.inputs.len() > 1 {
-                self.replay();
+                let mut tree = std::mem::take(&mut self.tree);
+                replay(&mut tree, self.inputs.len(), |a, b| self.before(a, b));
+                self.tree = tree;
             }
         }
         self.started = true;
@@ -184,5 +187,150 @@ impl<'a> Merger<'a> {
             Some(_) => self.inputs[winner].current(),
             None => None,
         })
+    }
+}
+
+/// A tree of losers over `k` inputs: `tree[0]` is the overall winner and `tree[node]` the
+/// loser of the match at inner node `node` (leaves are `k..2k`, not stored).
+fn loser_tree(k: usize, before: impl Fn(usize, usize) -> bool) -> Vec<usize> {
+    let mut tree = vec![0; k.max(1)];
+    if k <= 1 {
+        return tree;
+    }
+    let mut winners = vec![0usize; 2 * k];
+    for i in 0..k {
+        winners[k + i] = i;
+    }
+    for node in (1..k).rev() {
+        let (a, b) = (winners[2 * node], winners[2 * node + 1]);
+        let (winner, loser) = if before(a, b) { (a, b) } else { (b, a) };
+        winners[node] = winner;
+        tree[node] = loser;
+    }
+    tree[0] = winners[1];
+    tree
+}
+
+/// The winner moved on: replay its path to the root.
+#[inline]
+fn replay(tree: &mut [usize], k: usize, before: impl Fn(usize, usize) -> bool) {
+    let mut winner = tree[0];
+    let mut node = (winner + k) / 2;
+    while node >= 1 {
+        let challenger = tree[node];
+        if before(challenger, winner) {
+            tree[node] = winner;
+            winner = challenger;
+        }
+        node /= 2;
+    }
+    tree[0] = winner;
+}
+
+/// A range of a run of pairs: `run.pairs[next..end]`.
+pub(crate) struct PairRange {
+    pub run: Arc<PairRun>,
+    pub next: usize,
+    pub end: usize,
+}
+
+/// The merge of runs of pairs, played on the pairs' 128-bit values: a pair's value orders
+/// like its tuple, and equal values are equal tuples, so no tie needs breaking.
+struct PairMerger {
+    form: PairForm,
+    inputs: Vec<PairRange>,
+    /// The current pair of each input as one value; `u128::MAX` also when exhausted.
+    heads: Vec<u128>,
+    tree: Vec<usize>,
+    started: bool,
+    tuple: [u8; PairForm::MAX_TUPLE_LEN],
+}
+
+impl PairMerger {
+    fn new(inputs: Vec<PairRange>) -> PairMerger {
+        let form = inputs[0].run.form;
+        let heads = inputs.iter().map(|i| if i.next < i.end { value(i.run.pairs[i.next]) } else { u128::MAX }).collect();
+        let mut merger = PairMerger { form, inputs, heads, tree: Vec::new(), started: false, tuple: [0; PairForm::MAX_TUPLE_LEN] };
+        merger.tree = loser_tree(merger.inputs.len(), |a, b| merger.before(a, b));
+        merger
+    }
+
+    /// Does input `a`'s current pair go before input `b`'s? An exhausted input never does.
+    #[inline(always)]
+    fn before(&self, a: usize, b: usize) -> bool {
+        let (x, y) = (self.heads[a], self.heads[b]);
+        // Equal values: only `u128::MAX` needs care, the value of an exhausted input too.
+        x < y || (x == y && self.live(a) && !self.live(b))
+    }
+
+    #[inline(always)]
+    fn live(&self, input: usize) -> bool {
+        let i = &self.inputs[input];
+        i.next < i.end
+    }
+
+    #[inline]
+    fn next(&mut self) -> Option<&[u8]> {
+        let k = self.inputs.len();
+        if self.started {
+            let winner = self.tree[0];
+            let input = &mut self.inputs[winner];
+            input.next += 1;
+            self.heads[winner] = if input.next < input.end { value(input.run.pairs[input.next]) } else { u128::MAX };
+            if k > 1 {
+                let mut tree = std::mem::take(&mut self.tree);
+                replay(&mut tree, k, |a, b| self.before(a, b));
+                self.tree = tree;
+            }
+        }
+        self.started = true;
+        let input = &self.inputs[self.tree[0]];
+        if input.next >= input.end {
+            return None;
+        }
+        let len = self.form.tuple_len();
+        self.form.write_tuple(input.run.pairs[input.next], &mut self.tuple[..len]);
+        Some(&self.tuple[..len])
+    }
+}
+
+/// A pair as one value ordered like its tuple.
+#[inline(always)]
+fn value(pair: SortTuple) -> u128 {
+    (pair.abbrev as u128) << 64 | pair.payload() as u128
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::SortColumn;
+    use weft_common::tuple::RowLayout;
+    use weft_common::DataType;
+
+    /// A pair whose value is `u128::MAX` (a NULL key sorted last and the largest payload)
+    /// equals the value an exhausted input reports: it must still come out, once.
+    #[test]
+    fn a_pair_of_the_largest_value_is_not_taken_for_an_exhausted_input() {
+        let layout = RowLayout::new(&[DataType::Int4, DataType::Int8]);
+        let keys = Arc::new(SortKeys::new(layout, &[SortColumn::new(0, false), SortColumn::new(1, false)]).unwrap());
+        let form = keys.pair_form().expect("pair form");
+        let run = |pairs: Vec<SortTuple>| Arc::new(PairRun { form, pairs });
+        let largest = SortTuple::new(u64::MAX, u64::MAX);
+        let runs = [run(vec![SortTuple::new(5, 1)]), run(vec![SortTuple::new(3, 1), largest]), run(vec![])];
+        let inputs = runs.iter().map(|r| MergeInput::Pairs(PairRunReader::new(r.clone(), 0, r.pairs.len()))).collect();
+        let mut merger = Merger::new(keys.clone(), inputs).unwrap();
+        let mut out = Vec::new();
+        while let Some(tuple) = merger.next().unwrap() {
+            out.push(tuple.to_vec());
+        }
+        let expected: Vec<Vec<u8>> = [SortTuple::new(3, 1), SortTuple::new(5, 1), largest]
+            .into_iter()
+            .map(|p| {
+                let mut t = Vec::new();
+                form.rebuild(p, &mut t);
+                t
+            })
+            .collect();
+        assert_eq!(out, expected);
     }
 }

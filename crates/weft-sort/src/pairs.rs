@@ -15,6 +15,7 @@
 use std::sync::Arc;
 
 use crate::keys::int4_order_value;
+use crate::merge::PairRange;
 use crate::memtuples::SortTuple;
 use crate::radix;
 
@@ -38,8 +39,13 @@ pub(crate) struct PairForm {
 }
 
 impl PairForm {
+    /// Bytes a tuple of a pair form can have (a null bitmap byte, an int4 and an int8,
+    /// each aligned): merges rebuild tuples into a buffer of this size.
+    pub const MAX_TUPLE_LEN: usize = 16;
+
     /// Bytes of every tuple of the layout (null bitmap and the two fixed-width columns).
-    fn tuple_len(&self) -> usize {
+    #[inline]
+    pub fn tuple_len(&self) -> usize {
         self.second_offset + 8
     }
 
@@ -71,6 +77,13 @@ impl PairForm {
     pub fn rebuild(&self, pair: SortTuple, out: &mut Vec<u8>) {
         out.clear();
         out.resize(self.tuple_len(), 0);
+        self.write_tuple(pair, out);
+    }
+
+    /// Write the tuple of `pair` into `out`, which is `tuple_len()` bytes long.
+    #[inline]
+    pub fn write_tuple(&self, pair: SortTuple, out: &mut [u8]) {
+        out.fill(0);
         let null = if self.nulls_first { 0 } else { u64::MAX };
         if pair.abbrev == null {
             out[0] |= 1;
@@ -147,7 +160,12 @@ pub(crate) struct PairRunReader {
 
 impl PairRunReader {
     pub fn new(run: Arc<PairRun>, from: usize, to: usize) -> PairRunReader {
-        PairRunReader { run, next: from, end: to, tuple: Vec::with_capacity(16), has_current: false }
+        PairRunReader { run, next: from, end: to, tuple: Vec::with_capacity(PairForm::MAX_TUPLE_LEN), has_current: false }
+    }
+
+    /// The pairs not read yet, for a merge that reads pairs rather than tuples.
+    pub fn into_range(self) -> PairRange {
+        PairRange { run: self.run, next: self.next, end: self.end }
     }
 
     #[inline]

@@ -17,6 +17,12 @@ fn new_page() -> Box<Page> {
     Box::new([0u8; PAGE_SIZE])
 }
 
+/// Make `page` an empty leaf; returns where its first entry goes.
+fn start_leaf(page: &mut Page) -> slotted::Appender {
+    page::init(page, Opaque { left: P_NONE, right: P_NONE, level: 0, flags: FLAG_LEAF });
+    slotted::Appender::new(page).expect("an initialised page")
+}
+
 /// Leaf page images in key order, each page's high key (a copy of its last entry), and
 /// the number of entries.
 #[derive(Default)]
@@ -33,6 +39,8 @@ pub struct LeafPacker {
     /// Free space a finished page keeps (the fill factor's slack).
     slack: usize,
     page: Box<Page>,
+    /// Where the page being filled takes its next entry.
+    appender: slotted::Appender,
     entries_on_page: usize,
     packed: PackedLeaves,
     /// The last entry of the last closed page, for the order check across pages.
@@ -42,21 +50,17 @@ pub struct LeafPacker {
 impl LeafPacker {
     pub fn new(desc: &BTreeDesc, fillfactor: u8) -> LeafPacker {
         let fillfactor = (fillfactor as usize).clamp(10, 100);
-        let mut packer = LeafPacker {
+        let mut page = new_page();
+        let appender = start_leaf(&mut page);
+        LeafPacker {
             desc: desc.clone(),
             slack: PAGE_SIZE * (100 - fillfactor) / 100,
-            page: new_page(),
+            page,
+            appender,
             entries_on_page: 0,
             packed: PackedLeaves::default(),
             previous_last: Vec::new(),
-        };
-        packer.start_page();
-        packer
-    }
-
-    fn start_page(&mut self) {
-        page::init(&mut self.page, Opaque { left: P_NONE, right: P_NONE, level: 0, flags: FLAG_LEAF });
-        self.entries_on_page = 0;
+        }
     }
 
     /// Add the next entry; entries must come strictly increasing.
@@ -75,10 +79,12 @@ impl LeafPacker {
             self.check_follows(tuple)?;
         }
         // The entry, a copy of it as high key should it end the page, and the slack.
-        if self.entries_on_page > 0 && slotted::free_space(&self.page) + slotted::LINE_POINTER_SIZE < 2 * need + self.slack {
+        if self.entries_on_page > 0 && self.appender.free_space() + slotted::LINE_POINTER_SIZE < 2 * need + self.slack {
             self.close_page();
         }
-        slotted::add_item(&mut self.page, tuple).ok_or_else(|| Error::internal("an entry did not fit an empty page"))?;
+        if !self.appender.push(&mut self.page, tuple) {
+            return Err(Error::internal("an entry did not fit an empty page"));
+        }
         self.entries_on_page += 1;
         self.packed.tuples += 1;
         Ok(())
@@ -104,15 +110,17 @@ impl LeafPacker {
     /// Finish the page being filled: its last entry is copied as its high key.
     fn close_page(&mut self) {
         let high_key = page::entry(&self.page, self.entries_on_page - 1).expect("page has entries").to_vec();
-        slotted::add_item(&mut self.page, &high_key).expect("room for the high key was reserved");
+        assert!(self.appender.push(&mut self.page, &high_key), "room for the high key was reserved");
         self.previous_last.clear();
         self.previous_last.extend_from_slice(&high_key);
         let mut o = page::opaque(&self.page).expect("initialised");
         o.flags |= FLAG_HIGH_KEY;
         page::set_opaque(&mut self.page, o);
-        self.packed.pages.push(std::mem::replace(&mut self.page, new_page()));
+        let mut next = new_page();
+        self.appender = start_leaf(&mut next);
+        self.entries_on_page = 0;
+        self.packed.pages.push(std::mem::replace(&mut self.page, next));
         self.packed.high_keys.push(high_key);
-        self.start_page();
     }
 
     /// Finished pages packed so far.
