@@ -17,8 +17,7 @@ use weft_common::Result;
 
 use crate::keys::SortKeys;
 use crate::memrun::MemRunReader;
-use crate::memtuples::{MemTuples, PREFETCH_AHEAD};
-use crate::memtuples::SortTuple;
+use crate::memtuples::{MemTuples, SortTuple, PREFETCH_AHEAD};
 use crate::pairs::{PairForm, PairRun, PairRunReader};
 use crate::tape::RunReader;
 

@@ -56,6 +56,9 @@ pub const POOL_FRAMES_MIN: usize = 16;
 /// `MAX_IO_COMBINE_LIMIT` is 16 at the default 128 kB `io_combine_limit`).
 pub const READ_BATCH_BLOCKS_MAX: u32 = 16;
 
+/// Most blocks one vectored write of new pages carries (IOV_MAX is 1024 on Linux).
+const WRITE_BATCH_BLOCKS: usize = 128;
+
 // A scan that holds one batch while reading the next must find a whole batch
 // of its own unpinned buffers in the ring.
 const _: () = assert!(BULK_READ_RING_BYTES / PAGE_SIZE >= 2 * READ_BATCH_BLOCKS_MAX as usize);
@@ -528,11 +531,12 @@ impl BufferPool {
     /// pool). Sets their checksums.
     pub fn write_new_pages(&self, rel: RelFileLocator, fork: ForkNumber, first: BlockNumber, pages: &mut [Box<Page>]) -> Result<()> {
         for (i, image) in pages.iter_mut().enumerate() {
-            let block = first + i as BlockNumber;
-            page::set_checksum(image, block);
-            self.smgr.write_block(rel, fork, block, image)?;
-            bump(&self.stats.extends);
+            page::set_checksum(image, first + i as BlockNumber);
         }
+        for (n, batch) in pages.chunks(WRITE_BATCH_BLOCKS).enumerate() {
+            self.smgr.write_blocks(rel, fork, first + (n * WRITE_BATCH_BLOCKS) as BlockNumber, batch)?;
+        }
+        self.stats.extends.fetch_add(pages.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 
