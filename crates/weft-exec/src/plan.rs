@@ -226,6 +226,9 @@ pub enum AggregateFunction {
     /// `bool_and` / `every` and `bool_or`: the minimum and maximum of booleans.
     BoolAnd,
     BoolOr,
+    /// `string_agg(text, delimiter)`: the non-NULL values joined, each after its row's
+    /// delimiter but the first.
+    StringAgg,
 }
 
 #[derive(Clone, Debug)]
@@ -233,10 +236,41 @@ pub struct AggregateCall {
     pub function: AggregateFunction,
     /// `None` only for `count(*)`.
     pub arg: Option<Expr>,
+    /// string_agg's delimiter: like the argument, an expression over the input row.
+    pub delimiter: Option<Expr>,
+    /// `FILTER (WHERE ...)`: only rows for which it is true reach the aggregate.
+    pub filter: Option<Expr>,
+    /// `ORDER BY` inside the call, kept only where the result depends on the order of the
+    /// input (string_agg): its rows are sorted by these keys when the aggregate finishes,
+    /// so partial states of participants and spill files combine in any order.
+    pub order_by: Vec<AggregateOrderKey>,
     pub result_type: DataType,
 }
 
+/// One key of an aggregate's `ORDER BY`, over the input row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AggregateOrderKey {
+    pub expr: Expr,
+    pub descending: bool,
+    pub nulls_first: bool,
+}
+
 impl AggregateCall {
+    /// A call of `function` on `arg`, with no delimiter, FILTER or ORDER BY.
+    pub fn new(function: AggregateFunction, arg: Option<Expr>, result_type: DataType) -> AggregateCall {
+        AggregateCall { function, arg, delimiter: None, filter: None, order_by: Vec::new(), result_type }
+    }
+
+    /// Every expression the call evaluates per input row.
+    pub fn exprs(&self) -> impl Iterator<Item = &Expr> {
+        self.arg.iter().chain(&self.delimiter).chain(&self.filter).chain(self.order_by.iter().map(|k| &k.expr))
+    }
+
+    pub fn exprs_mut(&mut self) -> impl Iterator<Item = &mut Expr> {
+        let order = self.order_by.iter_mut().map(|k| &mut k.expr);
+        self.arg.iter_mut().chain(&mut self.delimiter).chain(&mut self.filter).chain(order)
+    }
+
     /// PostgreSQL's result type of `function(input)`.
     pub fn result_type_for(function: AggregateFunction, input: Option<DataType>) -> Option<DataType> {
         use AggregateFunction::*;
@@ -252,6 +286,7 @@ impl AggregateCall {
             (Min, Some(Bool)) | (Max, Some(Bool)) => return None,
             (Min, Some(t)) | (Max, Some(t)) => t,
             (BoolAnd, Some(Bool)) | (BoolOr, Some(Bool)) => Bool,
+            (StringAgg, Some(Text)) => Text,
             _ => return None,
         })
     }
@@ -330,7 +365,7 @@ impl Plan {
             Plan::Aggregate { input, group_by, aggregates, output } => {
                 input.for_each_expr(f);
                 group_by.iter().for_each(|e| f(e));
-                aggregates.iter().filter_map(|a| a.arg.as_ref()).for_each(|e| f(e));
+                aggregates.iter().flat_map(AggregateCall::exprs).for_each(|e| f(e));
                 output.iter().for_each(|step| step.for_each_expr(f));
             }
             Plan::Limit { input, .. } => input.for_each_expr(f),

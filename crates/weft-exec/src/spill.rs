@@ -73,12 +73,15 @@ pub(crate) fn encode_datum(out: &mut Vec<u8>, d: &Datum) {
             out.push(5);
             encode_numeric(out, n);
         }
-        Datum::Text(s) => {
-            out.push(6);
-            out.extend_from_slice(&(s.len() as u32).to_le_bytes());
-            out.extend_from_slice(s.as_bytes());
-        }
+        Datum::Text(s) => encode_text(out, s),
     }
+}
+
+/// A text datum's encoding, from a borrowed string.
+pub(crate) fn encode_text(out: &mut Vec<u8>, s: &str) {
+    out.push(6);
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
 }
 
 pub(crate) fn encode_numeric(out: &mut Vec<u8>, n: &Numeric) {

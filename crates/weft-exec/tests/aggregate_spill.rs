@@ -93,7 +93,7 @@ fn cast(expr: Expr, to: DataType) -> Expr {
 
 fn call(function: AggregateFunction, arg: Option<Expr>) -> AggregateCall {
     let result_type = AggregateCall::result_type_for(function, arg.as_ref().map(Expr::data_type)).unwrap();
-    AggregateCall { function, arg, result_type }
+    AggregateCall::new(function, arg, result_type)
 }
 
 /// `SELECT k1, k2, aggregates FROM generate_series(1, n) x GROUP BY k1, k2` where the

@@ -17,7 +17,7 @@ use sqlparser::ast::{self, BinaryOperator, UnaryOperator, Value};
 use weft_common::numeric::Numeric;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_exec::expr::{self as ex, BinaryOp, Expr, UnaryOp};
-use weft_exec::plan::{AggregateCall, AggregateFunction};
+use weft_exec::plan::{AggregateCall, AggregateFunction, AggregateOrderKey};
 
 use crate::planner::PlanContext;
 
@@ -148,6 +148,7 @@ pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
         "max" => AggregateFunction::Max,
         "bool_and" | "every" => AggregateFunction::BoolAnd,
         "bool_or" => AggregateFunction::BoolOr,
+        "string_agg" => AggregateFunction::StringAgg,
         _ => return None,
     })
 }
@@ -250,47 +251,83 @@ impl<'a> Binder<'a> {
     /// The call, and whether it aggregates distinct values (`count(DISTINCT x)`).
     fn bind_aggregate_call(&mut self, function: AggregateFunction, f: &ast::Function) -> Result<(AggregateCall, bool)> {
         let name = object_name(&f.name)?;
-        let (args, distinct) = match &f.args {
-            ast::FunctionArguments::List(list) => {
-                (&list.args, list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct))
-            }
-            ast::FunctionArguments::None => {
-                return Err(Error::syntax(format!("syntax error at or near \"{name}\"")))
-            }
+        let list = match &f.args {
+            ast::FunctionArguments::List(list) => list,
+            ast::FunctionArguments::None => return Err(Error::syntax(format!("syntax error at or near \"{name}\""))),
             ast::FunctionArguments::Subquery(_) => return Err(Error::not_supported("subquery as function argument")),
         };
-        if f.filter.is_some() || f.over.is_some() {
-            return Err(Error::not_supported(format!("FILTER / OVER on {name} is not supported yet")));
+        let distinct = list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct);
+        if f.over.is_some() {
+            return Err(Error::not_supported(format!("{name} as a window function (OVER) is not supported yet")));
         }
-        let (function, arg) = match args.as_slice() {
-            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)] if function == AggregateFunction::Count => {
-                (AggregateFunction::CountStar, None)
+        if !f.within_group.is_empty() {
+            return Err(Error::new(
+                SqlState::WRONG_OBJECT_TYPE,
+                format!("{name} is not an ordered-set aggregate, so it cannot have WITHIN GROUP"),
+            ));
+        }
+        let mut order_asts: &[ast::OrderByExpr] = &[];
+        for clause in &list.clauses {
+            match clause {
+                ast::FunctionArgumentClause::OrderBy(items) => order_asts = items,
+                other => return Err(Error::not_supported(format!("{other} in an aggregate call"))),
             }
-            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))] => {
-                if contains_aggregate(e) {
-                    return Err(Error::new(
-                        SqlState::GROUPING_ERROR,
-                        "aggregate function calls cannot be nested",
-                    ));
-                }
-                (function, Some(self.bind(e)?))
-            }
-            _ => {
-                return Err(Error::new(
-                    SqlState::UNDEFINED_FUNCTION,
-                    format!("function {name}({}) does not exist", args.len()),
-                ))
+        }
+        let nested = |e: &ast::Expr| {
+            if contains_aggregate(e) {
+                Err(Error::new(SqlState::GROUPING_ERROR, "aggregate function calls cannot be nested"))
+            } else {
+                Ok(())
             }
         };
+        let mut args = Vec::with_capacity(list.args.len());
+        let mut star = false;
+        for arg in &list.args {
+            match arg {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard) if function == AggregateFunction::Count => star = true,
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
+                    nested(e)?;
+                    args.push(self.bind(e)?);
+                }
+                other => return Err(Error::not_supported(format!("aggregate argument {other}"))),
+            }
+        }
+        let arity = if function == AggregateFunction::StringAgg { 2 } else { 1 };
+        let (function, arg, delimiter) = match (star, args.len()) {
+            (true, 0) if list.args.len() == 1 => (AggregateFunction::CountStar, None, None),
+            (false, n) if n == arity => {
+                let mut args = args.into_iter();
+                (function, args.next(), args.next())
+            }
+            _ => return Err(no_aggregate(&name, &args)),
+        };
         let input = arg.as_ref().map(|a| a.data_type());
-        let result_type = AggregateCall::result_type_for(function, input).ok_or_else(|| {
-            Error::new(
-                SqlState::UNDEFINED_FUNCTION,
-                format!("function {name}({}) does not exist", input.map(|t| t.name()).unwrap_or("")),
-            )
-            .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")
-        })?;
-        Ok((AggregateCall { function, arg, result_type }, distinct))
+        let result_type = AggregateCall::result_type_for(function, input)
+            .filter(|_| delimiter.as_ref().is_none_or(|d| d.data_type() == DataType::Text))
+            .ok_or_else(|| no_aggregate(&name, arg.iter().chain(&delimiter)))?;
+        let filter = match &f.filter {
+            Some(condition) => {
+                if contains_aggregate(condition) {
+                    return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in FILTER"));
+                }
+                Some(crate::planner::require_bool(self.bind(condition)?, "FILTER")?)
+            }
+            None => None,
+        };
+        let mut order_by = Vec::with_capacity(order_asts.len());
+        for item in order_asts {
+            nested(&item.expr)?;
+            let (descending, nulls_first) = crate::planner::order_direction(item)?;
+            order_by.push(AggregateOrderKey { expr: self.bind(&item.expr)?, descending, nulls_first });
+        }
+        if function != AggregateFunction::StringAgg {
+            order_by.clear(); // the result does not depend on the order of the input
+        }
+        let mut call = AggregateCall { function, arg, delimiter, filter, order_by, result_type };
+        if distinct {
+            distinct_call(&mut call)?;
+        }
+        Ok((call, distinct))
     }
 
     fn bind_node(&mut self, expr: &ast::Expr) -> Result<Expr> {
@@ -574,6 +611,20 @@ impl<'a> Binder<'a> {
         if f.over.is_some() {
             return Err(Error::not_supported("window functions are not supported yet"));
         }
+        let clauses = match &f.args {
+            ast::FunctionArguments::List(list) => list.clauses.as_slice(),
+            _ => &[],
+        };
+        if f.filter.is_some() || clauses.iter().any(|c| matches!(c, ast::FunctionArgumentClause::OrderBy(_))) {
+            let what = if f.filter.is_some() { "FILTER" } else { "ORDER BY" };
+            return Err(Error::new(
+                SqlState::WRONG_OBJECT_TYPE,
+                format!("{what} specified, but {name} is not an aggregate function"),
+            ));
+        }
+        if let Some(clause) = clauses.first() {
+            return Err(Error::not_supported(format!("{clause} in a function call")));
+        }
         let args = match &f.args {
             ast::FunctionArguments::List(list) => list
                 .args
@@ -594,11 +645,73 @@ impl<'a> Binder<'a> {
             let args = args.into_iter().map(|a| coerce_branch(a, data_type)).collect::<Result<Vec<_>>>()?;
             return Ok(Expr::Coalesce { args, data_type });
         }
+        match name.as_str() {
+            "nullif" => return null_if(args),
+            "greatest" | "least" => {
+                let context = name.to_uppercase();
+                if args.is_empty() {
+                    return Err(Error::syntax("syntax error at or near \")\""));
+                }
+                let data_type = result_type_ignoring_nulls(&args.iter().collect::<Vec<_>>(), &context)?;
+                let args = args.into_iter().map(|a| coerce_branch(a, data_type)).collect::<Result<Vec<_>>>()?;
+                let func = if name == "greatest" { ex::ScalarFunction::Greatest } else { ex::ScalarFunction::Least };
+                return Ok(Expr::Function { func, args, data_type });
+            }
+            _ => {}
+        }
         if name == "generate_series" {
             return Err(Error::not_supported("generate_series is supported only in FROM"));
         }
         ex::resolve_function(&name, args)
     }
+}
+
+/// `NULLIF(a, b)`: both sides as the `=` between them takes them (whose lookup gives
+/// PostgreSQL's errors); the result has the type of its left input.
+fn null_if(args: Vec<Expr>) -> Result<Expr> {
+    let Ok([a, b]) = <[Expr; 2]>::try_from(args) else {
+        return Err(Error::syntax("syntax error at or near \")\""));
+    };
+    let (a, b) = unify_unknown_literals(BinaryOp::Eq, a, b)?;
+    match ex::resolve_binary(BinaryOp::Eq, a, b)? {
+        Expr::Binary { left, right, .. } => {
+            let data_type = left.data_type();
+            Ok(Expr::Function { func: ex::ScalarFunction::NullIf, args: vec![*left, *right], data_type })
+        }
+        other => Err(Error::internal(format!("NULLIF's comparison resolved to {other:?}"))),
+    }
+}
+
+/// `function name(types) does not exist`, PostgreSQL's error for an aggregate without a
+/// matching signature.
+fn no_aggregate<'e>(name: &str, args: impl IntoIterator<Item = &'e Expr>) -> Error {
+    let types: Vec<&str> = args.into_iter().map(|a| if is_unknown_literal(a) { "unknown" } else { a.data_type().name() }).collect();
+    Error::new(SqlState::UNDEFINED_FUNCTION, format!("function {name}({}) does not exist", types.join(", ")))
+        .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")
+}
+
+/// A call over distinct values (`f(DISTINCT x ...)`) is planned as `f` over the distinct
+/// values of `x` (`planner::distinct_aggregate`): its FILTER becomes a CASE around the
+/// argument (every aggregate skips NULLs), its ORDER BY may only sort by the argument, and a
+/// delimiter must not read the row.
+fn distinct_call(call: &mut AggregateCall) -> Result<()> {
+    if let Some(filter) = call.filter.take() {
+        let arg = call.arg.take().ok_or_else(|| Error::internal("DISTINCT aggregate without an argument"))?;
+        let data_type = arg.data_type();
+        call.arg = Some(Expr::Case { whens: vec![(filter, arg)], otherwise: None, data_type });
+    }
+    if call.order_by.iter().any(|k| Some(&k.expr) != call.arg.as_ref()) {
+        return Err(Error::new(
+            SqlState::INVALID_COLUMN_REFERENCE,
+            "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
+        ));
+    }
+    let mut read = std::collections::BTreeSet::new();
+    call.delimiter.iter().for_each(|d| crate::exprutil::columns_used(d, &mut read));
+    if !read.is_empty() {
+        return Err(Error::not_supported("string_agg(DISTINCT ...) with a delimiter that is not a constant is not supported yet"));
+    }
+    Ok(())
 }
 
 /// A branch PostgreSQL types `unknown`: an untyped NULL or a quoted literal.

@@ -66,11 +66,34 @@ pub fn aggregate_call(call: &AggregateCall, input: &[ColumnText]) -> String {
         AggregateFunction::Max => "max",
         AggregateFunction::BoolAnd => "bool_and",
         AggregateFunction::BoolOr => "bool_or",
+        AggregateFunction::StringAgg => "string_agg",
     };
+    let mut out = format!("{name}(");
     match &call.arg {
-        None => format!("{name}(*)"),
-        Some(arg) => format!("{name}({})", deparse(arg, input)),
+        None => out.push('*'),
+        Some(arg) => write_expr(arg, input, &mut out),
     }
+    if let Some(delimiter) = &call.delimiter {
+        out.push_str(", ");
+        write_expr(delimiter, input, &mut out);
+    }
+    for (i, key) in call.order_by.iter().enumerate() {
+        out.push_str(if i == 0 { " ORDER BY " } else { ", " });
+        write_expr(&key.expr, input, &mut out);
+        match (key.descending, key.nulls_first) {
+            (false, false) => {}
+            (false, true) => out.push_str(" NULLS FIRST"),
+            (true, true) => out.push_str(" DESC"),
+            (true, false) => out.push_str(" DESC NULLS LAST"),
+        }
+    }
+    out.push(')');
+    if let Some(filter) = &call.filter {
+        out.push_str(" FILTER (WHERE ");
+        write_expr(filter, input, &mut out);
+        out.push(')');
+    }
+    out
 }
 
 /// PostgreSQL's `quote_identifier`: bare when it is lower case letters, digits and
@@ -112,7 +135,13 @@ pub fn column_reference(qualifier: Option<&str>, name: &str) -> String {
 }
 
 fn function_name(func: ScalarFunction) -> &'static str {
-    like_operator(func).unwrap_or_else(|| func.name())
+    match func {
+        // Expressions of PostgreSQL's grammar, printed in capitals.
+        ScalarFunction::NullIf => "NULLIF",
+        ScalarFunction::Greatest => "GREATEST",
+        ScalarFunction::Least => "LEAST",
+        _ => like_operator(func).unwrap_or_else(|| func.name()),
+    }
 }
 
 fn like_operator(func: ScalarFunction) -> Option<&'static str> {
@@ -550,9 +579,19 @@ mod tests {
         assert_eq!(column_reference(Some("t"), "order"), "t.\"order\"");
         assert_eq!(quote_identifier("randint"), "randint");
         assert_eq!(quote_identifier("*VALUES*"), "\"*VALUES*\"");
-        let sum = AggregateCall { function: AggregateFunction::Sum, arg: Some(bin(BinaryOp::Add, col(0, Int4), lit(Datum::Int4(1), Int4))), result_type: Int8 };
+        let sum = AggregateCall::new(AggregateFunction::Sum, Some(bin(BinaryOp::Add, col(0, Int4), lit(Datum::Int4(1), Int4))), Int8);
         assert_eq!(aggregate_call(&sum, &input), "sum((a + 1))");
-        let count = AggregateCall { function: AggregateFunction::CountStar, arg: None, result_type: Int8 };
+        let count = AggregateCall::new(AggregateFunction::CountStar, None, Int8);
         assert_eq!(aggregate_call(&count, &input), "count(*)");
+        // As PostgreSQL's EXPLAIN VERBOSE prints them.
+        let filtered = AggregateCall { filter: Some(bin(BinaryOp::Gt, col(0, Int4), lit(Datum::Int4(1), Int4))), ..count };
+        assert_eq!(aggregate_call(&filtered, &input), "count(*) FILTER (WHERE (a > 1))");
+        let mut joined = AggregateCall::new(AggregateFunction::StringAgg, Some(col(2, Text)), Text);
+        joined.delimiter = Some(lit(Datum::Text(",".into()), Text));
+        let key = |descending, nulls_first| weft_exec::plan::AggregateOrderKey { expr: col(0, Int4), descending, nulls_first };
+        joined.order_by = vec![key(true, false), key(false, false)];
+        assert_eq!(aggregate_call(&joined, &input), "string_agg(\"Mixed Case\", ','::text ORDER BY a DESC NULLS LAST, a)");
+        let nullif = Expr::Function { func: ScalarFunction::NullIf, args: vec![col(0, Int4), lit(Datum::Int4(0), Int4)], data_type: Int4 };
+        assert_eq!(deparse(&nullif, &input), "NULLIF(a, 0)");
     }
 }

@@ -40,7 +40,7 @@ use weft_common::parallel::CancelToken;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_exec::expr::{Expr, InitPlan};
 use weft_access::btree::ScanDirection;
-use weft_exec::plan::{HashJoin, HashJoinMode, HeapSource, JoinType, Pipeline, Plan, SetOpPlan, SetOperator, SortPlan, Source, Step};
+use weft_exec::plan::{AggregateCall, HashJoin, HashJoinMode, HeapSource, JoinType, Pipeline, Plan, SetOpPlan, SetOperator, SortPlan, Source, Step};
 use weft_exec::{node_id, HashJoinStats, NodeStats, PipelineStats, SortReport};
 
 use crate::api::{ColumnInfo, QueryResult};
@@ -1022,7 +1022,7 @@ impl<'a> Builder<'a> {
         } else {
             1.0
         };
-        let arg_ops: f64 = aggregates.iter().filter_map(|a| a.arg.as_ref()).map(cost::operator_count).sum();
+        let arg_ops: f64 = aggregates.iter().flat_map(AggregateCall::exprs).map(cost::operator_count).sum();
         let key_ops: f64 = group_by.iter().map(cost::operator_count).sum();
         // Per input row: each aggregate's transition, its arguments; grouping hashes the keys.
         let per_row = (aggregates.len() as f64 + arg_ops + if grouped { group_by.len() as f64 + key_ops } else { 0.0 }) * CPU_OPERATOR_COST;

@@ -15,7 +15,7 @@ use weft_access::Snapshot;
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_exec::expr::{self as ex, EvalContext, Expr};
-use weft_exec::plan::{AggregateCall, HeapSource, Pipeline, Plan, ScanLabel, SortKey, SortPlan, Source, Step};
+use weft_exec::plan::{AggregateCall, AggregateOrderKey, HeapSource, Pipeline, Plan, ScanLabel, SortKey, SortPlan, Source, Step};
 use weft_storage::{BufferPool, ForkNumber};
 
 use crate::api::ColumnInfo;
@@ -184,17 +184,22 @@ fn plan_order_by(
                 },
             },
         };
-        let descending = match &item.options.sort {
-            Some(ast::OrderBySort::Desc) => true,
-            Some(ast::OrderBySort::Using(operator)) => using_descending(operator)?,
-            _ => false,
-        };
-        // PostgreSQL: NULLS LAST for ascending, NULLS FIRST for descending.
-        let nulls_first = item.options.nulls_first.unwrap_or(descending);
+        let (descending, nulls_first) = order_direction(item)?;
         keys.push(SortKey { column, descending, nulls_first });
     }
     let types = columns.iter().map(|c| c.data_type).chain(hidden_types.iter().copied()).collect();
     Ok(Plan::Sort(SortPlan { input: Box::new(input), keys, types, bound: None, output_width: columns.len() }))
+}
+
+/// An ORDER BY item's (descending, nulls first).
+pub(crate) fn order_direction(item: &ast::OrderByExpr) -> Result<(bool, bool)> {
+    let descending = match &item.options.sort {
+        Some(ast::OrderBySort::Desc) => true,
+        Some(ast::OrderBySort::Using(operator)) => using_descending(operator)?,
+        _ => false,
+    };
+    // PostgreSQL: NULLS LAST for ascending, NULLS FIRST for descending.
+    Ok((descending, item.options.nulls_first.unwrap_or(descending)))
 }
 
 /// `ORDER BY x USING <` sorts ascending and `USING >` descending (the btree ordering
@@ -576,29 +581,25 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     let (source, steps, workers) = match from {
         FromPlan::Joins(joins) => {
             let serial = outputs_volatile
-                || group_by.iter().chain(calls.iter().filter_map(|c| c.arg.as_ref())).any(is_volatile);
-            let used = scope_columns_used(group_by.iter().chain(calls.iter().filter_map(|c| c.arg.as_ref())));
+                || group_by.iter().chain(calls.iter().flat_map(AggregateCall::exprs)).any(is_volatile);
+            let used = scope_columns_used(group_by.iter().chain(calls.iter().flat_map(AggregateCall::exprs)));
             let input = crate::join::plan_joins(joins, filter.take(), &subqueries, &used, serial, ctx)?;
             group_by.iter_mut().for_each(|e| remap_columns(e, &input.positions));
-            calls.iter_mut().filter_map(|c| c.arg.as_mut()).for_each(|e| remap_columns(e, &input.positions));
+            calls.iter_mut().flat_map(AggregateCall::exprs_mut).for_each(|e| remap_columns(e, &input.positions));
             (input.source, input.steps, input.workers)
         }
         FromPlan::Single(single) => {
             let mut source = single.source;
             {
                 let mut all: Vec<&mut Expr> = group_by.iter_mut().collect();
-                for call in calls.iter_mut() {
-                    if let Some(arg) = call.arg.as_mut() {
-                        all.push(arg);
-                    }
-                }
+                all.extend(calls.iter_mut().flat_map(AggregateCall::exprs_mut));
                 if let Some(f) = filter.as_mut() {
                     all.push(f);
                 }
                 prune_heap_columns(&mut source, all);
             }
             crate::access_path::choose_index_scan(&mut source, &mut filter, ctx);
-            let volatile = group_by.iter().chain(filter.iter()).chain(calls.iter().filter_map(|c| c.arg.as_ref())).any(is_volatile)
+            let volatile = group_by.iter().chain(filter.iter()).chain(calls.iter().flat_map(AggregateCall::exprs)).any(is_volatile)
                 || outputs_volatile;
             let steps: Vec<Step> = filter.take().map(Step::Filter).into_iter().collect();
             let workers = workers_for(&source, volatile);
@@ -657,9 +658,15 @@ fn distinct_aggregate(input: Pipeline, group_by: Vec<Expr>, calls: Vec<Aggregate
     pairs.push(arg);
     let label = ScanLabel { alias: None, columns: (0..=keys).map(|i| format!("column{}", i + 1)).collect() };
     let inner = Plan::Aggregate { input, group_by: pairs, aggregates: Vec::new(), output: Vec::new() };
+    // The binder left nothing else of the calls reading the input (`bind::distinct_call`).
+    let value = Expr::Column { index: keys, data_type: arg_type };
     let calls = calls
         .into_iter()
-        .map(|c| AggregateCall { arg: Some(Expr::Column { index: keys, data_type: arg_type }), ..c })
+        .map(|c| AggregateCall {
+            arg: Some(value.clone()),
+            order_by: c.order_by.into_iter().map(|k| AggregateOrderKey { expr: value.clone(), ..k }).collect(),
+            ..c
+        })
         .collect();
     let source = Source::Subquery { plan: Box::new(inner), label };
     Plan::Aggregate { input: Pipeline { source, steps: Vec::new(), workers: 0 }, group_by: outer_keys, aggregates: calls, output }

@@ -2,8 +2,9 @@
 //! row compared. Tables are built by the same SQL on both sides (the seed statement, and
 //! data derived from `hashint4`/`md5`, which are bit-exact), so any difference is a bug.
 
-use weft::postgres::PgCluster;
-use weft_sql::{Database, Datum};
+mod oracle;
+
+use oracle::{error_mismatches, query_mismatches};
 
 const SETUP: &[&str] = &[
     // The seed statement of ../shared/seeds/000, scaled from 1e9 to 2e4.
@@ -145,112 +146,13 @@ const ERRORS_WITH_SQLSTATE: &[&str] = &[
     "SELECT (SELECT id FROM t WHERE id < 3) + 1",
 ];
 
-/// Rows equal field by field, where float fields may differ in the last digits: a parallel
-/// sum adds in another order than PostgreSQL's serial one (both are correctly rounded
-/// sums of the same numbers in different orders).
-fn same_rows(expected: &[String], actual: &[String]) -> bool {
-    expected.len() == actual.len()
-        && expected.iter().zip(actual).all(|(e, a)| {
-            let (ef, af): (Vec<&str>, Vec<&str>) = (e.split('|').collect(), a.split('|').collect());
-            ef.len() == af.len() && ef.iter().zip(&af).all(|(x, y)| x == y || close_floats(x, y))
-        })
-}
-
-fn close_floats(x: &str, y: &str) -> bool {
-    let is_float = |s: &str| s.contains(['.', 'e']) && s.parse::<f64>().is_ok();
-    if !is_float(x) || !is_float(y) {
-        return false;
-    }
-    let (a, b): (f64, f64) = (x.parse().unwrap(), y.parse().unwrap());
-    (a - b).abs() <= 1e-12 * a.abs().max(b.abs())
-}
-
-/// The SQLSTATE of PostgreSQL's error for `sql` (psql's verbose error lines carry it).
-fn pg_sqlstate(pg: &PgCluster, sql: &str) -> Option<String> {
-    let output = pg.psql_command().args(["-q", "-A", "-t", "-c", "\\set VERBOSITY verbose", "-c", sql]).output().ok()?;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let rest = stderr.split("ERROR:  ").nth(1)?;
-    let code = rest.get(..5)?;
-    (rest.get(5..6) == Some(":")).then(|| code.to_string())
-}
-
-fn pg_text(d: &Datum) -> String {
-    d.to_pg_text().unwrap_or_default()
-}
-
-fn weft_lines(session: &mut weft_sql::Session, sql: &str) -> Result<Vec<String>, String> {
-    session
-        .execute(sql)
-        .map(|r| r.rows.iter().map(|row| row.iter().map(pg_text).collect::<Vec<_>>().join("|")).collect())
-        .map_err(|e| e.message.clone())
-}
-
 #[test]
 fn weft_and_postgres_agree() {
-    if !PgCluster::available() {
-        eprintln!("PostgreSQL 15 is not installed: skipping the oracle comparison");
-        return;
-    }
-    let pg = PgCluster::start().expect("PostgreSQL starts");
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path(), &[("max_worker_processes".into(), "4".into())]).unwrap();
+    let Some((pg, _dir, db)) = oracle::start_with_setup(SETUP) else { return };
     let mut session = db.session();
     // Force the parallel paths on these small tables, so they are compared too.
     session.execute("SET min_parallel_table_scan_size = 0").unwrap();
-    for sql in SETUP {
-        pg.query(sql).unwrap_or_else(|e| panic!("PostgreSQL setup {sql}: {e}"));
-        session.execute(sql).unwrap_or_else(|e| panic!("weft setup {sql}: {e:?}"));
-    }
-    let mut mismatches = Vec::new();
-    for sql in QUERIES {
-        let expected = pg.query(sql).unwrap_or_else(|e| panic!("PostgreSQL {sql}: {e}"));
-        let actual = match weft_lines(&mut session, sql) {
-            Ok(lines) => lines,
-            Err(e) => {
-                mismatches.push(format!("{sql}\n  weft failed: {e}"));
-                continue;
-            }
-        };
-        let ordered = sql.contains("ORDER BY");
-        let (mut e, mut a) = (expected.clone(), actual.clone());
-        if !ordered {
-            e.sort();
-            a.sort();
-        }
-        if !same_rows(&e, &a) {
-            let diff: Vec<String> = e
-                .iter()
-                .zip(a.iter())
-                .filter(|(x, y)| x != y)
-                .take(3)
-                .map(|(x, y)| format!("  pg:   {x}\n  weft: {y}"))
-                .collect();
-            mismatches.push(format!("{sql}\n  rows pg={} weft={}\n{}", e.len(), a.len(), diff.join("\n")));
-        }
-    }
-    for sql in ERRORS_WITH_SQLSTATE {
-        let pg_state = pg_sqlstate(&pg, sql).unwrap_or_else(|| panic!("PostgreSQL accepted {sql} or gave no SQLSTATE"));
-        match session.execute(sql) {
-            Ok(_) => mismatches.push(format!("{sql}\n  weft succeeded, PostgreSQL failed with {pg_state}")),
-            Err(e) if e.sqlstate.0 != pg_state => {
-                mismatches.push(format!("{sql}\n  pg:   {pg_state}\n  weft: {} {}", e.sqlstate.0, e.message))
-            }
-            Err(_) => {}
-        }
-    }
-    for sql in ERRORS.iter().chain(ERRORS_WITH_SQLSTATE) {
-        let pg_error = match pg.query(sql) {
-            Ok(rows) => panic!("PostgreSQL accepted {sql}: {rows:?}"),
-            Err(e) => e.message,
-        };
-        match session.execute(sql) {
-            Ok(_) => mismatches.push(format!("{sql}\n  weft succeeded, PostgreSQL said {pg_error}")),
-            Err(e) => {
-                if !pg_error.contains(&format!("ERROR:  {}", e.message)) {
-                    mismatches.push(format!("{sql}\n  pg:   {pg_error}\n  weft: ERROR:  {}", e.message));
-                }
-            }
-        }
-    }
+    let mut mismatches = query_mismatches(&pg, &mut session, QUERIES);
+    mismatches.extend(error_mismatches(&pg, &mut session, ERRORS, ERRORS_WITH_SQLSTATE));
     assert!(mismatches.is_empty(), "{} mismatches:\n{}", mismatches.len(), mismatches.join("\n\n"));
 }

@@ -1,5 +1,5 @@
-//! Grouping and aggregation: count, sum, avg, min, max with PostgreSQL's result types,
-//! hash aggregation under a memory budget, spilling partial states to disk when the
+//! Grouping and aggregation: count, sum, avg, min, max, bool_and/bool_or, string_agg
+//! with PostgreSQL's result types, each call with an optional FILTER; hash aggregation under a memory budget, spilling partial states to disk when the
 //! groups do not fit.
 //!
 //! # Passes
@@ -71,12 +71,13 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::Mutex;
 use weft_common::numeric::Numeric;
 use weft_common::tuple::RowLayout;
-use weft_common::{DataType, Datum, Error, Result};
+use weft_common::{DataType, Datum, Error, Result, SqlState};
 
 use self::spill::{partition_of, PartitionWriters, SpillDir, SpillFile};
 use self::table::{datum_heap, hash_key, GroupTable, Groups};
 use crate::execute::{ExecContext, Sink};
-use crate::expr::compare::compare_datums;
+use crate::expr::compare::{compare_datums, compare_sort_keys};
+use crate::expr::functions::VALUE_SIZE_BYTES_MAX;
 use crate::expr::{EvalContext, Expr};
 use crate::plan::{AggregateCall, AggregateFunction, Row};
 
@@ -92,6 +93,56 @@ pub(crate) enum Accumulator {
     AvgNumeric { sum: Option<Numeric>, count: i64 },
     Min(Option<Datum>),
     Max(Option<Datum>),
+    /// string_agg without ORDER BY: the values so far, each after its delimiter, and the
+    /// length of the first value's delimiter, cut off when finishing (as PostgreSQL does):
+    /// two partial states then simply concatenate.
+    StringAgg(Option<(String, usize)>),
+    /// string_agg with ORDER BY: every row's values, sorted and joined when finishing.
+    StringAggSorted(SortedValues),
+}
+
+/// The rows an ordered string_agg has seen.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct SortedValues {
+    /// (ORDER BY keys, delimiter, value) per row with a non-NULL value.
+    pub(super) rows: Vec<(Vec<Datum>, Option<String>, String)>,
+    /// (descending, nulls first) per key.
+    pub(super) order: Arc<[(bool, bool)]>,
+    /// Heap bytes of `rows`.
+    bytes: usize,
+}
+
+impl SortedValues {
+    pub(super) fn empty(order: Arc<[(bool, bool)]>) -> SortedValues {
+        SortedValues { rows: Vec::new(), order, bytes: 0 }
+    }
+
+    pub(super) fn push(&mut self, keys: Vec<Datum>, delimiter: Option<String>, value: String) -> isize {
+        let bytes = size_of::<(Vec<Datum>, Option<String>, String)>()
+            + keys.capacity() * size_of::<Datum>()
+            + keys.iter().map(datum_heap).sum::<usize>()
+            + delimiter.as_ref().map_or(0, String::capacity)
+            + value.capacity();
+        self.rows.push((keys, delimiter, value));
+        self.bytes += bytes;
+        bytes as isize
+    }
+
+    fn finish(mut self) -> Datum {
+        if self.rows.is_empty() {
+            return Datum::Null;
+        }
+        let order = self.order.clone();
+        self.rows.sort_by(|a, b| compare_sort_keys(&a.0, &b.0, &order));
+        let mut out = String::new();
+        for (i, (_, delimiter, value)) in self.rows.iter().enumerate() {
+            if i > 0 {
+                out.push_str(delimiter.as_deref().unwrap_or(""));
+            }
+            out.push_str(value);
+        }
+        Datum::Text(out)
+    }
 }
 
 impl Accumulator {
@@ -111,6 +162,10 @@ impl Accumulator {
             // false < true: AND is the minimum, OR the maximum.
             (Min | BoolAnd, _) => Accumulator::Min(None),
             (Max | BoolOr, _) => Accumulator::Max(None),
+            (StringAgg, _) if call.order_by.is_empty() => Accumulator::StringAgg(None),
+            (StringAgg, _) => Accumulator::StringAggSorted(SortedValues::empty(
+                call.order_by.iter().map(|k| (k.descending, k.nulls_first)).collect(),
+            )),
             (f, t) => return Err(Error::internal(format!("no accumulator for {f:?}({t:?})"))),
         })
     }
@@ -120,6 +175,8 @@ impl Accumulator {
     fn heap_bytes(&self) -> usize {
         match self {
             Accumulator::Min(Some(d)) | Accumulator::Max(Some(d)) => datum_heap(d),
+            Accumulator::StringAgg(Some((text, _))) => text.capacity(),
+            Accumulator::StringAggSorted(sorted) => sorted.bytes,
             _ => 0,
         }
     }
@@ -163,8 +220,28 @@ impl Accumulator {
                     return Ok(replace_extreme(current, value.clone()));
                 }
             }
+            Accumulator::StringAgg(_) | Accumulator::StringAggSorted(_) => {
+                return Err(Error::internal("string_agg updated without its delimiter"))
+            }
         }
         Ok(0)
+    }
+
+    /// Add one row's string_agg value (non-NULL), delimiter and ORDER BY keys. Returns the
+    /// change in `heap_bytes`.
+    fn update_string_agg(&mut self, value: String, delimiter: Option<String>, keys: Vec<Datum>) -> Result<isize> {
+        match self {
+            Accumulator::StringAgg(state) => {
+                let (text, first_delimiter) = state.get_or_insert_with(|| (String::new(), delimiter.as_ref().map_or(0, String::len)));
+                let before = text.capacity();
+                text.push_str(delimiter.as_deref().unwrap_or(""));
+                text.push_str(&value);
+                check_value_size(text.len() - *first_delimiter)?;
+                Ok(text.capacity() as isize - before as isize)
+            }
+            Accumulator::StringAggSorted(sorted) => Ok(sorted.push(keys, delimiter, value)),
+            other => Err(Error::internal(format!("string_agg value for {other:?}"))),
+        }
     }
 
     /// [`update_ref`](Self::update_ref) with an owned value (a min/max keeps it without a copy).
@@ -276,6 +353,25 @@ impl Accumulator {
                 }
             }
             (Accumulator::Min(_), Accumulator::Min(None)) | (Accumulator::Max(_), Accumulator::Max(None)) => {}
+            (Accumulator::StringAgg(a), Accumulator::StringAgg(Some((b, first_delimiter)))) => match a {
+                None => {
+                    let grew = b.capacity() as isize;
+                    *a = Some((b, first_delimiter));
+                    return Ok(grew);
+                }
+                Some((text, first)) => {
+                    let before = text.capacity();
+                    text.push_str(&b); // b's first delimiter now separates it from a's values
+                    check_value_size(text.len() - *first)?;
+                    return Ok(text.capacity() as isize - before as isize);
+                }
+            },
+            (Accumulator::StringAgg(_), Accumulator::StringAgg(None)) => {}
+            (Accumulator::StringAggSorted(a), Accumulator::StringAggSorted(b)) => {
+                a.rows.extend(b.rows);
+                a.bytes += b.bytes;
+                return Ok(b.bytes as isize);
+            }
             (a, b) => return Err(Error::internal(format!("cannot merge {a:?} with {b:?}"))),
         }
         Ok(0)
@@ -303,6 +399,20 @@ impl Accumulator {
                 None => Datum::Null,
             },
             Accumulator::Min(v) | Accumulator::Max(v) => v.unwrap_or(Datum::Null),
+            Accumulator::StringAgg(state) => match state {
+                Some((mut text, first_delimiter)) => {
+                    text.drain(..first_delimiter);
+                    Datum::Text(text)
+                }
+                None => Datum::Null,
+            },
+            Accumulator::StringAggSorted(sorted) => {
+                let value = sorted.finish();
+                if let Datum::Text(text) = &value {
+                    check_value_size(text.len())?;
+                }
+                value
+            }
         })
     }
 }
@@ -314,6 +424,43 @@ fn replace_extreme(current: &mut Option<Datum>, value: Datum) -> isize {
     let after = datum_heap(&value) as isize;
     *current = Some(value);
     after - before
+}
+
+/// A string_agg result may not outgrow PostgreSQL's largest value (`MaxAllocSize`).
+fn check_value_size(len: usize) -> Result<()> {
+    if len > VALUE_SIZE_BYTES_MAX {
+        return Err(Error::new(SqlState::PROGRAM_LIMIT_EXCEEDED, "out of memory")
+            .with_detail(format!("Cannot enlarge string buffer containing {len} bytes.")));
+    }
+    Ok(())
+}
+
+/// Feed one input row to one call's state, after its FILTER. Returns the change in the
+/// state's `heap_bytes`.
+#[inline]
+fn update_call(acc: &mut Accumulator, call: &AggregateCall, row: &[Datum], eval: &EvalContext) -> Result<isize> {
+    if let Some(filter) = &call.filter {
+        if filter.eval(row, eval)? != Datum::Bool(true) {
+            return Ok(0);
+        }
+    }
+    match &call.arg {
+        None => {
+            acc.update_count_star();
+            Ok(0)
+        }
+        Some(arg) if call.function == AggregateFunction::StringAgg => {
+            let Datum::Text(value) = arg.eval(row, eval)? else { return Ok(0) };
+            let delimiter = match call.delimiter.as_ref().map(|d| d.eval(row, eval)).transpose()? {
+                Some(Datum::Text(d)) => Some(d),
+                _ => None,
+            };
+            let keys = call.order_by.iter().map(|k| k.expr.eval(row, eval)).collect::<Result<Vec<_>>>()?;
+            acc.update_string_agg(value, delimiter, keys)
+        }
+        Some(Expr::Column { index, .. }) => acc.update_ref(&row[*index]),
+        Some(arg) => acc.update_owned(arg.eval(row, eval)?),
+    }
 }
 
 fn numeric_overflow() -> Error {
@@ -813,14 +960,7 @@ impl<'a> AggregateSink<'a> {
         };
         let mut grew = 0isize;
         for (acc, call) in local.table.groups.states_mut(g).iter_mut().zip(self.aggregates) {
-            grew += match &call.arg {
-                None => {
-                    acc.update_count_star();
-                    0
-                }
-                Some(Expr::Column { index, .. }) => acc.update_ref(&row[*index])?,
-                Some(arg) => acc.update_owned(arg.eval(row, self.eval)?)?,
-            };
+            grew += update_call(acc, call, row, self.eval)?;
         }
         if grew != 0 {
             local.table.adjust_heap(grew);
@@ -978,15 +1118,7 @@ impl Sink for AggregateSink<'_> {
             LocalAggregate::Grouped(local) => self.push_grouped(local, row)?,
             LocalAggregate::Ungrouped(accumulators) => {
                 for (acc, call) in accumulators.iter_mut().zip(self.aggregates) {
-                    match &call.arg {
-                        None => acc.update_count_star(),
-                        Some(Expr::Column { index, .. }) => {
-                            acc.update_ref(&row[*index])?;
-                        }
-                        Some(arg) => {
-                            acc.update_owned(arg.eval(row, self.eval)?)?;
-                        }
-                    }
+                    update_call(acc, call, row, self.eval)?;
                 }
             }
         }
@@ -999,6 +1131,9 @@ impl Sink for AggregateSink<'_> {
         }
         let mut inputs = Vec::with_capacity(self.aggregates.len());
         for call in self.aggregates {
+            if call.filter.is_some() {
+                return false;
+            }
             match &call.arg {
                 None => inputs.push(None),
                 Some(Expr::Column { index, data_type: t @ (DataType::Int4 | DataType::Int8 | DataType::Float8) }) => {

@@ -20,9 +20,9 @@ use std::sync::Arc;
 use weft_common::{Datum, Error, Result};
 use weft_sort::TempFileSet;
 
-use super::Accumulator;
+use super::{Accumulator, SortedValues};
 pub(super) use crate::spill::{DiskCounters, Decoder};
-use crate::spill::{corrupt, encode_datum, encode_optional_numeric, io_error};
+use crate::spill::{corrupt, encode_datum, encode_optional_numeric, encode_text, io_error};
 
 
 /// The temp directory of one aggregate (a `weft_sort::TempFileSet`: removed on drop).
@@ -248,10 +248,40 @@ fn encode_state(out: &mut Vec<u8>, s: &Accumulator) {
             out.push(8);
             encode_datum(out, v.as_ref().unwrap_or(&Datum::Null));
         }
+        Accumulator::StringAgg(state) => {
+            out.push(9);
+            match state {
+                None => out.push(0),
+                Some((text, first_delimiter)) => {
+                    out.push(1);
+                    encode_text(out, text);
+                    out.extend_from_slice(&(*first_delimiter as u64).to_le_bytes());
+                }
+            }
+        }
+        Accumulator::StringAggSorted(sorted) => {
+            out.push(10);
+            out.extend_from_slice(&(sorted.rows.len() as u64).to_le_bytes());
+            for (keys, delimiter, value) in &sorted.rows {
+                keys.iter().for_each(|k| encode_datum(out, k));
+                match delimiter {
+                    Some(d) => encode_text(out, d),
+                    None => encode_datum(out, &Datum::Null),
+                }
+                encode_text(out, value);
+            }
+        }
     }
 }
 
 impl Decoder<'_> {
+    fn text(&mut self) -> Result<String> {
+        match self.datum()? {
+            Datum::Text(text) => Ok(text),
+            _ => Err(corrupt()),
+        }
+    }
+
     /// A state of the same kind as `template` (which supplies what is not written: the
     /// result type of an integer sum).
     pub fn state(&mut self, template: &Accumulator) -> Result<Accumulator> {
@@ -270,6 +300,22 @@ impl Decoder<'_> {
             }
             (7, Accumulator::Min(_)) => Accumulator::Min(Some(self.datum()?).filter(|d| !d.is_null())),
             (8, Accumulator::Max(_)) => Accumulator::Max(Some(self.datum()?).filter(|d| !d.is_null())),
+            (9, Accumulator::StringAgg(_)) => Accumulator::StringAgg(match self.bool()? {
+                false => None,
+                true => Some((self.text()?, self.i64()? as usize)),
+            }),
+            (10, Accumulator::StringAggSorted(template)) => {
+                let mut sorted = SortedValues::empty(template.order.clone());
+                for _ in 0..self.i64()? {
+                    let keys = (0..template.order.len()).map(|_| self.datum()).collect::<Result<Vec<_>>>()?;
+                    let delimiter = match self.datum()? {
+                        Datum::Text(d) => Some(d),
+                        _ => None,
+                    };
+                    sorted.push(keys, delimiter, self.text()?);
+                }
+                Accumulator::StringAggSorted(sorted)
+            }
             _ => return Err(corrupt()),
         };
         Ok(state)

@@ -37,6 +37,23 @@ pub fn compare_datums(a: &Datum, b: &Datum) -> Ordering {
 
 pub use weft_common::types::compare_float8;
 
+/// Orders two rows of sort keys, each key `(descending, nulls_first)` as in ORDER BY.
+pub fn compare_sort_keys(a: &[Datum], b: &[Datum], order: &[(bool, bool)]) -> Ordering {
+    for ((x, y), &(descending, nulls_first)) in a.iter().zip(b).zip(order) {
+        let ordering = match (x.is_null(), y.is_null()) {
+            (true, true) => Ordering::Equal,
+            (true, false) => if nulls_first { Ordering::Less } else { Ordering::Greater },
+            (false, true) => if nulls_first { Ordering::Greater } else { Ordering::Less },
+            (false, false) if descending => compare_datums(x, y).reverse(),
+            (false, false) => compare_datums(x, y),
+        };
+        if ordering.is_ne() {
+            return ordering;
+        }
+    }
+    Ordering::Equal
+}
+
 /// Numeric comparison by value (`1.0 = 1.00`).
 pub fn compare_numeric(a: &Numeric, b: &Numeric) -> Ordering {
     a.cmp_value(b)

@@ -4,7 +4,8 @@
 //!
 //! 1. `AND`/`OR`/`NOT` use three-valued logic; `AND` stops at the first false, `OR` at
 //!    the first true, so `false AND NULL` is false and `true OR NULL` is true.
-//! 2. Every other operator and every function is strict: a NULL operand gives NULL.
+//! 2. Every other operator and every function but `NULLIF`, `GREATEST` and `LEAST` is
+//!    strict: a NULL operand gives NULL.
 //! 3. int4/int8 arithmetic is checked: overflow is `integer out of range` /
 //!    `bigint out of range` (22003), including `i32::MIN / -1`; division truncates
 //!    toward zero; `x % 0` and `x / 0` are `division by zero` (22012); `i32::MIN % -1` is 0.
@@ -81,8 +82,8 @@ impl Expr {
                 let mut values = Vec::with_capacity(args.len());
                 for arg in args {
                     let value = arg.eval(row, ctx)?;
-                    if value.is_null() {
-                        return Ok(Datum::Null); // every built-in is strict
+                    if value.is_null() && func.is_strict() {
+                        return Ok(Datum::Null);
                     }
                     values.push(value);
                 }

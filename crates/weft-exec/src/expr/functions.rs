@@ -2,7 +2,8 @@
 //! evaluation, and the session state `random()` needs ([`EvalContext`]).
 //!
 //! Every function here is *strict*, as in PostgreSQL's catalog: a NULL argument gives a
-//! NULL result without calling the function (so `setseed(NULL)` does not reseed).
+//! NULL result without calling the function (so `setseed(NULL)` does not reseed) — except
+//! `NULLIF`, `GREATEST` and `LEAST`, expressions in PostgreSQL that weft calls functions.
 //! `random` and `setseed` are *volatile*: the planner must not fold or reorder them.
 
 use std::collections::hash_map::RandomState;
@@ -14,6 +15,9 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 
+use std::cmp::Ordering;
+
+use super::compare::compare_datums;
 use super::sequence::{SessionSequenceValues, Sequences};
 use super::ScalarFunction;
 
@@ -265,6 +269,9 @@ impl ScalarFunction {
             F::RPad => "rpad",
             F::SplitPart => "split_part",
             F::StartsWith => "starts_with",
+            F::NullIf => "nullif",
+            F::Greatest => "greatest",
+            F::Least => "least",
         }
     }
 
@@ -274,9 +281,20 @@ impl ScalarFunction {
         matches!(self, F::Random | F::SetSeed | F::NextVal | F::CurrVal | F::SetVal)
     }
 
+    /// Whether a NULL argument gives NULL without calling the function: every function
+    /// except the conditional expressions PostgreSQL writes as functions.
+    pub fn is_strict(self) -> bool {
+        !matches!(self, F::NullIf | F::Greatest | F::Least)
+    }
+
     /// Calls the function on already evaluated, already resolved arguments.
-    /// Strict: any NULL argument gives NULL.
+    /// Strict functions: any NULL argument gives NULL.
     pub fn call(self, args: &[Datum], ctx: &EvalContext) -> Result<Datum> {
+        match (self, args) {
+            (F::NullIf, [value, other]) => return null_if(value, other),
+            (F::Greatest | F::Least, _) => return Ok(extreme(args, self == F::Greatest)),
+            _ => {}
+        }
         if args.iter().any(Datum::is_null) {
             return Ok(Datum::Null);
         }
@@ -321,6 +339,24 @@ impl ScalarFunction {
             _ => Err(Error::internal(format!("{}() called with unresolved arguments {args:?}", self.name()))),
         }
     }
+}
+
+/// `NULLIF(value, other)`, both already in the type of the `=` the binder resolved.
+fn null_if(value: &Datum, other: &Datum) -> Result<Datum> {
+    let equal = !value.is_null() && !other.is_null() && compare_datums(value, other).is_eq();
+    Ok(if equal { Datum::Null } else { value.clone() })
+}
+
+/// `GREATEST` / `LEAST`: NULLs are ignored; NULL only when every argument is.
+fn extreme(args: &[Datum], greatest: bool) -> Datum {
+    let wanted = if greatest { Ordering::Greater } else { Ordering::Less };
+    let mut best: Option<&Datum> = None;
+    for arg in args.iter().filter(|a| !a.is_null()) {
+        if best.is_none_or(|b| compare_datums(arg, b) == wanted) {
+            best = Some(arg);
+        }
+    }
+    best.cloned().unwrap_or(Datum::Null)
 }
 
 fn char_count_i32(s: &str) -> Result<i32> {

@@ -159,4 +159,12 @@ pub enum ScalarFunction {
     RPad,
     SplitPart,
     StartsWith,
+    /// `NULLIF(a, b)`: NULL when `a = b`, else `a`. Both arguments are in the input type of
+    /// the `=` the binder resolved, which is the result's type too (PostgreSQL: `NULLIF(1,
+    /// 2.2)` is numeric).
+    NullIf,
+    /// `GREATEST(...)` / `LEAST(...)`: the largest / smallest non-NULL argument, all of one
+    /// type (PostgreSQL's MinMaxExpr).
+    Greatest,
+    Least,
 }
