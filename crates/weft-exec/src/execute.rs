@@ -23,7 +23,7 @@ use weft_storage::{BlockNumber, BufferAccessStrategy, BufferPool, NumberedPages,
 
 use crate::aggregate::AggregateSink;
 use crate::hash_join::run::{JoinLocal, JoinRun};
-use crate::expr::EvalContext;
+use crate::expr::{compare_datums, EvalContext};
 use crate::plan::{IndexSource, Pipeline, Plan, Row, Source, Step};
 use crate::sort::SortSettings;
 
@@ -216,6 +216,22 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
                 None => rows.len(),
             };
             let rows: Vec<Row> = rows.into_iter().skip(start).take(end - start).collect();
+            ctx.nodes.lock().push(NodeStats { node: node_id(plan), rows: rows.len() as u64, elapsed: began.elapsed(), ..NodeStats::default() });
+            Ok(rows)
+        }
+        Plan::Unique { input, keys, output_width } => {
+            let began = Instant::now();
+            let mut rows = execute(input, ctx)?;
+            let mut kept = 0;
+            for i in 0..rows.len() {
+                let new_run = kept == 0 || keys.iter().any(|&k| compare_datums(&rows[i][k], &rows[kept - 1][k]).is_ne());
+                if new_run {
+                    rows.swap(kept, i);
+                    kept += 1;
+                }
+            }
+            rows.truncate(kept);
+            rows.iter_mut().for_each(|row| row.truncate(*output_width));
             ctx.nodes.lock().push(NodeStats { node: node_id(plan), rows: rows.len() as u64, elapsed: began.elapsed(), ..NodeStats::default() });
             Ok(rows)
         }

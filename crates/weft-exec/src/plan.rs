@@ -305,6 +305,10 @@ pub enum Plan {
     /// `UNION ALL` (append), `INTERSECT [ALL]`, `EXCEPT [ALL]` of inputs whose columns
     /// have the same types (`setop.rs`). `UNION` is an aggregate over `UNION ALL`.
     SetOp(SetOpPlan),
+    /// The first row of each run of rows equal on `keys` (NULLs equal, grouping equality):
+    /// `SELECT DISTINCT ON` over its sorted input. Rows keep their first `output_width`
+    /// columns.
+    Unique { input: Box<Plan>, keys: Vec<usize>, output_width: usize },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -332,7 +336,7 @@ impl Plan {
     pub fn reads_relation(&self, rel: RelFileLocator) -> bool {
         match self {
             Plan::Pipeline(pipeline) | Plan::Aggregate { input: pipeline, .. } => pipeline.reads_relation(rel),
-            Plan::Limit { input, .. } => input.reads_relation(rel),
+            Plan::Limit { input, .. } | Plan::Unique { input, .. } => input.reads_relation(rel),
             Plan::Sort(sort) => sort.input.reads_relation(rel),
             Plan::SetOp(setop) => setop.inputs.iter().any(|p| p.reads_relation(rel)),
         }
@@ -368,7 +372,7 @@ impl Plan {
                 aggregates.iter().flat_map(AggregateCall::exprs).for_each(|e| f(e));
                 output.iter().for_each(|step| step.for_each_expr(f));
             }
-            Plan::Limit { input, .. } => input.for_each_expr(f),
+            Plan::Limit { input, .. } | Plan::Unique { input, .. } => input.for_each_expr(f),
             Plan::Sort(sort) => sort.input.for_each_expr(f),
             Plan::SetOp(setop) => setop.inputs.iter().for_each(|p| p.for_each_expr(f)),
         }

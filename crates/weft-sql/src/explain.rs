@@ -320,7 +320,7 @@ fn millis(d: Duration) -> f64 {
 fn range_entries(plan: &Plan) -> usize {
     match plan {
         Plan::Pipeline(p) | Plan::Aggregate { input: p, .. } => pipeline_entries(p),
-        Plan::Limit { input, .. } => range_entries(input),
+        Plan::Limit { input, .. } | Plan::Unique { input, .. } => range_entries(input),
         Plan::Sort(sort) => range_entries(&sort.input),
         Plan::SetOp(setop) => setop.inputs.iter().map(range_entries).sum(),
     }
@@ -553,6 +553,17 @@ impl<'a> Builder<'a> {
             }
             Plan::Sort(sort) => self.sort(plan, sort),
             Plan::SetOp(setop) => self.set_op(plan, setop),
+            Plan::Unique { input, keys, output_width } => {
+                let child = self.plan(input);
+                // PostgreSQL's cost_unique: one comparison per key per input row. Its row
+                // estimate is the number of distinct keys; weft keeps the input's.
+                let c = child.node.estimate;
+                let estimate = Estimate { total: c.total + c.rows * CPU_OPERATOR_COST * keys.len() as f64, ..c };
+                let actual = self.node_stats(plan).map(|s| Actual { startup: s.elapsed, total: s.elapsed, rows: s.rows as f64, loops: 1.0 });
+                let cols: Vec<Col> = child.cols.iter().take(*output_width).cloned().collect();
+                let lines = self.output_line(&cols).into_iter().collect();
+                Built { node: Node { name: "Unique".into(), estimate, actual, lines, children: vec![child.node] }, cols }
+            }
         }
     }
 

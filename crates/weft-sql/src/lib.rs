@@ -10,6 +10,7 @@ mod cost;
 mod cte;
 mod database;
 mod deparse;
+mod distinct_on;
 mod explain;
 mod exprutil;
 mod indexes;

@@ -65,8 +65,17 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
         _ => &[],
     };
     let mut planned = plan_body(query.body.as_ref(), order_exprs, ctx)?;
-    if let Some(order_by) = &query.order_by {
-        planned.plan = plan_order_by(planned.plan, &planned.columns, &planned.hidden, &planned.hidden_types, &planned.select_items, order_by)?;
+    let distinct_on = matches!(query.body.as_ref(), SetExpr::Select(s) if matches!(s.distinct, Some(ast::Distinct::On(_))));
+    if let (true, Plan::Unique { output_width, .. }) = (distinct_on, &mut planned.plan) {
+        // SELECT DISTINCT ON sorted its rows by the ORDER BY already (`distinct_on.rs`).
+        *output_width = planned.columns.len();
+        planned.hidden.clear();
+        planned.hidden_types.clear();
+    } else if let Some(order_by) = &query.order_by {
+        if !matches!(order_by.kind, ast::OrderByKind::Expressions(_)) {
+            return Err(Error::not_supported("ORDER BY ALL"));
+        }
+        planned.plan = plan_order_by(planned.plan, &planned.columns, &planned.hidden, &planned.hidden_types, &planned.select_items, order_exprs)?;
         planned.plan = crate::access_path::use_index_order(planned.plan, None, ctx);
         planned.hidden.clear();
         planned.hidden_types.clear();
@@ -138,17 +147,14 @@ fn limit_value(expr: &ast::Expr, what: &str, ctx: &PlanContext) -> Result<Option
     }
 }
 
-fn plan_order_by(
+pub(crate) fn plan_order_by(
     input: Plan,
     columns: &[ColumnInfo],
     hidden: &[ast::Expr],
     hidden_types: &[DataType],
     select_items: &[ast::Expr],
-    order_by: &ast::OrderBy,
+    exprs: &[ast::OrderByExpr],
 ) -> Result<Plan> {
-    let ast::OrderByKind::Expressions(exprs) = &order_by.kind else {
-        return Err(Error::not_supported("ORDER BY ALL"));
-    };
     let mut keys = Vec::with_capacity(exprs.len());
     for item in exprs {
         let column = match &item.expr {
@@ -396,10 +402,10 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
 }
 
 fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanContext) -> Result<PlannedQuery> {
-    let distinct = match &select.distinct {
-        None | Some(ast::Distinct::All) => false,
-        Some(ast::Distinct::Distinct) => true,
-        Some(ast::Distinct::On(_)) => return Err(Error::not_supported("SELECT DISTINCT ON is not supported yet")),
+    let (distinct, distinct_on) = match &select.distinct {
+        None | Some(ast::Distinct::All) => (false, None),
+        Some(ast::Distinct::Distinct) => (true, None),
+        Some(ast::Distinct::On(exprs)) => (false, Some(exprs.as_slice())),
     };
     if select.into.is_some() {
         return Err(Error::not_supported("SELECT INTO is not supported; use CREATE TABLE AS"));
@@ -448,6 +454,13 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
             other => return Err(Error::not_supported(format!("select item {other}"))),
         }
     }
+
+    // DISTINCT ON sorts by the ORDER BY, with its expressions first (`distinct_on`).
+    let distinct_on = match distinct_on {
+        Some(on) => Some(crate::distinct_on::DistinctOn::new(on, order_by, &items, scope)?),
+        None => None,
+    };
+    let order_by = distinct_on.as_ref().map_or(order_by, |d| d.order_by.as_slice());
 
     // ORDER BY items that are neither positions, output names nor select items are
     // computed as hidden trailing columns.
@@ -550,7 +563,11 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         steps.push(Step::Project(exprs));
         let hidden_types = columns.drain(visible..).map(|c| c.data_type).collect();
         let select_items = visible_asts(&items, visible);
-        return Ok(PlannedQuery { plan: Plan::Pipeline(Pipeline { source, steps, workers }), columns, hidden, hidden_types, select_items });
+        let planned = PlannedQuery { plan: Plan::Pipeline(Pipeline { source, steps, workers }), columns, hidden, hidden_types, select_items };
+        return match distinct_on {
+            Some(on) => on.plan(planned),
+            None => Ok(planned),
+        };
     }
 
     // Aggregate query. GROUP BY items may name output columns or positions, as in PostgreSQL.
@@ -616,13 +633,11 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         None => Plan::Aggregate { input: Pipeline { source, steps, workers }, group_by, aggregates: calls, output },
         Some(arg) => distinct_aggregate(Pipeline { source, steps, workers }, group_by, calls, arg, output),
     };
-    Ok(PlannedQuery {
-        plan,
-        columns,
-        hidden,
-        hidden_types,
-        select_items: visible_asts(&items, visible),
-    })
+    let planned = PlannedQuery { plan, columns, hidden, hidden_types, select_items: visible_asts(&items, visible) };
+    match distinct_on {
+        Some(on) => on.plan(planned),
+        None => Ok(planned),
+    }
 }
 
 /// The expressions of the first `visible` select items.

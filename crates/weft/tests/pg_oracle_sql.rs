@@ -1,5 +1,5 @@
 //! SQL features compared with PostgreSQL 15: conditional expressions (NULLIF, GREATEST,
-//! LEAST), aggregate FILTER and ORDER BY, string_agg. Every query runs three times: serial,
+//! LEAST), aggregate FILTER and ORDER BY, string_agg, SELECT DISTINCT ON. Every query runs three times: serial,
 //! with parallel workers forced, and with a `work_mem` small enough that the hash
 //! aggregates spill (their partial states go through temp files and are combined).
 
@@ -43,6 +43,23 @@ const QUERIES: &[&str] = &[
     "SELECT grp, string_agg(m, ',' ORDER BY i DESC), count(*) FROM g GROUP BY grp",
     "SELECT grp % 7, length(string_agg(m, '-')), string_agg(substr(m, 1, 1), '' ORDER BY i) FILTER (WHERE i < 3000) FROM g GROUP BY 1",
     "SELECT length(string_agg(m, '')), string_agg(m, ',' ORDER BY m) FILTER (WHERE i < 20) FROM g",
+    // SELECT DISTINCT ON.
+    "SELECT DISTINCT ON (k) k, id, s FROM t ORDER BY k, id",
+    "SELECT DISTINCT ON (k) k, id FROM t ORDER BY k, id DESC",
+    "SELECT DISTINCT ON (k, b) k, b, id FROM t ORDER BY b, k DESC, id",
+    "SELECT DISTINCT ON (k) id FROM t ORDER BY k, f DESC NULLS LAST, id",
+    "SELECT DISTINCT ON (1) k, id FROM t ORDER BY 1, 2",
+    "SELECT DISTINCT ON (t.k) k, id AS x FROM t ORDER BY k, x",
+    "SELECT DISTINCT ON (s IS NULL) s IS NULL, id FROM t ORDER BY s IS NULL, id DESC",
+    "SELECT DISTINCT ON (k) k FROM t",
+    "SELECT DISTINCT ON (k, k) k, b FROM t ORDER BY k, b DESC",
+    "SELECT count(*), sum(id) FROM (SELECT DISTINCT ON (k) k, id FROM t ORDER BY k, id) s",
+    "SELECT DISTINCT ON (k) k, count(*) FROM t GROUP BY k, b ORDER BY k, count(*) DESC, b",
+    "SELECT DISTINCT ON (k) k, id FROM t WHERE id > 5 ORDER BY k, id LIMIT 3 OFFSET 1",
+    "SELECT DISTINCT ON (grp % 100) grp % 100, i, m FROM g ORDER BY grp % 100, i DESC",
+    "SELECT DISTINCT ON (a.k) a.k, b.id FROM t a JOIN t b ON a.id = b.id + 1 ORDER BY a.k, b.id",
+    "SELECT k, id FROM (SELECT DISTINCT ON (k) k, id FROM t ORDER BY k, id DESC) d ORDER BY id",
+    "(SELECT DISTINCT ON (k) k, id FROM t ORDER BY k, id) UNION ALL SELECT -5, -5",
 ];
 
 const ERRORS: &[&str] = &[
@@ -63,6 +80,10 @@ const ERRORS_WITH_SQLSTATE: &[&str] = &[
     "SELECT greatest(1, s) FROM t",
     "SELECT least(b, 1) FROM t",
     "SELECT k, count(*) FILTER (WHERE s = 'a') FROM t",
+    "SELECT DISTINCT ON (k) k, id FROM t ORDER BY id",
+    "SELECT DISTINCT ON (k) k, id FROM t ORDER BY id, k",
+    "SELECT DISTINCT ON (k, b) k FROM t ORDER BY k, id",
+    "SELECT DISTINCT ON (5) k FROM t",
 ];
 
 #[test]
