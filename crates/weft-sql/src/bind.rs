@@ -20,6 +20,7 @@ use weft_exec::expr::{self as ex, BinaryOp, Expr, UnaryOp};
 use weft_exec::plan::{AggregateCall, AggregateFunction, AggregateOrderKey};
 
 use crate::planner::PlanContext;
+use crate::subplan::{is_unresolved, OuterQuery};
 
 #[derive(Clone, Debug)]
 pub struct ScopeColumn {
@@ -63,7 +64,7 @@ impl Scope {
         self.columns.len() + self.qualified_only.len()
     }
 
-    fn resolve(&self, qualifier: Option<&str>, name: &str) -> Result<(usize, DataType)> {
+    pub(crate) fn resolve(&self, qualifier: Option<&str>, name: &str) -> Result<(usize, DataType)> {
         let matches = |col: &ScopeColumn| {
             let table_matches = match qualifier {
                 None => true,
@@ -324,6 +325,7 @@ impl<'a> Binder<'a> {
             order_by.clear(); // the result does not depend on the order of the input
         }
         let mut call = AggregateCall { function, arg, delimiter, filter, order_by, result_type };
+        crate::subplan::check_aggregate_level(&call)?;
         if distinct {
             distinct_call(&mut call)?;
         }
@@ -484,32 +486,55 @@ impl<'a> Binder<'a> {
         }
     }
 
-    /// An uncorrelated `(SELECT ...)`: planned on its own as an init plan, run once
-    /// before the statement (PostgreSQL's InitPlan).
+    /// `(SELECT ...)`: an init plan (run once, before the statement) when it reads no
+    /// column of the query around it, else a subplan run per row with the outer columns
+    /// it reads as parameters (`subplan.rs`).
     fn bind_scalar_subquery(&mut self, query: &ast::Query) -> Result<Expr> {
         let Some(ctx) = self.planner else {
             return Err(Error::not_supported("a subquery is not supported in this position"));
         };
-        let planned = crate::planner::plan_query(query, ctx).map_err(|e| self.correlation_hint(e))?;
+        let first_number = ctx.init_plan_count.get();
+        let (mut planned, mut args) = self.plan_subquery(query, ctx, ctx.settings)?;
+        if !args.is_empty() {
+            if let Some(aggregates) = &self.aggregates {
+                // Evaluated over groups: each outer column must be a group key.
+                args = crate::subplan::group_key_args(args, &aggregates.group_by, self.scope)?;
+            }
+            // Planned again, serially: it runs once per outer row.
+            ctx.init_plan_count.set(first_number);
+            let mut serial = ctx.settings.clone();
+            serial.set("max_parallel_workers_per_gather", "0")?;
+            (planned, _) = self.plan_subquery(query, ctx, &serial)?;
+        }
         if planned.columns.len() != 1 {
             return Err(Error::syntax("subquery must return only one column"));
         }
         let number = ctx.init_plan_count.get() + 1;
         ctx.init_plan_count.set(number);
         let data_type = planned.columns[0].data_type;
-        Ok(Expr::ScalarSubquery(Arc::new(ex::InitPlan::new(number, planned.plan, data_type))))
+        Ok(if args.is_empty() {
+            Expr::ScalarSubquery(Arc::new(ex::InitPlan::new(number, planned.plan, data_type)))
+        } else {
+            Expr::SubPlan { subplan: Arc::new(ex::SubPlan { number, plan: planned.plan, data_type }), args }
+        })
     }
 
-    /// A subquery sees no column of the query around it: if one of its names was not
-    /// found while that query has columns, it may have meant one of them.
-    fn correlation_hint(&self, error: Error) -> Error {
-        let unresolved = error.sqlstate == SqlState::UNDEFINED_COLUMN || error.sqlstate == SqlState::UNDEFINED_TABLE;
-        let outer_has_columns = self.scope.local_width() + self.scope.outer.len() > 0;
-        if unresolved && outer_has_columns && error.hint.is_none() {
-            error.with_hint("Correlated subqueries in expressions are not supported yet.")
-        } else {
-            error
-        }
+    /// Plan `query` as a subquery of this scope: the plan, and the outer columns it reads
+    /// (bound in this scope; the plan reads them as parameters in this order).
+    fn plan_subquery(&self, query: &ast::Query, ctx: &PlanContext, settings: &crate::settings::Settings) -> Result<(crate::planner::PlannedQuery, Vec<Expr>)> {
+        let outer = OuterQuery::new(self.scope, ctx.outer);
+        let inner = PlanContext {
+            catalog: ctx.catalog,
+            pool: ctx.pool,
+            snapshot: ctx.snapshot,
+            settings,
+            eval: ctx.eval,
+            init_plan_count: std::cell::Cell::new(ctx.init_plan_count.get()),
+            outer: Some(&outer),
+        };
+        let planned = crate::planner::plan_query(query, &inner);
+        ctx.init_plan_count.set(inner.init_plan_count.get());
+        Ok((planned?, outer.params.into_inner()))
     }
 
     fn bind_like(&mut self, expr: &ast::Expr, pattern: &ast::Expr, escape: Option<&ast::Expr>, negated: bool, case_insensitive: bool) -> Result<Expr> {
@@ -518,7 +543,18 @@ impl<'a> Binder<'a> {
     }
 
     fn column(&mut self, qualifier: Option<&str>, name: &str) -> Result<Expr> {
-        let (index, data_type) = self.scope.resolve(qualifier, name)?;
+        let (index, data_type) = match self.scope.resolve(qualifier, name) {
+            Ok(found) => found,
+            Err(error) => {
+                // Inside a subquery, a name of the query around it is a parameter.
+                if let Some(outer) = self.planner.and_then(|p| p.outer).filter(|_| is_unresolved(&error)) {
+                    if let Some(param) = outer.reference(qualifier, name)? {
+                        return Ok(param);
+                    }
+                }
+                return Err(error);
+            }
+        };
         if self.aggregates.is_some() {
             let shown = match qualifier {
                 Some(q) => format!("{q}.{name}"),
@@ -961,9 +997,10 @@ mod scalar_subquery_tests {
         let (_dir, mut s) = session();
         let err = s.execute("SELECT (SELECT a, b FROM t1)").unwrap_err();
         assert_eq!((err.sqlstate, err.message.as_str()), (SqlState::SYNTAX_ERROR, "subquery must return only one column"));
-        let err = s.execute("SELECT a FROM t1 WHERE a < (SELECT c FROM t2 WHERE c = a)").unwrap_err();
+        let err = s.execute("SELECT a FROM t1 WHERE a < (SELECT c FROM t2 WHERE c = nosuch)").unwrap_err();
         assert_eq!(err.sqlstate, SqlState::UNDEFINED_COLUMN);
-        assert_eq!(err.hint.as_deref(), Some("Correlated subqueries in expressions are not supported yet."));
+        // Correlated: a subplan, run per row of t1.
+        assert_eq!(lines(&mut s, "SELECT a, (SELECT max(c) FROM t2 WHERE c > a * 9) FROM t1 ORDER BY a"), ["1|20", "2|20", "3|"]);
         let err = s.execute("SELECT a FROM t1 LIMIT (SELECT 1)").unwrap_err();
         assert_eq!(err.sqlstate, SqlState::FEATURE_NOT_SUPPORTED);
         let err = s.execute("SELECT EXISTS (SELECT 1 FROM t2)").unwrap_err();

@@ -151,7 +151,9 @@ pub fn heap_tuples(row_count: u64, nblocks: u32, row_width: f64) -> f64 {
 pub fn operator_count(expr: &Expr) -> f64 {
     match expr {
         // The subquery runs once per statement, not per row.
-        Expr::Column { .. } | Expr::Literal { .. } | Expr::ScalarSubquery(_) => 0.0,
+        Expr::Column { .. } | Expr::Literal { .. } | Expr::ScalarSubquery(_) | Expr::Param { .. } => 0.0,
+        // Not costed yet: a subplan's plan runs per row.
+        Expr::SubPlan { args, .. } => args.iter().map(operator_count).sum(),
         Expr::Cast { expr, .. } | Expr::Unary { expr, .. } => 1.0 + operator_count(expr),
         Expr::IsNull { expr, .. } => operator_count(expr),
         Expr::Binary { left, right, .. } => 1.0 + operator_count(left) + operator_count(right),

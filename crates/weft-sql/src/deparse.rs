@@ -176,7 +176,7 @@ pub fn constant(value: &Datum, data_type: DataType) -> String {
 fn is_constant(expr: &Expr) -> bool {
     match expr {
         // Its value is known only once the statement runs (EXPLAIN prints `$n`).
-        Expr::Column { .. } | Expr::ScalarSubquery(_) => false,
+        Expr::Column { .. } | Expr::ScalarSubquery(_) | Expr::SubPlan { .. } | Expr::Param { .. } => false,
         Expr::Literal { .. } => true,
         Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => is_constant(expr),
         Expr::Binary { left, right, .. } => is_constant(left) && is_constant(right),
@@ -204,6 +204,10 @@ fn write_expr(expr: &Expr, input: &[ColumnText], out: &mut String) {
         Expr::Literal { value, data_type } => out.push_str(&constant(value, *data_type)),
         // PostgreSQL 15 prints an InitPlan's result as its parameter.
         Expr::ScalarSubquery(init_plan) => out.push_str(&format!("${}", init_plan.param())),
+        Expr::SubPlan { subplan, .. } => out.push_str(&format!("(SubPlan {})", subplan.number)),
+        // PostgreSQL numbers a subplan's parameters across the statement; here they are
+        // numbered within their subplan.
+        Expr::Param { index, .. } => out.push_str(&format!("${index}")),
         Expr::Cast { expr, to } => {
             // A constant cast was folded above unless the cast fails; print it as written.
             if let Expr::Literal { value, .. } = expr.as_ref() {

@@ -238,7 +238,10 @@ pub(crate) fn explain(
 
     // Every init plan, kept here so the builder can borrow their plans.
     let init_plans = plan.init_plans();
-    let init_plan_entries: usize = init_plans.iter().map(|p| range_entries(&p.plan)).sum();
+    let mut subplans = Vec::new();
+    plan.for_each_expr(&mut |e| e.collect_subplans(&mut subplans));
+    let init_plan_entries: usize = init_plans.iter().map(|p| range_entries(&p.plan)).sum::<usize>()
+        + subplans.iter().map(|p| range_entries(&p.plan)).sum::<usize>();
     let builder = Builder {
         catalog: &catalog,
         options,
@@ -278,19 +281,32 @@ struct InitPlanSection {
 }
 
 /// The sections of the init plans `plan` reads directly (those of `all`, every init plan
-/// of the statement), each with its own nested ones. PostgreSQL attaches an InitPlan to
-/// the top node of the query level that uses it; here that is the root of `plan`.
+/// of the statement), each with its own nested ones, then those of its subplans
+/// (`SubPlan n`). PostgreSQL attaches an InitPlan to the top node of the query level that
+/// uses it, and a SubPlan to the node that evaluates it; here both go under the root of
+/// `plan`.
 fn init_plan_sections<'a>(builder: &Builder<'a>, plan: &Plan, all: &'a [Arc<InitPlan>]) -> Vec<InitPlanSection> {
     let mut direct = Vec::new();
-    plan.for_each_expr(&mut |e| e.collect_init_plans(&mut direct));
-    all.iter()
-        .filter(|p| direct.iter().any(|d| Arc::ptr_eq(d, p)))
-        .map(|p| InitPlanSection {
-            title: format!("InitPlan {} (returns ${})", p.number, p.param()),
-            node: builder.plan(&p.plan).node,
-            init_plans: init_plan_sections(builder, &p.plan, all),
-        })
-        .collect()
+    let mut subplans = Vec::new();
+    plan.for_each_expr(&mut |e| {
+        e.for_each_node(&mut |n| {
+            if let Expr::ScalarSubquery(init_plan) = n {
+                direct.push(init_plan.clone());
+            }
+        });
+        e.collect_subplans(&mut subplans);
+    });
+    let init_plans = all.iter().filter(|p| direct.iter().any(|d| Arc::ptr_eq(d, p))).map(|p| InitPlanSection {
+        title: format!("InitPlan {} (returns ${})", p.number, p.param()),
+        node: builder.plan(&p.plan).node,
+        init_plans: init_plan_sections(builder, &p.plan, all),
+    });
+    let subplans = subplans.into_iter().map(|p| InitPlanSection {
+        title: format!("SubPlan {}", p.number),
+        node: builder.plan(&p.plan).node,
+        init_plans: init_plan_sections(builder, &p.plan, all),
+    });
+    init_plans.collect::<Vec<_>>().into_iter().chain(subplans).collect()
 }
 
 /// [`render`], with the init plan sections after the node's properties and before its

@@ -9,7 +9,9 @@ pub fn walk(expr: &Expr, f: &mut impl FnMut(&Expr)) {
     f(expr);
     match expr {
         // A subquery's plan has its own columns: not this expression's.
-        Expr::Column { .. } | Expr::Literal { .. } | Expr::ScalarSubquery(_) => {}
+        Expr::Column { .. } | Expr::Literal { .. } | Expr::ScalarSubquery(_) | Expr::Param { .. } => {}
+        // Its arguments are over this expression's row.
+        Expr::SubPlan { args, .. } => args.iter().for_each(|a| walk(a, f)),
         Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => walk(expr, f),
         Expr::Binary { left, right, .. } => {
             walk(left, f);
@@ -34,7 +36,8 @@ pub fn remap_columns(expr: &mut Expr, map: &BTreeMap<usize, usize>) {
         Expr::Column { index, .. } => {
             *index = map[index];
         }
-        Expr::Literal { .. } | Expr::ScalarSubquery(_) => {}
+        Expr::Literal { .. } | Expr::ScalarSubquery(_) | Expr::Param { .. } => {}
+        Expr::SubPlan { args, .. } => args.iter_mut().for_each(|a| remap_columns(a, map)),
         Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => remap_columns(expr, map),
         Expr::Binary { left, right, .. } => {
             remap_columns(left, map);
@@ -64,13 +67,15 @@ pub fn columns_used(expr: &Expr, out: &mut std::collections::BTreeSet<usize>) {
 }
 
 /// Volatile functions whose results depend on evaluation order: such expressions keep a
-/// pipeline serial, as PostgreSQL marks random() parallel-restricted.
+/// pipeline serial, as PostgreSQL marks random() parallel-restricted. A correlated
+/// subquery (which runs a plan per row) and its parameters (known only while it runs,
+/// never folded at plan time) count as volatile too.
 pub fn is_volatile(expr: &Expr) -> bool {
     let mut volatile = false;
-    walk(expr, &mut |e| {
-        if let Expr::Function { func, .. } = e {
-            volatile |= func.is_volatile();
-        }
+    walk(expr, &mut |e| match e {
+        Expr::Function { func, .. } => volatile |= func.is_volatile(),
+        Expr::SubPlan { .. } | Expr::Param { .. } => volatile = true,
+        _ => {}
     });
     volatile
 }
@@ -80,7 +85,10 @@ pub fn substitute_columns(expr: &Expr, values: &[Expr]) -> Expr {
     let recurse = |e: &Expr| Box::new(substitute_columns(e, values));
     match expr {
         Expr::Column { index, .. } => values[*index].clone(),
-        Expr::Literal { .. } | Expr::ScalarSubquery(_) => expr.clone(),
+        Expr::Literal { .. } | Expr::ScalarSubquery(_) | Expr::Param { .. } => expr.clone(),
+        Expr::SubPlan { subplan, args } => {
+            Expr::SubPlan { subplan: subplan.clone(), args: args.iter().map(|a| substitute_columns(a, values)).collect() }
+        }
         Expr::Cast { expr, to } => Expr::Cast { expr: recurse(expr), to: *to },
         Expr::Unary { op, expr, data_type } => Expr::Unary { op: *op, expr: recurse(expr), data_type: *data_type },
         Expr::IsNull { expr, negated } => Expr::IsNull { expr: recurse(expr), negated: *negated },

@@ -23,6 +23,7 @@ mod session;
 mod setop;
 pub mod settings;
 mod statements;
+mod subplan;
 
 pub use api::{CancelHandle, ColumnInfo, Database, ProgressHandle, QueryResult, RelationDescription, RelationInfo, Session};
 pub use weft_common::{DataType, Datum, Error, Result, SqlState};

@@ -31,6 +31,9 @@ pub struct PlanContext<'a> {
     pub eval: &'a EvalContext,
     /// Init plans (scalar subqueries) numbered so far in this statement.
     pub init_plan_count: std::cell::Cell<usize>,
+    /// While planning a subquery: the query around it, whose columns become parameters
+    /// (`subplan.rs`).
+    pub outer: Option<&'a crate::subplan::OuterQuery<'a>>,
 }
 
 pub struct PlannedQuery {

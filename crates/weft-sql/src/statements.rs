@@ -11,7 +11,9 @@ use weft_exec::{execute as run_plan, execute_insert, ExecContext, InsertTarget};
 
 use crate::api::{ColumnInfo, QueryResult};
 use crate::bind::{ident_name, is_null_literal, object_name, sql_type, Binder, Scope};
-use crate::database::WriteTxn;
+use crate::database::{Database, WriteTxn};
+use crate::settings::Settings;
+use weft_exec::expr::EvalContext;
 use crate::indexes::{add_key_constraints, KeyConstraint};
 use crate::planner::{plan_query, PlanContext, PlannedQuery};
 use crate::session::Session;
@@ -65,30 +67,52 @@ fn first_words(sql: &str) -> String {
     sql.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
+/// The context a statement's plans run in. It also installs the statement's subplan
+/// runner in the session's evaluation context (correlated subqueries run through it).
 pub(crate) fn exec_context<'a>(session: &'a Session, cancel: &'a CancelToken) -> ExecContext<'a> {
+    let runner = StatementRunner { db: session.db.clone(), settings: session.settings.clone(), cancel: cancel.clone() };
+    session.eval.subplans().install(std::sync::Arc::new(runner));
+    context(&session.db, &session.settings, cancel, &session.eval)
+}
+
+fn context<'a>(db: &'a Database, settings: &'a Settings, cancel: &'a CancelToken, eval: &'a EvalContext) -> ExecContext<'a> {
     ExecContext {
-        pool: &session.db.pool,
-        workers: &session.db.workers,
+        pool: &db.pool,
+        workers: &db.workers,
         cancel,
-        eval: &session.eval,
-        leader_participates: session.settings.boolean("parallel_leader_participation"),
+        eval,
+        leader_participates: settings.boolean("parallel_leader_participation"),
         stats: Default::default(),
         sort: weft_exec::SortSettings {
-            work_mem: session.settings.memory_bytes("work_mem"),
-            strategy: weft_exec::SortStrategy::from_name(&session.settings.text("parallel_sort_strategy"))
+            work_mem: settings.memory_bytes("work_mem"),
+            strategy: weft_exec::SortStrategy::from_name(&settings.text("parallel_sort_strategy"))
                 .unwrap_or(weft_exec::SortStrategy::Partition),
-            trace: session.settings.boolean("trace_sort"),
-            temp_dir: session.db.data_dir.join("tmp"),
+            trace: settings.boolean("trace_sort"),
+            temp_dir: db.data_dir.join("tmp"),
         },
         notices: Default::default(),
         sort_reports: Default::default(),
         nodes: Default::default(),
         hash: weft_exec::HashJoinSettings {
-            work_mem: session.settings.memory_bytes("work_mem"),
-            hash_mem_multiplier: session.settings.real("hash_mem_multiplier"),
-            attach_phases: session.settings.integer_list("weft_hash_attach_phases"),
+            work_mem: settings.memory_bytes("work_mem"),
+            hash_mem_multiplier: settings.real("hash_mem_multiplier"),
+            attach_phases: settings.integer_list("weft_hash_attach_phases"),
         },
         joins: Default::default(),
+    }
+}
+
+/// Runs a correlated subquery's plan for one outer row, in a context of its own (its
+/// statistics and notices are not the statement's: EXPLAIN ANALYZE does not show them).
+struct StatementRunner {
+    db: std::sync::Arc<Database>,
+    settings: Settings,
+    cancel: CancelToken,
+}
+
+impl ex::SubPlanRunner for StatementRunner {
+    fn run(&self, plan: &Plan, eval: &EvalContext) -> Result<Vec<weft_exec::Row>> {
+        run_plan(plan, &context(&self.db, &self.settings, &self.cancel, eval))
     }
 }
 
@@ -113,6 +137,7 @@ pub(crate) fn with_plan_context<R>(session: &Session, catalog: &weft_access::Cat
         settings: &session.settings,
         eval: &session.eval,
         init_plan_count: Default::default(),
+        outer: None,
     };
     f(&ctx)
 }

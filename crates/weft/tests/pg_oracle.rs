@@ -103,6 +103,22 @@ const QUERIES: &[&str] = &[
     "WITH m AS (SELECT (SELECT max(id) FROM t) x) SELECT x FROM m UNION ALL SELECT (SELECT min(id) FROM t)",
     "SELECT c FROM (SELECT count(*) c FROM t WHERE k = (SELECT max(k) FROM t)) s",
     "SELECT count(*) FROM parallel_sort_test WHERE randint > (SELECT avg(randint) FROM parallel_sort_test)",
+    // Correlated scalar subqueries (PostgreSQL's SubPlans): run per outer row with the
+    // outer columns as parameters; NULL for no row.
+    "SELECT o.id, (SELECT count(*) FROM t i WHERE i.k = o.k AND i.id < o.id), (SELECT max(i.v) FROM t i WHERE i.k = o.k) FROM t o WHERE o.id < 40",
+    "SELECT o.id, o.v FROM t o WHERE o.id < 150 AND o.v > (SELECT avg(i.v) FROM t i WHERE i.k = o.k)",
+    "SELECT o.id, (SELECT i.s FROM t i WHERE i.id = o.id + 5000), (SELECT max(i.f) FROM t i WHERE i.id = o.id AND i.f > 1e20), (SELECT i.s FROM t i WHERE i.id = o.id) FROM t o WHERE o.id < 12",
+    "SELECT o.id, (SELECT count(*) FROM t i WHERE i.k = o.k AND i.b = o.b AND i.id <= o.id) FROM t o WHERE o.id < 30",
+    "SELECT o.id, CASE WHEN o.b THEN (SELECT min(i.s) FROM t i WHERE i.k = o.k AND i.id > o.id) ELSE 'no' END, CASE WHEN o.id < -5 THEN (SELECT i.id FROM t i WHERE i.k = o.k) ELSE 0 END FROM t o WHERE o.id < 30",
+    "SELECT o.id, o.k FROM t o WHERE o.id < 25 ORDER BY (SELECT count(*) FROM t i WHERE i.k = o.k AND i.id < 100) DESC, o.id",
+    "SELECT o.id, (SELECT count(*) FROM t i WHERE i.id = o.id), (SELECT count(*) FROM t i WHERE i.s = o.s) FROM t o WHERE o.id IS NULL OR o.id < 15",
+    "SELECT o.id, (SELECT count(*) FROM t x JOIN t y ON x.id = y.id + 1 WHERE x.k = o.k AND y.id < 60) FROM t o WHERE o.id < 10",
+    "SELECT a.id, b.id, (SELECT max(i.id) FROM t i WHERE i.k = a.k AND i.id < b.id + 10) FROM t a JOIN t b ON a.id = b.id + 1 WHERE a.id < 20",
+    "SELECT o.id, (SELECT i.id + (SELECT count(*) FROM t j WHERE j.k = i.k AND j.id < 20) FROM t i WHERE i.id = o.id + 1) FROM t o WHERE o.id < 10",
+    "SELECT o.k, count(*), (SELECT count(*) FROM t i WHERE i.k = o.k AND i.id < 100) FROM t o GROUP BY o.k HAVING (SELECT max(i.id) FROM t i WHERE i.k = o.k) > 0 ORDER BY (SELECT min(i.v) FROM t i WHERE i.k = o.k)",
+    "SELECT o.id, (SELECT max(i.id) FROM t i WHERE i.k = o.k AND i.id < (SELECT min(id) FROM t WHERE id > 40)) FROM t o WHERE o.id < 10",
+    "SELECT o.k, sum((SELECT count(*) FROM t i WHERE i.id = o.id + 1)) FROM t o WHERE o.id < 50 GROUP BY o.k",
+    "SELECT x.id, (SELECT count(*) FROM t i WHERE i.k = x.m) FROM (SELECT id, k + 1 AS m FROM t WHERE id < 8) x",
     "SELECT * FROM sq",
     "SELECT * FROM sq2",
     // Numeric and text functions.
@@ -136,6 +152,10 @@ const ERRORS: &[&str] = &[
     "WITH a AS (SELECT 1), a AS (SELECT 2) SELECT * FROM a",
     "SELECT 1 UNION ALL SELECT 'z'",
     "SELECT * FROM (VALUES (1), ('q')) v(x)",
+    // A correlated subquery returning two rows for some outer row.
+    "SELECT o.id, (SELECT i.id FROM t i WHERE i.k = o.k) FROM t o WHERE o.id < 5",
+    "SELECT o.id FROM t o WHERE o.id < 5 AND o.id = (SELECT i.id FROM t i WHERE i.k = o.k AND i.id >= o.id)",
+    "SELECT o.k, (SELECT count(*) FROM t i WHERE i.id = o.id) FROM t o GROUP BY o.k",
 ];
 
 /// Errors compared by SQLSTATE as well as by message.

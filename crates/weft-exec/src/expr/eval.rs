@@ -90,6 +90,8 @@ impl Expr {
                 func.call(&values, ctx)
             }
             Expr::ScalarSubquery(init_plan) => init_plan.value().cloned(),
+            Expr::SubPlan { subplan, args } => subplan.eval(args, row, ctx),
+            Expr::Param { index, .. } => ctx.param(*index).cloned(),
         }
     }
 
@@ -113,10 +115,12 @@ impl Expr {
             | Expr::Unary { data_type, .. }
             | Expr::Case { data_type, .. }
             | Expr::Coalesce { data_type, .. }
-            | Expr::Function { data_type, .. } => *data_type,
+            | Expr::Function { data_type, .. }
+            | Expr::Param { data_type, .. } => *data_type,
             Expr::Cast { to, .. } => *to,
             Expr::IsNull { .. } => DataType::Bool,
             Expr::ScalarSubquery(init_plan) => init_plan.data_type,
+            Expr::SubPlan { subplan, .. } => subplan.data_type,
         }
     }
 

@@ -36,6 +36,10 @@ pub struct EvalContext {
     /// The database's sequences and this session's `currval`s.
     sequences: Arc<Sequences>,
     session_sequences: Arc<SessionSequenceValues>,
+    /// The values of a correlated subquery's outer references while its plan runs
+    /// (`Expr::Param`), empty elsewhere.
+    params: Arc<[Datum]>,
+    subplans: super::subplan::SubPlanSlot,
 }
 
 impl Default for EvalContext {
@@ -58,6 +62,8 @@ impl EvalContext {
             rng: Arc::new(Mutex::new(Xoshiro256PlusPlus::seed_from_u64(seed))),
             sequences: Arc::default(),
             session_sequences: Arc::default(),
+            params: Arc::new([]),
+            subplans: Default::default(),
         }
     }
 
@@ -65,6 +71,21 @@ impl EvalContext {
     pub fn with_sequences(mut self, sequences: Arc<Sequences>) -> EvalContext {
         self.sequences = sequences;
         self
+    }
+
+    /// This context with `params` as the parameters (shares everything else).
+    pub fn with_params(&self, params: Vec<Datum>) -> EvalContext {
+        EvalContext { params: params.into(), ..self.clone() }
+    }
+
+    /// Parameter `index` of the running subplan.
+    pub fn param(&self, index: usize) -> Result<&Datum> {
+        self.params.get(index).ok_or_else(|| Error::internal(format!("parameter {index} is not set")))
+    }
+
+    /// Where the statement installs its subplan runner.
+    pub fn subplans(&self) -> &super::subplan::SubPlanSlot {
+        &self.subplans
     }
 
     /// `random()`: a float8 uniformly distributed in `[0, 1)`.

@@ -55,6 +55,7 @@ mod math;
 mod text;
 pub mod resolve;
 mod sequence;
+mod subplan;
 mod subquery;
 #[cfg(test)]
 mod tests;
@@ -63,6 +64,7 @@ pub use cast::cast_datum;
 pub use compare::{compare_datums, datum_hash, GroupKey};
 pub use functions::EvalContext;
 pub use sequence::{sequence_name, Sequences, SessionSequenceValues};
+pub use subplan::{SubPlan, SubPlanRunner, SubPlanSlot};
 pub use subquery::{run_init_plans, InitPlan};
 pub use resolve::{
     can_coerce, coerce, common_type, resolve_binary, resolve_case, resolve_coalesce, resolve_function,
@@ -89,6 +91,11 @@ pub enum Expr {
     /// An uncorrelated `(SELECT ...)`: the value its init plan computed before the
     /// statement's plan started (`subquery.rs`).
     ScalarSubquery(std::sync::Arc<InitPlan>),
+    /// A correlated `(SELECT ...)`, run for each row with `args` (over this row) as its
+    /// parameters (`subplan.rs`).
+    SubPlan { subplan: std::sync::Arc<SubPlan>, args: Vec<Expr> },
+    /// Inside a subplan's plan: the value of outer reference `index`.
+    Param { index: usize, data_type: DataType },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -64,7 +64,7 @@ impl InitPlan {
 }
 
 /// PostgreSQL's rule for a subquery used as an expression.
-fn single_value(rows: Vec<Row>) -> Result<Datum> {
+pub(super) fn single_value(rows: Vec<Row>) -> Result<Datum> {
     let mut rows = rows.into_iter();
     let first = rows.next();
     if rows.next().is_some() {
@@ -89,7 +89,8 @@ impl Expr {
     pub fn for_each_node(&self, f: &mut dyn FnMut(&Expr)) {
         f(self);
         match self {
-            Expr::Column { .. } | Expr::Literal { .. } | Expr::ScalarSubquery(_) => {}
+            Expr::Column { .. } | Expr::Literal { .. } | Expr::ScalarSubquery(_) | Expr::Param { .. } => {}
+            Expr::SubPlan { args, .. } => args.iter().for_each(|a| a.for_each_node(f)),
             Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => expr.for_each_node(f),
             Expr::Binary { left, right, .. } => {
                 left.for_each_node(f);
@@ -108,11 +109,21 @@ impl Expr {
         }
     }
 
-    /// The init plans this expression reads directly.
+    /// The init plans this expression reads directly, and those its subplans read (they
+    /// too run once, before the statement).
     pub fn collect_init_plans(&self, out: &mut Vec<Arc<InitPlan>>) {
+        self.for_each_node(&mut |e| match e {
+            Expr::ScalarSubquery(init_plan) => out.push(init_plan.clone()),
+            Expr::SubPlan { subplan, .. } => subplan.plan.for_each_expr(&mut |e| e.collect_init_plans(out)),
+            _ => {}
+        });
+    }
+
+    /// The subplans this expression holds directly (not those inside their plans).
+    pub fn collect_subplans(&self, out: &mut Vec<Arc<super::SubPlan>>) {
         self.for_each_node(&mut |e| {
-            if let Expr::ScalarSubquery(init_plan) = e {
-                out.push(init_plan.clone());
+            if let Expr::SubPlan { subplan, .. } = e {
+                out.push(subplan.clone());
             }
         });
     }
