@@ -70,35 +70,55 @@ fn first_words(sql: &str) -> String {
 /// The context a statement's plans run in. It also installs the statement's subplan
 /// runner in the session's evaluation context (correlated subqueries run through it).
 pub(crate) fn exec_context<'a>(session: &'a Session, cancel: &'a CancelToken) -> ExecContext<'a> {
-    let runner = StatementRunner { db: session.db.clone(), settings: session.settings.clone(), cancel: cancel.clone() };
+    let settings = ExecSettings::of(&session.db, &session.settings);
+    let runner = StatementRunner { db: session.db.clone(), settings: settings.clone(), cancel: cancel.clone() };
     session.eval.subplans().install(std::sync::Arc::new(runner));
-    context(&session.db, &session.settings, cancel, &session.eval)
+    settings.context(&session.db, cancel, &session.eval)
 }
 
-fn context<'a>(db: &'a Database, settings: &'a Settings, cancel: &'a CancelToken, eval: &'a EvalContext) -> ExecContext<'a> {
-    ExecContext {
-        pool: &db.pool,
-        workers: &db.workers,
-        cancel,
-        eval,
-        leader_participates: settings.boolean("parallel_leader_participation"),
-        stats: Default::default(),
-        sort: weft_exec::SortSettings {
-            work_mem: settings.memory_bytes("work_mem"),
-            strategy: weft_exec::SortStrategy::from_name(&settings.text("parallel_sort_strategy"))
-                .unwrap_or(weft_exec::SortStrategy::Partition),
-            trace: settings.boolean("trace_sort"),
-            temp_dir: db.data_dir.join("tmp"),
-        },
-        notices: Default::default(),
-        sort_reports: Default::default(),
-        nodes: Default::default(),
-        hash: weft_exec::HashJoinSettings {
-            work_mem: settings.memory_bytes("work_mem"),
-            hash_mem_multiplier: settings.real("hash_mem_multiplier"),
-            attach_phases: settings.integer_list("weft_hash_attach_phases"),
-        },
-        joins: Default::default(),
+/// What an execution context takes from the session's settings, read once per statement
+/// (a subplan builds a context for every outer row).
+#[derive(Clone)]
+struct ExecSettings {
+    leader_participates: bool,
+    sort: weft_exec::SortSettings,
+    hash: weft_exec::HashJoinSettings,
+}
+
+impl ExecSettings {
+    fn of(db: &Database, settings: &Settings) -> ExecSettings {
+        ExecSettings {
+            leader_participates: settings.boolean("parallel_leader_participation"),
+            sort: weft_exec::SortSettings {
+                work_mem: settings.memory_bytes("work_mem"),
+                strategy: weft_exec::SortStrategy::from_name(&settings.text("parallel_sort_strategy"))
+                    .unwrap_or(weft_exec::SortStrategy::Partition),
+                trace: settings.boolean("trace_sort"),
+                temp_dir: db.data_dir.join("tmp"),
+            },
+            hash: weft_exec::HashJoinSettings {
+                work_mem: settings.memory_bytes("work_mem"),
+                hash_mem_multiplier: settings.real("hash_mem_multiplier"),
+                attach_phases: settings.integer_list("weft_hash_attach_phases"),
+            },
+        }
+    }
+
+    fn context<'a>(&self, db: &'a Database, cancel: &'a CancelToken, eval: &'a EvalContext) -> ExecContext<'a> {
+        ExecContext {
+            pool: &db.pool,
+            workers: &db.workers,
+            cancel,
+            eval,
+            leader_participates: self.leader_participates,
+            stats: Default::default(),
+            sort: self.sort.clone(),
+            notices: Default::default(),
+            sort_reports: Default::default(),
+            nodes: Default::default(),
+            hash: self.hash.clone(),
+            joins: Default::default(),
+        }
     }
 }
 
@@ -106,13 +126,13 @@ fn context<'a>(db: &'a Database, settings: &'a Settings, cancel: &'a CancelToken
 /// statistics and notices are not the statement's: EXPLAIN ANALYZE does not show them).
 struct StatementRunner {
     db: std::sync::Arc<Database>,
-    settings: Settings,
+    settings: ExecSettings,
     cancel: CancelToken,
 }
 
 impl ex::SubPlanRunner for StatementRunner {
     fn run(&self, plan: &Plan, eval: &EvalContext) -> Result<Vec<weft_exec::Row>> {
-        run_plan(plan, &context(&self.db, &self.settings, &self.cancel, eval))
+        run_plan(plan, &self.settings.context(&self.db, &self.cancel, eval))
     }
 }
 
