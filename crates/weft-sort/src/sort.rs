@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use weft_common::parallel::CancelToken;
-use weft_common::{Datum, Error, Result};
+use weft_common::{Datum, Result};
 
 use crate::cardinality::AbbreviationCheck;
 use crate::keys::SortKeys;
@@ -56,8 +56,12 @@ pub struct SortOptions {
     pub sub_run_bytes: usize,
 }
 
-/// Per-input read buffer of a merge: PostgreSQL reads 256 kB (32 blocks) per tape.
-const MERGE_BUFFER_BYTES: usize = 256 * 1024;
+/// Per-input read buffer that sets the merge order. PostgreSQL reserves 256 kB (32 blocks)
+/// per tape, for disks that seek; temp runs are read back through the page cache, where
+/// 16 kB per `pread` costs little, and at a small budget (`work_mem` is 4MB by default) a
+/// wider merge spares whole passes of writing every tuple to tape again (16 runs a merge
+/// at 4MB with 256 kB, 256 with 16 kB).
+const MERGE_BUFFER_BYTES: usize = 16 * 1024;
 /// Merge order limits (PostgreSQL's MINORDER and MAXORDER).
 const MIN_MERGE_ORDER: usize = 6;
 const MAX_MERGE_ORDER: usize = 500;
@@ -69,11 +73,11 @@ pub fn merge_order(budget: usize) -> usize {
     (budget / MERGE_BUFFER_BYTES).clamp(MIN_MERGE_ORDER, MAX_MERGE_ORDER)
 }
 
-/// Read buffer of each input of a merge: a share of the budget, between 32 kB and 1 MiB
-/// (more does not read a run through the page cache any faster, and key-range merges run
-/// several at once).
+/// Read buffer of each input of a merge: a share of the budget, between
+/// `MERGE_BUFFER_BYTES` and 1 MiB (more does not read a run through the page cache any
+/// faster, and key-range merges run several at once).
 fn read_buffer_bytes(budget: usize, width: usize) -> usize {
-    (budget / width.max(1)).clamp(32 * 1024, 1 << 20)
+    (budget / width.max(1)).clamp(MERGE_BUFFER_BYTES, 1 << 20)
 }
 
 /// A participant's one run.
@@ -533,12 +537,8 @@ impl<'s> ParticipantSort<'s> {
             // A serial sort's final merge (or a partitioned sort's range merges) reads the
             // runs on the fly when one merge can take them all; a participant of a
             // leader-merged sort leaves exactly one run, as PostgreSQL's does.
-            let (runs, passes) = if self.keeps_runs() && runs.len() <= self.runs_kept_at_most() {
-                (runs, 0)
-            } else {
-                let (run, passes) = merge_to_one(shared, &temp, self.index, runs, budget)?;
-                (vec![run], passes)
-            };
+            let most = if self.keeps_runs() { self.runs_kept_at_most() } else { 1 };
+            let (runs, passes) = merge_down_to(shared, &temp, self.index, runs, most, budget)?;
             // What this share occupies on disk once sorted (passes reuse freed space).
             let disk = runs.iter().map(|r| r.end - r.start).sum();
             (runs.into_iter().map(Run::Tape).collect(), SortMethod::ExternalMerge, SortSpace::Disk, disk, runs_written, passes)
@@ -597,17 +597,32 @@ fn write_pairs(buffer: &mut PairBuffer, writer: &mut TapeWriter, cancel: &Cancel
     Ok(())
 }
 
-/// Merge a participant's runs into one, in as many passes as the merge order needs;
-/// returns the run and the number of passes.
-fn merge_to_one(shared: &SharedSort, temp: &Arc<TempFileSet>, index: usize, mut runs: Vec<TapeRun>, budget: usize) -> Result<(TapeRun, usize)> {
+/// Merge a participant's runs until at most `most` remain (one for a leader-merged sort;
+/// a share of one merge's order when a later merge reads them on the fly), in as many
+/// passes as the merge order needs; returns the runs and the number of passes.
+fn merge_down_to(
+    shared: &SharedSort,
+    temp: &Arc<TempFileSet>,
+    index: usize,
+    mut runs: Vec<TapeRun>,
+    most: usize,
+    budget: usize,
+) -> Result<(Vec<TapeRun>, usize)> {
     let order = merge_order(budget);
+    let most = most.clamp(1, order);
     let mut pass = 0;
-    while runs.len() > 1 {
+    while runs.len() > most {
         pass += 1;
         let began = Instant::now();
-        // Rewrite no more than needed: while there are more runs than one merge can
-        // read, merge the smallest few, just enough for the next pass (Huffman's rule).
-        let take = if runs.len() <= order { runs.len() } else { order.min(runs.len() - order + 1) };
+        // Rewrite no more than needed: a last pass of `order` runs can leave `most`, so
+        // earlier passes merge the smallest few, just enough that the passes after them
+        // are full (Huffman's rule: the fewest bytes rewritten).
+        let last_pass_from = most + order - 1;
+        let take = if runs.len() <= last_pass_from {
+            runs.len() - most + 1
+        } else {
+            order.min(runs.len() - last_pass_from + 1)
+        };
         runs.sort_by_key(|r| std::cmp::Reverse(r.end - r.start));
         let group = runs.split_off(runs.len() - take);
         let buffer = read_buffer_bytes(budget, group.len());
@@ -628,8 +643,7 @@ fn merge_to_one(shared: &SharedSort, temp: &Arc<TempFileSet>, index: usize, mut 
             let _ = std::fs::remove_file(path);
         }
     }
-    let run = runs.pop().ok_or_else(|| Error::internal("external sort without runs"))?;
-    Ok((run, pass))
+    Ok((runs, pass))
 }
 
 /// A memory run position as a `RunPosition` offset: chunk in the high half.
