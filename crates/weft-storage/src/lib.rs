@@ -1,6 +1,6 @@
 #![doc = include_str!("../README.md")]
 // `unsafe` lives only in named modules with a safety contract and
-// `#[allow(unsafe_code)]` (today: `memhint`).
+// `#[allow(unsafe_code)]` (today: `memhint` and `buffer::frames`).
 #![deny(unsafe_code)]
 
 pub mod buffer;

@@ -31,6 +31,7 @@
 
 mod desc;
 mod drop;
+mod frames;
 mod strategy;
 
 use std::collections::{HashMap, HashSet};
@@ -44,6 +45,7 @@ use crate::smgr::StorageManager;
 use crate::sync::{Arc, AtomicBool, AtomicU64, AtomicUsize, Mutex, Ordering, RwLock};
 use crate::{page, BlockNumber, BufferTag, ForkNumber, Page, RelFileLocator, PAGE_SIZE};
 use desc::*;
+use frames::{Frame, FrameMemory};
 
 pub use drop::DROP_FULL_SCAN_DIVISOR;
 pub use strategy::{BufferAccessStrategy, BULK_READ_RING_BYTES, BULK_WRITE_RING_BYTES};
@@ -151,7 +153,9 @@ fn bump(counter: &AtomicU64) {
 struct Arena {
     descs: Box<[BufferDesc]>,
     /// Frame `i` belongs to descriptor `i`; the lock is the content lock.
-    frames: Box<[RwLock<Box<Page>>]>,
+    frames: Box<[RwLock<Frame>]>,
+    /// The memory of every frame (`frames.rs`).
+    _memory: FrameMemory,
 }
 
 /// Why a page is being pinned.
@@ -222,9 +226,11 @@ impl BufferPool {
             BufferMappingKind::Hash => Box::new(PartitionedHashMapping::new(nbuffers)),
             BufferMappingKind::Art => Box::new(ArtMapping::new(nbuffers)),
         };
+        let memory = FrameMemory::new(nbuffers);
         let arena = Arena {
             descs: (0..nbuffers).map(|_| BufferDesc::new()).collect(),
-            frames: (0..nbuffers).map(|_| RwLock::new(Box::new([0u8; PAGE_SIZE]))).collect(),
+            frames: memory.frames().map(RwLock::new).collect(),
+            _memory: memory,
         };
         Arc::new(BufferPool {
             smgr,
