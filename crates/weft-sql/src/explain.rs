@@ -969,20 +969,29 @@ impl<'a> Builder<'a> {
                 let rows: Vec<String> = run.rows_out.iter().map(u64::to_string).collect();
                 lines.push(format!("Rows per Participant: {}", rows.join(", ")));
             }
-            let waits: Vec<String> = run
-                .phase_waits
-                .iter()
-                .filter(|w| !w.waits.is_empty())
-                .map(|w| {
-                    let mut sorted = w.waits.clone();
-                    sorted.sort_unstable();
-                    let median = sorted[(sorted.len() - 1) / 2];
+            // A multi-batch join passes the batch phases once per batch: one entry per
+            // phase, over every participant's wait each time, says how many times.
+            let mut phases: Vec<(&str, usize, Vec<Duration>)> = Vec::new();
+            for w in run.phase_waits.iter().filter(|w| !w.waits.is_empty()) {
+                match phases.iter_mut().find(|(phase, _, _)| *phase == w.phase) {
+                    Some((_, times, waits)) => {
+                        *times += 1;
+                        waits.extend_from_slice(&w.waits);
+                    }
+                    None => phases.push((&w.phase, 1, w.waits.clone())),
+                }
+            }
+            let waits: Vec<String> = phases
+                .into_iter()
+                .map(|(phase, times, mut waits)| {
+                    waits.sort_unstable();
+                    let median = waits[(waits.len() - 1) / 2];
+                    let times = if times > 1 { format!(" ({times} times)") } else { String::new() };
                     format!(
-                        "{} {:.3}/{:.3}/{:.3}",
-                        w.phase,
-                        millis(sorted[0]),
+                        "{phase}{times} {:.3}/{:.3}/{:.3}",
+                        millis(waits[0]),
                         millis(median),
-                        millis(sorted[sorted.len() - 1])
+                        millis(waits[waits.len() - 1])
                     )
                 })
                 .collect();
