@@ -249,7 +249,7 @@ pub fn build_btree(
             first: Option<Vec<u8>>,
             last: Option<Vec<u8>>,
         }
-        let pack = |merger: &mut Merger| -> Result<Range> {
+        let pack = |_first_row: u64, merger: &mut Merger| -> Result<Range> {
             let mut packer = LeafPacker::new(&desc, fillfactor);
             let mut first = None;
             let mut last: Vec<u8> = Vec::new();

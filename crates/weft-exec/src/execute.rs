@@ -208,6 +208,14 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
                     run_pipeline(pipeline, ctx, &sink)?;
                     sink.into_rows()
                 }
+                // The sort decodes only the rows kept; the offset's are counted.
+                Plan::Sort(sort) => {
+                    let window = crate::sort::RowWindow { skip: *offset, take: *limit };
+                    let rows = execute_sort_node(input, sort, ctx, window)?;
+                    let rows: Vec<Row> = rows.into_iter().take(limit.map_or(usize::MAX, |l| l as usize)).collect();
+                    ctx.nodes.lock().push(NodeStats { node: node_id(plan), rows: rows.len() as u64, elapsed: began.elapsed(), ..NodeStats::default() });
+                    return Ok(rows);
+                }
                 other => execute(other, ctx)?,
             };
             let start = (*offset).min(rows.len() as u64) as usize;
@@ -241,23 +249,41 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
             ctx.nodes.lock().push(NodeStats { node: node_id(plan), rows: rows.len() as u64, elapsed: began.elapsed(), ..NodeStats::default() });
             Ok(rows)
         }
+        Plan::Sort(sort) => execute_sort_node(plan, sort, ctx, crate::sort::RowWindow::ALL),
+    }
+}
+
+/// Run a plan whose rows are thrown away (EXPLAIN ANALYZE); returns how many there were.
+/// A sort at the top counts its output without decoding it.
+pub fn execute_discarding(plan: &Plan, ctx: &ExecContext) -> Result<u64> {
+    match plan {
         Plan::Sort(sort) => {
             let began = Instant::now();
             let reports_before = ctx.sort_reports.lock().len();
-            let rows = crate::sort::execute_sort(sort, ctx)?;
-            // Sorts nested in the input finished before this one: the last report is its.
-            let reports_after = ctx.sort_reports.lock().len();
-            let sort_report = (reports_after > reports_before).then(|| reports_after - 1);
-            ctx.nodes.lock().push(NodeStats {
-                node: node_id(plan),
-                rows: rows.len() as u64,
-                elapsed: began.elapsed(),
-                sort_report,
-                ..NodeStats::default()
-            });
-            Ok(rows)
+            let (_, produced) = crate::sort::execute_sort(sort, ctx, crate::sort::RowWindow::NONE)?;
+            record_sort(plan, ctx, began, reports_before, produced);
+            Ok(produced)
         }
+        other => Ok(execute(other, ctx)?.len() as u64),
     }
+}
+
+/// Run the sort node `plan` (whose sort is `sort`), keeping the rows of `window`.
+fn execute_sort_node(plan: &Plan, sort: &crate::plan::SortPlan, ctx: &ExecContext, window: crate::sort::RowWindow) -> Result<Vec<Row>> {
+    let began = Instant::now();
+    let reports_before = ctx.sort_reports.lock().len();
+    let (rows, produced) = crate::sort::execute_sort(sort, ctx, window)?;
+    record_sort(plan, ctx, began, reports_before, produced);
+    Ok(rows)
+}
+
+/// The statistics of a sort node that began at `began`, when `reports_before` sort
+/// reports existed; `rows` is what it produced.
+fn record_sort(plan: &Plan, ctx: &ExecContext, began: Instant, reports_before: usize, rows: u64) {
+    // Sorts nested in the input finished before this one: the last report is its.
+    let reports_after = ctx.sort_reports.lock().len();
+    let sort_report = (reports_after > reports_before).then(|| reports_after - 1);
+    ctx.nodes.lock().push(NodeStats { node: node_id(plan), rows, elapsed: began.elapsed(), sort_report, ..NodeStats::default() });
 }
 
 /// Pages a sorted insert packs before appending them to the relation.

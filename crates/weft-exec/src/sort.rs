@@ -34,24 +34,63 @@ pub struct SortSettings {
     pub temp_dir: PathBuf,
 }
 
-/// Sort and return the rows, cut to the plan's output width.
-pub(crate) fn execute_sort(sort: &SortPlan, ctx: &ExecContext) -> Result<Vec<Row>> {
+/// Which rows of a sort's output the caller keeps: from row `skip` on (OFFSET), at most
+/// `take` (LIMIT). The others are counted, never decoded: decoding a row allocates its
+/// values, and on these machines the fresh memory of 10M decoded rows cost more than the
+/// sort (`EXPLAIN ANALYZE` or `OFFSET` over a big sort).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RowWindow {
+    pub skip: u64,
+    pub take: Option<u64>,
+}
+
+impl RowWindow {
+    /// Every row.
+    pub const ALL: RowWindow = RowWindow { skip: 0, take: None };
+    /// No row: only the count (EXPLAIN ANALYZE).
+    pub const NONE: RowWindow = RowWindow { skip: u64::MAX, take: Some(0) };
+
+    /// Where rows stop being kept.
+    fn end(&self) -> u64 {
+        self.take.map_or(u64::MAX, |take| self.skip.saturating_add(take))
+    }
+}
+
+/// Sort and return the rows of `window`, cut to the plan's output width, with the number
+/// of rows the sort produced (the node's row count: up to the window's end).
+pub(crate) fn execute_sort(sort: &SortPlan, ctx: &ExecContext, window: RowWindow) -> Result<(Vec<Row>, u64)> {
     let layout = RowLayout::new(&sort.types);
-    let decode = |merger: &mut Merger, limit: Option<u64>| -> Result<Vec<Row>> {
+    let end = window.end();
+    // Read tuples numbered from `first` until the merge, the sort's bound or the window
+    // ends; decode those inside the window.
+    let read = |first: u64, merger: &mut Merger, bound: Option<u64>| -> Result<(Vec<Row>, u64)> {
+        let stop = bound.map_or(end, |b| b.min(end));
         let mut rows = Vec::new();
-        while limit.is_none_or(|l| (rows.len() as u64) < l) {
+        let mut at = first;
+        while at < stop {
             let Some(tuple) = merger.next()? else { break };
-            let mut row = Vec::with_capacity(sort.types.len());
-            layout.decode_into(tuple, &mut row)?;
-            row.truncate(sort.output_width);
-            rows.push(row);
+            if at >= window.skip {
+                let mut row = Vec::with_capacity(sort.types.len());
+                layout.decode_into(tuple, &mut row)?;
+                row.truncate(sort.output_width);
+                rows.push(row);
+            }
+            at += 1;
         }
-        Ok(rows)
+        Ok((rows, at - first))
     };
     Ok(match run_sort(sort, ctx)? {
-        SortOutput::Merge(finished) => finished.merge(ctx, decode)?,
-        // Every participant decodes whole ranges; the ranges concatenate in order.
-        SortOutput::Ranges(ranges) => ranges.merge_in_parallel(ctx, decode)?.into_iter().flatten().collect(),
+        SortOutput::Merge(finished) => finished.merge(ctx, |merger, bound| read(0, merger, bound))?,
+        // Every participant reads whole ranges; the ranges concatenate in order.
+        SortOutput::Ranges(ranges) => {
+            let mut rows = Vec::new();
+            let mut produced = 0;
+            for (part, n) in ranges.merge_in_parallel(ctx, |first, merger| read(first, merger, None))? {
+                rows.extend(part);
+                produced += n;
+            }
+            (rows, produced)
+        }
     })
 }
 
@@ -88,7 +127,9 @@ pub(crate) fn execute_sort_encoded<P: Send, W>(
             }
             Ok(())
         }),
-        SortOutput::Ranges(ranges) => ranges.merge_in_order(ctx, pack, |part| consume(Ordered::Packed(part)), complete),
+        SortOutput::Ranges(ranges) => {
+            ranges.merge_in_order(ctx, |_, merger| pack(merger), |part| consume(Ordered::Packed(part)), complete)
+        }
     }
 }
 
@@ -149,11 +190,11 @@ impl PartitionedSort {
 
     /// Every participant merges ranges (claimed from a counter) into parts with `emit`;
     /// returns the parts in range order.
-    fn merge_in_parallel<T: Send>(self, ctx: &ExecContext, emit: impl Fn(&mut Merger, Option<u64>) -> Result<T> + Sync) -> Result<Vec<T>> {
+    fn merge_in_parallel<T: Send>(self, ctx: &ExecContext, emit: impl Fn(u64, &mut Merger) -> Result<T> + Sync) -> Result<Vec<T>> {
         let mut parts = Vec::new();
         self.merge_in_order(
             ctx,
-            |merger| emit(merger, None),
+            emit,
             |part| {
                 parts.push(part);
                 Ok(Some(()))
@@ -169,7 +210,7 @@ impl PartitionedSort {
     fn merge_in_order<P: Send, W>(
         self,
         ctx: &ExecContext,
-        pack: impl Fn(&mut Merger) -> Result<P> + Sync,
+        pack: impl Fn(u64, &mut Merger) -> Result<P> + Sync,
         consume: impl FnMut(P) -> Result<Option<W>> + Send,
         complete: impl Fn(W) -> Result<()> + Sync,
     ) -> Result<()> {

@@ -45,7 +45,8 @@ pub struct OutputTimes {
 }
 
 /// Cut `runs` into `ranges` key ranges; every participant merges and packs ranges with
-/// `pack`. The consumer's work comes in two steps: `consume` takes the parts in range
+/// `pack`, which is told where its range starts in the whole output (the number of
+/// tuples of the ranges before it: a reader that skips rows knows which to skip). The consumer's work comes in two steps: `consume` takes the parts in range
 /// order, one at a time, and does what depends on that order (numbering pages, say),
 /// returning the rest of the work (`None` stops the output); `complete` then does that
 /// rest in the participant that consumed the part, outside the ordering lock, beside
@@ -56,7 +57,7 @@ pub fn merge_ranges_then_complete<P: Send, W>(
     runs: &SortedRuns,
     ranges: usize,
     who: &RangeWorkers,
-    pack: impl Fn(&mut Merger) -> Result<P> + Sync,
+    pack: impl Fn(u64, &mut Merger) -> Result<P> + Sync,
     consume: impl FnMut(P) -> Result<Option<W>> + Send,
     complete: impl Fn(W) -> Result<()> + Sync,
 ) -> (OutputTimes, Result<()>) {
@@ -65,6 +66,13 @@ pub fn merge_ranges_then_complete<P: Send, W>(
     let outcome = (|| {
         let partitioning = runs.partition(ranges)?;
         let ranges = partitioning.ranges();
+        let first_rows: Vec<u64> = (0..ranges)
+            .scan(0u64, |before, range| {
+                let first = *before;
+                *before += partitioning.range_len(range);
+                Some(first)
+            })
+            .collect();
         let next_range = AtomicUsize::new(0);
         let parts: Mutex<Vec<Option<P>>> = Mutex::new((0..ranges).map(|_| None).collect());
         let ready = Condvar::new();
@@ -115,7 +123,7 @@ pub fn merge_ranges_then_complete<P: Send, W>(
                 if range >= ranges {
                     break;
                 }
-                let part = pack(&mut runs.merge_range(&partitioning, range)?)?;
+                let part = pack(first_rows[range], &mut runs.merge_range(&partitioning, range)?)?;
                 parts.lock()[range] = Some(part);
                 ready.notify_all();
                 drain(false)?;

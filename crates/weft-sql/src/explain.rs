@@ -217,7 +217,7 @@ pub(crate) fn explain(
     let run = if options.analyze {
         let ctx = statements::exec_context(session, cancel);
         let began = Instant::now();
-        let outcome = statements::run_query_plan(&plan, &ctx);
+        let outcome = statements::run_query_plan_discarding(&plan, &ctx);
         execution = Some(began.elapsed());
         let sort_reports = ctx.sort_reports.lock().clone();
         statements::finish_context(session, &ctx);

@@ -168,6 +168,12 @@ pub(crate) fn run_query_plan(plan: &Plan, ctx: &ExecContext) -> Result<Vec<weft_
     run_plan(plan, ctx)
 }
 
+/// Run a query plan whose rows nobody reads (EXPLAIN ANALYZE); returns how many there were.
+pub(crate) fn run_query_plan_discarding(plan: &Plan, ctx: &ExecContext) -> Result<u64> {
+    weft_exec::expr::run_init_plans(plan, ctx)?;
+    weft_exec::execute_discarding(plan, ctx)
+}
+
 /// Insert a plan's rows: its init plans first, then the plan.
 fn run_insert_plan(plan: &Plan, ctx: &ExecContext, target: &InsertTarget) -> Result<u64> {
     weft_exec::expr::run_init_plans(plan, ctx)?;
