@@ -312,7 +312,8 @@ impl InsertTarget {
         Ok(())
     }
 
-    fn check_not_null(&self, row: &[Datum]) -> Result<()> {
+    /// Fail as PostgreSQL does if a NOT NULL column of `row` is NULL.
+    pub fn check_not_null(&self, row: &[Datum]) -> Result<()> {
         for (index, name) in &self.not_null {
             if row[*index].is_null() {
                 let shown: Vec<String> =

@@ -223,7 +223,7 @@ fn copy_from(
         });
         let inserted = insert_rows(&exec_context(session, cancel), &target, rows)?;
         txn.touch(table.locator());
-        crate::statements::maintain_indexes(session, txn, &table, first_block, &[], None, cancel)?;
+        crate::statements::maintain_indexes(session, txn, &table, first_block, &Default::default(), None, cancel)?;
         txn.catalog.table_mut(table_name)?.row_count += inserted;
         Ok(inserted)
     })?;

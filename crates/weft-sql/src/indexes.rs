@@ -639,23 +639,25 @@ pub fn alter_table(session: &mut Session, alter: &Statement, cancel: &CancelToke
 /// the table. Unique keys are checked for a whole batch before any of its entries is
 /// added, against the committed entries and the statement's own earlier rows.
 ///
-/// For an UPDATE, `replaced[i]` is the row the statement's i-th new row replaces (both in
-/// the order the statement met them). PostgreSQL replaces rows one at a time and checks
-/// each new row at once, so an old row it has not reached yet still clashes; the check
-/// here does the same: a row this statement deleted clashes with a new row that replaced
-/// an earlier one.
+/// For an UPDATE (or an upsert), `replaced` says when the statement deleted each old row
+/// relative to its new rows. PostgreSQL replaces rows one at a time and checks each new
+/// row at once, so an old row it has not reached yet still clashes; the check here does
+/// the same: a row this statement deleted clashes with a new row written before it was
+/// deleted.
+///
+/// Returns the rows ON CONFLICT DO NOTHING skipped.
 pub(crate) fn maintain_indexes(
     db: &Database,
     txn: &WriteTxn,
     table: &TableMeta,
     first_block: BlockNumber,
-    replaced: &[Tid],
+    replaced: &Replacements,
     arbiters: Option<&[String]>,
     cancel: &CancelToken,
-) -> Result<u64> {
+) -> Result<Vec<Tid>> {
     let mut indexes: Vec<IndexMeta> = txn.catalog.indexes_of(&table.name).cloned().collect();
     if indexes.is_empty() {
-        return Ok(0);
+        return Ok(Vec::new());
     }
     // In creation order, as PostgreSQL checks them: it decides which violation is reported.
     indexes.sort_by_key(|i| i.oid);
@@ -693,7 +695,8 @@ pub(crate) fn maintain_indexes(
                 keep
             });
         }
-        let replaced_by = |new: Tid| rows.binary_search_by_key(&new, |(tid, _)| *tid).ok().and_then(|i| replaced.get(base + i).copied());
+        // The new row's position among all the statement's new rows.
+        let position_of = |new: Tid| rows.binary_search_by_key(&new, |(tid, _)| *tid).ok().map(|i| base + i);
         for (index, desc, projector) in &maintained {
             let mut entries: Vec<Vec<u8>> = Vec::with_capacity(rows.len());
             for (tid, row) in rows.iter() {
@@ -704,7 +707,9 @@ pub(crate) fn maintain_indexes(
             entries.sort_by(|a, b| desc.compare(a, b));
             let tree = BTree::open(pool, index.locator(), desc);
             if index.unique {
-                check_unique(db, txn.xid, &snapshot, table, index, desc, &tree, &entries, &replaced_by)?;
+                check_unique(db, txn.xid, &snapshot, table, index, desc, &tree, &entries, &|new, old| {
+                    position_of(new).is_some_and(|position| replaced.deleted_after(position, old))
+                })?;
             }
             for entry in &entries {
                 tree.insert(entry)?;
@@ -722,7 +727,39 @@ pub(crate) fn maintain_indexes(
     })?;
     flush(&mut rows)?;
     heap::set_xmax(pool, heap_rel, &skipped, txn.xid)?;
-    Ok(skipped.len() as u64)
+    Ok(skipped)
+}
+
+/// When a writing statement deleted the old rows it replaces, relative to the new rows it
+/// wrote: PostgreSQL does both one row at a time, and a new row's unique keys are checked
+/// against the rows live at that moment.
+#[derive(Default)]
+pub(crate) struct Replacements {
+    /// The step at which each new row was written, in the order they were written.
+    new_row_steps: Vec<usize>,
+    /// The rows deleted, sorted by TID, each with the step that deleted it.
+    deleted: Vec<(Tid, usize)>,
+}
+
+impl Replacements {
+    /// UPDATE: the i-th new row replaces `tids[i]` (sorted: the order the scan met them),
+    /// both at step i.
+    pub fn in_order(tids: &[Tid]) -> Replacements {
+        debug_assert!(tids.windows(2).all(|w| w[0] < w[1]));
+        Replacements { new_row_steps: (0..tids.len()).collect(), deleted: tids.iter().copied().zip(0..).collect() }
+    }
+
+    /// Upsert: each new row's step, and each deleted row's step.
+    pub fn at_steps(new_row_steps: Vec<usize>, mut deleted: Vec<(Tid, usize)>) -> Replacements {
+        deleted.sort_unstable();
+        Replacements { new_row_steps, deleted }
+    }
+
+    /// Was `old` deleted after the statement wrote its new row number `new_row`?
+    fn deleted_after(&self, new_row: usize, old: Tid) -> bool {
+        let Some(&written) = self.new_row_steps.get(new_row) else { return false };
+        self.deleted.binary_search_by_key(&old, |(tid, _)| *tid).is_ok_and(|i| self.deleted[i].1 > written)
+    }
 }
 
 /// The arbiter indexes of `ON CONFLICT [target] DO NOTHING`: every unique index without a
@@ -800,7 +837,7 @@ fn conflicting_rows(
                 if !desc.keys_equal_not_null(existing, entry) {
                     return Ok(true);
                 }
-                clash = entry_clashes(db, xid, snapshot, table, desc.tid_word(existing), None)?;
+                clash = entry_clashes(db, xid, snapshot, table, desc.tid_word(existing), &|_| false)?;
                 Ok(!clash)
             })?;
             skip[*i] |= clash;
@@ -849,7 +886,7 @@ fn check_unique(
     desc: &BTreeDesc,
     tree: &BTree,
     sorted: &[Vec<u8>],
-    replaced_by: &dyn Fn(Tid) -> Option<Tid>,
+    deleted_after: &dyn Fn(Tid, Tid) -> bool,
 ) -> Result<()> {
     for pair in sorted.windows(2) {
         if desc.keys_equal_not_null(&pair[0], &pair[1]) {
@@ -862,8 +899,8 @@ fn check_unique(
             if !desc.keys_equal_not_null(existing, entry) {
                 return Ok(true);
             }
-            let source = replaced_by(desc.tid_word(entry).tid());
-            clash = entry_clashes(db, xid, snapshot, table, desc.tid_word(existing), source)?;
+            let new = desc.tid_word(entry).tid();
+            clash = entry_clashes(db, xid, snapshot, table, desc.tid_word(existing), &|old| deleted_after(new, old))?;
             Ok(!clash)
         })?;
         if clash {
@@ -873,18 +910,25 @@ fn check_unique(
     Ok(())
 }
 
-/// Does an existing index entry with equal keys clash with a new row of the writer `xid`
-/// (which replaces the row `source`, for an UPDATE)? It does if its row exists for the
-/// writer (entries added by the build do, unless rows were deleted since; others are
-/// checked in the heap), or if the writer deleted that row after replacing `source`.
-fn entry_clashes(db: &Database, xid: Xid, snapshot: &Snapshot, table: &TableMeta, word: TidWord, source: Option<Tid>) -> Result<bool> {
+/// Does an existing index entry with equal keys clash with a new row of the writer `xid`?
+/// It does if its row exists for the writer (entries added by the build do, unless rows
+/// were deleted since; others are checked in the heap), or if the writer deleted that row
+/// after writing the new row (`deleted_after`).
+fn entry_clashes(
+    db: &Database,
+    xid: Xid,
+    snapshot: &Snapshot,
+    table: &TableMeta,
+    word: TidWord,
+    deleted_after: &dyn Fn(Tid) -> bool,
+) -> Result<bool> {
     if !word.needs_heap_check() && !table.has_dead_rows {
         return Ok(true);
     }
     let header = heap::fetch(&db.pool, table.locator(), word.tid(), |header, _| Ok(header))?;
     Ok(header.is_some_and(|header| {
         header.live_for(snapshot, Some(xid))
-            || (header.xmax == xid && header.live_for(snapshot, None) && source.is_some_and(|s| s < word.tid()))
+            || (header.xmax == xid && header.live_for(snapshot, None) && deleted_after(word.tid()))
     }))
 }
 

@@ -30,7 +30,7 @@ use weft_exec::plan::{HashJoin, HashJoinMode, JoinType, Pipeline, Plan, ScanLabe
 
 use crate::bind::{contains_aggregate, object_name, Binder, Scope, ScopeColumn};
 use crate::exprutil::{columns_used, is_volatile, remap_columns, substitute_columns};
-use crate::planner::{choose_workers_reading, plan_query, plan_table_factor, require_bool, PlanContext};
+use crate::planner::{choose_workers_reading, plan_query, plan_table_factor, require_bool, From, PlanContext};
 
 /// A relation whose size is unknown (a subquery) is planned as this many rows.
 const UNKNOWN_ROWS: f64 = 1000.0;
@@ -218,6 +218,20 @@ pub(crate) fn analyze_from(from: &[ast::TableWithJoins], ctx: &PlanContext) -> R
     Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values() })
 }
 
+/// The FROM clause of `UPDATE ... FROM` / `DELETE ... USING`: the target relation, already
+/// planned (`target`), then the listed items, joined as a comma list (so the target's
+/// columns come first in the scope).
+pub(crate) fn analyze_from_with_target(target: From, from: &[ast::TableWithJoins], ctx: &PlanContext) -> Result<FromClause> {
+    let mut analyzer = Analyzer { rels: Vec::new(), width: 0, offsets: Vec::new(), ctx };
+    let mut tree = analyzer.add_rel(target)?;
+    for item in from {
+        let next = analyzer.table_with_joins(item)?;
+        tree = analyzer.join(tree, next, Kind::Inner, &ast::JoinConstraint::None)?;
+    }
+    let (tree, columns) = tree;
+    Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values() })
+}
+
 struct Analyzer<'c, 'a> {
     rels: Vec<Rel>,
     offsets: Vec<usize>,
@@ -255,6 +269,10 @@ impl Analyzer<'_, '_> {
             return self.table_with_joins(table_with_joins);
         }
         let planned = plan_table_factor(factor, self.ctx)?;
+        self.add_rel(planned)
+    }
+
+    fn add_rel(&mut self, planned: From) -> Result<(Tree, Columns)> {
         if let Some(name) = planned.scope.columns.first().and_then(|c| c.table.clone()) {
             let taken = self.rels.iter().any(|r| r.columns.first().and_then(|c| c.table.as_deref()) == Some(name.as_str()));
             if taken {

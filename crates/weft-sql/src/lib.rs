@@ -17,6 +17,7 @@ mod indexes;
 mod join;
 mod modify;
 mod planner;
+mod returning;
 mod selectivity;
 mod sequences;
 mod session;
@@ -24,6 +25,7 @@ mod setop;
 pub mod settings;
 mod statements;
 mod subplan;
+mod upsert;
 
 pub use api::{CancelHandle, ColumnInfo, Database, ProgressHandle, QueryResult, RelationDescription, RelationInfo, Session};
 pub use weft_common::{DataType, Datum, Error, Result, SqlState};

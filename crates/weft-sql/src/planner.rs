@@ -718,7 +718,7 @@ fn scope_columns_used<'e>(exprs: impl Iterator<Item = &'e Expr>) -> BTreeSet<usi
     used
 }
 
-fn column_ast(col: &ScopeColumn) -> ast::Expr {
+pub(crate) fn column_ast(col: &ScopeColumn) -> ast::Expr {
     let quoted = |s: &str| ast::Ident::with_quote('"', s);
     match &col.table {
         Some(t) => ast::Expr::CompoundIdentifier(vec![quoted(t), quoted(&col.name)]),

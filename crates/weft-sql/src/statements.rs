@@ -516,45 +516,106 @@ pub(crate) fn target_columns(table: &TableMeta, names: &[String]) -> Result<Vec<
 }
 
 fn insert_into(session: &mut Session, insert: &ast::Insert, cancel: &CancelToken) -> Result<QueryResult> {
-    if insert.returning.is_some() {
-        return Err(Error::not_supported("INSERT ... RETURNING is not supported yet"));
-    }
     let on_conflict = match &insert.on {
         None => None,
         Some(ast::OnInsert::OnConflict(ast::OnConflict { conflict_target, action: ast::OnConflictAction::DoNothing })) => {
             Some(conflict_target.as_ref())
         }
-        Some(ast::OnInsert::OnConflict(_)) => {
-            return Err(Error::not_supported("INSERT ... ON CONFLICT DO UPDATE is not supported yet"))
+        Some(ast::OnInsert::OnConflict(ast::OnConflict { conflict_target, action: ast::OnConflictAction::DoUpdate(update) })) => {
+            return crate::upsert::insert_on_conflict_update(session, insert, conflict_target.as_ref(), update, cancel)
         }
         Some(other) => return Err(Error::not_supported(format!("INSERT ... {other}"))),
     };
-    let table_name = match &insert.table {
-        ast::TableObject::TableName(name) => object_name(name)?,
-        other => return Err(Error::not_supported(format!("INSERT INTO {other}"))),
-    };
+    let table_name = insert_table_name(insert)?;
     let db = session.db.clone();
-    let inserted = db.write(|txn| {
+    let (inserted, returning, returned) = db.write(|txn| {
         let table = txn.catalog.table(&table_name)?.clone();
-        let names = insert.columns.iter().map(object_name).collect::<Result<Vec<_>>>()?;
-        let targets = target_columns(&table, &names)?;
-        let plan = match insert.source.as_ref() {
-            Some(source) => insert_plan(session, &txn.catalog, &table, &targets, source)?,
-            // INSERT ... DEFAULT VALUES: one row of defaults.
-            None => with_plan_context(session, &txn.catalog, |ctx| {
-                let row = table.columns.iter().map(|c| column_default(ctx, c)).collect::<Result<Vec<_>>>()?;
-                Ok::<_, Error>(Plan::Pipeline(Pipeline { source: Source::Values(vec![row]), steps: Vec::new(), workers: 0 }))
-            })?,
-        };
+        let plan = insert_source_plan(session, txn, &table, insert)?;
+        let returning = with_plan_context(session, &txn.catalog, |ctx| {
+            crate::returning::Returning::bind(insert.returning.as_ref(), &insert_scope(&table, insert), ctx)
+                .map_err(|e| crate::returning::aliased_table_reference(e, &table.name, &insert_alias(&table, insert)))
+        })?;
         let fill_last_page = !plan.reads_relation(table.locator());
         let (inserted, first_block) = insert_rows(session, txn, &table, &plan, fill_last_page, cancel)?;
         let arbiters = on_conflict.map(|target| crate::indexes::conflict_arbiters(&txn.catalog, &table, target)).transpose()?;
-        let skipped = maintain_indexes(session, txn, &table, first_block, &[], arbiters.as_deref(), cancel)?;
-        let inserted = inserted - skipped;
+        let skipped = maintain_indexes(session, txn, &table, first_block, &Default::default(), arbiters.as_deref(), cancel)?;
+        let inserted = inserted - skipped.len() as u64;
         txn.catalog.table_mut(&table_name)?.row_count += inserted;
-        Ok(inserted)
+        let returned = match &returning {
+            Some(returning) => inserted_rows_returned(session, txn, &table, first_block, &skipped, returning, cancel)?,
+            None => Vec::new(),
+        };
+        Ok((inserted, returning, returned))
     })?;
-    Ok(QueryResult::command(format!("INSERT 0 {inserted}")))
+    Ok(crate::returning::statement_result(returning, returned, format!("INSERT 0 {inserted}")))
+}
+
+/// The table an INSERT names.
+pub(crate) fn insert_table_name(insert: &ast::Insert) -> Result<String> {
+    match &insert.table {
+        ast::TableObject::TableName(name) => object_name(name),
+        other => Err(Error::not_supported(format!("INSERT INTO {other}"))),
+    }
+}
+
+/// The name an INSERT's target goes by: its alias (`INSERT INTO t AS x`) or its name.
+pub(crate) fn insert_alias(table: &TableMeta, insert: &ast::Insert) -> String {
+    insert.table_alias.as_ref().map_or_else(|| table.name.clone(), |a| ident_name(&a.alias))
+}
+
+/// The columns of an INSERT's target table under its name or alias.
+pub(crate) fn insert_scope(table: &TableMeta, insert: &ast::Insert) -> Scope {
+    let qualifier = insert_alias(table, insert);
+    Scope::new(
+        table
+            .columns
+            .iter()
+            .map(|c| crate::bind::ScopeColumn { table: Some(qualifier.clone()), name: c.name.clone(), data_type: c.data_type })
+            .collect(),
+    )
+}
+
+/// The plan whose rows an INSERT proposes: full table rows from its VALUES, SELECT or
+/// DEFAULT VALUES.
+pub(crate) fn insert_source_plan(session: &Session, txn: &WriteTxn, table: &TableMeta, insert: &ast::Insert) -> Result<Plan> {
+    let names = insert.columns.iter().map(object_name).collect::<Result<Vec<_>>>()?;
+    let targets = target_columns(table, &names)?;
+    match insert.source.as_ref() {
+        Some(source) => insert_plan(session, &txn.catalog, table, &targets, source),
+        // INSERT ... DEFAULT VALUES: one row of defaults.
+        None => with_plan_context(session, &txn.catalog, |ctx| {
+            let row = table.columns.iter().map(|c| column_default(ctx, c)).collect::<Result<Vec<_>>>()?;
+            Ok(Plan::Pipeline(Pipeline { source: Source::Values(vec![row]), steps: Vec::new(), workers: 0 }))
+        }),
+    }
+}
+
+/// RETURNING of an INSERT: its rows as stored (defaults filled in), read back from the
+/// blocks it wrote in the order it wrote them, without those ON CONFLICT skipped.
+fn inserted_rows_returned(
+    session: &Session,
+    txn: &WriteTxn,
+    table: &TableMeta,
+    first_block: weft_storage::BlockNumber,
+    skipped: &[weft_access::Tid],
+    returning: &crate::returning::Returning,
+    cancel: &CancelToken,
+) -> Result<Vec<Vec<Datum>>> {
+    crate::modify::run_init_plans_of(session, cancel, returning.exprs.clone())?;
+    let pool = &session.db.pool;
+    let layout = RowLayout::new(&table.column_types());
+    let end = pool.nblocks(table.locator(), weft_storage::ForkNumber::Main)?;
+    let mut rows = Vec::new();
+    let mut row = Vec::with_capacity(table.columns.len());
+    weft_access::heap::scan_own_rows(pool, table.locator(), first_block..end, txn.xid, |tid, tuple| {
+        if skipped.binary_search(&tid).is_err() {
+            row.clear();
+            layout.decode_into(tuple, &mut row)?;
+            rows.push(returning.project(&row, &session.eval)?);
+        }
+        Ok(())
+    })?;
+    Ok(rows)
 }
 
 /// Write the rows of `plan` (full table rows) into `table`'s heap; their count and the
@@ -590,10 +651,10 @@ pub(crate) fn maintain_indexes(
     txn: &mut WriteTxn,
     table: &TableMeta,
     first_block: weft_storage::BlockNumber,
-    replaced: &[weft_access::Tid],
+    replaced: &crate::indexes::Replacements,
     arbiters: Option<&[String]>,
     cancel: &CancelToken,
-) -> Result<u64> {
+) -> Result<Vec<weft_access::Tid>> {
     let indexes: Vec<_> = txn.catalog.indexes_of(&table.name).map(|i| i.locator()).collect();
     let skipped = crate::indexes::maintain_indexes(&session.db, txn, table, first_block, replaced, arbiters, cancel)?;
     for rel in indexes {
