@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use weft_common::{DataType, Error, Result, SqlState};
 use weft_storage::RelFileLocator;
 
-use crate::snapshot::{Snapshot, Xid};
+use crate::snapshot::{Snapshot, Xid, XidSet};
 use crate::stats::TableStats;
 
 /// The two slot files, written alternately (publish sequence number `n` goes to slot `n % 2`).
@@ -158,11 +158,17 @@ pub fn locator(rel_number: u32) -> RelFileLocator {
 pub struct Catalog {
     pub format_version: u32,
     pub next_oid: u32,
-    /// The xid the next writing statement gets. A crash can only interrupt the statement
-    /// holding this xid, so start-up marks it aborted and moves past it.
+    /// The xid the next writing statement gets. A crash can only interrupt the writer
+    /// holding this xid and, in a transaction block, the xids after it up to
+    /// `xid_reserved`: start-up marks them aborted and moves past them.
     pub next_xid: Xid,
+    /// Every xid a running transaction block may have stamped is below this (or is
+    /// `next_xid`): a block that needs an xid past it publishes the committed catalog with
+    /// a higher one first. 0 in catalogs written before blocks.
+    #[serde(default)]
+    pub xid_reserved: Xid,
     pub committed_max: Xid,
-    pub aborted: BTreeSet<Xid>,
+    pub aborted: XidSet,
     pub tables: BTreeMap<String, TableMeta>,
     /// Indexes by name (tables and indexes share one namespace, as in PostgreSQL).
     #[serde(default)]
@@ -189,8 +195,9 @@ impl Default for Catalog {
             format_version: CATALOG_FORMAT_VERSION,
             next_oid: FIRST_USER_OID,
             next_xid: 1,
+            xid_reserved: 0,
             committed_max: 0,
-            aborted: BTreeSet::new(),
+            aborted: XidSet::default(),
             tables: BTreeMap::new(),
             indexes: BTreeMap::new(),
             statistics: BTreeMap::new(),
@@ -274,6 +281,19 @@ impl Catalog {
 
     pub fn snapshot(&self) -> Snapshot {
         Snapshot { committed_max: self.committed_max, aborted: Arc::new(self.aborted.clone()) }
+    }
+
+    /// The xids a writer may have stamped without committing when the process stopped:
+    /// `next_xid`, and up to `xid_reserved` for a transaction block.
+    pub fn in_flight_xids(&self) -> std::ops::Range<Xid> {
+        self.next_xid..self.xid_reserved.max(self.next_xid + 1)
+    }
+
+    /// Publish next with the sequence number after `other`'s: a catalog that was copied
+    /// from the committed one, which was published again meanwhile (a transaction block
+    /// reserving xids), must not overwrite the slot in force.
+    pub fn follow_publishes_of(&mut self, other: &Catalog) {
+        self.published_seq = self.published_seq.max(other.published_seq);
     }
 
     pub fn allocate_oid(&mut self) -> u32 {

@@ -12,4 +12,4 @@ pub mod stats;
 
 pub use catalog::{Catalog, ColumnMeta, IndexColumnMeta, IndexConstraint, IndexMeta, SequenceMeta, TableMeta};
 pub use heap::{HeapInserter, HeapScanCursor, Tid};
-pub use snapshot::{Snapshot, Xid};
+pub use snapshot::{Snapshot, Xid, XidSet};

@@ -31,6 +31,11 @@ impl SqlState {
     pub const UNIQUE_VIOLATION: SqlState = SqlState("23505");
     pub const INDEX_CORRUPTED: SqlState = SqlState("XX002");
     pub const OBJECT_NOT_IN_PREREQUISITE_STATE: SqlState = SqlState("55000");
+    pub const LOCK_NOT_AVAILABLE: SqlState = SqlState("55P03");
+    pub const ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25001");
+    pub const NO_ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25P01");
+    pub const IN_FAILED_SQL_TRANSACTION: SqlState = SqlState("25P02");
+    pub const INVALID_SAVEPOINT_SPECIFICATION: SqlState = SqlState("3B001");
     pub const INVALID_CURSOR_STATE: SqlState = SqlState("24000");
     pub const SYNTAX_ERROR: SqlState = SqlState("42601");
     pub const INSUFFICIENT_PRIVILEGE: SqlState = SqlState("42501");

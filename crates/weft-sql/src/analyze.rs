@@ -63,7 +63,7 @@ const READ_CHUNK_BLOCKS: u32 = 1024;
 /// The `ANALYZE` statement.
 pub(crate) fn analyze(session: &mut Session, statement: &ast::Analyze, cancel: &CancelToken) -> Result<QueryResult> {
     let db = session.db.clone();
-    db.write(|txn| {
+    session.write(|txn| {
         let names: Vec<String> = match &statement.table_name {
             Some(name) => {
                 let name = object_name(name)?;

@@ -128,7 +128,7 @@ fn copy_to(session: &mut Session, source: &CopySource, path: &str, format: &Form
             }
         }
     };
-    let catalog = session.db.catalog();
+    let catalog = session.catalog();
     let planned = plan(session, &catalog, &query)?;
     let rows = crate::statements::run_query_plan(&planned.plan, &exec_context(session, cancel))?;
     let file = File::create(path).map_err(|e| Error::io(format!("could not open file \"{path}\" for writing"), &e))?;
@@ -202,8 +202,7 @@ fn copy_from(
 ) -> Result<QueryResult> {
     let file = File::open(path).map_err(|e| Error::io(format!("could not open file \"{path}\" for reading"), &e))?;
     let mut reader = RecordReader { input: BufReader::new(file), format: format.clone(), line_number: 0, path: path.to_string() };
-    let db = session.db.clone();
-    let inserted = db.write(|txn| {
+    let inserted = session.write(|txn| {
         let table = txn.catalog.table(table_name)?.clone();
         let names: Vec<String> = columns.iter().map(crate::bind::ident_name).collect();
         let targets = target_columns(&table, &names)?;

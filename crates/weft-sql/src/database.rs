@@ -8,21 +8,26 @@
 //! <data_dir>/tmp/             temp files of running operations
 //! ```
 //!
-//! Writing statements are serialized by `write_lock`. Each runs inside [`Database::write`]:
-//! it gets the next xid and a private copy of the catalog; on success the relations it
-//! touched are flushed and fsynced, then the new catalog (with `committed_max = xid`) is
-//! published; on failure the xid is recorded as aborted and the files it created are
-//! removed. Readers take a [`Snapshot`] and never block writers.
+//! Writers are serialized by `write_lock`. A writing statement runs inside
+//! [`Database::write`]: it gets the next xid and a private copy of the catalog; on success
+//! the relations it touched are flushed and fsynced, then the new catalog (with
+//! `committed_max = xid`) is published; on failure the xid is recorded as aborted and the
+//! files it created are removed. A transaction block (`transaction.rs`) uses the same
+//! steps — [`Database::begin`], [`Database::run_statement`] per statement,
+//! [`Database::commit`] or [`Database::abort`] — holding the lock from its first write to
+//! its end. Readers take a [`Snapshot`] and never block writers.
 
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use parking_lot::{Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex, RwLock};
 use weft_access::catalog::{locator, Catalog};
 use weft_access::{Snapshot, Xid};
-use weft_common::parallel::WorkerPool;
+use weft_common::parallel::{CancelToken, WorkerPool};
 use weft_common::{Error, Result, SqlState};
 use weft_exec::expr::Sequences;
 use weft_storage::{BufferMappingKind, BufferPool, BufferPoolConfig, ForkNumber, RelFileLocator, StorageManager};
@@ -38,7 +43,7 @@ pub struct Database {
     pub(crate) pool: Arc<BufferPool>,
     pub(crate) workers: WorkerPool,
     catalog: RwLock<Arc<Catalog>>,
-    write_lock: Mutex<()>,
+    write_lock: Arc<WriteLock>,
     pub(crate) startup_settings: Settings,
     /// The sequences' current values, which move outside transactions; every commit
     /// records them in the catalog it publishes.
@@ -109,17 +114,26 @@ impl Drop for Unlinker {
     }
 }
 
-/// The state of one writing statement, handed to its body by [`Database::write`].
+/// The state of a writing transaction, handed to each statement's body: one statement's
+/// (autocommit, [`Database::write`]) or a transaction block's (`transaction.rs`), which
+/// runs several statements with consecutive xids under one write lock.
 pub struct WriteTxn {
+    /// The running statement's xid (each statement of a block has its own).
     pub xid: Xid,
-    /// The catalog as it will be published if the statement succeeds.
+    /// The first xid of the transaction: ROLLBACK aborts `first_xid..catalog.next_xid`.
+    pub(crate) first_xid: Xid,
+    /// The catalog as it will be published if the transaction commits. Between statements
+    /// its `committed_max` is the last xid used, so its snapshot is the one the next
+    /// statement of the block reads with.
     pub catalog: Catalog,
-    /// Relations whose pages this statement dirtied: flushed before commit.
-    touched: BTreeSet<RelFileLocator>,
-    /// Relations created by this statement: removed if it fails.
-    created: BTreeSet<RelFileLocator>,
+    /// Relations whose pages this transaction dirtied: flushed before commit.
+    pub(crate) touched: BTreeSet<RelFileLocator>,
+    /// Relations created by this transaction: removed if it fails.
+    pub(crate) created: BTreeSet<RelFileLocator>,
     /// Relations no longer named after commit: removed once it is published.
-    dropped: BTreeSet<RelFileLocator>,
+    pub(crate) dropped: BTreeSet<RelFileLocator>,
+    /// The database's write lock, released when the transaction ends (dropped).
+    _lock: WriteLockGuard,
 }
 
 impl WriteTxn {
@@ -141,6 +155,62 @@ impl WriteTxn {
     }
 }
 
+/// The database's single writer slot: held by a writing statement, or by a transaction
+/// block from its first write to its end. Not a `MutexGuard`, because a block's hold spans
+/// statements (and the session may move between threads meanwhile).
+#[derive(Default)]
+struct WriteLock {
+    held: Mutex<bool>,
+    released: Condvar,
+}
+
+/// How often a writer waiting for the lock looks at its cancel flag.
+const WRITE_LOCK_POLL: Duration = Duration::from_millis(50);
+
+pub(crate) struct WriteLockGuard {
+    lock: Arc<WriteLock>,
+}
+
+impl Drop for WriteLockGuard {
+    fn drop(&mut self) {
+        *self.lock.held.lock() = false;
+        self.lock.released.notify_one();
+    }
+}
+
+impl WriteLock {
+    /// Wait until the lock is free and take it; `timeout` is `lock_timeout` (none: wait
+    /// until canceled).
+    fn acquire(self: &Arc<Self>, cancel: &CancelToken, timeout: Option<Duration>) -> Result<WriteLockGuard> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut held = self.held.lock();
+        while *held {
+            cancel.check()?;
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                return Err(Error::new(SqlState::LOCK_NOT_AVAILABLE, "canceling statement due to lock timeout"));
+            }
+            let wait = deadline.map_or(WRITE_LOCK_POLL, |d| (d - now).min(WRITE_LOCK_POLL));
+            self.released.wait_for(&mut held, wait);
+        }
+        *held = true;
+        Ok(WriteLockGuard { lock: self.clone() })
+    }
+
+    fn try_acquire(self: &Arc<Self>) -> Option<WriteLockGuard> {
+        let mut held = self.held.lock();
+        if *held {
+            return None;
+        }
+        *held = true;
+        Some(WriteLockGuard { lock: self.clone() })
+    }
+}
+
+/// xids a transaction block reserves at a time (one catalog publish each): see
+/// [`Catalog::xid_reserved`](weft_access::Catalog).
+const XID_RESERVE_CHUNK: Xid = 1024;
+
 impl Database {
     pub fn open(dir: &Path, startup_settings: &[(String, String)]) -> Result<Arc<Database>> {
         fs::create_dir_all(dir)
@@ -161,10 +231,10 @@ impl Database {
         let smgr = StorageManager::open(dir)?;
         smgr.set_fsync(settings.boolean("fsync"));
         let mut catalog = Catalog::load(dir)?;
-        // The only xid that can have been in flight when the last process died.
-        let in_flight = catalog.next_xid;
-        catalog.aborted.insert(in_flight);
-        catalog.next_xid = in_flight + 1;
+        // The only xids that can have been in flight when the last process died.
+        let in_flight = catalog.in_flight_xids();
+        catalog.next_xid = in_flight.end;
+        catalog.aborted.insert_range(in_flight);
         catalog.publish(dir, smgr.fsync_enabled())?;
         remove_orphans(&smgr, &catalog)?;
 
@@ -183,7 +253,7 @@ impl Database {
             workers,
             sequences: Arc::new(Sequences::new(&catalog.sequences)),
             catalog: RwLock::new(Arc::new(catalog)),
-            write_lock: Mutex::new(()),
+            write_lock: Arc::default(),
             startup_settings: settings,
             unlinker: Unlinker::new(smgr_handle),
             _lock: lock,
@@ -207,40 +277,82 @@ impl Database {
         self.catalog.read().snapshot()
     }
 
-    /// Run one writing statement under the commit protocol described above.
-    pub fn write<T>(&self, body: impl FnOnce(&mut WriteTxn) -> Result<T>) -> Result<T> {
-        let _serialized = self.write_lock.lock();
-        let current = self.catalog();
+    /// Run one writing statement under the commit protocol described above (autocommit).
+    pub fn write<T>(&self, cancel: &CancelToken, lock_timeout: Option<Duration>, body: impl FnOnce(&mut WriteTxn) -> Result<T>) -> Result<T> {
+        let mut txn = self.begin(cancel, lock_timeout)?;
+        let outcome = self.run_statement(&mut txn, body).and_then(|value| self.commit(&mut txn).map(|()| value));
+        if outcome.is_err() {
+            self.abort(txn);
+        }
+        outcome
+    }
+
+    /// Take the write lock and start a transaction on a copy of the committed catalog.
+    pub(crate) fn begin(&self, cancel: &CancelToken, lock_timeout: Option<Duration>) -> Result<WriteTxn> {
+        let lock = self.write_lock.acquire(cancel, lock_timeout)?;
+        let catalog = (*self.catalog()).clone();
+        Ok(WriteTxn {
+            xid: 0,
+            first_xid: catalog.next_xid,
+            catalog,
+            touched: BTreeSet::new(),
+            created: BTreeSet::new(),
+            dropped: BTreeSet::new(),
+            _lock: lock,
+        })
+    }
+
+    /// Run one statement of `txn` with the next xid. On success the transaction's catalog
+    /// sees it (`committed_max`); on failure its xid is aborted, and a panic is an error.
+    pub(crate) fn run_statement<T>(&self, txn: &mut WriteTxn, body: impl FnOnce(&mut WriteTxn) -> Result<T>) -> Result<T> {
+        let xid = txn.catalog.next_xid;
         // Heap tuples keep xids in 32 bits; weft has no wraparound (no VACUUM FREEZE).
-        if current.next_xid > u32::MAX as Xid {
+        if xid > u32::MAX as Xid {
             return Err(Error::new(
                 SqlState::PROGRAM_LIMIT_EXCEEDED,
                 "database is not accepting commands that assign new transaction IDs",
             )
             .with_hint("weft keeps transaction IDs in 32 bits: dump and reload the data into a new data directory."));
         }
-        let mut txn = WriteTxn {
-            xid: current.next_xid,
-            catalog: (*current).clone(),
-            touched: BTreeSet::new(),
-            created: BTreeSet::new(),
-            dropped: BTreeSet::new(),
-        };
-        let outcome = body(&mut txn).and_then(|value| self.commit(&mut txn).map(|()| value));
-        if outcome.is_err() {
-            self.abort(&txn, &current);
+        self.reserve_xid(xid)?;
+        txn.xid = xid;
+        txn.catalog.committed_max = xid - 1;
+        txn.catalog.next_xid = xid + 1;
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(txn)))
+            .unwrap_or_else(|panic| Err(crate::session::panic_error(panic)));
+        match &outcome {
+            Ok(_) => txn.catalog.committed_max = xid,
+            Err(_) => txn.catalog.aborted.insert(xid),
         }
         outcome
     }
 
-    fn commit(&self, txn: &mut WriteTxn) -> Result<()> {
+    /// Make sure a crash leaves `xid` aborted: the committed catalog's in-flight range
+    /// (which start-up aborts) must hold it. Only the first xid after the committed
+    /// `next_xid` is covered without a publish; a transaction block reserves more at a time.
+    fn reserve_xid(&self, xid: Xid) -> Result<()> {
+        let committed = self.catalog();
+        if committed.in_flight_xids().contains(&xid) {
+            return Ok(());
+        }
+        let mut reserved = (*committed).clone();
+        reserved.xid_reserved = xid + XID_RESERVE_CHUNK;
+        reserved.publish(&self.data_dir, self.pool.smgr().fsync_enabled())?;
+        *self.catalog.write() = Arc::new(reserved);
+        Ok(())
+    }
+
+    /// Make everything `txn` did durable and visible at once: the commit point.
+    pub(crate) fn commit(&self, txn: &mut WriteTxn) -> Result<()> {
         for rel in &txn.touched {
             if !txn.dropped.contains(rel) {
                 self.pool.flush_relation(*rel)?;
             }
         }
-        txn.catalog.committed_max = txn.xid;
-        txn.catalog.next_xid = txn.xid + 1;
+        let committed = self.catalog();
+        txn.catalog.committed_max = txn.catalog.next_xid - 1;
+        txn.catalog.xid_reserved = committed.xid_reserved;
+        txn.catalog.follow_publishes_of(&committed);
         self.sequences.record_into(&mut txn.catalog.sequences);
         txn.catalog.publish(&self.data_dir, self.pool.smgr().fsync_enabled())?;
         self.sequences.install(&txn.catalog.sequences);
@@ -254,20 +366,40 @@ impl Database {
         Ok(())
     }
 
-    /// Make a failed statement's work invisible and remove the files it created.
-    fn abort(&self, txn: &WriteTxn, current: &Catalog) {
-        let created: Vec<RelFileLocator> = txn.created.iter().copied().collect();
+    /// Make a failed or rolled-back transaction's work invisible (every xid it used is
+    /// aborted), remove the files it created and release the write lock.
+    pub(crate) fn abort(&self, txn: WriteTxn) {
+        self.remove_created(txn.created.iter().copied().collect());
+        let mut catalog = (*self.catalog()).clone();
+        let used = txn.first_xid..txn.catalog.next_xid.max(txn.first_xid + 1);
+        catalog.next_xid = catalog.next_xid.max(used.end);
+        catalog.aborted.insert_range(used);
+        self.sequences.record_into(&mut catalog.sequences);
+        // If this publish fails, the persisted in-flight range still holds the xids, and
+        // start-up aborts it: the rows stay invisible either way.
+        let _ = catalog.publish(&self.data_dir, self.pool.smgr().fsync_enabled());
+        self.sequences.install(&catalog.sequences);
+        *self.catalog.write() = Arc::new(catalog);
+    }
+
+    /// Drop the buffers of relations a failed transaction created and unlink their files.
+    pub(crate) fn remove_created(&self, created: Vec<RelFileLocator>) {
         self.pool.drop_relations_buffers(&created);
         for rel in &created {
             let _ = self.pool.smgr().unlink(*rel);
         }
-        let mut catalog = current.clone();
-        catalog.aborted.insert(txn.xid);
-        catalog.next_xid = txn.xid + 1;
-        // If this publish fails, the persisted next_xid is still txn.xid, which start-up
-        // marks aborted: the rows stay invisible either way.
-        let _ = catalog.publish(&self.data_dir, self.pool.smgr().fsync_enabled());
+    }
+
+    /// Publish the sequences' values with an empty commit (after a read-only statement
+    /// moved one) unless a writer holds the lock: its commit or rollback records them.
+    pub(crate) fn record_sequences(&self) -> Result<()> {
+        let Some(lock) = self.write_lock.try_acquire() else { return Ok(()) };
+        let mut catalog = (*self.catalog()).clone();
+        self.sequences.record_into(&mut catalog.sequences);
+        catalog.publish(&self.data_dir, self.pool.smgr().fsync_enabled())?;
         *self.catalog.write() = Arc::new(catalog);
+        drop(lock);
+        Ok(())
     }
 }
 

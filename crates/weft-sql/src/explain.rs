@@ -185,7 +185,7 @@ pub(crate) fn explain(
 ) -> Result<QueryResult> {
     let options = parse_options(analyze, verbose, format, options)?;
     let planning_began = Instant::now();
-    let catalog = session.db.catalog();
+    let catalog = session.catalog();
     let (plan, insert_into) = match statement {
         Statement::Query(query) => (statements::plan(session, &catalog, query)?.plan, None),
         Statement::CreateTable(create) if create.query.is_some() => {

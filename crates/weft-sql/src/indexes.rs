@@ -119,10 +119,9 @@ pub fn create_index(session: &mut Session, create: &ast::CreateIndex, cancel: &C
     }
     let options = index_options(&create.with)?;
     let table_name = object_name(&create.table_name)?;
-    let db = session.db.clone();
     let mut notices = Vec::new();
     let mut report = None;
-    db.write(|txn| {
+    session.write(|txn| {
         let table = txn.catalog.table(&table_name)?.clone();
         let (columns, names) = index_columns(&table, &create.columns, |name| {
             Error::new(SqlState::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist"))
@@ -453,8 +452,7 @@ fn write_empty(db: &Database, rel: RelFileLocator, desc: &BTreeDesc) -> Result<(
 
 pub fn drop_indexes(session: &mut Session, names: &[ast::ObjectName], if_exists: bool) -> Result<QueryResult> {
     let mut notices = Vec::new();
-    let db = session.db.clone();
-    db.write(|txn| {
+    session.write(|txn| {
         for name in names {
             let name = object_name(name)?;
             if let Some(index) = txn.catalog.indexes.get(&name).filter(|i| i.constraint.is_some()) {
@@ -503,6 +501,11 @@ pub(crate) fn truncate_indexes_of(db: &Database, txn: &mut WriteTxn, table: &Tab
 
 /// `REINDEX [ (VERBOSE) ] { INDEX | TABLE } name`, which sqlparser does not parse: the
 /// statement text is recognised here. `None` when `sql` is not a REINDEX.
+/// Is `sql` a REINDEX statement (which sqlparser does not know)?
+pub fn is_reindex(sql: &str) -> bool {
+    sql.split_whitespace().next().is_some_and(|w| w.eq_ignore_ascii_case("reindex"))
+}
+
 pub fn try_reindex(session: &mut Session, sql: &str, cancel: &CancelToken) -> Option<Result<QueryResult>> {
     let text = sql.trim().trim_end_matches(';').trim();
     let words: Vec<&str> = text.split_whitespace().collect();
@@ -537,7 +540,7 @@ fn reindex(session: &mut Session, index: Option<&str>, table: Option<&str>, canc
     let db = session.db.clone();
     let mut notices = Vec::new();
     let mut last = None;
-    db.write(|txn| {
+    session.write(|txn| {
         let names: Vec<String> = match (index, table) {
             (Some(name), _) => {
                 if !txn.catalog.indexes.contains_key(name) {
@@ -577,9 +580,8 @@ fn reindex(session: &mut Session, index: Option<&str>, table: Option<&str>, canc
 pub fn alter_table(session: &mut Session, alter: &Statement, cancel: &CancelToken) -> Result<QueryResult> {
     let Statement::AlterTable(alter) = alter else { return Err(Error::internal("not an ALTER TABLE")) };
     let name = object_name(&alter.name)?;
-    let db = session.db.clone();
     let mut notices = Vec::new();
-    db.write(|txn| {
+    session.write(|txn| {
         if !txn.catalog.tables.contains_key(&name) {
             if alter.if_exists {
                 return Ok(());
@@ -982,7 +984,7 @@ fn run_index_check(session: &Session, f: &ast::Function) -> Result<QueryResult> 
         }
     }
     let name = name.ok_or_else(usage)?;
-    let catalog = session.db.catalog();
+    let catalog = session.catalog();
     let index = catalog.indexes.get(&name).ok_or_else(|| {
         if catalog.tables.contains_key(&name) { not_an_index(&name) } else { undefined_index(&name) }
     })?;

@@ -25,6 +25,7 @@ mod setop;
 pub mod settings;
 mod statements;
 mod subplan;
+mod transaction;
 mod upsert;
 
 pub use api::{CancelHandle, ColumnInfo, Database, ProgressHandle, QueryResult, RelationDescription, RelationInfo, Session};

@@ -71,7 +71,7 @@ pub fn delete(session: &mut Session, delete: &ast::Delete, cancel: &CancelToken)
         returning: delete.returning.as_ref(),
     };
     let db = session.db.clone();
-    let (deleted, returning, returned) = db.write(|txn| {
+    let (deleted, returning, returned) = session.write(|txn| {
         let mut table = txn.catalog.table(&table_name)?.clone();
         let (changes, returning) = with_plan_context(session, &txn.catalog, |ctx| {
             Finder { session, txn, ctx, table: &table, alias: &alias, cancel }.find_changes(&request)
@@ -115,7 +115,7 @@ pub fn update(session: &mut Session, update: &ast::Update, cancel: &CancelToken)
         returning: update.returning.as_ref(),
     };
     let db = session.db.clone();
-    let (updated, returning, returned) = db.write(|txn| {
+    let (updated, returning, returned) = session.write(|txn| {
         let mut table = txn.catalog.table(&table_name)?.clone();
         let (changes, returning) = with_plan_context(session, &txn.catalog, |ctx| {
             Finder { session, txn, ctx, table: &table, alias: &alias, cancel }.find_changes(&request)

@@ -89,7 +89,7 @@ pub fn create_sequence(
         ));
     }
     let mut notices = Vec::new();
-    session.db.clone().write(|txn| {
+    session.write(|txn| {
         if txn.catalog.relation_exists(&name) {
             if if_not_exists {
                 notices.push(format!("NOTICE:  relation \"{name}\" already exists, skipping"));
@@ -119,7 +119,7 @@ pub fn create_sequence(
 /// `DROP SEQUENCE [IF EXISTS] a, b`. A serial column's sequence goes only with its table.
 pub fn drop_sequences(session: &mut Session, names: &[ast::ObjectName], if_exists: bool) -> Result<QueryResult> {
     let mut notices = Vec::new();
-    session.db.clone().write(|txn| {
+    session.write(|txn| {
         for name in names {
             let name = object_name(name)?;
             match txn.catalog.sequences.get(&name) {

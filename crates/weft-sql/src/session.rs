@@ -33,6 +33,15 @@ pub struct Session {
     pub(crate) last_index_build: Mutex<Option<weft_access::index_build::IndexBuildReport>>,
     /// The running maintenance statement's progress (CREATE INDEX, REINDEX), if any.
     pub(crate) progress: ProgressHandle,
+    /// The open transaction block, if any (`transaction.rs`).
+    pub(crate) block: Mutex<Option<crate::transaction::Block>>,
+}
+
+impl Drop for Session {
+    /// A session that goes away inside a block rolls it back, as a closed connection does.
+    fn drop(&mut self) {
+        self.abandon_block();
+    }
 }
 
 /// Reads the progress of the statement a session is running, from another thread (the
@@ -89,8 +98,19 @@ impl Database {
             last_sort_reports: Mutex::new(Vec::new()),
             progress: ProgressHandle::default(),
             last_index_build: Mutex::new(None),
+            block: Mutex::new(None),
         }
     }
+}
+
+/// A caught panic as an internal error.
+pub(crate) fn panic_error(panic: Box<dyn std::any::Any + Send>) -> Error {
+    let message = panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "unknown".into());
+    Error::internal(format!("internal error: {message}"))
 }
 
 /// sqlparser's message → PostgreSQL's `syntax error at or near "x"`.
@@ -113,33 +133,42 @@ impl Session {
     }
 
     /// Run SQL text holding one statement (or several separated by `;`, in which case the
-    /// result of the last is returned). An empty string gives an empty result.
+    /// result of the last is returned). An empty string gives an empty result. Each
+    /// statement commits on its own unless a transaction block is open (`BEGIN`); an error
+    /// inside a block puts it in the failed state.
     pub fn execute(&mut self, sql: &str) -> Result<QueryResult> {
         // sqlparser does not know REINDEX.
         let token = CancelToken::new();
         *self.cancel.lock() = token.clone();
-        if let Some(outcome) = crate::indexes::try_reindex(self, sql, &token) {
-            let mut result = outcome?;
-            result.notices.splice(0..0, self.pending_notices.lock().drain(..));
-            return Ok(result);
+        if crate::indexes::is_reindex(sql) {
+            self.check_not_failed()?;
+            if let Some(outcome) = crate::indexes::try_reindex(self, sql, &token) {
+                let mut result = self.after_statement(outcome)?;
+                result.notices.splice(0..0, self.pending_notices.lock().drain(..));
+                return Ok(result);
+            }
         }
-        let statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(syntax_error)?;
+        let statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(syntax_error);
+        let statements = self.after_statement(statements)?;
         let mut last = QueryResult::command("");
         let mut notices = Vec::new();
         for statement in &statements {
             let token = CancelToken::new();
             *self.cancel.lock() = token.clone();
-            let mut outcome = self.execute_statement(statement, &token);
+            let mut outcome = match crate::transaction::control(self, statement) {
+                Some(outcome) => outcome,
+                None => self.check_not_failed().and_then(|()| self.execute_statement(statement, &token)),
+            };
             // A statement that moved a sequence without committing anything (a SELECT of
             // nextval) commits nothing but the sequences' values, so that none is reused.
             if self.db.sequences.moved() {
-                if let Err(e) = self.db.write(|_| Ok(())) {
+                if let Err(e) = self.db.record_sequences() {
                     outcome = outcome.and(Err(e));
                 }
             }
             // Execution notices come first: they were raised before the statement's own.
             notices.append(&mut self.pending_notices.lock());
-            let mut result = outcome?;
+            let mut result = self.after_statement(outcome)?;
             notices.append(&mut result.notices);
             last = result;
         }
@@ -147,21 +176,29 @@ impl Session {
         Ok(last)
     }
 
-    fn execute_statement(&mut self, statement: &Statement, cancel: &CancelToken) -> Result<QueryResult> {
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            statements::execute(self, statement, cancel)
-        }));
-        match result {
-            Ok(outcome) => outcome,
-            Err(panic) => {
-                let message = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "unknown".into());
-                Err(Error::internal(format!("internal error: {message}")))
-            }
+    /// An error fails the open transaction block, if any.
+    fn after_statement<T>(&self, outcome: Result<T>) -> Result<T> {
+        if outcome.is_err() {
+            self.fail_block();
         }
+        outcome
+    }
+
+    /// The cancel token of the running statement.
+    pub(crate) fn current_cancel_token(&self) -> CancelToken {
+        self.cancel.lock().clone()
+    }
+
+    /// `lock_timeout`: how long a writer waits for the database's write lock (none: until
+    /// canceled).
+    pub(crate) fn lock_timeout(&self) -> Option<std::time::Duration> {
+        let ms = self.settings.integer("lock_timeout");
+        (ms > 0).then(|| std::time::Duration::from_millis(ms as u64))
+    }
+
+    fn execute_statement(&mut self, statement: &Statement, cancel: &CancelToken) -> Result<QueryResult> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| statements::execute(self, statement, cancel)))
+            .unwrap_or_else(|panic| Err(panic_error(panic)))
     }
 
     pub fn cancel_handle(&self) -> CancelHandle {
@@ -195,7 +232,7 @@ impl Session {
     /// The tables and indexes for `\d`, `\dt` and `\di` (and their `+` forms), sorted by
     /// name (bytewise, as PostgreSQL sorts `name`).
     pub fn list_relations(&self) -> Vec<RelationInfo> {
-        let catalog = self.db.catalog();
+        let catalog = self.catalog();
         let tables = catalog.tables.values().map(|t| RelationInfo {
             name: t.name.clone(),
             kind: "table".into(),
@@ -215,7 +252,7 @@ impl Session {
 
     /// `\d NAME` (NAME exact, as stored): a table with its indexes, or an index.
     pub fn describe(&self, name: &str) -> Result<RelationDescription> {
-        let catalog = self.db.catalog();
+        let catalog = self.catalog();
         let not_found = || Error::new(SqlState::UNDEFINED_TABLE, format!("Did not find any relation named \"{name}\"."));
         if let Some(index) = catalog.indexes.get(name) {
             let table = catalog.tables.get(&index.table).ok_or_else(not_found)?;

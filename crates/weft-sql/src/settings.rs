@@ -73,6 +73,7 @@ const DEFINITIONS: &[Definition] = &[
     Definition { name: "DateStyle", kind: Kind::Text, default: "ISO, MDY", context: Context::Session, description: "Sets the display format for date and time values." },
     Definition { name: "TimeZone", kind: Kind::Text, default: "UTC", context: Context::Session, description: "Sets the time zone for displaying and interpreting time stamps." },
     Definition { name: "extra_float_digits", kind: Kind::Integer { min: -15, max: 3 }, default: "1", context: Context::Session, description: "Sets the number of digits displayed for floating-point values." },
+    Definition { name: "lock_timeout", kind: Kind::Integer { min: 0, max: i32::MAX as i64 }, default: "0", context: Context::Session, description: "Sets the maximum allowed duration (in milliseconds) of any wait for a lock: in weft, for the database's write lock, which a writing statement or a transaction block that has written holds. 0 waits until canceled." },
     Definition { name: "statement_timeout", kind: Kind::Integer { min: 0, max: i32::MAX as i64 }, default: "0", context: Context::Session, description: "Accepted for compatibility; not enforced." },
 ];
 
@@ -204,6 +205,15 @@ impl Settings {
         }
         self.session.remove(def.name);
         Ok(())
+    }
+
+    /// Take `name`'s SET value (or its absence) from `other`.
+    pub(crate) fn copy_value(&mut self, other: &Settings, name: &str) {
+        let Ok(def) = definition(name) else { return };
+        match other.session.get(def.name) {
+            Some(value) => self.session.insert(def.name, value.clone()),
+            None => self.session.remove(def.name),
+        };
     }
 
     pub fn reset_all(&mut self) {

@@ -47,8 +47,15 @@ pub fn execute(session: &mut Session, statement: &Statement, cancel: &CancelToke
         Statement::ShowVariable { variable } => show(session, variable),
         Statement::Reset(reset) => {
             match &reset.reset {
-                ast::Reset::ALL => session.settings.reset_all(),
-                ast::Reset::ConfigurationParameter(name) => session.settings.reset(&object_name(name)?)?,
+                ast::Reset::ALL => {
+                    session.settings.reset_all();
+                    session.note_session_setting(None);
+                }
+                ast::Reset::ConfigurationParameter(name) => {
+                    let name = object_name(name)?;
+                    session.settings.reset(&name)?;
+                    session.note_session_setting(Some(&name));
+                }
                 other => return Err(Error::not_supported(format!("RESET {other:?}"))),
             }
             Ok(QueryResult::command("RESET"))
@@ -56,9 +63,6 @@ pub fn execute(session: &mut Session, statement: &Statement, cancel: &CancelToke
         Statement::Copy { source, to, target, options, legacy_options, .. } => {
             crate::copy::copy(session, source, *to, target, options, legacy_options, cancel)
         }
-        Statement::StartTransaction { .. } | Statement::Commit { .. } | Statement::Rollback { .. } => Err(
-            Error::not_supported("transaction blocks are not supported yet: every statement commits on its own"),
-        ),
         other => Err(Error::not_supported(format!("statement not supported: {}", first_words(&other.to_string())))),
     }
 }
@@ -184,7 +188,7 @@ fn select(session: &mut Session, query: &ast::Query, cancel: &CancelToken) -> Re
     if let Some(outcome) = crate::indexes::try_index_check(session, query) {
         return outcome;
     }
-    let catalog = session.db.catalog();
+    let catalog = session.catalog();
     let planned = plan(session, &catalog, query)?;
     let ctx = exec_context(session, cancel);
     let outcome = run_query_plan(&planned.plan, &ctx);
@@ -205,9 +209,8 @@ fn create_table(session: &mut Session, create: &ast::CreateTable, cancel: &Cance
         return Err(Error::not_supported("only plain CREATE TABLE is supported"));
     }
     let name = object_name(&create.name)?;
-    let db = session.db.clone();
     let mut notices = Vec::new();
-    let tag = db.write(|txn| {
+    let tag = session.write(|txn| {
         if txn.catalog.relation_exists(&name) {
             if create.if_not_exists {
                 notices.push(format!("NOTICE:  relation \"{name}\" already exists, skipping"));
@@ -409,8 +412,7 @@ fn create_table_as(
 
 fn drop_tables(session: &mut Session, names: &[ast::ObjectName], if_exists: bool) -> Result<QueryResult> {
     let mut notices = Vec::new();
-    let db = session.db.clone();
-    db.write(|txn| {
+    session.write(|txn| {
         for name in names {
             let name = object_name(name)?;
             match txn.catalog.tables.remove(&name) {
@@ -438,7 +440,7 @@ fn drop_tables(session: &mut Session, names: &[ast::ObjectName], if_exists: bool
 
 fn truncate(session: &mut Session, targets: &[ast::TruncateTableTarget]) -> Result<QueryResult> {
     let db = session.db.clone();
-    db.write(|txn| {
+    session.write(|txn| {
         for target in targets {
             let name = object_name(&target.name)?;
             let old = txn.catalog.table(&name)?.locator();
@@ -527,8 +529,7 @@ fn insert_into(session: &mut Session, insert: &ast::Insert, cancel: &CancelToken
         Some(other) => return Err(Error::not_supported(format!("INSERT ... {other}"))),
     };
     let table_name = insert_table_name(insert)?;
-    let db = session.db.clone();
-    let (inserted, returning, returned) = db.write(|txn| {
+    let (inserted, returning, returned) = session.write(|txn| {
         let table = txn.catalog.table(&table_name)?.clone();
         let plan = insert_source_plan(session, txn, &table, insert)?;
         let returning = with_plan_context(session, &txn.catalog, |ctx| {
@@ -734,27 +735,37 @@ pub(crate) fn append_step(plan: Plan, step: Step, label: ScanLabel) -> Plan {
     }
 }
 
+/// `SET [SESSION | LOCAL] name = value | DEFAULT`, `SET [LOCAL] TIME ZONE value`. Inside a
+/// transaction block a SET is undone by ROLLBACK and a SET LOCAL lasts until the block
+/// ends; outside one, SET LOCAL warns and has no effect, as in PostgreSQL.
 fn set_statement(session: &mut Session, set: &ast::Set) -> Result<QueryResult> {
-    match set {
-        ast::Set::SingleAssignment { variable, values, .. } => {
-            let name = object_name(variable)?;
+    let (name, value, local) = match set {
+        ast::Set::SingleAssignment { scope, variable, values, .. } => {
             let value = match values.as_slice() {
-                [ast::Expr::Identifier(i)] if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none() => {
-                    session.settings.reset(&name)?;
-                    return Ok(QueryResult::command("SET"));
-                }
-                [single] => setting_value_text(single)?,
-                many => many.iter().map(setting_value_text).collect::<Result<Vec<_>>>()?.join(", "),
+                [ast::Expr::Identifier(i)] if i.value.eq_ignore_ascii_case("default") && i.quote_style.is_none() => None,
+                [single] => Some(setting_value_text(single)?),
+                many => Some(many.iter().map(setting_value_text).collect::<Result<Vec<_>>>()?.join(", ")),
             };
-            session.settings.set(&name, &value)?;
-            Ok(QueryResult::command("SET"))
+            (object_name(variable)?, value, matches!(scope, Some(ast::ContextModifier::Local)))
         }
-        ast::Set::SetTimeZone { value, .. } => {
-            session.settings.set("TimeZone", &setting_value_text(value)?)?;
-            Ok(QueryResult::command("SET"))
-        }
-        other => Err(Error::not_supported(format!("{other}"))),
+        ast::Set::SetTimeZone { local, value } => ("TimeZone".to_string(), Some(setting_value_text(value)?), *local),
+        other => return Err(Error::not_supported(format!("{other}"))),
+    };
+    let apply = |settings: &mut Settings| match &value {
+        None => settings.reset(&name),
+        Some(value) => settings.set(&name, value),
+    };
+    if local && !session.in_transaction_block() {
+        apply(&mut session.settings.clone())?;
+        let mut result = QueryResult::command("SET");
+        result.notices.push("WARNING:  SET LOCAL can only be used in transaction blocks".to_string());
+        return Ok(result);
     }
+    apply(&mut session.settings)?;
+    if !local {
+        session.note_session_setting(Some(&name));
+    }
+    Ok(QueryResult::command("SET"))
 }
 
 fn setting_value_text(expr: &ast::Expr) -> Result<String> {

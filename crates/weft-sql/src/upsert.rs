@@ -71,8 +71,7 @@ pub(crate) fn insert_on_conflict_update(
             .with_hint("For example, ON CONFLICT (column_name)."));
     };
     let table_name = insert_table_name(insert)?;
-    let db = session.db.clone();
-    let (changed, returning, returned) = db.write(|txn| {
+    let (changed, returning, returned) = session.write(|txn| {
         let table = txn.catalog.table(&table_name)?.clone();
         let plan = insert_source_plan(session, txn, &table, insert)?;
         let arbiters = conflict_arbiters(&txn.catalog, &table, Some(target))?;

@@ -132,6 +132,15 @@ impl Sequences {
         }
     }
 
+    /// After a statement of a transaction block: sequences it created can be used (by
+    /// the block; dropped ones stay until the block commits).
+    pub fn add_created(&self, catalog: &BTreeMap<String, SequenceMeta>) {
+        let mut state = self.state.lock();
+        for (name, seq) in catalog {
+            state.entry(name.clone()).or_insert_with(|| seq.clone());
+        }
+    }
+
     /// After a commit: take the published set of sequences (created ones appear, dropped
     /// ones go; the others keep their run-time values).
     pub fn install(&self, catalog: &BTreeMap<String, SequenceMeta>) {
