@@ -1,5 +1,6 @@
 //! The interactive shell: rustyline line editing, history in `~/.weft_history`, prompts
-//! `weft=> ` (new statement) and `weft-> ` (continuation), statements run when their `;` is
+//! `weft=> ` (new statement) and `weft-> ` (continuation), with psql's `*` inside a transaction
+//! block and `!` inside a failed one, statements run when their `;` is
 //! typed, backslash commands at the start of a line.
 //!
 //! Ctrl-C at the prompt (read by rustyline as a key, the terminal being in raw mode) throws
@@ -16,8 +17,19 @@ use crate::cancel;
 use crate::runner::{Outcome, Runner};
 use crate::script::Splitter;
 
-const PROMPT: &str = "weft=> ";
-const PROMPT_CONTINUE: &str = "weft-> ";
+/// psql's prompts: `=>` for a new statement, `=*>` inside a transaction block, `=!>` inside
+/// a failed one; `->` (and `-*>`, `-!>`) for a continuation line.
+fn prompt(runner: &Runner, continuation: bool) -> &'static str {
+    let failed = runner.session.in_failed_transaction_block();
+    match (continuation, failed, runner.session.in_transaction_block()) {
+        (false, true, _) => "weft=!> ",
+        (false, false, true) => "weft=*> ",
+        (false, false, false) => "weft=> ",
+        (true, true, _) => "weft-!> ",
+        (true, false, true) => "weft-*> ",
+        (true, false, false) => "weft-> ",
+    }
+}
 const HISTORY_FILE_NAME: &str = ".weft_history";
 /// History entries kept across sessions.
 const HISTORY_ENTRIES_MAX: usize = 1000;
@@ -44,8 +56,7 @@ pub fn run(runner: &mut Runner, data_dir: &str) -> Result<(), String> {
     let mut items = Vec::new();
     let mut line_number = 0;
     'lines: loop {
-        let prompt = if splitter.is_empty() { PROMPT } else { PROMPT_CONTINUE };
-        let line = match editor.readline(prompt) {
+        let line = match editor.readline(prompt(runner, !splitter.is_empty())) {
             Ok(line) => line,
             Err(ReadlineError::Interrupted) => {
                 splitter.clear();
