@@ -10,16 +10,9 @@ use std::collections::BTreeMap;
 
 use weft_sql::{Database, Datum, Session};
 
-struct Rng(u64);
+mod common;
 
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-}
+use common::Rng;
 
 type Table = Vec<(i32, Option<i32>)>;
 
