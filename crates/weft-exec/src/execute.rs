@@ -250,6 +250,12 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
             Ok(rows)
         }
         Plan::Sort(sort) => execute_sort_node(plan, sort, ctx, crate::sort::RowWindow::ALL),
+        Plan::Window(window) => {
+            let began = Instant::now();
+            let rows = crate::window::execute_window(window, ctx)?;
+            crate::window::record(plan, ctx, began, rows.len());
+            Ok(rows)
+        }
     }
 }
 
@@ -261,7 +267,7 @@ pub fn execute_discarding(plan: &Plan, ctx: &ExecContext) -> Result<u64> {
             let began = Instant::now();
             let reports_before = ctx.sort_reports.lock().len();
             let (_, produced) = crate::sort::execute_sort(sort, ctx, crate::sort::RowWindow::NONE)?;
-            record_sort(plan, ctx, began, reports_before, produced);
+            record_sort_node(plan, ctx, began, reports_before, produced);
             Ok(produced)
         }
         other => Ok(execute(other, ctx)?.len() as u64),
@@ -273,13 +279,13 @@ fn execute_sort_node(plan: &Plan, sort: &crate::plan::SortPlan, ctx: &ExecContex
     let began = Instant::now();
     let reports_before = ctx.sort_reports.lock().len();
     let (rows, produced) = crate::sort::execute_sort(sort, ctx, window)?;
-    record_sort(plan, ctx, began, reports_before, produced);
+    record_sort_node(plan, ctx, began, reports_before, produced);
     Ok(rows)
 }
 
 /// The statistics of a sort node that began at `began`, when `reports_before` sort
 /// reports existed; `rows` is what it produced.
-fn record_sort(plan: &Plan, ctx: &ExecContext, began: Instant, reports_before: usize, rows: u64) {
+pub(crate) fn record_sort_node(plan: &Plan, ctx: &ExecContext, began: Instant, reports_before: usize, rows: u64) {
     // Sorts nested in the input finished before this one: the last report is its.
     let reports_after = ctx.sort_reports.lock().len();
     let sort_report = (reports_after > reports_before).then(|| reports_after - 1);

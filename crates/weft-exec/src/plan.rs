@@ -309,6 +309,113 @@ pub enum Plan {
     /// `SELECT DISTINCT ON` over its sorted input. Rows keep their first `output_width`
     /// columns.
     Unique { input: Box<Plan>, keys: Vec<usize>, output_width: usize },
+    /// Window functions over the input's rows, which arrive sorted by the partition and
+    /// order keys (`window/`): each row leaves with one more column per function, then
+    /// `output` is applied.
+    Window(WindowPlan),
+}
+
+/// One `WindowAgg` node: every function shares its partitioning, ordering and frame.
+#[derive(Clone, Debug)]
+pub struct WindowPlan {
+    /// Sorted by `partition_by` then `order_by` (a Sort, or a window node below that
+    /// left its rows in an order this one can use).
+    pub input: Box<Plan>,
+    /// Input columns: rows equal on all of them (NULLs equal) form one partition.
+    pub partition_by: Vec<usize>,
+    /// Input columns and directions of the window's ORDER BY: rows equal on all of them
+    /// are *peers*.
+    pub order_by: Vec<SortKey>,
+    pub frame: WindowFrame,
+    pub functions: Vec<WindowCall>,
+    /// Steps over `input row ++ one value per function`.
+    pub output: Vec<Step>,
+    /// Columns of an input row; the function values follow them.
+    pub input_width: usize,
+}
+
+/// A window function call; its arguments are expressions over the input row.
+#[derive(Clone, Debug)]
+pub struct WindowCall {
+    pub function: WindowFunction,
+    pub args: Vec<Expr>,
+    pub result_type: DataType,
+}
+
+#[derive(Clone, Debug)]
+pub enum WindowFunction {
+    RowNumber,
+    Rank,
+    DenseRank,
+    PercentRank,
+    CumeDist,
+    /// `ntile(buckets)`: the argument is read at the partition's first row.
+    Ntile,
+    /// `lag(value [, offset [, default]])` and `lead`: the value at a row `offset` before
+    /// (after) the current one in the partition, ignoring the frame.
+    Lag,
+    Lead,
+    FirstValue,
+    LastValue,
+    /// `nth_value(value, n)`: the value at the frame's n-th row (1-based).
+    NthValue,
+    /// An aggregate over the frame (its `arg`/`filter` are over the input row; `args` is empty).
+    Aggregate(AggregateCall),
+}
+
+impl WindowFunction {
+    /// The name PostgreSQL prints.
+    pub fn name(&self) -> &'static str {
+        match self {
+            WindowFunction::RowNumber => "row_number",
+            WindowFunction::Rank => "rank",
+            WindowFunction::DenseRank => "dense_rank",
+            WindowFunction::PercentRank => "percent_rank",
+            WindowFunction::CumeDist => "cume_dist",
+            WindowFunction::Ntile => "ntile",
+            WindowFunction::Lag => "lag",
+            WindowFunction::Lead => "lead",
+            WindowFunction::FirstValue => "first_value",
+            WindowFunction::LastValue => "last_value",
+            WindowFunction::NthValue => "nth_value",
+            WindowFunction::Aggregate(_) => "aggregate",
+        }
+    }
+}
+
+/// `ROWS`, `RANGE` or `GROUPS`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameUnits {
+    Rows,
+    Range,
+    Groups,
+}
+
+/// One end of a frame. Offsets are constant expressions (no column), evaluated once when
+/// the node starts: bigint for ROWS and GROUPS, for RANGE of a type that can be added to
+/// the ordering column.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FrameBound {
+    UnboundedPreceding,
+    Preceding(Expr),
+    CurrentRow,
+    Following(Expr),
+    UnboundedFollowing,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct WindowFrame {
+    pub units: FrameUnits,
+    pub start: FrameBound,
+    pub end: FrameBound,
+}
+
+impl WindowFrame {
+    /// PostgreSQL's default: `RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW` (with
+    /// an ORDER BY, the current row's peers; without, the whole partition).
+    pub fn default_frame() -> WindowFrame {
+        WindowFrame { units: FrameUnits::Range, start: FrameBound::UnboundedPreceding, end: FrameBound::CurrentRow }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -339,6 +446,7 @@ impl Plan {
             Plan::Limit { input, .. } | Plan::Unique { input, .. } => input.reads_relation(rel),
             Plan::Sort(sort) => sort.input.reads_relation(rel),
             Plan::SetOp(setop) => setop.inputs.iter().any(|p| p.reads_relation(rel)),
+            Plan::Window(window) => window.input.reads_relation(rel),
         }
     }
 }
@@ -375,6 +483,21 @@ impl Plan {
             Plan::Limit { input, .. } | Plan::Unique { input, .. } => input.for_each_expr(f),
             Plan::Sort(sort) => sort.input.for_each_expr(f),
             Plan::SetOp(setop) => setop.inputs.iter().for_each(|p| p.for_each_expr(f)),
+            Plan::Window(window) => {
+                window.input.for_each_expr(f);
+                for call in &window.functions {
+                    call.args.iter().for_each(|e| f(e));
+                    if let WindowFunction::Aggregate(aggregate) = &call.function {
+                        aggregate.exprs().for_each(|e| f(e));
+                    }
+                }
+                for bound in [&window.frame.start, &window.frame.end] {
+                    if let FrameBound::Preceding(e) | FrameBound::Following(e) = bound {
+                        f(e);
+                    }
+                }
+                window.output.iter().for_each(|step| step.for_each_expr(f));
+            }
         }
     }
 }

@@ -94,6 +94,44 @@ pub(crate) fn execute_sort(sort: &SortPlan, ctx: &ExecContext, window: RowWindow
     })
 }
 
+/// Sort and hand the rows (cut to the plan's output width) to `consume` in order, one
+/// at a time: a single merge is read as it is consumed, never collected; key ranges
+/// merged in parallel are decoded a range at a time.
+pub(crate) fn for_each_sorted_row(sort: &SortPlan, ctx: &ExecContext, mut consume: impl FnMut(Row) -> Result<()> + Send) -> Result<()> {
+    let layout = RowLayout::new(&sort.types);
+    let decode = |tuple: &[u8]| -> Result<Row> {
+        let mut row = Vec::with_capacity(sort.types.len());
+        layout.decode_into(tuple, &mut row)?;
+        row.truncate(sort.output_width);
+        Ok(row)
+    };
+    match run_sort(sort, ctx)? {
+        SortOutput::Merge(finished) => finished.merge(ctx, |merger, limit| {
+            let mut n = 0u64;
+            while limit.is_none_or(|l| n < l) {
+                let Some(tuple) = merger.next()? else { break };
+                consume(decode(tuple)?)?;
+                n += 1;
+            }
+            Ok(())
+        }),
+        SortOutput::Ranges(ranges) => {
+            let pack = |_first_row: u64, merger: &mut Merger| -> Result<Vec<Row>> {
+                let mut rows = Vec::new();
+                while let Some(tuple) = merger.next()? {
+                    rows.push(decode(tuple)?);
+                }
+                Ok(rows)
+            };
+            let feed = |part: Vec<Row>| -> Result<Option<()>> {
+                part.into_iter().try_for_each(&mut consume)?;
+                Ok(Some(()))
+            };
+            ranges.merge_in_order(ctx, pack, feed, |()| Ok(()))
+        }
+    }
+}
+
 /// What the consumer of an ordered output receives, in order: a tuple of a merge read by
 /// the leader, or a whole key range that a participant merged and packed with `pack`.
 pub(crate) enum Ordered<'a, P> {

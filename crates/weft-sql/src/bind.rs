@@ -157,12 +157,20 @@ pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
 /// Does this AST contain an aggregate call (outside subqueries)? An aggregate inside a
 /// `(SELECT ...)`, `EXISTS` or `IN (SELECT ...)` belongs to that subquery's level.
 pub fn contains_aggregate(expr: &ast::Expr) -> bool {
+    // `sum(x) OVER (...)` is a window function; its arguments may hold aggregates.
+    contains_call(expr, |f| f.over.is_none() && object_name(&f.name).is_ok_and(|name| aggregate_function(&name).is_some()))
+}
+
+/// Does this AST contain a function call `is_wanted` accepts, at this query level (not
+/// inside a subquery)?
+pub fn contains_call(expr: &ast::Expr, is_wanted: impl Fn(&ast::Function) -> bool) -> bool {
     use ast::Visit;
     /// Counts the queries it is inside; only calls at depth 0 are this level's.
-    struct Finder {
+    struct Finder<F> {
         query_depth: usize,
+        is_wanted: F,
     }
-    impl ast::Visitor for Finder {
+    impl<F: Fn(&ast::Function) -> bool> ast::Visitor for Finder<F> {
         type Break = ();
         fn pre_visit_query(&mut self, _query: &ast::Query) -> ControlFlow<()> {
             self.query_depth += 1;
@@ -173,16 +181,13 @@ pub fn contains_aggregate(expr: &ast::Expr) -> bool {
             ControlFlow::Continue(())
         }
         fn pre_visit_expr(&mut self, e: &ast::Expr) -> ControlFlow<()> {
-            if let ast::Expr::Function(f) = e {
-                let is_aggregate = object_name(&f.name).is_ok_and(|name| aggregate_function(&name).is_some());
-                if is_aggregate && self.query_depth == 0 {
-                    return ControlFlow::Break(());
-                }
+            match e {
+                ast::Expr::Function(f) if self.query_depth == 0 && (self.is_wanted)(f) => ControlFlow::Break(()),
+                _ => ControlFlow::Continue(()),
             }
-            ControlFlow::Continue(())
         }
     }
-    expr.visit(&mut Finder { query_depth: 0 }).is_break()
+    expr.visit(&mut Finder { query_depth: 0, is_wanted }).is_break()
 }
 
 pub struct Binder<'a> {
@@ -191,15 +196,17 @@ pub struct Binder<'a> {
     /// Plans scalar subqueries (`(SELECT ...)`) into init plans; without it they are
     /// rejected (a place that binds before any planning context exists).
     pub planner: Option<&'a PlanContext<'a>>,
+    /// Where window function calls go (`window.rs`); without it they are rejected.
+    pub windows: Option<&'a mut crate::window::WindowContext>,
 }
 
 impl<'a> Binder<'a> {
     pub fn new(scope: &'a Scope) -> Binder<'a> {
-        Binder { scope, aggregates: None, planner: None }
+        Binder { scope, aggregates: None, planner: None, windows: None }
     }
 
     pub fn with_aggregates(scope: &'a Scope, aggregates: &'a mut AggregateContext) -> Binder<'a> {
-        Binder { scope, aggregates: Some(aggregates), planner: None }
+        Binder { scope, aggregates: Some(aggregates), planner: None, windows: None }
     }
 
     /// Let the binder plan scalar subqueries with `ctx`.
@@ -208,7 +215,18 @@ impl<'a> Binder<'a> {
         self
     }
 
+    /// Let the binder take window function calls into `windows`.
+    pub fn windowing(mut self, windows: &'a mut crate::window::WindowContext) -> Binder<'a> {
+        self.windows = Some(windows);
+        self
+    }
+
     pub fn bind(&mut self, expr: &ast::Expr) -> Result<Expr> {
+        if let ast::Expr::Function(f) = expr {
+            if f.over.is_some() {
+                return crate::window::bind_window_call(self, f);
+            }
+        }
         if self.aggregates.is_some() {
             if let Some(bound) = self.bind_aggregate_node(expr)? {
                 return Ok(bound);
@@ -223,8 +241,8 @@ impl<'a> Binder<'a> {
             let name = object_name(&f.name)?;
             if let Some(function) = aggregate_function(&name) {
                 let (call, distinct) = {
-                    let mut plain = Binder { scope: self.scope, aggregates: None, planner: self.planner };
-                    plain.bind_aggregate_call(function, f)?
+                    let mut plain = Binder { scope: self.scope, aggregates: None, planner: self.planner, windows: None };
+                    plain.bind_aggregate_call(function, f, false)?
                 };
                 let aggregates = self.aggregates.as_mut().expect("aggregate mode");
                 let index = aggregates.group_by.len() + aggregates.calls.len();
@@ -249,8 +267,10 @@ impl<'a> Binder<'a> {
         Ok(None)
     }
 
-    /// The call, and whether it aggregates distinct values (`count(DISTINCT x)`).
-    fn bind_aggregate_call(&mut self, function: AggregateFunction, f: &ast::Function) -> Result<(AggregateCall, bool)> {
+    /// The call, and whether it aggregates distinct values (`count(DISTINCT x)`). A
+    /// window aggregate (`window`) is bound by a binder in aggregate mode when the query
+    /// groups, so its arguments may hold aggregates (`sum(sum(x)) OVER ()`).
+    pub(crate) fn bind_aggregate_call(&mut self, function: AggregateFunction, f: &ast::Function, window: bool) -> Result<(AggregateCall, bool)> {
         let name = object_name(&f.name)?;
         let list = match &f.args {
             ast::FunctionArguments::List(list) => list,
@@ -258,9 +278,6 @@ impl<'a> Binder<'a> {
             ast::FunctionArguments::Subquery(_) => return Err(Error::not_supported("subquery as function argument")),
         };
         let distinct = list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct);
-        if f.over.is_some() {
-            return Err(Error::not_supported(format!("{name} as a window function (OVER) is not supported yet")));
-        }
         if !f.within_group.is_empty() {
             return Err(Error::new(
                 SqlState::WRONG_OBJECT_TYPE,
@@ -275,7 +292,9 @@ impl<'a> Binder<'a> {
             }
         }
         let nested = |e: &ast::Expr| {
-            if contains_aggregate(e) {
+            if crate::window::contains_window(e) {
+                Err(Error::new(SqlState::GROUPING_ERROR, "aggregate function calls cannot contain window function calls"))
+            } else if contains_aggregate(e) && !window {
                 Err(Error::new(SqlState::GROUPING_ERROR, "aggregate function calls cannot be nested"))
             } else {
                 Ok(())
@@ -308,7 +327,7 @@ impl<'a> Binder<'a> {
             .ok_or_else(|| no_aggregate(&name, arg.iter().chain(&delimiter)))?;
         let filter = match &f.filter {
             Some(condition) => {
-                if contains_aggregate(condition) {
+                if contains_aggregate(condition) && !window {
                     return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in FILTER"));
                 }
                 Some(crate::planner::require_bool(self.bind(condition)?, "FILTER")?)
@@ -644,8 +663,8 @@ impl<'a> Binder<'a> {
                 },
             ));
         }
-        if f.over.is_some() {
-            return Err(Error::not_supported("window functions are not supported yet"));
+        if crate::window::is_window_function(&name) {
+            return Err(Error::new(SqlState::WRONG_OBJECT_TYPE, format!("window function {name} requires an OVER clause")));
         }
         let clauses = match &f.args {
             ast::FunctionArguments::List(list) => list.clauses.as_slice(),
@@ -720,7 +739,7 @@ fn null_if(args: Vec<Expr>) -> Result<Expr> {
 
 /// `function name(types) does not exist`, PostgreSQL's error for an aggregate without a
 /// matching signature.
-fn no_aggregate<'e>(name: &str, args: impl IntoIterator<Item = &'e Expr>) -> Error {
+pub(crate) fn no_aggregate<'e>(name: &str, args: impl IntoIterator<Item = &'e Expr>) -> Error {
     let types: Vec<&str> = args.into_iter().map(|a| if is_unknown_literal(a) { "unknown" } else { a.data_type().name() }).collect();
     Error::new(SqlState::UNDEFINED_FUNCTION, format!("function {name}({}) does not exist", types.join(", ")))
         .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")
@@ -751,12 +770,12 @@ fn distinct_call(call: &mut AggregateCall) -> Result<()> {
 }
 
 /// A branch PostgreSQL types `unknown`: an untyped NULL or a quoted literal.
-fn is_unknown_literal(expr: &Expr) -> bool {
+pub(crate) fn is_unknown_literal(expr: &Expr) -> bool {
     matches!(expr, Expr::Literal { value: Datum::Null | Datum::Text(_), .. })
 }
 
 /// The common type of CASE / COALESCE branches; untyped NULLs and quoted literals adopt it.
-fn result_type_ignoring_nulls(branches: &[&Expr], context: &str) -> Result<DataType> {
+pub(crate) fn result_type_ignoring_nulls(branches: &[&Expr], context: &str) -> Result<DataType> {
     let types: Vec<DataType> = branches.iter().filter(|e| !is_unknown_literal(e)).map(|e| e.data_type()).collect();
     if types.is_empty() {
         return Ok(DataType::Text);
@@ -764,7 +783,7 @@ fn result_type_ignoring_nulls(branches: &[&Expr], context: &str) -> Result<DataT
     ex::common_type(&types, context)
 }
 
-fn coerce_branch(expr: Expr, to: DataType) -> Result<Expr> {
+pub(crate) fn coerce_branch(expr: Expr, to: DataType) -> Result<Expr> {
     if is_null_literal(&expr) {
         return Ok(Expr::Literal { value: Datum::Null, data_type: to });
     }

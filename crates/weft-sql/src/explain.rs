@@ -40,7 +40,7 @@ use weft_common::parallel::CancelToken;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_exec::expr::{Expr, InitPlan};
 use weft_access::btree::ScanDirection;
-use weft_exec::plan::{AggregateCall, HashJoin, HashJoinMode, HeapSource, JoinType, Pipeline, Plan, SetOpPlan, SetOperator, SortPlan, Source, Step};
+use weft_exec::plan::{AggregateCall, HashJoin, HashJoinMode, HeapSource, JoinType, Pipeline, Plan, SetOpPlan, SetOperator, SortPlan, Source, Step, WindowFunction, WindowPlan};
 use weft_exec::{node_id, HashJoinStats, NodeStats, PipelineStats, SortReport};
 
 use crate::api::{ColumnInfo, QueryResult};
@@ -338,6 +338,7 @@ fn range_entries(plan: &Plan) -> usize {
         Plan::Pipeline(p) | Plan::Aggregate { input: p, .. } => pipeline_entries(p),
         Plan::Limit { input, .. } | Plan::Unique { input, .. } => range_entries(input),
         Plan::Sort(sort) => range_entries(&sort.input),
+        Plan::Window(window) => range_entries(&window.input),
         Plan::SetOp(setop) => setop.inputs.iter().map(range_entries).sum(),
     }
 }
@@ -568,6 +569,7 @@ impl<'a> Builder<'a> {
                 Built { node: Node { name: "Limit".into(), estimate, actual, lines, children: vec![child.node] }, cols: child.cols }
             }
             Plan::Sort(sort) => self.sort(plan, sort),
+            Plan::Window(window) => self.window(plan, window),
             Plan::SetOp(setop) => self.set_op(plan, setop),
             Plan::Unique { input, keys, output_width } => {
                 let child = self.plan(input);
@@ -1156,6 +1158,67 @@ impl<'a> Builder<'a> {
         let startup = gather_estimate.total + combine * gather_rows;
         let estimate = Estimate { startup, total: startup + groups * per_group, rows, width };
         Built { node: Node { name: format!("Finalize {kind}"), estimate, actual, lines, children: vec![gather] }, cols }
+    }
+
+    /// `WindowAgg` over its input (PostgreSQL's `cost_windowagg`: per input row, each
+    /// function and its arguments, a comparison per partition and ordering key, and the
+    /// row itself). Its columns are the input's and the functions' values, then the
+    /// node's output steps.
+    fn window(&self, plan: &Plan, window: &'a WindowPlan) -> Built {
+        let child = self.plan(&window.input);
+        let c = child.node.estimate;
+        let arg_ops: f64 = window.functions.iter().flat_map(|f| f.args.iter()).map(cost::operator_count).sum();
+        let keys = (window.partition_by.len() + window.order_by.len()) as f64;
+        let per_row = (window.functions.len() as f64 + arg_ops + keys) * CPU_OPERATOR_COST + CPU_TUPLE_COST;
+        let mut cols = child.cols.clone();
+        for call in &window.functions {
+            let text = |q: bool| {
+                let input = names(&child.cols, q);
+                let called = match &call.function {
+                    WindowFunction::Aggregate(aggregate) => aggregate_call(aggregate, &input),
+                    f => format!("{}({})", f.name(), call.args.iter().map(|a| deparse(a, &input)).collect::<Vec<_>>().join(", ")),
+                };
+                format!("{called} OVER (?)")
+            };
+            cols.push(self.computed(text, call.result_type));
+        }
+        for step in &window.output {
+            if let Step::Project(exprs) = step {
+                cols = exprs.iter().map(|e| self.project(e, &cols)).collect();
+                // PostgreSQL's top window node also returns the windows' keys that the
+                // select list does not (resjunk target entries).
+                for key in &Self::window_keys_of(window, &child.cols) {
+                    let key_text = |c: &Col| c.bare.text.clone();
+                    if !cols.iter().any(|c| key_text(c) == key_text(key)) {
+                        cols.push(key.clone());
+                    }
+                }
+            }
+        }
+        let estimate = Estimate { startup: c.startup, total: c.total + c.rows * per_row, rows: c.rows, width: cols.iter().map(|c| c.width).sum() };
+        let actual = self.node_stats(plan).map(|s| Actual { startup: s.elapsed, total: s.elapsed, rows: s.rows as f64, loops: 1.0 });
+        let lines = self.output_line(&cols).into_iter().collect();
+        Built { node: Node { name: "WindowAgg".into(), estimate, actual, lines, children: vec![child.node] }, cols }
+    }
+
+    /// The columns the partition and ordering keys of `window` and the window nodes below
+    /// it read, bottom node first. Every node below only appended columns to the same
+    /// input (`window.rs`), so `input` (the top node's input columns) names them all.
+    fn window_keys_of(window: &WindowPlan, input: &[Col]) -> Vec<Col> {
+        let mut chain = vec![window];
+        let mut below = window.input.as_ref();
+        loop {
+            match below {
+                Plan::Window(node) => {
+                    chain.push(node);
+                    below = node.input.as_ref();
+                }
+                Plan::Sort(sort) => below = sort.input.as_ref(),
+                _ => break,
+            }
+        }
+        let columns = chain.iter().rev().flat_map(|node| node.partition_by.iter().copied().chain(node.order_by.iter().map(|k| k.column)));
+        columns.filter_map(|c| input.get(c).cloned()).collect()
     }
 
     fn sort_key_line(&self, sort: &SortPlan, cols: &[Col]) -> String {

@@ -27,6 +27,7 @@ mod statements;
 mod subplan;
 mod transaction;
 mod upsert;
+mod window;
 
 pub use api::{CancelHandle, ColumnInfo, Database, ProgressHandle, QueryResult, RelationDescription, RelationInfo, Session};
 pub use weft_common::{DataType, Datum, Error, Result, SqlState};

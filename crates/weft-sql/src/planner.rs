@@ -19,6 +19,7 @@ use weft_exec::plan::{AggregateCall, AggregateOrderKey, HeapSource, Pipeline, Pl
 use weft_storage::{BufferPool, ForkNumber};
 
 use crate::api::ColumnInfo;
+use crate::window::{contains_window, WindowContext};
 use crate::bind::{column_name, contains_aggregate, ident_name, object_name, AggregateContext, Binder, Scope, ScopeColumn};
 use crate::exprutil::{columns_used, is_volatile, remap_columns};
 use crate::settings::Settings;
@@ -488,6 +489,9 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         if contains_aggregate(predicate) {
             return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in WHERE"));
         }
+        if contains_window(predicate) {
+            return Err(Error::new(SqlState("42P20"), "window functions are not allowed in WHERE"));
+        }
         let bound = require_bool(Binder::new(scope).planning(ctx).bind(predicate)?, "WHERE")?;
         filter = Some(match filter {
             None => bound,
@@ -507,14 +511,21 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     let is_aggregate = !group_by_asts.is_empty()
         || select.having.is_some()
         || items.iter().any(|(e, _)| contains_aggregate(e));
+    let mut windows = WindowContext::new(&select.named_window)?;
+    let has_windows = items.iter().any(|(e, _)| contains_window(e));
+    for (clause, exprs) in [("GROUP BY", group_by_asts.iter().collect::<Vec<_>>()), ("HAVING", select.having.iter().collect())] {
+        if exprs.into_iter().any(contains_window) {
+            return Err(Error::new(SqlState("42P20"), format!("window functions are not allowed in {clause}")));
+        }
+    }
     if distinct && !hidden.is_empty() {
         return Err(Error::new(
             SqlState::INVALID_COLUMN_REFERENCE,
             "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
         ));
     }
-    if distinct && is_aggregate {
-        // DISTINCT over grouped rows: group the grouped query's output again.
+    if distinct && (is_aggregate || has_windows) {
+        // DISTINCT over grouped rows or window values: group the query's output again.
         let mut plain = select.clone();
         plain.distinct = None;
         let planned = plan_select(&plain, order_by, ctx)?;
@@ -536,10 +547,18 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         let mut exprs = Vec::with_capacity(items.len());
         let mut columns = Vec::with_capacity(items.len());
         for (ast_expr, name) in &items {
-            let bound = Binder::new(scope).planning(ctx).bind(ast_expr)?;
+            let bound = Binder::new(scope).planning(ctx).windowing(&mut windows).bind(ast_expr)?;
             columns.push(ColumnInfo { name: name.clone(), data_type: bound.data_type() });
             exprs.push(bound);
         }
+        // With window functions the pipeline projects their inputs (`window.rs`).
+        let (exprs_projected, pending) = if windows.is_empty() {
+            (exprs, None)
+        } else {
+            let (pre, pending) = crate::window::pre_window_projection(exprs, windows);
+            (pre, Some(pending))
+        };
+        let mut exprs = exprs_projected;
         let (source, mut steps, workers) = match from {
             FromPlan::Joins(joins) => {
                 let serial = exprs.iter().any(is_volatile);
@@ -566,7 +585,11 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         steps.push(Step::Project(exprs));
         let hidden_types = columns.drain(visible..).map(|c| c.data_type).collect();
         let select_items = visible_asts(&items, visible);
-        let planned = PlannedQuery { plan: Plan::Pipeline(Pipeline { source, steps, workers }), columns, hidden, hidden_types, select_items };
+        let mut plan = Plan::Pipeline(Pipeline { source, steps, workers });
+        if let Some(pending) = pending {
+            plan = pending.plan(plan);
+        }
+        let planned = PlannedQuery { plan, columns, hidden, hidden_types, select_items };
         return match distinct_on {
             Some(on) => on.plan(planned),
             None => Ok(planned),
@@ -586,10 +609,18 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     let mut outputs = Vec::with_capacity(items.len());
     let mut columns = Vec::with_capacity(items.len());
     for (ast_expr, name) in &items {
-        let bound = Binder::with_aggregates(scope, &mut aggregates).planning(ctx).bind(ast_expr)?;
+        let bound = Binder::with_aggregates(scope, &mut aggregates).planning(ctx).windowing(&mut windows).bind(ast_expr)?;
         columns.push(ColumnInfo { name: name.clone(), data_type: bound.data_type() });
         outputs.push(bound);
     }
+    // With window functions the aggregate's output is their inputs (`window.rs`).
+    let pending = if windows.is_empty() {
+        None
+    } else {
+        let (pre, pending) = crate::window::pre_window_projection(std::mem::take(&mut outputs), windows);
+        outputs = pre;
+        Some(pending)
+    };
     let having = match &select.having {
         Some(h) => Some(require_bool(Binder::with_aggregates(scope, &mut aggregates).planning(ctx).bind(h)?, "HAVING")?),
         None => None,
@@ -632,10 +663,13 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     }
     output.push(Step::Project(outputs));
     let hidden_types = columns.drain(visible..).map(|c| c.data_type).collect();
-    let plan = match distinct_argument(&calls, &distinct)? {
+    let mut plan = match distinct_argument(&calls, &distinct)? {
         None => Plan::Aggregate { input: Pipeline { source, steps, workers }, group_by, aggregates: calls, output },
         Some(arg) => distinct_aggregate(Pipeline { source, steps, workers }, group_by, calls, arg, output),
     };
+    if let Some(pending) = pending {
+        plan = pending.plan(plan);
+    }
     let planned = PlannedQuery { plan, columns, hidden, hidden_types, select_items: visible_asts(&items, visible) };
     match distinct_on {
         Some(on) => on.plan(planned),

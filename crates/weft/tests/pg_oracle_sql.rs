@@ -5,7 +5,7 @@
 
 mod oracle;
 
-use oracle::{error_mismatches, query_mismatches};
+use oracle::{error_mismatches, mismatches_in_modes};
 
 const SETUP: &[&str] = &[
     "CREATE TABLE t (id int, k int, v bigint, f float8, s text, b boolean)",
@@ -91,16 +91,6 @@ fn sql_features_match_postgresql() {
     let Some((pg, _dir, db)) = oracle::start_with_setup(SETUP) else { return };
     let mut session = db.session();
     let mut mismatches = error_mismatches(&pg, &mut session, ERRORS, ERRORS_WITH_SQLSTATE);
-    let modes: [&[&str]; 3] = [
-        &["SET max_parallel_workers_per_gather = 0"],
-        &["SET max_parallel_workers_per_gather = 3", "SET min_parallel_table_scan_size = 0"],
-        &["SET work_mem = '64kB'"],
-    ];
-    for settings in modes {
-        for sql in settings {
-            session.execute(sql).unwrap();
-        }
-        mismatches.extend(query_mismatches(&pg, &mut session, QUERIES).into_iter().map(|m| format!("{settings:?}: {m}")));
-    }
+    mismatches.extend(mismatches_in_modes(&pg, &mut session, QUERIES));
     assert!(mismatches.is_empty(), "{} mismatches:\n{}", mismatches.len(), mismatches.join("\n\n"));
 }

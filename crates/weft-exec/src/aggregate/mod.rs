@@ -146,7 +146,7 @@ impl SortedValues {
 }
 
 impl Accumulator {
-    fn new(call: &AggregateCall) -> Result<Accumulator> {
+    pub(crate) fn new(call: &AggregateCall) -> Result<Accumulator> {
         use AggregateFunction::*;
         let input = call.arg.as_ref().map(|a| a.data_type());
         Ok(match (call.function, input) {
@@ -183,7 +183,7 @@ impl Accumulator {
 
     /// Add one input value (NULLs are skipped). Returns the change in `heap_bytes`.
     #[inline]
-    fn update_ref(&mut self, value: &Datum) -> Result<isize> {
+    pub(crate) fn update_ref(&mut self, value: &Datum) -> Result<isize> {
         if value.is_null() {
             return Ok(0);
         }
@@ -377,7 +377,7 @@ impl Accumulator {
         Ok(0)
     }
 
-    fn finish(self) -> Result<Datum> {
+    pub(crate) fn finish(self) -> Result<Datum> {
         Ok(match self {
             Accumulator::Count(n) => Datum::Int8(n),
             Accumulator::SumInt { any: false, .. } | Accumulator::SumFloat { any: false, .. } => Datum::Null,
@@ -417,6 +417,55 @@ impl Accumulator {
     }
 }
 
+impl Accumulator {
+    /// Can [`retract`](Self::retract) take values out of this state? Counts, and sums and
+    /// averages of integers (exact), as PostgreSQL's moving-aggregate inverse transition
+    /// functions (`aggminvtransfn`); float8 has none (rounding), numeric none here (its
+    /// result scale is the largest input scale of the values left, which a difference
+    /// does not know), min/max none. A window over these recomputes a frame whose head
+    /// moved.
+    pub(crate) fn invertible(call: &AggregateCall) -> bool {
+        use AggregateFunction::*;
+        let input = call.arg.as_ref().map(|a| a.data_type());
+        match call.function {
+            CountStar | Count => true,
+            Sum | Avg => matches!(input, Some(DataType::Int4 | DataType::Int8)),
+            _ => false,
+        }
+    }
+
+    /// Take one non-NULL value that [`update_ref`](Self::update_ref) added back out.
+    pub(crate) fn retract(&mut self, value: &Datum) -> Result<()> {
+        match self {
+            Accumulator::Count(n) => *n -= 1,
+            Accumulator::SumInt { sum, .. } | Accumulator::AvgInt { sum, .. } => {
+                *sum = sum.checked_sub(int_value(value)?).ok_or_else(numeric_overflow)?;
+                if let Accumulator::AvgInt { count, .. } = self {
+                    *count -= 1;
+                }
+            }
+            other => return Err(Error::internal(format!("no inverse transition for {other:?}"))),
+        }
+        Ok(())
+    }
+}
+
+/// The value an [`Accumulator::invertible`] call takes from `row` (after its FILTER;
+/// count(*) takes a 1), or `None` when the row does not count: what a moving frame adds
+/// with `update_ref` and takes back with `retract`.
+pub(crate) fn moving_input(call: &AggregateCall, row: &[Datum], eval: &EvalContext) -> Result<Option<Datum>> {
+    if let Some(filter) = &call.filter {
+        if filter.eval(row, eval)? != Datum::Bool(true) {
+            return Ok(None);
+        }
+    }
+    let value = match &call.arg {
+        None => Datum::Int8(1),
+        Some(arg) => arg.eval(row, eval)?,
+    };
+    Ok((!value.is_null()).then_some(value))
+}
+
 /// Put `value` in a min/max; the change in heap bytes.
 #[inline]
 fn replace_extreme(current: &mut Option<Datum>, value: Datum) -> isize {
@@ -438,7 +487,7 @@ fn check_value_size(len: usize) -> Result<()> {
 /// Feed one input row to one call's state, after its FILTER. Returns the change in the
 /// state's `heap_bytes`.
 #[inline]
-fn update_call(acc: &mut Accumulator, call: &AggregateCall, row: &[Datum], eval: &EvalContext) -> Result<isize> {
+pub(crate) fn update_call(acc: &mut Accumulator, call: &AggregateCall, row: &[Datum], eval: &EvalContext) -> Result<isize> {
     if let Some(filter) = &call.filter {
         if filter.eval(row, eval)? != Datum::Bool(true) {
             return Ok(0);

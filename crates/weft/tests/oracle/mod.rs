@@ -150,6 +150,27 @@ pub fn query_mismatches(pg: &weft::postgres::PgCluster, session: &mut Session, q
     mismatches
 }
 
+/// The settings the SQL oracle tests run their queries under, in turn: serial, with
+/// parallel workers forced, and with a `work_mem` small enough that sorts and hash
+/// aggregates spill.
+pub const MODES: [&[&str]; 3] = [
+    &["SET max_parallel_workers_per_gather = 0"],
+    &["SET max_parallel_workers_per_gather = 3", "SET min_parallel_table_scan_size = 0"],
+    &["SET work_mem = '64kB'"],
+];
+
+/// [`query_mismatches`] under each of [`MODES`], each entry prefixed by its settings.
+pub fn mismatches_in_modes(pg: &weft::postgres::PgCluster, session: &mut Session, queries: &[&str]) -> Vec<String> {
+    let mut mismatches = Vec::new();
+    for settings in MODES {
+        for sql in settings {
+            session.execute(sql).unwrap();
+        }
+        mismatches.extend(query_mismatches(pg, session, queries).into_iter().map(|m| format!("{settings:?}: {m}")));
+    }
+    mismatches
+}
+
 /// Statements both systems must refuse with the same message; those of `with_sqlstate`
 /// with the same SQLSTATE too. One entry per statement that disagrees.
 pub fn error_mismatches(pg: &weft::postgres::PgCluster, session: &mut Session, errors: &[&str], with_sqlstate: &[&str]) -> Vec<String> {
