@@ -17,28 +17,40 @@ type Proposed = (i32, Option<i32>);
 
 /// What the statement must do: Ok((rows changed, RETURNING rows)) or the SQLSTATE.
 fn apply(model: &mut Model, batch: &[Proposed], with_where: bool) -> Result<(usize, Vec<String>), SqlState> {
-    let mut seen = std::collections::HashSet::new();
-    if batch.iter().any(|(k, _)| !seen.insert(*k)) {
-        // The arbiter is k and SET never changes k: a key proposed twice is always met again.
+    // The arbiter is k and SET never changes k. A proposed row whose key this statement
+    // already inserted or updated is 21000, as in PostgreSQL; a row that WHERE left alone
+    // was not affected, so proposing its key again is not. weft reports 21000 before any
+    // 23505 of the same statement (see upsert.rs): look for it first.
+    if run(model, batch, with_where, false)?.is_none() {
         return Err(SqlState::CARDINALITY_VIOLATION);
     }
+    let (next, returned) = run(model, batch, with_where, true)?.expect("no key affected twice");
+    *model = next;
+    Ok((returned.len(), returned))
+}
+
+/// Apply `batch` in order to a copy of `model`; `None` when a key would be affected twice.
+/// With `unique`, a duplicate `u` is the statement's 23505.
+fn run(model: &Model, batch: &[Proposed], with_where: bool, unique: bool) -> Result<Option<(Model, Vec<String>)>, SqlState> {
     let mut next = model.clone();
+    let mut affected = std::collections::HashSet::new();
     let mut returned = Vec::new();
     for &(k, u) in batch {
         let row = match next.get(&k).copied() {
             None => (u, 0),
+            _ if affected.contains(&k) => return Ok(None),
             // WHERE kv.u IS DISTINCT FROM EXCLUDED.u: an unchanged u leaves the row alone.
             Some((old_u, _)) if with_where && old_u == u => continue,
             Some((_, n)) => (u, n + 1),
         };
-        if row.0.is_some() && next.iter().any(|(other, (other_u, _))| *other != k && *other_u == row.0) {
+        if unique && row.0.is_some() && next.iter().any(|(other, (other_u, _))| *other != k && *other_u == row.0) {
             return Err(SqlState::UNIQUE_VIOLATION);
         }
+        affected.insert(k);
         next.insert(k, row);
         returned.push(line(k, row));
     }
-    *model = next;
-    Ok((returned.len(), returned))
+    Ok(Some((next, returned)))
 }
 
 fn line(k: i32, (u, n): (Option<i32>, i32)) -> String {
