@@ -211,8 +211,7 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
                 // The sort decodes only the rows kept; the offset's are counted.
                 Plan::Sort(sort) => {
                     let window = crate::sort::RowWindow { skip: *offset, take: *limit };
-                    let rows = execute_sort_node(input, sort, ctx, window)?;
-                    let rows: Vec<Row> = rows.into_iter().take(limit.map_or(usize::MAX, |l| l as usize)).collect();
+                    let (rows, _) = execute_sort_node(input, sort, ctx, window)?;
                     ctx.nodes.lock().push(NodeStats { node: node_id(plan), rows: rows.len() as u64, elapsed: began.elapsed(), ..NodeStats::default() });
                     return Ok(rows);
                 }
@@ -249,7 +248,7 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
             ctx.nodes.lock().push(NodeStats { node: node_id(plan), rows: rows.len() as u64, elapsed: began.elapsed(), ..NodeStats::default() });
             Ok(rows)
         }
-        Plan::Sort(sort) => execute_sort_node(plan, sort, ctx, crate::sort::RowWindow::ALL),
+        Plan::Sort(sort) => Ok(execute_sort_node(plan, sort, ctx, crate::sort::RowWindow::ALL)?.0),
         Plan::Window(window) => {
             let began = Instant::now();
             let rows = crate::window::execute_window(window, ctx)?;
@@ -263,24 +262,19 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
 /// A sort at the top counts its output without decoding it.
 pub fn execute_discarding(plan: &Plan, ctx: &ExecContext) -> Result<u64> {
     match plan {
-        Plan::Sort(sort) => {
-            let began = Instant::now();
-            let reports_before = ctx.sort_reports.lock().len();
-            let (_, produced) = crate::sort::execute_sort(sort, ctx, crate::sort::RowWindow::NONE)?;
-            record_sort_node(plan, ctx, began, reports_before, produced);
-            Ok(produced)
-        }
+        Plan::Sort(sort) => Ok(execute_sort_node(plan, sort, ctx, crate::sort::RowWindow::NONE)?.1),
         other => Ok(execute(other, ctx)?.len() as u64),
     }
 }
 
-/// Run the sort node `plan` (whose sort is `sort`), keeping the rows of `window`.
-fn execute_sort_node(plan: &Plan, sort: &crate::plan::SortPlan, ctx: &ExecContext, window: crate::sort::RowWindow) -> Result<Vec<Row>> {
+/// Run the sort node `plan` (whose sort is `sort`): the rows of `window`, and how many
+/// rows the sort produced.
+fn execute_sort_node(plan: &Plan, sort: &crate::plan::SortPlan, ctx: &ExecContext, window: crate::sort::RowWindow) -> Result<(Vec<Row>, u64)> {
     let began = Instant::now();
     let reports_before = ctx.sort_reports.lock().len();
     let (rows, produced) = crate::sort::execute_sort(sort, ctx, window)?;
     record_sort_node(plan, ctx, began, reports_before, produced);
-    Ok(rows)
+    Ok((rows, produced))
 }
 
 /// The statistics of a sort node that began at `began`, when `reports_before` sort

@@ -70,10 +70,7 @@ pub(crate) fn execute_sort(sort: &SortPlan, ctx: &ExecContext, window: RowWindow
         while at < stop {
             let Some(tuple) = merger.next()? else { break };
             if at >= window.skip {
-                let mut row = Vec::with_capacity(sort.types.len());
-                layout.decode_into(tuple, &mut row)?;
-                row.truncate(sort.output_width);
-                rows.push(row);
+                rows.push(decode_row(sort, &layout, tuple)?);
             }
             at += 1;
         }
@@ -99,12 +96,7 @@ pub(crate) fn execute_sort(sort: &SortPlan, ctx: &ExecContext, window: RowWindow
 /// merged in parallel are decoded a range at a time.
 pub(crate) fn for_each_sorted_row(sort: &SortPlan, ctx: &ExecContext, mut consume: impl FnMut(Row) -> Result<()> + Send) -> Result<()> {
     let layout = RowLayout::new(&sort.types);
-    let decode = |tuple: &[u8]| -> Result<Row> {
-        let mut row = Vec::with_capacity(sort.types.len());
-        layout.decode_into(tuple, &mut row)?;
-        row.truncate(sort.output_width);
-        Ok(row)
-    };
+    let decode = |tuple: &[u8]| decode_row(sort, &layout, tuple);
     match run_sort(sort, ctx)? {
         SortOutput::Merge(finished) => finished.merge(ctx, |merger, limit| {
             let mut n = 0u64;
@@ -130,6 +122,14 @@ pub(crate) fn for_each_sorted_row(sort: &SortPlan, ctx: &ExecContext, mut consum
             ranges.merge_in_order(ctx, pack, feed, |()| Ok(()))
         }
     }
+}
+
+/// A sorted tuple as a row, cut to the plan's output width.
+fn decode_row(sort: &SortPlan, layout: &RowLayout, tuple: &[u8]) -> Result<Row> {
+    let mut row = Vec::with_capacity(sort.types.len());
+    layout.decode_into(tuple, &mut row)?;
+    row.truncate(sort.output_width);
+    Ok(row)
 }
 
 /// What the consumer of an ordered output receives, in order: a tuple of a merge read by
