@@ -379,6 +379,66 @@ fn large_build_sides_probe_in_batches() {
     assert_temp_empty(dir.path());
 }
 
+/// A hot key too big for the budget, in a batch whose chunks are big enough for the
+/// batched probe (2^18 buckets and more): the outer rows' match marks, kept per block
+/// while rows wait to be probed, must decide left, full, semi and anti rows exactly.
+#[test]
+fn chunked_batches_probe_in_batches() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut s = db.session();
+    // r (the build side, the smaller): 600k rows, three quarters on key 7; l: 900k rows
+    // over 0..120000 (key 7 eighteen times), NULL every 17th row.
+    let r_key = |id: i64| if id % 4 != 0 { Some(7) } else { (id % 29 != 0).then_some((id * 13) % 200_000) };
+    let l_key = |id: i64| (id % 17 != 0).then_some(if id % 50_000 == 1 { 7 } else { (id * 7) % 120_000 });
+    let (l_rows, r_rows) = (900_000i64, 600_000i64);
+    s.execute(&format!(
+        "CREATE TABLE l AS SELECT i AS id, CASE WHEN i % 17 = 0 THEN NULL WHEN i % 50000 = 1 THEN 7 ELSE (i * 7) % 120000 END AS k \
+         FROM generate_series(1, {l_rows}) i"
+    ))
+    .unwrap();
+    s.execute(&format!(
+        "CREATE TABLE r AS SELECT i AS id, CASE WHEN i % 4 <> 0 THEN 7 WHEN i % 29 = 0 THEN NULL ELSE (i * 13) % 200000 END AS k \
+         FROM generate_series(1, {r_rows}) i"
+    ))
+    .unwrap();
+    s.execute("ANALYZE").unwrap();
+    let mut r_count: std::collections::HashMap<i64, i64> = std::collections::HashMap::new();
+    for id in 1..=r_rows {
+        if let Some(k) = r_key(id) {
+            *r_count.entry(k).or_default() += 1;
+        }
+    }
+    let mut l_keys = std::collections::HashSet::new();
+    let (mut inner, mut semi) = (0i64, 0i64);
+    for id in 1..=l_rows {
+        if let Some((k, n)) = l_key(id).and_then(|k| r_count.get(&k).map(|n| (k, *n))) {
+            inner += n;
+            semi += 1;
+            l_keys.insert(k);
+        }
+    }
+    let right_only = (1..=r_rows).filter(|&id| r_key(id).is_none_or(|k| !l_keys.contains(&k))).count() as i64;
+    let expected = [
+        ("SELECT count(*) FROM l JOIN r ON l.k = r.k", inner),
+        ("SELECT count(*) FROM l LEFT JOIN r ON l.k = r.k", inner + l_rows - semi),
+        ("SELECT count(*) FROM l FULL JOIN r ON l.k = r.k", inner + l_rows - semi + right_only),
+        ("SELECT count(*) FROM l WHERE EXISTS (SELECT 1 FROM r WHERE r.k = l.k)", semi),
+        ("SELECT count(*) FROM l WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.k = l.k)", l_rows - semi),
+    ];
+    for (shape, settings) in shapes(2) {
+        configure(&mut s, &settings, &["SET work_mem = '2MB'"]);
+        for (sql, want) in &expected {
+            assert_eq!(result(&mut s, sql).join(","), want.to_string(), "{shape}: {sql}");
+            let plan = result(&mut s, &format!("EXPLAIN ANALYZE {sql}")).join("\n");
+            // Growth stops once splits stop shrinking the hot key's batch (it used to go
+            // on to 16384 batches, each split moving a few of the other keys out).
+            assert!(batches(&plan).iter().all(|&b| b > 1 && b <= 256), "{shape}: {sql}\n{plan}");
+        }
+    }
+    assert_temp_empty(dir.path());
+}
+
 /// The `Batches: N` figures of a plan's Hash nodes.
 fn batches(plan: &str) -> Vec<usize> {
     plan.split("Batches: ").skip(1).map(|rest| rest.split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()).collect()

@@ -470,8 +470,8 @@ impl<'p> SharedJoin<'p> {
     }
 
     /// Growth *decide* (one): are all batches within budget now? A batch still over it
-    /// that kept every tuple of the batch it was split from holds one hot key: growth
-    /// stops (that batch is processed in chunks).
+    /// that kept (nearly) every tuple of the batch it was split from is ruled by one hot
+    /// key: growth stops (that batch is processed in chunks).
     fn decide(&self) {
         let mut build = self.build.lock();
         // The old generation's blocks are read: their files go.
@@ -490,7 +490,7 @@ impl<'p> SharedJoin<'p> {
             };
             if bytes > allowed {
                 over = true;
-                if build.old_tuples.get(batch % (nbatch / 2)) == Some(&tuples) {
+                if build.old_tuples.get(batch % (nbatch / 2)).is_some_and(|&parent| split_kept_nearly_all(parent, tuples)) {
                     skew = true;
                 }
             }
@@ -561,4 +561,14 @@ impl<'p> SharedJoin<'p> {
         *self.table.lock() = Some(Arc::new(table));
         Ok(())
     }
+}
+
+/// Did a split leave a batch with `kept` of its parent's `parent` tuples ruled by one hot
+/// key? PostgreSQL stops growing only when a split moves none of them; a hot key beside
+/// a few other keys then doubles the batches until each split moves nothing — up to
+/// thousands of batches and files for one key (`MAX_BATCHES` here). Keeping 15/16 or more
+/// says the same: the other keys are too few for further splits to bring the batch
+/// within budget, and the chunked batch is processed within it anyway.
+fn split_kept_nearly_all(parent: u64, kept: u64) -> bool {
+    kept.saturating_mul(16) >= parent.saturating_mul(15)
 }

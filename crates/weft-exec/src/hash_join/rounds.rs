@@ -18,7 +18,7 @@ use weft_common::{Datum, Error, Result};
 
 use super::batch::{Block, Records};
 use super::run::*;
-use super::table::{emit_unmatched_outer, eval_keys, is_marked, outer_keys, Arena, Buckets, JoinTable, MAX_ARENAS};
+use super::table::{emit_unmatched_outer, eval_keys, is_marked, outer_keys, Arena, Buckets, JoinTable, ProbeBuffers, MAX_ARENAS};
 use crate::execute::ExecContext;
 use crate::plan::JoinType;
 
@@ -313,22 +313,32 @@ impl<'p> SharedJoin<'p> {
     fn probe_round(&self, plan: &RoundPlan, round: &Round, ctx: &ExecContext, out: &mut dyn FnMut(&[Datum]) -> Result<bool>) -> Result<bool> {
         let table = self.round_table()?;
         let marks = if round.chunked { plan.marks[round.batch].as_deref() } else { None };
-        let (mut buf, mut row, mut keys, mut joined) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut buf, mut row, mut keys) = (Vec::new(), Vec::new(), Vec::new());
+        let mut buffers = ProbeBuffers::default();
         loop {
             ctx.cancel.check()?;
             let j = self.probe_cursor.fetch_add(1, Ordering::Relaxed);
             let Some((block, start)) = plan.outer_block(round.batch, j) else { return Ok(true) };
             block.read(&mut buf)?;
             let mut records = Records::new(&buf);
-            let mut k = start;
+            // The mark of the first row waiting in `buffers`.
+            let (mut k, mut first_waiting) = (start, start);
             while let Some((hash, _)) = records.next_into(self.join.outer_width, &mut row)? {
                 let Some(keys) = outer_keys(self.join, &row, ctx.eval, &mut keys)? else {
                     return Err(Error::internal("an outer row without keys in a hash join batch file"));
                 };
-                if !table.probe_keyed(self.join, &row, keys, hash, ctx.eval, &mut joined, marks.map(|m| (m, k)), out)? {
+                if !buffers.has_pending() {
+                    first_waiting = k;
+                }
+                let marks = marks.map(|m| (m, first_waiting));
+                if !table.probe_keyed_batched(self.join, &row, keys, hash, ctx.eval, &mut buffers, marks, out)? {
                     return Ok(false);
                 }
                 k += 1;
+            }
+            // Marks are numbered per block: no row waits across blocks.
+            if buffers.has_pending() && !table.flush(self.join, ctx.eval, &mut buffers, marks.map(|m| (m, first_waiting)), out)? {
+                return Ok(false);
             }
         }
     }

@@ -429,7 +429,7 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
     /// Probe the outer rows waiting.
     pub fn flush(&mut self, join: &HashJoin, ctx: &ExecContext, emit: &mut dyn FnMut(&[Datum]) -> Result<bool>) -> Result<bool> {
         match &self.table {
-            Some(table) => table.flush(join, ctx.eval, &mut self.buffers, emit),
+            Some(table) => table.flush(join, ctx.eval, &mut self.buffers, None, emit),
             None => Ok(true),
         }
     }

@@ -650,6 +650,43 @@ impl JoinTable {
             let head = if keys.is_some() { self.buckets.heads[(hash & self.buckets.mask) as usize].load(Ordering::Acquire) } else { 0 };
             return self.probe_one(join, outer, keys.is_some(), keys.unwrap_or(&[]), hash, head, eval, joined, None, emit);
         }
+        Self::queue(join, outer, keys, hash, pending);
+        if pending.has_key.len() >= PROBE_BATCH {
+            return self.flush(join, eval, buffers, None, emit);
+        }
+        Ok(true)
+    }
+
+    /// Probe with one outer row read back from a batch file, whose keys (none NULL) and
+    /// hash are known, batched as [`JoinTable::probe`] batches rows. `marks` (a chunk of a
+    /// chunked batch) holds the bits of the rows, the first waiting row's at its `usize`:
+    /// rows queue only while their marks are consecutive, so the caller flushes at the
+    /// end of each block it reads.
+    #[allow(clippy::too_many_arguments)]
+    pub fn probe_keyed_batched(
+        &self,
+        join: &HashJoin,
+        outer: &[Datum],
+        keys: &[Datum],
+        hash: u64,
+        eval: &EvalContext,
+        buffers: &mut ProbeBuffers,
+        marks: Option<(&OuterMarks, usize)>,
+        emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
+    ) -> Result<bool> {
+        if self.buckets.len() < BATCHED_PROBE_MIN_BUCKETS {
+            let mark = marks.map(|(m, first)| (m, first + buffers.pending.has_key.len()));
+            return self.probe_keyed(join, outer, keys, hash, eval, &mut buffers.joined, mark, emit);
+        }
+        Self::queue(join, outer, Some(keys), hash, &mut buffers.pending);
+        if buffers.pending.has_key.len() >= PROBE_BATCH {
+            return self.flush(join, eval, buffers, marks, emit);
+        }
+        Ok(true)
+    }
+
+    /// Let `outer` wait for the next flush.
+    fn queue(join: &HashJoin, outer: &[Datum], keys: Option<&[Datum]>, hash: u64, pending: &mut PendingRows) {
         pending.rows.extend_from_slice(outer);
         pending.hashes.push(hash);
         pending.has_key.push(keys.is_some());
@@ -660,18 +697,16 @@ impl JoinTable {
                 None => pending.keys.extend(std::iter::repeat_n(Datum::Null, join.outer_keys.len())),
             }
         }
-        if pending.has_key.len() >= PROBE_BATCH {
-            return self.flush(join, eval, buffers, emit);
-        }
-        Ok(true)
     }
 
-    /// Probe with every row waiting in `buffers`.
+    /// Probe with every row waiting in `buffers`; `marks` as for
+    /// [`JoinTable::probe_keyed_batched`].
     pub fn flush(
         &self,
         join: &HashJoin,
         eval: &EvalContext,
         buffers: &mut ProbeBuffers,
+        marks: Option<(&OuterMarks, usize)>,
         emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
     ) -> Result<bool> {
         let mut pending = std::mem::take(&mut buffers.pending);
@@ -714,7 +749,8 @@ impl JoinTable {
                 None => &pending.keys[j * key_count..(j + 1) * key_count],
             };
             let (hash, head) = (pending.hashes[j], pending.heads[j]);
-            if !self.probe_one(join, outer, pending.has_key[j], keys, hash, head, eval, &mut buffers.joined, None, emit)? {
+            let mark = marks.map(|(m, first)| (m, first + j));
+            if !self.probe_one(join, outer, pending.has_key[j], keys, hash, head, eval, &mut buffers.joined, mark, emit)? {
                 going = false;
                 break;
             }
