@@ -51,6 +51,37 @@ pub(crate) struct RoundState {
     buckets: Option<Arc<Buckets>>,
     arenas: Vec<(usize, Arena)>,
     table: Option<Arc<JoinTable>>,
+    /// The previous round's arenas (emptied) and bucket array, for the next round to
+    /// fill: their memory is already faulted in.
+    spare_arenas: Vec<Arena>,
+    spare_buckets: Option<Buckets>,
+}
+
+impl RoundState {
+    /// Keep `table`'s arenas and buckets for the next round, if nobody else holds them.
+    fn recycle(&mut self, table: Option<Arc<JoinTable>>) {
+        let Some(table) = table.and_then(|t| Arc::into_inner(t)) else { return };
+        let (arenas, buckets) = table.into_parts();
+        for mut arena in arenas {
+            arena.clear();
+            self.spare_arenas.push(arena);
+        }
+        if let Some(buckets) = Arc::into_inner(buckets) {
+            self.spare_buckets = Some(buckets);
+        }
+    }
+
+    /// An empty array of `Buckets::count_for(tuples)` buckets, the spare one if it has
+    /// that many.
+    fn buckets_for(&mut self, tuples: usize) -> Buckets {
+        match self.spare_buckets.take() {
+            Some(mut spare) if spare.len() == Buckets::count_for(tuples) => {
+                spare.clear();
+                spare
+            }
+            _ => Buckets::for_tuples(tuples),
+        }
+    }
 }
 
 impl RoundPlan {
@@ -134,6 +165,9 @@ impl<'p> SharedJoin<'p> {
                             going = self.scan_unmatched(&t, &self.unmatched_cursor, ctx, out)?;
                         }
                     }
+                    // Done with batch 0's table before arriving: the first round's elect
+                    // then holds its only reference and reuses its memory.
+                    *table = None;
                 }
                 p if p >= FIRST_ROUND => {
                     *table = None;
@@ -242,7 +276,7 @@ impl<'p> SharedJoin<'p> {
     /// *batch elect* (one): drop the previous table (and the blocks of a batch done
     /// with), make this round's bucket array, reset the claim counters.
     fn prepare_round(&self, plan: &RoundPlan, r: usize) {
-        *self.table.lock() = None;
+        let batch0 = self.table.lock().take();
         let round = &plan.rounds[r];
         if let Some(previous) = r.checked_sub(1).map(|p| &plan.rounds[p]) {
             if previous.batch != round.batch {
@@ -250,9 +284,10 @@ impl<'p> SharedJoin<'p> {
             }
         }
         let mut state = self.round.lock();
-        state.table = None;
+        let previous = state.table.take();
+        state.recycle(previous.or(batch0));
         state.arenas.clear();
-        state.buckets = Some(Arc::new(Buckets::for_tuples(round.tuples)));
+        state.buckets = Some(Arc::new(state.buckets_for(round.tuples)));
         for cursor in [&self.load_cursor, &self.probe_cursor, &self.scan_cursor, &self.outer_scan_cursor, &self.round_arena] {
             cursor.store(0, Ordering::Relaxed);
         }
@@ -272,7 +307,10 @@ impl<'p> SharedJoin<'p> {
             }
             let block = plan.inner_block(round.batch, i).ok_or_else(|| Error::internal("hash join inner block missing"))?;
             block.read(&mut buf)?;
-            let (_, a) = arena.get_or_insert_with(|| (self.round_arena.fetch_add(1, Ordering::Relaxed), Arena::new(self.join)));
+            let (_, a) = arena.get_or_insert_with(|| {
+                let spare = self.round.lock().spare_arenas.pop();
+                (self.round_arena.fetch_add(1, Ordering::Relaxed), spare.unwrap_or_else(|| Arena::new(self.join)))
+            });
             let mut records = Records::new(&buf);
             while let Some((hash, keyed)) = records.next_into(self.join.inner_width, &mut row)? {
                 let has_keys = keyed && eval_keys(&self.join.inner_keys, &row, ctx.eval, &mut keys)?;

@@ -262,6 +262,22 @@ impl Arena {
         }
     }
 
+    /// Empty again, its arrays' memory kept: a later round's tuples go where this one's
+    /// were, in memory already faulted in, instead of arrays grown (and zeroed by the
+    /// kernel) from nothing.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.keyed.clear();
+        self.keys.clear();
+        self.rows.clear();
+        if let Some((_, values)) = &mut self.int_rows {
+            values.clear();
+        }
+        self.matched.clear();
+        self.bytes = 0;
+        self.int_keys = IntKeyRange::Empty;
+    }
+
     /// Room for `tuples` more tuples, so that a build whose size is known in advance does
     /// not copy its arrays as they grow.
     pub fn reserve(&mut self, tuples: usize) {
@@ -474,6 +490,14 @@ impl Buckets {
         Buckets { heads: heads.into_boxed_slice(), mask: n as u64 - 1 }
     }
 
+    /// Empty every bucket (an array kept from an earlier round: rewriting its memory
+    /// costs less than a new array's first touch).
+    pub fn clear(&mut self) {
+        for head in self.heads.iter_mut() {
+            *head.get_mut() = 0;
+        }
+    }
+
     /// Bytes of `n` bucket heads.
     pub fn bytes_for(n: usize) -> usize {
         n * std::mem::size_of::<AtomicU64>()
@@ -546,6 +570,11 @@ impl JoinTable {
         starts.push(total);
         let int_keys = arenas.iter().fold(IntKeyRange::Empty, |range, a| range.union(a.int_keys));
         JoinTable { arenas, buckets, starts, facts, original_buckets, int_keys }
+    }
+
+    /// The table's arenas and bucket array, to be reused.
+    pub fn into_parts(self) -> (Vec<Arena>, Arc<Buckets>) {
+        (self.arenas, self.buckets)
     }
 
     /// The inner keys' range when the key is one integer column: `lo..=hi` (an empty
