@@ -458,6 +458,10 @@ pub(crate) enum SourceState<'p> {
     Heap { source: &'p crate::plan::HeapSource, cursor: HeapScanCursor },
     Series { next_index: AtomicI64, count: i64, start: i64, step: i64, data_type: DataType },
     Rows { rows: Vec<Row>, next: AtomicUsize },
+    /// A subquery that is one sort (`plan`): run whole by the first participant to come,
+    /// its rows streamed from the sort's merge into the pipeline, never collected (10M
+    /// sorted rows decoded at once took gigabytes of fresh memory).
+    Sorted { plan: &'p Plan, sort: &'p crate::plan::SortPlan, taken: AtomicBool },
     /// Run whole by the first participant to come (index scans are serial).
     Index { source: &'p IndexSource, taken: AtomicBool, heap_fetches: AtomicU64 },
 }
@@ -490,7 +494,10 @@ impl<'p> SourceState<'p> {
                 }
                 SourceState::Rows { rows: out, next: AtomicUsize::new(0) }
             }
-            Source::Subquery { plan, .. } => SourceState::Rows { rows: execute(plan, ctx)?, next: AtomicUsize::new(0) },
+            Source::Subquery { plan, .. } => match plan.as_ref() {
+                Plan::Sort(sort) => SourceState::Sorted { plan, sort, taken: AtomicBool::new(false) },
+                other => SourceState::Rows { rows: execute(other, ctx)?, next: AtomicUsize::new(0) },
+            },
             Source::Index(index) => SourceState::Index { source: index, taken: AtomicBool::new(false), heap_fetches: AtomicU64::new(0) },
         })
     }
@@ -534,7 +541,7 @@ impl<'p> SourceState<'p> {
 
     /// Feed this participant's share of rows to `emit` until the source is exhausted or
     /// `emit` returns false.
-    pub(crate) fn run(&self, ctx: &ExecContext, mut emit: impl FnMut(&[Datum]) -> Result<bool>) -> Result<()> {
+    pub(crate) fn run(&self, ctx: &ExecContext, mut emit: impl FnMut(&[Datum]) -> Result<bool> + Send) -> Result<()> {
         match self {
             SourceState::Single(taken) => {
                 if !taken.swap(true, Ordering::Relaxed) {
@@ -547,6 +554,20 @@ impl<'p> SourceState<'p> {
                     return Ok(());
                 }
                 crate::index_scan::run(source, ctx, heap_fetches, emit)
+            }
+            SourceState::Sorted { plan, sort, taken } => {
+                if taken.swap(true, Ordering::Relaxed) {
+                    return Ok(());
+                }
+                let began = Instant::now();
+                let reports_before = ctx.sort_reports.lock().len();
+                let mut rows = 0u64;
+                crate::sort::for_each_sorted_row(sort, ctx, |row| {
+                    rows += 1;
+                    emit(&row)
+                })?;
+                record_sort_node(plan, ctx, began, reports_before, rows);
+                Ok(())
             }
             SourceState::Heap { source, .. } => {
                 let mut row: Vec<Datum> = Vec::with_capacity(source.columns.len());

@@ -92,9 +92,9 @@ pub(crate) fn execute_sort(sort: &SortPlan, ctx: &ExecContext, window: RowWindow
 }
 
 /// Sort and hand the rows (cut to the plan's output width) to `consume` in order, one
-/// at a time: a single merge is read as it is consumed, never collected; key ranges
-/// merged in parallel are decoded a range at a time.
-pub(crate) fn for_each_sorted_row(sort: &SortPlan, ctx: &ExecContext, mut consume: impl FnMut(Row) -> Result<()> + Send) -> Result<()> {
+/// at a time, until it returns false: a single merge is read as it is consumed, never
+/// collected; key ranges merged in parallel are decoded a range at a time.
+pub(crate) fn for_each_sorted_row(sort: &SortPlan, ctx: &ExecContext, mut consume: impl FnMut(Row) -> Result<bool> + Send) -> Result<()> {
     let layout = RowLayout::new(&sort.types);
     let decode = |tuple: &[u8]| decode_row(sort, &layout, tuple);
     match run_sort(sort, ctx)? {
@@ -102,7 +102,9 @@ pub(crate) fn for_each_sorted_row(sort: &SortPlan, ctx: &ExecContext, mut consum
             let mut n = 0u64;
             while limit.is_none_or(|l| n < l) {
                 let Some(tuple) = merger.next()? else { break };
-                consume(decode(tuple)?)?;
+                if !consume(decode(tuple)?)? {
+                    break;
+                }
                 n += 1;
             }
             Ok(())
@@ -116,7 +118,11 @@ pub(crate) fn for_each_sorted_row(sort: &SortPlan, ctx: &ExecContext, mut consum
                 Ok(rows)
             };
             let feed = |part: Vec<Row>| -> Result<Option<()>> {
-                part.into_iter().try_for_each(&mut consume)?;
+                for row in part {
+                    if !consume(row)? {
+                        return Ok(None);
+                    }
+                }
                 Ok(Some(()))
             };
             ranges.merge_in_order(ctx, pack, feed, |()| Ok(()))

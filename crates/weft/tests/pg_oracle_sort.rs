@@ -558,6 +558,12 @@ const CASES: &[(&str, &str, Check)] = &[
         Total,
     ),
     ("SELECT s.t, s.n FROM (SELECT t, count(*) AS n FROM {t} GROUP BY t) s ORDER BY n DESC, t LIMIT 40", "", Total),
+    // A subquery that is a whole sort streams its rows into the query above it, which may
+    // stop reading early; its order is the one the outer rows come in.
+    ("SELECT count(*), sum(id), min(t), max(t) FROM (SELECT id, t FROM {t} ORDER BY t, id) s", "", Total),
+    ("SELECT id, t FROM (SELECT id, t FROM {t} ORDER BY t DESC, id) s LIMIT 30", "", Total),
+    ("SELECT s.id, s.f FROM (SELECT id, f FROM {t} ORDER BY f NULLS FIRST, id) s WHERE s.id % 7 = 3 LIMIT 25 OFFSET 2", "", Total),
+    ("SELECT a, count(*), min(id) FROM (SELECT a, id FROM {t} ORDER BY id DESC) s GROUP BY a ORDER BY a", "", Total),
     // WHERE filters leaving no row or one.
     ("SELECT * FROM {t} WHERE id < 0 ORDER BY t", "", Total),
     ("SELECT * FROM {t} WHERE id = 17 ORDER BY f DESC, t", "", Total),

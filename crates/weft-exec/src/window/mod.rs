@@ -65,7 +65,8 @@ pub(crate) fn execute_window(window: &WindowPlan, ctx: &ExecContext) -> Result<V
             let mut rows = 0u64;
             crate::sort::for_each_sorted_row(sort, ctx, |row| {
                 rows += 1;
-                node.push(row)
+                node.push(row)?;
+                Ok(true)
             })?;
             crate::execute::record_sort_node(&window.input, ctx, began, reports_before, rows);
         }
