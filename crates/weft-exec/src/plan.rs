@@ -205,6 +205,14 @@ impl HashJoin {
             _ => None,
         }
     }
+
+    /// The inner row's column, when the one inner key is a plain column.
+    pub fn inner_key_column(&self) -> Option<usize> {
+        match self.inner_keys.as_slice() {
+            [Expr::Column { index, .. }] => Some(*index),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]

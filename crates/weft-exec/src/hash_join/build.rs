@@ -21,7 +21,7 @@ use weft_common::{Datum, Error, Result};
 
 use super::batch::{batch_of, BatchWriters, Records, Written, MAX_BATCHES};
 use super::run::*;
-use super::table::{eval_keys, key_hash, Arena, Buckets, JoinTable, MAX_ARENAS};
+use super::table::{eval_keys, inner_keys, key_hash, Arena, Buckets, JoinTable, MAX_ARENAS};
 use crate::execute::{ExecContext, ParticipantStats, StepBuffers};
 
 /// The grow barrier's phases (its phase number modulo 4).
@@ -196,9 +196,14 @@ impl<'p> SharedJoin<'p> {
             self.evict(local)?;
         }
         local.rows_out += 1;
-        let keyed = eval_keys(&self.join.inner_keys, row, ctx.eval, &mut local.keys)?;
+        // A plain column key is read from the row each time (not copied into `keys`).
+        let key_column = self.join.inner_key_column();
+        let keyed = match key_column {
+            Some(column) => !row[column].is_null(),
+            None => eval_keys(&self.join.inner_keys, row, ctx.eval, &mut local.keys)?,
+        };
         let hash = if keyed {
-            key_hash(&local.keys)
+            key_hash(row_keys(key_column, row, &local.keys))
         } else if self.join.null_aware {
             // NOT IN: one NULL is all that matters.
             self.inner_null_key.store(true, Ordering::Relaxed);
@@ -211,14 +216,14 @@ impl<'p> SharedJoin<'p> {
             return Ok(());
         };
         local.tuples += 1;
-        let keys = keyed.then_some(&local.keys[..]);
+        let keys = keyed.then(|| row_keys(key_column, row, &local.keys));
         let bytes = local.arena.tuple_bytes(keys, row);
         loop {
             let batch = if local.nbatch == 1 { 0 } else { batch_of(hash, local.nbatch) };
             if self.skewed(local, keyed, hash) {
                 // A most common outer key's tuple: in memory whatever its batch.
                 if self.reserve_skew(local, bytes) {
-                    let keys = keyed.then_some(&local.keys[..]);
+                    let keys = keyed.then(|| row_keys(key_column, row, &local.keys));
                     local.arena.push(hash, keys, row);
                     return Ok(());
                 }
@@ -228,7 +233,7 @@ impl<'p> SharedJoin<'p> {
                 }
                 if bytes <= local.reserved || self.reserve(local, bytes) {
                     local.reserved -= bytes;
-                    let keys = keyed.then_some(&local.keys[..]);
+                    let keys = keyed.then(|| row_keys(key_column, row, &local.keys));
                     local.arena.push(hash, keys, row);
                     return Ok(());
                 }
@@ -457,7 +462,7 @@ impl<'p> SharedJoin<'p> {
             block.read(&mut buf)?;
             let mut records = Records::new(&buf);
             while let Some((hash, keyed)) = records.next_into(self.join.inner_width, &mut row)? {
-                let keys = if keyed { eval_keys(&self.join.inner_keys, &row, ctx.eval, &mut local.keys)?.then_some(&local.keys[..]) } else { None };
+                let keys = if keyed { inner_keys(self.join, &row, ctx.eval, &mut local.keys)? } else { None };
                 let bytes = local.arena.tuple_bytes(keys, &row);
                 self.write_inner(local, batch_of(hash, nbatch), hash, keyed, &row, bytes)?;
             }
@@ -571,4 +576,13 @@ impl<'p> SharedJoin<'p> {
 /// within budget, and the chunked batch is processed within it anyway.
 fn split_kept_nearly_all(parent: u64, kept: u64) -> bool {
     kept.saturating_mul(16) >= parent.saturating_mul(15)
+}
+
+/// An inner row's keys: its key column, or the keys evaluated into `evaluated`.
+#[inline]
+fn row_keys<'a>(key_column: Option<usize>, row: &'a [Datum], evaluated: &'a [Datum]) -> &'a [Datum] {
+    match key_column {
+        Some(column) => std::slice::from_ref(&row[column]),
+        None => evaluated,
+    }
 }

@@ -18,7 +18,7 @@ use weft_common::{Datum, Error, Result};
 
 use super::batch::{Block, Records};
 use super::run::*;
-use super::table::{emit_unmatched_outer, eval_keys, is_marked, outer_keys, Arena, Buckets, JoinTable, ProbeBuffers, MAX_ARENAS};
+use super::table::{emit_unmatched_outer, inner_keys, is_marked, outer_keys, Arena, Buckets, JoinTable, ProbeBuffers, MAX_ARENAS};
 use crate::execute::ExecContext;
 use crate::plan::JoinType;
 
@@ -313,8 +313,8 @@ impl<'p> SharedJoin<'p> {
             });
             let mut records = Records::new(&buf);
             while let Some((hash, keyed)) = records.next_into(self.join.inner_width, &mut row)? {
-                let has_keys = keyed && eval_keys(&self.join.inner_keys, &row, ctx.eval, &mut keys)?;
-                a.push(hash, has_keys.then_some(&keys[..]), &row);
+                let row_keys = if keyed { inner_keys(self.join, &row, ctx.eval, &mut keys)? } else { None };
+                a.push(hash, row_keys, &row);
             }
         }
         if let Some((number, a)) = arena {

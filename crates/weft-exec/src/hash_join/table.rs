@@ -92,6 +92,21 @@ pub(crate) fn outer_keys<'a>(
     Ok(eval_keys(&join.outer_keys, outer, eval, buffer)?.then_some(buffer.as_slice()))
 }
 
+/// An inner row's keys, `None` when one is NULL: borrowed from the row when the key is
+/// one plain column (no copy of a text key per tuple), else evaluated into `buffer`.
+pub(crate) fn inner_keys<'a>(
+    join: &HashJoin,
+    inner: &'a [Datum],
+    eval: &EvalContext,
+    buffer: &'a mut Vec<Datum>,
+) -> Result<Option<&'a [Datum]>> {
+    if let Some(column) = join.inner_key_column() {
+        let key = std::slice::from_ref(&inner[column]);
+        return Ok((!key[0].is_null()).then_some(key));
+    }
+    Ok(eval_keys(&join.inner_keys, inner, eval, buffer)?.then_some(buffer.as_slice()))
+}
+
 /// Evaluate key expressions into `out`; false when any key is NULL (it matches nothing).
 pub(crate) fn eval_keys(exprs: &[Expr], row: &[Datum], eval: &EvalContext, out: &mut Vec<Datum>) -> Result<bool> {
     out.clear();
