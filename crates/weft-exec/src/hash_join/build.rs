@@ -203,7 +203,7 @@ impl<'p> SharedJoin<'p> {
             None => eval_keys(&self.join.inner_keys, row, ctx.eval, &mut local.keys)?,
         };
         let hash = if keyed {
-            key_hash(row_keys(key_column, row, &local.keys))
+            key_hash(key_slice(key_column, row, &local.keys))
         } else if self.join.null_aware {
             // NOT IN: one NULL is all that matters.
             self.inner_null_key.store(true, Ordering::Relaxed);
@@ -216,14 +216,14 @@ impl<'p> SharedJoin<'p> {
             return Ok(());
         };
         local.tuples += 1;
-        let keys = keyed.then(|| row_keys(key_column, row, &local.keys));
+        let keys = keyed.then(|| key_slice(key_column, row, &local.keys));
         let bytes = local.arena.tuple_bytes(keys, row);
         loop {
             let batch = if local.nbatch == 1 { 0 } else { batch_of(hash, local.nbatch) };
             if self.skewed(local, keyed, hash) {
                 // A most common outer key's tuple: in memory whatever its batch.
                 if self.reserve_skew(local, bytes) {
-                    let keys = keyed.then(|| row_keys(key_column, row, &local.keys));
+                    let keys = keyed.then(|| key_slice(key_column, row, &local.keys));
                     local.arena.push(hash, keys, row);
                     return Ok(());
                 }
@@ -233,7 +233,7 @@ impl<'p> SharedJoin<'p> {
                 }
                 if bytes <= local.reserved || self.reserve(local, bytes) {
                     local.reserved -= bytes;
-                    let keys = keyed.then(|| row_keys(key_column, row, &local.keys));
+                    let keys = keyed.then(|| key_slice(key_column, row, &local.keys));
                     local.arena.push(hash, keys, row);
                     return Ok(());
                 }
@@ -580,7 +580,7 @@ fn split_kept_nearly_all(parent: u64, kept: u64) -> bool {
 
 /// An inner row's keys: its key column, or the keys evaluated into `evaluated`.
 #[inline]
-fn row_keys<'a>(key_column: Option<usize>, row: &'a [Datum], evaluated: &'a [Datum]) -> &'a [Datum] {
+fn key_slice<'a>(key_column: Option<usize>, row: &'a [Datum], evaluated: &'a [Datum]) -> &'a [Datum] {
     match key_column {
         Some(column) => std::slice::from_ref(&row[column]),
         None => evaluated,

@@ -75,36 +75,34 @@ pub(crate) fn key_hash(keys: &[Datum]) -> u64 {
     h.finish()
 }
 
-/// The outer row's key values, or `None` when one is NULL (it matches nothing): borrowed
-/// from the row when the key is one plain column, else evaluated into `buffer`. Cloning
-/// the key into a buffer was an eighth of a probe-heavy join's time.
+/// The outer row's key values, or `None` when one is NULL (it matches nothing): see
+/// [`row_keys`]. Cloning the key into a buffer was an eighth of a probe-heavy join's time.
 #[inline]
-pub(crate) fn outer_keys<'a>(
-    join: &HashJoin,
-    outer: &'a [Datum],
-    eval: &EvalContext,
-    buffer: &'a mut Vec<Datum>,
-) -> Result<Option<&'a [Datum]>> {
-    if let Some(column) = join.outer_key_column() {
-        let key = std::slice::from_ref(&outer[column]);
-        return Ok((!key[0].is_null()).then_some(key));
-    }
-    Ok(eval_keys(&join.outer_keys, outer, eval, buffer)?.then_some(buffer.as_slice()))
+pub(crate) fn outer_keys<'a>(join: &HashJoin, outer: &'a [Datum], eval: &EvalContext, buffer: &'a mut Vec<Datum>) -> Result<Option<&'a [Datum]>> {
+    row_keys(join.outer_key_column(), &join.outer_keys, outer, eval, buffer)
 }
 
-/// An inner row's keys, `None` when one is NULL: borrowed from the row when the key is
-/// one plain column (no copy of a text key per tuple), else evaluated into `buffer`.
-pub(crate) fn inner_keys<'a>(
-    join: &HashJoin,
-    inner: &'a [Datum],
+/// An inner row's keys, `None` when one is NULL: see [`row_keys`] (a text key is then not
+/// copied per tuple).
+pub(crate) fn inner_keys<'a>(join: &HashJoin, inner: &'a [Datum], eval: &EvalContext, buffer: &'a mut Vec<Datum>) -> Result<Option<&'a [Datum]>> {
+    row_keys(join.inner_key_column(), &join.inner_keys, inner, eval, buffer)
+}
+
+/// A row's keys, `None` when one is NULL: borrowed from the row when the key is one
+/// plain column (`column`), else `exprs` evaluated into `buffer`.
+#[inline]
+fn row_keys<'a>(
+    column: Option<usize>,
+    exprs: &[Expr],
+    row: &'a [Datum],
     eval: &EvalContext,
     buffer: &'a mut Vec<Datum>,
 ) -> Result<Option<&'a [Datum]>> {
-    if let Some(column) = join.inner_key_column() {
-        let key = std::slice::from_ref(&inner[column]);
+    if let Some(column) = column {
+        let key = std::slice::from_ref(&row[column]);
         return Ok((!key[0].is_null()).then_some(key));
     }
-    Ok(eval_keys(&join.inner_keys, inner, eval, buffer)?.then_some(buffer.as_slice()))
+    Ok(eval_keys(exprs, row, eval, buffer)?.then_some(buffer.as_slice()))
 }
 
 /// Evaluate key expressions into `out`; false when any key is NULL (it matches nothing).
