@@ -126,11 +126,9 @@ mod tests {
     fn ranges_merge_and_answer_like_a_set() {
         let mut set = XidSet::default();
         let mut model = std::collections::BTreeSet::new();
-        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut rng = weft_common::XorShift64(0x2545_f491_4f6c_dd1d);
         for _ in 0..2000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            let state = rng.next_u64();
             let start = state % 300;
             let len = (state >> 20) % 6;
             set.insert_range(start..start + len);

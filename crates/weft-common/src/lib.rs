@@ -12,7 +12,9 @@ pub mod sync;
 pub mod tuple;
 pub mod types;
 pub mod units;
+pub mod xorshift;
 
 pub use error::{Error, Result, SqlState};
 pub use numeric::Numeric;
 pub use types::{DataType, Datum};
+pub use xorshift::XorShift64;

@@ -191,13 +191,10 @@ fn select_run(options: &BuffersOptions, dir: &Path, pool: &str, mapping: &str, a
             let (db, stop, total, failure) = (db.clone(), stop.clone(), total.clone(), failure.clone());
             scope.spawn(move || {
                 let mut s = db.session();
-                let mut x = 0x9e37_79b9_7f4a_7c15_u64 ^ ((t as u64 + 1) << 17);
+                let mut rng = weft_common::XorShift64(0x9e37_79b9_7f4a_7c15_u64 ^ ((t as u64 + 1) << 17));
                 let mut done = 0;
                 while !stop.load(Ordering::Relaxed) {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    let aid = x % accounts + 1;
+                    let aid = rng.next_u64() % accounts + 1;
                     match s.execute(&format!("SELECT abalance FROM accounts WHERE aid = {aid}")) {
                         Ok(r) if r.rows.len() == 1 => done += 1,
                         Ok(r) => {

@@ -8,20 +8,15 @@
 
 mod oracle;
 
-use oracle::weft_lines;
+use oracle::{weft_lines, Rng};
 use weft::postgres::PgCluster;
 use weft_sql::Database;
 
-struct Rng(u64);
+trait Pick {
+    fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str;
+}
 
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-
+impl Pick for Rng {
     fn pick<'a>(&mut self, items: &[&'a str]) -> &'a str {
         items[self.below(items.len() as u64) as usize]
     }

@@ -717,8 +717,10 @@ impl JoinTable {
         emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
     ) -> Result<bool> {
         if self.buckets.len() < BATCHED_PROBE_MIN_BUCKETS {
-            let mark = marks.map(|(m, first)| (m, first + buffers.pending.has_key.len()));
-            return self.probe_keyed(join, outer, keys, hash, eval, &mut buffers.joined, mark, emit);
+            // A small array stays in cache: probed at once (no row waits, so `marks`
+            // names this row's bit).
+            let head = self.buckets.heads[(hash & self.buckets.mask) as usize].load(Ordering::Acquire);
+            return self.probe_one(join, outer, true, keys, hash, head, eval, &mut buffers.joined, marks, emit);
         }
         Self::queue(join, outer, Some(keys), hash, &mut buffers.pending);
         if buffers.pending.has_key.len() >= PROBE_BATCH {
@@ -816,24 +818,6 @@ impl JoinTable {
                 }
             }
         }
-    }
-
-    /// Probe with one outer row whose keys (none NULL) and hash are known: a row read
-    /// back from a batch file. `marks` (a chunked batch) holds the row's bit at `mark`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn probe_keyed(
-        &self,
-        join: &HashJoin,
-        outer: &[Datum],
-        keys: &[Datum],
-        hash: u64,
-        eval: &EvalContext,
-        joined: &mut Vec<Datum>,
-        marks: Option<(&OuterMarks, usize)>,
-        emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
-    ) -> Result<bool> {
-        let head = self.buckets.heads[(hash & self.buckets.mask) as usize].load(Ordering::Acquire);
-        self.probe_one(join, outer, true, keys, hash, head, eval, joined, marks, emit)
     }
 
     /// Emit what `outer` produces against the table: joined rows, the outer row alone

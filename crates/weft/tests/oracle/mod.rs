@@ -5,17 +5,9 @@
 
 use weft_sql::Session;
 
-/// xorshift64: the same sequence of statements on every run.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-}
+/// The same sequence of statements on every run.
+#[allow(unused_imports)] // as `dead_code` above: not every test binary draws
+pub use weft_common::XorShift64 as Rng;
 
 /// Rows as psql -At prints them: fields joined by `|`, NULL as nothing.
 pub fn lines(result: &weft_sql::QueryResult) -> Vec<String> {
