@@ -22,7 +22,7 @@ use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_storage::zone_map::{ZoneWriteGuard, NO_VALUES};
 use weft_storage::{
-    page, BlockNumber, BufferAccessStrategy, BufferPool, BufferTag, ForkNumber, NumberedPages, OffsetNumber, Page, RelFileLocator,
+    page, BlockNumber, BufferAccessStrategy, BufferPool, BufferTag, ForkNumber, NewPageWrites, NumberedPages, OffsetNumber, Page, RelFileLocator,
     PAGE_SIZE, READ_BATCH_BLOCKS_MAX,
 };
 
@@ -158,7 +158,7 @@ impl<'a> HeapInserter<'a> {
     pub fn number_pages(&mut self, pages: PackedPages) -> Result<NumberedPages> {
         self.flush_page()?;
         self.rows_inserted += pages.rows;
-        self.pool.number_new_pages(self.rel, ForkNumber::Main, pages.pages)
+        self.pool.number_new_pages(self.rel, ForkNumber::Main, pages.pages, NewPageWrites::PageCache)
     }
 
     /// Write the last partial page; returns the number of rows inserted.

@@ -3,6 +3,7 @@
 // `#[allow(unsafe_code)]` (today: `memhint` and `buffer::frames`).
 #![deny(unsafe_code)]
 
+pub mod bulk_write;
 pub mod buffer;
 pub mod mapping;
 pub mod memhint;
@@ -12,7 +13,7 @@ mod sync;
 pub mod zone_map;
 
 pub use buffer::{
-    Buffer, BufferAccessStrategy, BufferMappingKind, BufferPool, BufferPoolConfig, BufferPoolStats, NumberedPages,
+    Buffer, BufferAccessStrategy, BufferMappingKind, BufferPool, BufferPoolConfig, BufferPoolStats, NewPageWrites, NumberedPages,
     PageReadGuard, PageWriteGuard, READ_BATCH_BLOCKS_MAX,
 };
 pub use mapping::{ArtMapping, BufferMapping, PartitionedHashMapping};

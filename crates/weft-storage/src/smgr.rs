@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use weft_common::{Error, Result, SqlState};
 
+use crate::bulk_write::{BulkWriter, RelKey};
 use crate::sync::{Arc, RwLock};
 use crate::{page, BlockNumber, ForkNumber, Page, RelFileLocator, DEFAULT_TABLESPACE_OID, PAGE_SIZE};
 
@@ -44,6 +45,9 @@ pub struct StorageManager {
     /// PostgreSQL's `fsync` setting: off makes `sync` a no-op (a crash of the machine,
     /// not just of the process, can then lose committed data).
     fsync: std::sync::atomic::AtomicBool,
+    /// New pages written off the callers' threads; every other use of a relation's
+    /// files waits for its pending batches first.
+    background: BulkWriter,
 }
 
 impl std::fmt::Debug for StorageManager {
@@ -61,6 +65,10 @@ fn file_error(context: String, err: &std::io::Error) -> Error {
     error
 }
 
+fn rel_key(rel: RelFileLocator) -> RelKey {
+    (rel.db_oid, rel.rel_number)
+}
+
 fn block_offset(block: BlockNumber) -> u64 {
     block as u64 * PAGE_SIZE as u64
 }
@@ -75,6 +83,7 @@ impl StorageManager {
             base_dir,
             files: RwLock::new(HashMap::new()),
             fsync: std::sync::atomic::AtomicBool::new(true),
+            background: BulkWriter::new(),
         }))
     }
 
@@ -150,6 +159,8 @@ impl StorageManager {
 
     /// Removes the files of every fork of `rel`; missing files are fine.
     pub fn unlink(&self, rel: RelFileLocator) -> Result<()> {
+        // The relation is going away: a failed background write of it no longer matters.
+        let _ = self.background.wait(rel_key(rel));
         for fork in ForkNumber::ALL {
             self.files.write().remove(&file_key(rel, fork));
             let path = self.file_path(rel, fork);
@@ -166,6 +177,7 @@ impl StorageManager {
 
     /// Number of blocks, from the file size (a partial last block is not counted).
     pub fn nblocks(&self, rel: RelFileLocator, fork: ForkNumber) -> Result<BlockNumber> {
+        self.background.wait(rel_key(rel))?;
         let file = self.handle(rel, fork)?;
         let len = file
             .metadata()
@@ -183,6 +195,7 @@ impl StorageManager {
     /// Reads one block and verifies its checksum. A block past the end of the
     /// file reads as zeros (a new page).
     pub fn read_block(&self, rel: RelFileLocator, fork: ForkNumber, block: BlockNumber, buf: &mut Page) -> Result<()> {
+        self.background.wait(rel_key(rel))?;
         let file = self.handle(rel, fork)?;
         read_full_at(&file, buf, block_offset(block)).map_err(|e| {
             let path = self.file_path(rel, fork);
@@ -198,6 +211,7 @@ impl StorageManager {
     /// zeros. Checksums are *not* verified: call [`verify_block`](Self::verify_block)
     /// on each page.
     pub fn read_blocks_into(&self, rel: RelFileLocator, fork: ForkNumber, first: BlockNumber, pages: &mut [&mut Page]) -> Result<()> {
+        self.background.wait(rel_key(rel))?;
         let file = self.handle(rel, fork)?;
         preadv_full(&file, pages, block_offset(first)).map_err(|e| {
             let path = self.file_path(rel, fork);
@@ -242,8 +256,27 @@ impl StorageManager {
         })
     }
 
+    /// Queues consecutive blocks from `first` on (at most
+    /// [`BATCH_PAGES_MAX`](crate::bulk_write::BATCH_PAGES_MAX)), whose checksums the
+    /// caller has set, for a writer thread ([`crate::bulk_write`]): new blocks that
+    /// nobody reads before [`wait_bulk_writes`](Self::wait_bulk_writes) (or
+    /// any read, `sync` or `nblocks` of the relation, which wait too).
+    pub fn write_blocks_in_background(&self, rel: RelFileLocator, fork: ForkNumber, first: BlockNumber, pages: Vec<Box<Page>>) -> Result<()> {
+        if pages.is_empty() {
+            return Ok(());
+        }
+        let file = self.handle(rel, fork)?;
+        self.background.submit(rel_key(rel), self.file_path(rel, fork), file, block_offset(first), pages)
+    }
+
+    /// Waits until every queued write of `rel` is done; the first error among them.
+    pub fn wait_bulk_writes(&self, rel: RelFileLocator) -> Result<()> {
+        self.background.wait(rel_key(rel))
+    }
+
     /// Cuts (or extends with zeros) the fork to `nblocks` blocks.
     pub fn truncate(&self, rel: RelFileLocator, fork: ForkNumber, nblocks: BlockNumber) -> Result<()> {
+        self.background.wait(rel_key(rel))?;
         let file = self.handle(rel, fork)?;
         file.set_len(block_offset(nblocks)).map_err(|e| {
             let path = self.file_path(rel, fork);
@@ -251,8 +284,9 @@ impl StorageManager {
         })
     }
 
-    /// fsyncs every existing fork of `rel`.
+    /// Waits for the background writes of `rel`, then fsyncs every existing fork of it.
     pub fn sync(&self, rel: RelFileLocator) -> Result<()> {
+        self.background.wait(rel_key(rel))?;
         if !self.fsync.load(std::sync::atomic::Ordering::Relaxed) {
             return Ok(());
         }
@@ -343,7 +377,7 @@ fn preadv_full(file: &File, pages: &mut [&mut Page], offset: u64) -> std::io::Re
 }
 
 /// Writes all of `pages` at `offset` with vectored writes, resuming after short ones.
-fn pwritev_all(file: &File, pages: &[Box<Page>], offset: u64) -> std::io::Result<()> {
+pub(crate) fn pwritev_all(file: &File, pages: &[Box<Page>], offset: u64) -> std::io::Result<()> {
     let total = pages.len() * PAGE_SIZE;
     let mut done = 0;
     while done < total {

@@ -3,15 +3,13 @@
 //! levels are built from the leaves' high keys.
 
 use weft_common::{Error, Result};
-use weft_storage::{page as slotted, BlockNumber, BufferPool, BufferTag, ForkNumber, NumberedPages, Page, RelFileLocator, PAGE_SIZE};
+use weft_storage::{page as slotted, BlockNumber, BufferPool, BufferTag, ForkNumber, NewPageWrites, NumberedPages, Page, RelFileLocator, PAGE_SIZE};
 
 use super::page::{self, Opaque, FLAG_HIGH_KEY, FLAG_LEAF, FLAG_ROOT, META_BLOCK, P_NONE, USABLE_SPACE};
 use super::BTreeDesc;
 
 /// Upper pages are filled to 70%, as PostgreSQL's: room for the splits inserts bring.
 const INTERNAL_FILL_PERCENT: usize = 70;
-/// Pages written by one call of `extend_with_pages`.
-const WRITE_BATCH_PAGES: usize = 128;
 
 fn new_page() -> Box<Page> {
     Box::new([0u8; PAGE_SIZE])
@@ -177,14 +175,13 @@ impl<'a> BTreeWriter<'a> {
         }
         let mut meta = new_page();
         page::init_meta(&mut meta, P_NONE, 0);
-        pool.extend_with_pages(rel, ForkNumber::Main, &mut [meta])?;
+        pool.extend_with_pages(rel, ForkNumber::Main, vec![meta], NewPageWrites::Background)?;
         Ok(BTreeWriter { pool, rel, desc: desc.clone(), next_block: 1, pending: None, downlinks: Vec::new(), summary: BuildSummary::default() })
     }
 
     fn write(&self, pages: &mut Vec<Box<Page>>) -> Result<()> {
         if !pages.is_empty() {
-            self.pool.extend_with_pages(self.rel, ForkNumber::Main, pages)?;
-            pages.clear();
+            self.pool.extend_with_pages(self.rel, ForkNumber::Main, std::mem::take(pages), NewPageWrites::Background)?;
         }
         Ok(())
     }
@@ -231,7 +228,7 @@ impl<'a> BTreeWriter<'a> {
         }
         // The batch starts with the leaf held back last time, whose block was reserved
         // then: only the blocks of this call's pages are new.
-        Ok(NumberedPages::new(self.rel, ForkNumber::Main, reserved - held_back, pages))
+        Ok(NumberedPages::new(self.rel, ForkNumber::Main, reserved - held_back, pages, NewPageWrites::Background))
     }
 
     /// Write the last leaf, the upper levels and the metapage.
@@ -260,7 +257,7 @@ impl<'a> BTreeWriter<'a> {
                     return Err(Error::internal("the last leaf does not fit without its high key"));
                 }
                 // Its block was reserved when it was numbered.
-                self.pool.write_new_pages(self.rel, ForkNumber::Main, self.next_block - 1, &mut [leaf])?;
+                self.pool.write_new_pages(self.rel, ForkNumber::Main, self.next_block - 1, vec![leaf], NewPageWrites::Background)?;
                 self.build_upper_levels()?
             }
         };
@@ -333,9 +330,7 @@ impl<'a> BTreeWriter<'a> {
             }
             self.next_block += count;
             self.summary.internal_pages += count as u64;
-            for chunk in images.chunks_mut(WRITE_BATCH_PAGES) {
-                self.pool.extend_with_pages(self.rel, ForkNumber::Main, chunk)?;
-            }
+            self.pool.extend_with_pages(self.rel, ForkNumber::Main, images, NewPageWrites::Background)?;
             children = next_children;
         }
         Ok((children[0].1, level))

@@ -58,8 +58,8 @@ pub const POOL_FRAMES_MIN: usize = 16;
 /// `MAX_IO_COMBINE_LIMIT` is 16 at the default 128 kB `io_combine_limit`).
 pub const READ_BATCH_BLOCKS_MAX: u32 = 16;
 
-/// Most blocks one vectored write of new pages carries (IOV_MAX is 1024 on Linux).
-const WRITE_BATCH_BLOCKS: usize = 128;
+/// Most blocks one write of new pages carries (IOV_MAX is 1024 on Linux).
+const WRITE_BATCH_BLOCKS: usize = crate::bulk_write::BATCH_PAGES_MAX;
 
 // A scan that holds one batch while reading the next must find a whole batch
 // of its own unpinned buffers in the ring.
@@ -489,13 +489,13 @@ impl BufferPool {
     }
 
     /// Adds `pages` (complete page images) to the end of the fork, written straight to
-    /// its file: a bulk load's pages need no buffer, and writing them from here costs one
-    /// copy instead of a frame, an eviction and a write each. Sets their checksums;
-    /// returns the first new block. The blocks are never in the pool (they are new), so
-    /// no buffer can disagree with them; `flush_relation` fsyncs them with the rest.
-    pub fn extend_with_pages(&self, rel: RelFileLocator, fork: ForkNumber, pages: &mut [Box<Page>]) -> Result<BlockNumber> {
+    /// its file by `path`: a bulk load's pages need no buffer, and writing them from here
+    /// costs one copy instead of a frame, an eviction and a write each. Sets their
+    /// checksums; returns the first new block. The blocks are never in the pool (they are
+    /// new), so no buffer can disagree with them; `flush_relation` fsyncs them with the rest.
+    pub fn extend_with_pages(&self, rel: RelFileLocator, fork: ForkNumber, pages: Vec<Box<Page>>, path: NewPageWrites) -> Result<BlockNumber> {
         let first = self.reserve_blocks(rel, fork, pages.len())?;
-        self.write_new_pages(rel, fork, first, pages)?;
+        self.write_new_pages(rel, fork, first, pages, path)?;
         Ok(first)
     }
 
@@ -527,22 +527,30 @@ impl BufferPool {
 
     /// Reserve the blocks after the fork's end for `pages` ([`reserve_blocks`](Self::reserve_blocks)):
     /// they are written later by [`NumberedPages::write`], by whoever holds them.
-    pub fn number_new_pages(&self, rel: RelFileLocator, fork: ForkNumber, pages: Vec<Box<Page>>) -> Result<NumberedPages> {
+    pub fn number_new_pages(&self, rel: RelFileLocator, fork: ForkNumber, pages: Vec<Box<Page>>, path: NewPageWrites) -> Result<NumberedPages> {
         let first = self.reserve_blocks(rel, fork, pages.len())?;
-        Ok(NumberedPages { rel, fork, first, pages })
+        Ok(NumberedPages { rel, fork, first, pages, path })
     }
 
     /// Write complete page images into blocks `first..` of the fork, reserved by
     /// [`reserve_blocks`](Self::reserve_blocks) and never written since (so never in the
     /// pool). Sets their checksums.
-    pub fn write_new_pages(&self, rel: RelFileLocator, fork: ForkNumber, first: BlockNumber, pages: &mut [Box<Page>]) -> Result<()> {
+    pub fn write_new_pages(&self, rel: RelFileLocator, fork: ForkNumber, first: BlockNumber, mut pages: Vec<Box<Page>>, path: NewPageWrites) -> Result<()> {
         for (i, image) in pages.iter_mut().enumerate() {
             page::set_checksum(image, first + i as BlockNumber);
         }
-        for (n, batch) in pages.chunks(WRITE_BATCH_BLOCKS).enumerate() {
-            self.smgr.write_blocks(rel, fork, first + (n * WRITE_BATCH_BLOCKS) as BlockNumber, batch)?;
-        }
         self.stats.extends.fetch_add(pages.len() as u64, Ordering::Relaxed);
+        let mut block = first;
+        while !pages.is_empty() {
+            let rest = pages.split_off(pages.len().min(WRITE_BATCH_BLOCKS));
+            let count = pages.len() as BlockNumber;
+            match path {
+                NewPageWrites::PageCache => self.smgr.write_blocks(rel, fork, block, &pages)?,
+                NewPageWrites::Background => self.smgr.write_blocks_in_background(rel, fork, block, pages)?,
+            }
+            block += count;
+            pages = rest;
+        }
         Ok(())
     }
 
@@ -999,6 +1007,18 @@ impl fmt::Debug for Buffer {
     }
 }
 
+/// How a bulk writer's new pages reach their file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NewPageWrites {
+    /// Written by the caller through the page cache, where the next reader finds them: a
+    /// table is usually read again soon (a CREATE TABLE AS, then its index build).
+    PageCache,
+    /// Queued for the background writer, which writes them with direct I/O (see
+    /// `bulk_write`): the caller's thread pays one copy and the page cache
+    /// nothing. For an index build, whose pages are read again a few at a time.
+    Background,
+}
+
 /// New page images with their blocks reserved ([`BufferPool::number_new_pages`]): numbered
 /// in order by one caller, written by any (bulk loads whose participants write their own
 /// parts of a relation that grows in order).
@@ -1007,16 +1027,17 @@ pub struct NumberedPages {
     fork: ForkNumber,
     first: BlockNumber,
     pages: Vec<Box<Page>>,
+    path: NewPageWrites,
 }
 
 impl NumberedPages {
     /// Pages for blocks `first..` of the fork, which the caller reserved
     /// ([`BufferPool::reserve_blocks`]) and nobody has written.
-    pub fn new(rel: RelFileLocator, fork: ForkNumber, first: BlockNumber, pages: Vec<Box<Page>>) -> NumberedPages {
-        NumberedPages { rel, fork, first, pages }
+    pub fn new(rel: RelFileLocator, fork: ForkNumber, first: BlockNumber, pages: Vec<Box<Page>>, path: NewPageWrites) -> NumberedPages {
+        NumberedPages { rel, fork, first, pages, path }
     }
 
-    pub fn write(mut self, pool: &BufferPool) -> Result<()> {
-        pool.write_new_pages(self.rel, self.fork, self.first, &mut self.pages)
+    pub fn write(self, pool: &BufferPool) -> Result<()> {
+        pool.write_new_pages(self.rel, self.fork, self.first, self.pages, self.path)
     }
 }
