@@ -53,6 +53,7 @@ impl<'a> MergeInput<'a> {
     fn abbrev(&self, keys: &SortKeys) -> u64 {
         match self {
             MergeInput::Pairs(reader) => reader.current_abbrev(),
+            MergeInput::Tape(reader) if reader.pair_form().is_some() => reader.current_pair().abbrev,
             other => keys.abbreviate(other.current().expect("not exhausted")),
         }
     }
@@ -88,25 +89,48 @@ enum MergerKind<'a> {
 
 impl<'a> Merger<'a> {
     pub(crate) fn new(keys: Arc<SortKeys>, inputs: Vec<MergeInput<'a>>) -> Result<Merger<'a>> {
-        let all_pairs = !inputs.is_empty() && inputs.iter().all(|i| matches!(i, MergeInput::Pairs(_)));
-        Ok(Merger(if all_pairs {
-            let ranges = inputs
+        let pair_input = |input: &MergeInput| match input {
+            MergeInput::Pairs(_) => true,
+            MergeInput::Tape(reader) => reader.pair_form().is_some(),
+            _ => false,
+        };
+        Ok(Merger(if !inputs.is_empty() && inputs.iter().all(pair_input) {
+            let sources = inputs
                 .into_iter()
                 .map(|input| match input {
-                    MergeInput::Pairs(reader) => reader.into_range(),
+                    MergeInput::Pairs(reader) => PairSource::Memory(reader.into_range()),
+                    MergeInput::Tape(reader) => PairSource::Tape(reader),
                     _ => unreachable!("all inputs are pairs"),
                 })
                 .collect();
-            MergerKind::Pairs(PairMerger::new(ranges))
+            MergerKind::Pairs(PairMerger::new(sources)?)
         } else {
             MergerKind::Tuples(TupleMerger::new(keys, inputs)?)
         }))
     }
 
+    /// Some when the merge is of pairs (every input a run of pairs): its output can be
+    /// read as pairs with [`next_pair`](Self::next_pair).
+    pub(crate) fn pair_form(&self) -> Option<PairForm> {
+        match &self.0 {
+            MergerKind::Pairs(m) => Some(m.form),
+            MergerKind::Tuples(_) => None,
+        }
+    }
+
+    /// The next pair of a merge of pairs (see [`pair_form`](Self::pair_form)).
+    #[inline]
+    pub(crate) fn next_pair(&mut self) -> Result<Option<SortTuple>> {
+        match &mut self.0 {
+            MergerKind::Pairs(m) => m.next(),
+            MergerKind::Tuples(_) => Err(weft_common::Error::internal("a merge of tuples read as pairs")),
+        }
+    }
+
     pub fn width(&self) -> usize {
         match &self.0 {
             MergerKind::Tuples(m) => m.inputs.len(),
-            MergerKind::Pairs(m) => m.inputs.len(),
+            MergerKind::Pairs(m) => m.sources.len(),
         }
     }
 
@@ -115,7 +139,7 @@ impl<'a> Merger<'a> {
     pub fn next(&mut self) -> Result<Option<&[u8]>> {
         match &mut self.0 {
             MergerKind::Tuples(m) => m.next(),
-            MergerKind::Pairs(m) => Ok(m.next()),
+            MergerKind::Pairs(m) => m.next_tuple(),
         }
     }
 }
@@ -233,25 +257,57 @@ pub(crate) struct PairRange {
     pub end: usize,
 }
 
+/// Where a merge of pairs reads one input: a run of pairs in memory or on tape.
+enum PairSource {
+    Memory(PairRange),
+    Tape(RunReader),
+}
+
+impl PairSource {
+    #[inline(always)]
+    fn next_pair(&mut self) -> Result<Option<SortTuple>> {
+        match self {
+            PairSource::Memory(range) => Ok((range.next < range.end).then(|| {
+                range.next += 1;
+                range.run.pairs[range.next - 1]
+            })),
+            PairSource::Tape(reader) => reader.advance_pair(),
+        }
+    }
+}
+
 /// The merge of runs of pairs, played on the pairs' 128-bit values: a pair's value orders
 /// like its tuple, and equal values are equal tuples, so no tie needs breaking.
 struct PairMerger {
     form: PairForm,
-    inputs: Vec<PairRange>,
-    /// The current pair of each input as one value; `u128::MAX` also when exhausted.
+    sources: Vec<PairSource>,
+    /// The current pair of each input, as one value (`u128::MAX` also when exhausted),
+    /// and as a pair.
     heads: Vec<u128>,
+    current: Vec<SortTuple>,
+    live: Vec<bool>,
     tree: Vec<usize>,
     started: bool,
     tuple: [u8; PairForm::MAX_TUPLE_LEN],
 }
 
 impl PairMerger {
-    fn new(inputs: Vec<PairRange>) -> PairMerger {
-        let form = inputs[0].run.form;
-        let heads = inputs.iter().map(|i| if i.next < i.end { value(i.run.pairs[i.next]) } else { u128::MAX }).collect();
-        let mut merger = PairMerger { form, inputs, heads, tree: Vec::new(), started: false, tuple: [0; PairForm::MAX_TUPLE_LEN] };
-        merger.tree = loser_tree(merger.inputs.len(), |a, b| merger.before(a, b));
-        merger
+    fn new(mut sources: Vec<PairSource>) -> Result<PairMerger> {
+        let form = match &sources[0] {
+            PairSource::Memory(range) => range.run.form,
+            PairSource::Tape(reader) => reader.pair_form().expect("a run of pairs"),
+        };
+        let (mut heads, mut current, mut live) = (Vec::new(), Vec::new(), Vec::new());
+        for source in sources.iter_mut() {
+            let pair = source.next_pair()?;
+            heads.push(pair.map_or(u128::MAX, value));
+            current.push(pair.unwrap_or(SortTuple::new(0, 0)));
+            live.push(pair.is_some());
+        }
+        let mut merger =
+            PairMerger { form, sources, heads, current, live, tree: Vec::new(), started: false, tuple: [0; PairForm::MAX_TUPLE_LEN] };
+        merger.tree = loser_tree(merger.sources.len(), |a, b| merger.before(a, b));
+        Ok(merger)
     }
 
     /// Does input `a`'s current pair go before input `b`'s? An exhausted input never does.
@@ -259,23 +315,24 @@ impl PairMerger {
     fn before(&self, a: usize, b: usize) -> bool {
         let (x, y) = (self.heads[a], self.heads[b]);
         // Equal values: only `u128::MAX` needs care, the value of an exhausted input too.
-        x < y || (x == y && self.live(a) && !self.live(b))
-    }
-
-    #[inline(always)]
-    fn live(&self, input: usize) -> bool {
-        let i = &self.inputs[input];
-        i.next < i.end
+        x < y || (x == y && self.live[a] && !self.live[b])
     }
 
     #[inline]
-    fn next(&mut self) -> Option<&[u8]> {
-        let k = self.inputs.len();
+    fn next(&mut self) -> Result<Option<SortTuple>> {
+        let k = self.sources.len();
         if self.started {
             let winner = self.tree[0];
-            let input = &mut self.inputs[winner];
-            input.next += 1;
-            self.heads[winner] = if input.next < input.end { value(input.run.pairs[input.next]) } else { u128::MAX };
+            match self.sources[winner].next_pair()? {
+                Some(pair) => {
+                    self.heads[winner] = value(pair);
+                    self.current[winner] = pair;
+                }
+                None => {
+                    self.heads[winner] = u128::MAX;
+                    self.live[winner] = false;
+                }
+            }
             if k > 1 {
                 let mut tree = std::mem::take(&mut self.tree);
                 replay(&mut tree, k, |a, b| self.before(a, b));
@@ -283,13 +340,16 @@ impl PairMerger {
             }
         }
         self.started = true;
-        let input = &self.inputs[self.tree[0]];
-        if input.next >= input.end {
-            return None;
-        }
+        let winner = self.tree[0];
+        Ok(self.live[winner].then(|| self.current[winner]))
+    }
+
+    #[inline]
+    fn next_tuple(&mut self) -> Result<Option<&[u8]>> {
+        let Some(pair) = self.next()? else { return Ok(None) };
         let len = self.form.tuple_len();
-        self.form.write_tuple(input.run.pairs[input.next], &mut self.tuple[..len]);
-        Some(&self.tuple[..len])
+        self.form.write_tuple(pair, &mut self.tuple[..len]);
+        Ok(Some(&self.tuple[..len]))
     }
 }
 

@@ -568,9 +568,19 @@ impl<'s> ParticipantSort<'s> {
     }
 }
 
-/// Write a merge's output to the tape's current run.
+/// Write a merge's output to the tape's current run (a merge of pairs as pairs).
 fn write_merged(mut merger: Merger<'_>, writer: &mut TapeWriter, cancel: &CancelToken) -> Result<()> {
     let mut n = 0u64;
+    if let Some(form) = merger.pair_form() {
+        while let Some(pair) = merger.next_pair()? {
+            writer.write_pair(&form, pair)?;
+            n += 1;
+            if n % CANCEL_CHECK_ROWS == 0 {
+                cancel.check()?;
+            }
+        }
+        return Ok(());
+    }
     while let Some(tuple) = merger.next()? {
         writer.write(tuple)?;
         n += 1;
@@ -581,14 +591,12 @@ fn write_merged(mut merger: Merger<'_>, writer: &mut TapeWriter, cancel: &Cancel
     Ok(())
 }
 
-/// Sort a participant's pairs and write them, as tuples, to the tape's current run;
-/// the buffer keeps its memory for the next ones.
+/// Sort a participant's pairs and write them, as pairs, to the tape's current run; the
+/// buffer keeps its memory for the next ones.
 fn write_pairs(buffer: &mut PairBuffer, writer: &mut TapeWriter, cancel: &CancelToken) -> Result<()> {
     sort_pairs(&mut buffer.pairs, &mut buffer.scratch);
-    let mut tuple = Vec::new();
     for (n, pair) in buffer.pairs.iter().enumerate() {
-        buffer.form.rebuild(*pair, &mut tuple);
-        writer.write(&tuple)?;
+        writer.write_pair(&buffer.form, *pair)?;
         if n as u64 % CANCEL_CHECK_ROWS == 0 {
             cancel.check()?;
         }

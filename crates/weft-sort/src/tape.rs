@@ -7,7 +7,9 @@
 //! partitioned merge every participant, reads runs that others wrote).
 //!
 //! A run on tape is a byte range of one file holding `count` tuples, each a `u32` length
-//! followed by the tuple. While writing, every `INDEX_EVERY`-th tuple is copied into a
+//! followed by the tuple — or, for a sort in pair form (`pairs.rs`), each a 16-byte pair
+//! (abbreviation, payload), which is the tuple too: such a run is merged by comparing
+//! 128-bit values and is rebuilt into tuples only where tuples are read. While writing, every `INDEX_EVERY`-th tuple is copied into a
 //! sparse index (ordinal, file offset, tuple) so that the partitioned merge can sample
 //! splitters and find where a key falls in the run without reading it all.
 
@@ -19,6 +21,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use weft_common::{Error, Result};
+
+use crate::memtuples::SortTuple;
+use crate::pairs::PairForm;
+
+/// Bytes of a pair on tape.
+const PAIR_BYTES: usize = 16;
 
 /// Tuples between two entries of a run's sparse index.
 pub(crate) const INDEX_EVERY: u64 = 256;
@@ -92,6 +100,8 @@ pub(crate) struct TapeRun {
     pub end: u64,
     pub count: u64,
     pub index: Vec<IndexEntry>,
+    /// Some for a run of pairs (16 bytes each) rather than of length-prefixed tuples.
+    pub pairs: Option<PairForm>,
 }
 
 /// Writes runs, one after another, into one file.
@@ -104,6 +114,8 @@ pub(crate) struct TapeWriter {
     run_start: u64,
     run_count: u64,
     index: Vec<IndexEntry>,
+    /// The current run's pair form, once a pair was written to it.
+    run_pairs: Option<PairForm>,
 }
 
 /// `Write` over a shared file handle, at explicit offsets (the handle is also read).
@@ -131,7 +143,7 @@ impl TapeWriter {
         let (file, path) = set.new_file(owner)?;
         let file = Arc::new(file);
         let out = BufWriter::with_capacity(WRITE_BUFFER, FileWriter { file: file.clone(), offset: 0 });
-        Ok(TapeWriter { set, path, file, out, position: 0, run_start: 0, run_count: 0, index: Vec::new() })
+        Ok(TapeWriter { set, path, file, out, position: 0, run_start: 0, run_count: 0, index: Vec::new(), run_pairs: None })
     }
 
     fn io_error(&self, e: std::io::Error) -> Error {
@@ -140,6 +152,7 @@ impl TapeWriter {
 
     #[inline]
     pub fn write(&mut self, tuple: &[u8]) -> Result<()> {
+        debug_assert!(self.run_pairs.is_none(), "a run holds tuples or pairs, not both");
         if self.run_count % INDEX_EVERY == 0 {
             self.index.push(IndexEntry { ordinal: self.run_count, offset: self.position, tuple: tuple.to_vec() });
         }
@@ -148,6 +161,27 @@ impl TapeWriter {
             return Err(self.io_error(e));
         }
         self.position += 4 + tuple.len() as u64;
+        self.run_count += 1;
+        Ok(())
+    }
+
+    /// Write `pair` (of `form`) as the next entry of a run of pairs.
+    #[inline]
+    pub fn write_pair(&mut self, form: &PairForm, pair: SortTuple) -> Result<()> {
+        debug_assert!(self.run_count == 0 || self.run_pairs.is_some(), "a run holds tuples or pairs, not both");
+        if self.run_count % INDEX_EVERY == 0 {
+            let mut tuple = Vec::with_capacity(PairForm::MAX_TUPLE_LEN);
+            form.rebuild(pair, &mut tuple);
+            self.index.push(IndexEntry { ordinal: self.run_count, offset: self.position, tuple });
+        }
+        self.run_pairs = Some(*form);
+        let mut record = [0u8; PAIR_BYTES];
+        record[..8].copy_from_slice(&pair.abbrev.to_le_bytes());
+        record[8..].copy_from_slice(&pair.payload().to_le_bytes());
+        if let Err(e) = self.out.write_all(&record) {
+            return Err(self.io_error(e));
+        }
+        self.position += PAIR_BYTES as u64;
         self.run_count += 1;
         Ok(())
     }
@@ -163,6 +197,7 @@ impl TapeWriter {
             end: self.position,
             count: self.run_count,
             index: std::mem::take(&mut self.index),
+            pairs: self.run_pairs.take(),
         };
         self.set.written.fetch_add(self.position - self.run_start, Ordering::Relaxed);
         self.run_start = self.position;
@@ -182,9 +217,13 @@ pub(crate) struct RunReader {
     /// Valid bytes in `buffer`, and where the next tuple's length word starts.
     filled: usize,
     position: usize,
-    /// The current tuple: a range of `buffer`.
+    /// The current tuple: a range of `buffer` (of `pair_tuple` for a run of pairs).
     current: Option<(usize, usize)>,
     remaining: u64,
+    /// The run's pair form, the current pair and its tuple, for a run of pairs.
+    pair_form: Option<PairForm>,
+    pair: SortTuple,
+    pair_tuple: [u8; PairForm::MAX_TUPLE_LEN],
 }
 
 impl RunReader {
@@ -201,11 +240,46 @@ impl RunReader {
             position: 0,
             current: None,
             remaining: count,
+            pair_form: run.pairs,
+            pair: SortTuple::new(0, 0),
+            pair_tuple: [0; PairForm::MAX_TUPLE_LEN],
         }
     }
 
+    #[inline]
     pub fn current(&self) -> Option<&[u8]> {
-        self.current.map(|(s, e)| &self.buffer[s..e])
+        let (s, e) = self.current?;
+        Some(if self.pair_form.is_some() { &self.pair_tuple[s..e] } else { &self.buffer[s..e] })
+    }
+
+    /// The pair form of the run read, if it is a run of pairs.
+    pub fn pair_form(&self) -> Option<PairForm> {
+        self.pair_form
+    }
+
+    /// The current pair of a run of pairs (after `advance` or `advance_pair`).
+    #[inline]
+    pub fn current_pair(&self) -> SortTuple {
+        self.pair
+    }
+
+    /// Move to the next pair of a run of pairs without rebuilding its tuple: what a merge
+    /// of pairs reads. `None` once the range is exhausted.
+    #[inline]
+    pub fn advance_pair(&mut self) -> Result<Option<SortTuple>> {
+        debug_assert!(self.pair_form.is_some());
+        if self.remaining == 0 {
+            self.current = None;
+            return Ok(None);
+        }
+        self.ensure(PAIR_BYTES)?;
+        let record = &self.buffer[self.position..self.position + PAIR_BYTES];
+        let abbrev = u64::from_le_bytes(record[..8].try_into().expect("8 bytes"));
+        let payload = u64::from_le_bytes(record[8..].try_into().expect("8 bytes"));
+        self.pair = SortTuple::new(abbrev, payload);
+        self.position += PAIR_BYTES;
+        self.remaining -= 1;
+        Ok(Some(self.pair))
     }
 
     /// Make sure `need` bytes from `position` are in the buffer (refilling it), or fail.
@@ -245,6 +319,13 @@ impl RunReader {
 
     /// Move to the next tuple; `false` once the range is exhausted.
     pub fn advance(&mut self) -> Result<bool> {
+        if let Some(form) = self.pair_form {
+            let Some(pair) = self.advance_pair()? else { return Ok(false) };
+            let len = form.tuple_len();
+            form.write_tuple(pair, &mut self.pair_tuple[..len]);
+            self.current = Some((0, len));
+            return Ok(true);
+        }
         if self.remaining == 0 {
             self.current = None;
             return Ok(false);
