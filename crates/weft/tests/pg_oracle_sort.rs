@@ -464,6 +464,12 @@ const CASES: &[(&str, &str, Check)] = &[
     ("SELECT a, id FROM {t} ORDER BY a DESC", "0", Keys),
     ("SELECT a, id FROM {t} ORDER BY a NULLS FIRST", "0", Keys),
     ("SELECT a, id FROM {t} ORDER BY a DESC NULLS LAST", "0", Keys),
+    // (int4 or bool, int8) sorted by both: the sort's pair form, spilled as runs of pairs
+    // at 64kB; a NULL `b` makes a participant leave pair form midway.
+    ("SELECT a, b FROM {t} ORDER BY a, b", "", Total),
+    ("SELECT a, b FROM {t} ORDER BY a DESC NULLS LAST, b", "", Total),
+    ("SELECT flag, b FROM {t} ORDER BY flag NULLS FIRST, b", "", Total),
+    ("SELECT a, b FROM {t} WHERE b IS NOT NULL ORDER BY a, b", "", Total),
     ("SELECT b, id FROM {t} ORDER BY b", "0", Keys),
     ("SELECT b, id FROM {t} ORDER BY b DESC", "0", Keys),
     ("SELECT b, id FROM {t} ORDER BY b ASC NULLS FIRST", "0", Keys),
