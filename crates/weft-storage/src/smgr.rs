@@ -47,7 +47,7 @@ pub struct StorageManager {
     fsync: std::sync::atomic::AtomicBool,
     /// New pages written off the callers' threads; every other use of a relation's
     /// files waits for its pending batches first.
-    background: BulkWriter,
+    bulk: BulkWriter,
 }
 
 impl std::fmt::Debug for StorageManager {
@@ -83,7 +83,7 @@ impl StorageManager {
             base_dir,
             files: RwLock::new(HashMap::new()),
             fsync: std::sync::atomic::AtomicBool::new(true),
-            background: BulkWriter::new(),
+            bulk: BulkWriter::new(),
         }))
     }
 
@@ -160,7 +160,7 @@ impl StorageManager {
     /// Removes the files of every fork of `rel`; missing files are fine.
     pub fn unlink(&self, rel: RelFileLocator) -> Result<()> {
         // The relation is going away: a failed background write of it no longer matters.
-        let _ = self.background.wait(rel_key(rel));
+        let _ = self.bulk.wait(rel_key(rel));
         for fork in ForkNumber::ALL {
             self.files.write().remove(&file_key(rel, fork));
             let path = self.file_path(rel, fork);
@@ -177,7 +177,7 @@ impl StorageManager {
 
     /// Number of blocks, from the file size (a partial last block is not counted).
     pub fn nblocks(&self, rel: RelFileLocator, fork: ForkNumber) -> Result<BlockNumber> {
-        self.background.wait(rel_key(rel))?;
+        self.bulk.wait(rel_key(rel))?;
         let file = self.handle(rel, fork)?;
         let len = file
             .metadata()
@@ -195,7 +195,7 @@ impl StorageManager {
     /// Reads one block and verifies its checksum. A block past the end of the
     /// file reads as zeros (a new page).
     pub fn read_block(&self, rel: RelFileLocator, fork: ForkNumber, block: BlockNumber, buf: &mut Page) -> Result<()> {
-        self.background.wait(rel_key(rel))?;
+        self.bulk.wait(rel_key(rel))?;
         let file = self.handle(rel, fork)?;
         read_full_at(&file, buf, block_offset(block)).map_err(|e| {
             let path = self.file_path(rel, fork);
@@ -211,7 +211,7 @@ impl StorageManager {
     /// zeros. Checksums are *not* verified: call [`verify_block`](Self::verify_block)
     /// on each page.
     pub fn read_blocks_into(&self, rel: RelFileLocator, fork: ForkNumber, first: BlockNumber, pages: &mut [&mut Page]) -> Result<()> {
-        self.background.wait(rel_key(rel))?;
+        self.bulk.wait(rel_key(rel))?;
         let file = self.handle(rel, fork)?;
         preadv_full(&file, pages, block_offset(first)).map_err(|e| {
             let path = self.file_path(rel, fork);
@@ -266,17 +266,17 @@ impl StorageManager {
             return Ok(());
         }
         let file = self.handle(rel, fork)?;
-        self.background.submit(rel_key(rel), self.file_path(rel, fork), file, block_offset(first), pages)
+        self.bulk.submit(rel_key(rel), self.file_path(rel, fork), file, block_offset(first), pages)
     }
 
     /// Waits until every queued write of `rel` is done; the first error among them.
     pub fn wait_bulk_writes(&self, rel: RelFileLocator) -> Result<()> {
-        self.background.wait(rel_key(rel))
+        self.bulk.wait(rel_key(rel))
     }
 
     /// Cuts (or extends with zeros) the fork to `nblocks` blocks.
     pub fn truncate(&self, rel: RelFileLocator, fork: ForkNumber, nblocks: BlockNumber) -> Result<()> {
-        self.background.wait(rel_key(rel))?;
+        self.bulk.wait(rel_key(rel))?;
         let file = self.handle(rel, fork)?;
         file.set_len(block_offset(nblocks)).map_err(|e| {
             let path = self.file_path(rel, fork);
@@ -286,7 +286,7 @@ impl StorageManager {
 
     /// Waits for the background writes of `rel`, then fsyncs every existing fork of it.
     pub fn sync(&self, rel: RelFileLocator) -> Result<()> {
-        self.background.wait(rel_key(rel))?;
+        self.bulk.wait(rel_key(rel))?;
         if !self.fsync.load(std::sync::atomic::Ordering::Relaxed) {
             return Ok(());
         }

@@ -175,13 +175,13 @@ impl<'a> BTreeWriter<'a> {
         }
         let mut meta = new_page();
         page::init_meta(&mut meta, P_NONE, 0);
-        pool.extend_with_pages(rel, ForkNumber::Main, vec![meta], NewPageWrites::Background)?;
+        pool.extend_with_pages(rel, ForkNumber::Main, vec![meta], NewPageWrites::Direct)?;
         Ok(BTreeWriter { pool, rel, desc: desc.clone(), next_block: 1, pending: None, downlinks: Vec::new(), summary: BuildSummary::default() })
     }
 
     fn write(&self, pages: &mut Vec<Box<Page>>) -> Result<()> {
         if !pages.is_empty() {
-            self.pool.extend_with_pages(self.rel, ForkNumber::Main, std::mem::take(pages), NewPageWrites::Background)?;
+            self.pool.extend_with_pages(self.rel, ForkNumber::Main, std::mem::take(pages), NewPageWrites::Direct)?;
         }
         Ok(())
     }
@@ -228,7 +228,7 @@ impl<'a> BTreeWriter<'a> {
         }
         // The batch starts with the leaf held back last time, whose block was reserved
         // then: only the blocks of this call's pages are new.
-        Ok(NumberedPages::new(self.rel, ForkNumber::Main, reserved - held_back, pages, NewPageWrites::Background))
+        Ok(NumberedPages::new(self.rel, ForkNumber::Main, reserved - held_back, pages, NewPageWrites::Direct))
     }
 
     /// Write the last leaf, the upper levels and the metapage.
@@ -257,7 +257,7 @@ impl<'a> BTreeWriter<'a> {
                     return Err(Error::internal("the last leaf does not fit without its high key"));
                 }
                 // Its block was reserved when it was numbered.
-                self.pool.write_new_pages(self.rel, ForkNumber::Main, self.next_block - 1, vec![leaf], NewPageWrites::Background)?;
+                self.pool.write_new_pages(self.rel, ForkNumber::Main, self.next_block - 1, vec![leaf], NewPageWrites::Direct)?;
                 self.build_upper_levels()?
             }
         };
@@ -330,7 +330,7 @@ impl<'a> BTreeWriter<'a> {
             }
             self.next_block += count;
             self.summary.internal_pages += count as u64;
-            self.pool.extend_with_pages(self.rel, ForkNumber::Main, images, NewPageWrites::Background)?;
+            self.pool.extend_with_pages(self.rel, ForkNumber::Main, images, NewPageWrites::Direct)?;
             children = next_children;
         }
         Ok((children[0].1, level))

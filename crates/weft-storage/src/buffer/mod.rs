@@ -546,7 +546,7 @@ impl BufferPool {
             let count = pages.len() as BlockNumber;
             match path {
                 NewPageWrites::PageCache => self.smgr.write_blocks(rel, fork, block, &pages)?,
-                NewPageWrites::Background => self.smgr.write_blocks_in_background(rel, fork, block, pages)?,
+                NewPageWrites::Direct => self.smgr.write_blocks_in_background(rel, fork, block, pages)?,
             }
             block += count;
             pages = rest;
@@ -1013,10 +1013,11 @@ pub enum NewPageWrites {
     /// Written by the caller through the page cache, where the next reader finds them: a
     /// table is usually read again soon (a CREATE TABLE AS, then its index build).
     PageCache,
-    /// Queued for the background writer, which writes them with direct I/O (see
-    /// `bulk_write`): the caller's thread pays one copy and the page cache
-    /// nothing. For an index build, whose pages are read again a few at a time.
-    Background,
+    /// Handed to the writer threads of `bulk_write`, which write them with direct I/O:
+    /// the caller's thread pays no copy and the page cache nothing (on these machines a
+    /// cold page-cache page costs a hypervisor fault per 4 kB). For an index build,
+    /// whose pages are read again a few at a time.
+    Direct,
 }
 
 /// New page images with their blocks reserved ([`BufferPool::number_new_pages`]): numbered
