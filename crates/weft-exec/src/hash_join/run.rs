@@ -536,7 +536,11 @@ impl<'p> SharedJoin<'p> {
     pub(super) fn writers(&self, side: &str, nbatch: usize) -> Result<BatchWriters> {
         static WRITER: AtomicUsize = AtomicUsize::new(0);
         let name = format!("{side}.g{}.w{}", self.generation.load(Ordering::Relaxed), WRITER.fetch_add(1, Ordering::Relaxed));
-        Ok(BatchWriters::new(self.spill_set()?, name, nbatch, self.block_bytes))
+        let (width, key_column) = match side {
+            "inner" => (self.join.inner_width, self.join.inner_key_column()),
+            _ => (self.join.outer_width, self.join.outer_key_column()),
+        };
+        Ok(BatchWriters::new(self.spill_set()?, name, nbatch, self.block_bytes, width == 1 && key_column == Some(0)))
     }
 
     /// What the join did so far.
