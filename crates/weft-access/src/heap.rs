@@ -335,33 +335,47 @@ pub fn page_zone_range(page: &[u8], layout: &RowLayout, col: usize) -> (i64, i64
     if page::is_new(page) {
         return NO_VALUES;
     }
-    let text_index = match layout.types().get(col) {
-        Some(DataType::Text) => layout.var_index_of(col),
-        _ => None,
-    };
+    let text_index = text_index_of(layout, col);
     let (mut lo, mut hi) = NO_VALUES;
     for (_, item) in page::items(page) {
         let Some(row) = item.get(XMIN_BYTES..) else { return ANYTHING };
-        let v = if let Some(index) = text_index {
-            if layout.is_null(row, col) {
-                continue;
+        match row_zone_value(row, layout, col, text_index) {
+            Some(Some(v)) => {
+                lo = lo.min(v);
+                hi = hi.max(v);
             }
-            match layout.var_bytes(row, index) {
-                Ok(bytes) => weft_sort::text_zone_value(bytes),
-                Err(_) => return ANYTHING,
-            }
-        } else {
-            match layout.get_fixed(row, col) {
-                Some(Datum::Int4(v)) => v as i64,
-                Some(Datum::Int8(v)) => v,
-                Some(Datum::Null) => continue,
-                _ => return ANYTHING,
-            }
-        };
-        lo = lo.min(v);
-        hi = hi.max(v);
+            Some(None) => {}
+            None => return ANYTHING,
+        }
     }
     (lo, hi)
+}
+
+/// The index among variable-width columns of a text column (what [`row_zone_value`] needs).
+pub fn text_index_of(layout: &RowLayout, col: usize) -> Option<usize> {
+    match layout.types().get(col) {
+        Some(DataType::Text) => layout.var_index_of(col),
+        _ => None,
+    }
+}
+
+/// A row's value of column `col` as a zone map keeps it (an integer, or a text's 8-byte
+/// prefix by `weft_sort::text_zone_value`): `Some(None)` for NULL, `None` when the column
+/// has no zone value or the row cannot be read. `text_index` is [`text_index_of`]'s.
+#[inline]
+pub fn row_zone_value(row: &[u8], layout: &RowLayout, col: usize, text_index: Option<usize>) -> Option<Option<i64>> {
+    if let Some(index) = text_index {
+        if layout.is_null(row, col) {
+            return Some(None);
+        }
+        return layout.var_bytes(row, index).ok().map(|bytes| Some(weft_sort::text_zone_value(bytes)));
+    }
+    match layout.get_fixed(row, col) {
+        Some(Datum::Int4(v)) => Some(Some(v as i64)),
+        Some(Datum::Int8(v)) => Some(Some(v)),
+        Some(Datum::Null) => Some(None),
+        _ => None,
+    }
 }
 
 /// Visit consecutive blocks of the main fork under their shared locks, read in batches

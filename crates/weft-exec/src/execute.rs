@@ -13,7 +13,9 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering}
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use weft_access::heap::{page_zone_range, scan_numbered_pages, HeapInserter, HeapPageBuilder, HeapScanCursor, PackedPages};
+use weft_access::heap::{
+    page_zone_range, row_zone_value, scan_numbered_pages, text_index_of, HeapInserter, HeapPageBuilder, HeapScanCursor, PackedPages,
+};
 use crate::sort::Ordered;
 use weft_common::parallel::{CancelToken, WorkerPool};
 use weft_common::tuple::RowLayout;
@@ -167,6 +169,17 @@ pub(crate) trait Sink: Sync {
 
     /// May a block whose values of the prunable column lie in `min..=max` beat `bar`?
     fn may_beat(&self, _bar: u64, _min: i64, _max: i64) -> bool {
+        true
+    }
+
+    /// A column of the rows the sink takes by whose value (as a zone map keeps it) the
+    /// sink can turn a row away before the row is decoded, against [`prune_bar`](Self::prune_bar).
+    fn row_prunable_column(&self) -> Option<usize> {
+        None
+    }
+
+    /// May a row whose prunable column has the zone value `value` (`None`: NULL) beat `bar`?
+    fn row_may_beat(&self, _bar: u64, _value: Option<i64>) -> bool {
         true
     }
 }
@@ -797,6 +810,9 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
         let maps = ctx.pool.zone_maps();
         maps.get(heap.rel, column).is_none().then(|| maps.begin_build(heap.rel, column, heap.nblocks)).flatten()
     });
+    // A bounded sort over a scan whose first key is a column of the table: rows that
+    // cannot beat the worst row it keeps are skipped before they are decoded.
+    let top_n_key = if raw || has_joins { None } else { top_n_key_column(&state, steps, sink) };
     let run = ctx.workers.run(workers, ctx.leader_participates, ctx.cancel, |participant| {
         let begin = Instant::now();
         let mut local = sink.local()?;
@@ -920,6 +936,37 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                     all[i].push(*count);
                 }
             }
+        } else if let Some((heap, key_column)) = top_n_key {
+            let text_index = text_index_of(&heap.layout, key_column);
+            let mut buffers = StepBuffers::new();
+            let mut row: Vec<Datum> = Vec::with_capacity(heap.columns.len());
+            state.run_numbered_pages(ctx, |_| true, |_, page, tuples| {
+                rows_in += tuples.len() as u64;
+                // The bar as of this page (it only tightens as rows come).
+                let bar = sink.prune_bar(&local);
+                for range in tuples {
+                    let tuple = &page[range.clone()];
+                    if let Some(bar) = bar {
+                        if let Some(value) = row_zone_value(tuple, &heap.layout, key_column, text_index) {
+                            if !sink.row_may_beat(bar, value) {
+                                continue;
+                            }
+                        }
+                    }
+                    decode_row(heap, tuple, &mut row)?;
+                    let going = buffers.process(&row, steps, ctx.eval, |out| {
+                        if rows_out == 0 {
+                            first_row = Some(Instant::now());
+                        }
+                        rows_out += 1;
+                        sink.push(&mut local, out)
+                    })?;
+                    if !going {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            })?;
         } else {
             let mut buffers = StepBuffers::new();
             state.run(ctx, |row| {
@@ -976,6 +1023,27 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
         },
     });
     Ok(())
+}
+
+/// The first key of a bounded sort that `sink` is (its `row_prunable_column`), followed
+/// back through the pipeline's filters and projections to a column of a scanned table
+/// (int4, int8 or text): the source and that column.
+fn top_n_key_column<'a, S: Sink>(state: &'a SourceState, steps: &[Step], sink: &S) -> Option<(&'a crate::plan::HeapSource, usize)> {
+    let SourceState::Heap { source, .. } = state else { return None };
+    let mut column = sink.row_prunable_column()?;
+    for step in steps.iter().rev() {
+        match step {
+            Step::Filter(_) => {}
+            Step::Project(exprs) => match exprs.get(column)? {
+                crate::expr::Expr::Column { index, .. } => column = *index,
+                _ => return None,
+            },
+            Step::HashJoin(_) => return None,
+        }
+    }
+    let table_column = *source.columns.get(column)?;
+    matches!(source.layout.types().get(table_column), Some(DataType::Int4 | DataType::Int8 | DataType::Text))
+        .then_some((source, table_column))
 }
 
 /// Is `steps` one projection that passes a row of `width` columns through unchanged

@@ -385,4 +385,14 @@ impl<'s> Sink for SortSink<'s> {
     fn may_beat(&self, bar: u64, min: i64, max: i64) -> bool {
         self.shared.keys().best_abbrev_in(min, max) <= bar
     }
+
+    /// A bounded sort on an integer or text column turns away, before they are decoded,
+    /// the rows whose key cannot beat the worst row it keeps.
+    fn row_prunable_column(&self) -> Option<usize> {
+        self.shared.bound().and(self.shared.keys().row_prunable_column())
+    }
+
+    fn row_may_beat(&self, bar: u64, value: Option<i64>) -> bool {
+        self.shared.keys().abbrev_of_zone_value(value) <= bar
+    }
 }

@@ -106,6 +106,24 @@ impl SortKeys {
         (matches!(key.access, Access::Int4(_) | Access::Int8(_) | Access::Text(_)) && !key.nulls_first).then_some(key.column)
     }
 
+    /// The column of a first key of int4, int8 or text: a row's value of it as a zone map
+    /// keeps it gives the row's abbreviation ([`abbrev_of_zone_value`](Self::abbrev_of_zone_value)),
+    /// so a bounded sort can turn the row away before it is decoded.
+    pub fn row_prunable_column(&self) -> Option<usize> {
+        let key = self.keys.first()?;
+        matches!(key.access, Access::Int4(_) | Access::Int8(_) | Access::Text(_)).then_some(key.column)
+    }
+
+    /// The abbreviation of a row whose first key has the zone value `value` (`None`: NULL),
+    /// for a first key that [`row_prunable_column`](Self::row_prunable_column) accepts.
+    pub fn abbrev_of_zone_value(&self, value: Option<i64>) -> u64 {
+        match value {
+            Some(v) => self.best_abbrev_in(v, v),
+            None if self.keys.first().is_some_and(|k| k.nulls_first) => 0,
+            None => u64::MAX,
+        }
+    }
+
     /// The abbreviation of the best first key a block whose non-NULL values lie in
     /// `min..=max` can hold (`min > max`: none, only NULLs if anything), for a first key
     /// that [`zone_prunable_column`](Self::zone_prunable_column) accepts (for text, the

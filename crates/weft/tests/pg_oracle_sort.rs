@@ -534,6 +534,15 @@ const CASES: &[(&str, &str, Check)] = &[
     ("SELECT t, a FROM {t} ORDER BY t NULLS FIRST LIMIT 300", "0", TopN),
     ("SELECT t, id FROM {t} ORDER BY t NULLS FIRST, id OFFSET 2990", "", Total),
     ("SELECT id FROM {t} ORDER BY id DESC LIMIT 1", "", Total),
+    // A bounded sort whose first key is a table column turns rows away by that column
+    // before decoding them (int4, int8, text; NULLs first or last; after filters and
+    // projections that move the column).
+    ("SELECT id, a FROM {t} ORDER BY a DESC, id LIMIT 11", "", Total),
+    ("SELECT id FROM {t} ORDER BY a NULLS FIRST, id LIMIT 9 OFFSET 3", "", Total),
+    ("SELECT id, b FROM {t} WHERE id % 3 <> 1 ORDER BY b DESC NULLS LAST, id LIMIT 17", "", Total),
+    ("SELECT id FROM {t} ORDER BY b, id LIMIT 5", "", Total),
+    ("SELECT id, t FROM {t} WHERE a IS NOT NULL ORDER BY t, id LIMIT 23", "", Total),
+    ("SELECT id FROM {t} ORDER BY t DESC, id LIMIT 40", "", Total),
     ("SELECT * FROM {t} ORDER BY f, id LIMIT 5000 OFFSET 2", "", Total),
     ("SELECT b, id FROM {t} ORDER BY b LIMIT NULL", "0", Keys),
     ("SELECT t, b, id FROM {t} ORDER BY t DESC, b LIMIT ALL OFFSET 7", "0 1", TopN),
