@@ -297,21 +297,29 @@ pub fn scan_blocks_by_page(
     snapshot: &Snapshot,
     mut visit_page: impl FnMut(&[u8], &[Range<usize>]) -> Result<bool>,
 ) -> Result<bool> {
-    scan_numbered_pages(pool, rel, blocks, strategy, snapshot, |_, page, tuples| Ok(tuples.is_empty() || visit_page(page, tuples)?))
+    scan_numbered_pages(pool, rel, blocks, strategy, snapshot, |_, _| true, |_, page, tuples| {
+        Ok(tuples.is_empty() || visit_page(page, tuples)?)
+    })
 }
 
 /// [`scan_blocks_by_page`] with each page's block number, for every page read, also one
-/// without a visible tuple (a zone map's build must see every block).
+/// without a visible tuple (a zone map's build must see every block). `screen` sees each
+/// page first; a page it returns false for is passed over before its tuples' visibility
+/// is worked out.
 pub fn scan_numbered_pages(
     pool: &BufferPool,
     rel: RelFileLocator,
     blocks: Range<BlockNumber>,
     strategy: Option<&mut BufferAccessStrategy>,
     snapshot: &Snapshot,
+    mut screen: impl FnMut(BlockNumber, &[u8]) -> bool,
     mut visit_page: impl FnMut(BlockNumber, &[u8], &[Range<usize>]) -> Result<bool>,
 ) -> Result<bool> {
     let mut ranges: Vec<Range<usize>> = Vec::with_capacity(256);
     for_each_page(pool, rel, blocks, strategy, |page, block| {
+        if !screen(block, &page[..]) {
+            return Ok(true);
+        }
         let base = page.as_ptr() as usize;
         ranges.clear();
         for_each_visible(page, block, rel, snapshot, |_, tuple| {

@@ -517,7 +517,7 @@ impl<'p> SourceState<'p> {
 
     /// A heap source's share of visible tuples, a page at a time.
     fn run_raw_pages(&self, ctx: &ExecContext, mut emit: impl FnMut(&[u8], &[Range<usize>]) -> Result<bool>) -> Result<()> {
-        self.run_numbered_pages(ctx, |_| true, |_, page, tuples| Ok(tuples.is_empty() || emit(page, tuples)?))
+        self.run_numbered_pages(ctx, |_| true, |_, _| true, |_, page, tuples| Ok(tuples.is_empty() || emit(page, tuples)?))
     }
 
     /// [`SourceState::run_raw_pages`] with block numbers, every page read (also one
@@ -528,6 +528,7 @@ impl<'p> SourceState<'p> {
         &self,
         ctx: &ExecContext,
         keep: impl Fn(BlockNumber) -> bool,
+        mut screen: impl FnMut(BlockNumber, &[u8]) -> bool,
         mut emit: impl FnMut(BlockNumber, &[u8], &[Range<usize>]) -> Result<bool>,
     ) -> Result<()> {
         let SourceState::Heap { source, cursor } = self else {
@@ -542,7 +543,7 @@ impl<'p> SourceState<'p> {
             while start < blocks.end {
                 let end = blocks.end.min(start.saturating_add(KEEP_ASKED_AHEAD));
                 for run in block_runs(start..end, &keep) {
-                    if !scan_numbered_pages(ctx.pool, source.rel, run, ring.as_mut(), &source.snapshot, &mut emit)? {
+                    if !scan_numbered_pages(ctx.pool, source.rel, run, ring.as_mut(), &source.snapshot, &mut screen, &mut emit)? {
                         return Ok(());
                     }
                 }
@@ -831,10 +832,17 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                 _ => true,
             };
             let mut built: Vec<(BlockNumber, (i64, i64))> = Vec::new();
-            state.run_numbered_pages(ctx, keep, |block, page, tuples| {
-                if let (Some(_), Some((heap, column))) = (building, raw_zone_column) {
-                    built.push((block, page_zone_range(page, &heap.layout, column)));
+            // A page read while building the map is measured for it first; that range
+            // rules the page out as the finished map would, before its tuples' visibility.
+            let screen = |block, page: &[u8]| match (building, raw_zone_column) {
+                (Some(_), Some((heap, column))) => {
+                    let (min, max) = page_zone_range(page, &heap.layout, column);
+                    built.push((block, (min, max)));
+                    bar.get().map_or(true, |bar| sink.may_beat(bar, min, max))
                 }
+                _ => true,
+            };
+            state.run_numbered_pages(ctx, keep, screen, |_, page, tuples| {
                 if tuples.is_empty() {
                     return Ok(true);
                 }
@@ -843,7 +851,7 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                 }
                 rows_in += tuples.len() as u64;
                 let going = sink.push_raw_page(&mut local, page, tuples)?;
-                if zone.is_some() {
+                if raw_zone_column.is_some() {
                     bar.set(sink.prune_bar(&local));
                 }
                 Ok(going)
@@ -882,7 +890,7 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                     let building = zone_build.as_ref().filter(|_| zone.is_none());
                     let mut built: Vec<(BlockNumber, (i64, i64))> = Vec::new();
                     let mut row: Vec<Datum> = Vec::with_capacity(heap.columns.len());
-                    state.run_numbered_pages(ctx, keep, |block, page, tuples| {
+                    state.run_numbered_pages(ctx, keep, |_, _| true, |block, page, tuples| {
                         if building.is_some() {
                             built.push((block, page_zone_range(page, &heap.layout, key_column)));
                         }
@@ -940,7 +948,7 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
             let text_index = text_index_of(&heap.layout, key_column);
             let mut buffers = StepBuffers::new();
             let mut row: Vec<Datum> = Vec::with_capacity(heap.columns.len());
-            state.run_numbered_pages(ctx, |_| true, |_, page, tuples| {
+            state.run_numbered_pages(ctx, |_| true, |_, _| true, |_, page, tuples| {
                 rows_in += tuples.len() as u64;
                 // The bar as of this page (it only tightens as rows come).
                 let bar = sink.prune_bar(&local);
