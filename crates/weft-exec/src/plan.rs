@@ -575,4 +575,8 @@ pub struct SortPlan {
     /// Columns kept in the output: the first `output_width` (trailing ones were computed
     /// only to sort by).
     pub output_width: usize,
+    /// Which output columns the consumer reads (`None`: all of them); the others come out
+    /// NULL instead of decoded. Set for a sorted subquery in FROM by the planner's last
+    /// pass (`weft-sql`'s `unread_outputs`).
+    pub read_outputs: Option<Vec<bool>>,
 }

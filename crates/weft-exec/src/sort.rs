@@ -131,11 +131,21 @@ pub(crate) fn for_each_sorted_row(sort: &SortPlan, ctx: &ExecContext, mut consum
 }
 
 /// A sorted tuple as a row, cut to the plan's output width.
+/// Columns nobody reads (`SortPlan::read_outputs`) are NULL: a text column not decoded is
+/// an allocation and a UTF-8 check saved per row.
 fn decode_row(sort: &SortPlan, layout: &RowLayout, tuple: &[u8]) -> Result<Row> {
-    let mut row = Vec::with_capacity(sort.types.len());
-    layout.decode_into(tuple, &mut row)?;
-    row.truncate(sort.output_width);
-    Ok(row)
+    let Some(read) = &sort.read_outputs else {
+        let mut row = Vec::with_capacity(sort.types.len());
+        layout.decode_into(tuple, &mut row)?;
+        row.truncate(sort.output_width);
+        return Ok(row);
+    };
+    (0..sort.output_width)
+        .map(|col| match read.get(col) {
+            Some(false) => Ok(Datum::Null),
+            _ => layout.get(tuple, col),
+        })
+        .collect()
 }
 
 /// What the consumer of an ordered output receives, in order: a tuple of a merge read by

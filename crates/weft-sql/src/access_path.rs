@@ -732,8 +732,8 @@ fn index_order(index: &IndexMeta, sort_columns: &[(usize, bool, bool)], fixed: &
 /// module comment); `bound` is LIMIT + OFFSET when there is one.
 pub(crate) fn use_index_order(plan: Plan, bound: Option<u64>, ctx: &PlanContext) -> Plan {
     let Plan::Sort(sort) = plan else { return plan };
-    let SortPlan { input, keys, types, bound: sort_bound, output_width } = sort;
-    let rebuild = |input: Box<Plan>| Plan::Sort(SortPlan { input, keys: keys.clone(), types: types.clone(), bound: sort_bound, output_width });
+    let SortPlan { input, keys, types, bound: sort_bound, output_width, read_outputs } = sort;
+    let rebuild = |input: Box<Plan>| Plan::Sort(SortPlan { input, keys: keys.clone(), types: types.clone(), bound: sort_bound, output_width, read_outputs: read_outputs.clone() });
     let Plan::Pipeline(mut pipeline) = *input else { return rebuild(input) };
     // The steps must be an optional filter, then projections.
     let (filter, projections) = match pipeline.steps.split_first() {

@@ -26,6 +26,7 @@ pub mod settings;
 mod statements;
 mod subplan;
 mod transaction;
+mod unread_outputs;
 mod upsert;
 mod window;
 

@@ -112,6 +112,7 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
         }
         planned.plan = Plan::Limit { input: Box::new(planned.plan), limit, offset };
     }
+    crate::unread_outputs::mark_read_subquery_outputs(&mut planned.plan);
     Ok(planned)
 }
 
@@ -198,7 +199,7 @@ pub(crate) fn plan_order_by(
         keys.push(SortKey { column, descending, nulls_first });
     }
     let types = columns.iter().map(|c| c.data_type).chain(hidden_types.iter().copied()).collect();
-    Ok(Plan::Sort(SortPlan { input: Box::new(input), keys, types, bound: None, output_width: columns.len() }))
+    Ok(Plan::Sort(SortPlan { input: Box::new(input), keys, types, bound: None, output_width: columns.len(), read_outputs: None }))
 }
 
 /// An ORDER BY item's (descending, nulls first).

@@ -496,7 +496,7 @@ impl PendingWindows {
             let sorted = keys.len() <= ordered_by.len() && ordered_by[..keys.len()] == keys[..];
             if !sorted {
                 let width = types.len();
-                plan = Plan::Sort(SortPlan { input: Box::new(plan), keys: keys.clone(), types: types.clone(), bound: None, output_width: width });
+                plan = Plan::Sort(SortPlan { input: Box::new(plan), keys: keys.clone(), types: types.clone(), bound: None, output_width: width, read_outputs: None });
                 ordered_by = keys;
             }
             let input_width = types.len();

@@ -579,6 +579,12 @@ const CASES: &[(&str, &str, Check)] = &[
     ("SELECT id, t FROM (SELECT id, t FROM {t} ORDER BY t DESC, id) s LIMIT 30", "", Total),
     ("SELECT s.id, s.f FROM (SELECT id, f FROM {t} ORDER BY f NULLS FIRST, id) s WHERE s.id % 7 = 3 LIMIT 25 OFFSET 2", "", Total),
     ("SELECT a, count(*), min(id) FROM (SELECT a, id FROM {t} ORDER BY id DESC) s GROUP BY a ORDER BY a", "", Total),
+    // Columns of such a subquery that the query above never reads come out NULL, not
+    // decoded: read by a filter only, by a projection only, by grouping, by a join.
+    ("SELECT count(*), sum(b) FROM (SELECT * FROM {t} ORDER BY t, id) s WHERE s.f > 0", "", Total),
+    ("SELECT s.a % 1000, s.id FROM (SELECT t, a, id, flag FROM {t} ORDER BY t DESC, id) s WHERE s.flag LIMIT 40", "", Total),
+    ("SELECT a % 3 AS g, max(t), count(flag) FROM (SELECT * FROM {t} ORDER BY b DESC, id) s GROUP BY a % 3 ORDER BY g", "", Total),
+    ("SELECT count(*), sum(u.b) FROM (SELECT * FROM {t} ORDER BY f, id) s JOIN {t} u ON u.id = s.id WHERE u.t = s.t", "", Total),
     // WHERE filters leaving no row or one.
     ("SELECT * FROM {t} WHERE id < 0 ORDER BY t", "", Total),
     ("SELECT * FROM {t} WHERE id = 17 ORDER BY f DESC, t", "", Total),
