@@ -473,10 +473,26 @@ impl<'a> Binder<'a> {
                 };
                 ex::coerce(Expr::Literal { value: Datum::Text(text), data_type: DataType::Text }, to, true)
             }
-            A::Subquery(query) => self.bind_scalar_subquery(query),
-            A::Exists { .. } | A::InSubquery { .. } => Err(Error::not_supported(
-                "EXISTS and IN (subquery) are supported only as conditions of WHERE (ANDed at its top level)",
-            )),
+            A::Subquery(query) => self.bind_subquery(query, SubqueryUse::Value),
+            A::Exists { subquery, negated } => {
+                let exists = self.bind_subquery(subquery, SubqueryUse::Exists)?;
+                negate_if(exists, *negated)
+            }
+            A::InSubquery { expr: lhs, subquery, negated } => {
+                let any = self.bind_subquery(subquery, SubqueryUse::Quantified { lhs, op: BinaryOp::Eq, all: false })?;
+                negate_if(any, *negated)
+            }
+            A::AnyOp { left, compare_op, right, .. } | A::AllOp { left, compare_op, right } => {
+                let all = matches!(expr, A::AllOp { .. });
+                let A::Subquery(subquery) = strip_nesting(right) else {
+                    return Err(Error::not_supported(format!("{} with an array is not supported yet", if all { "ALL" } else { "ANY" })));
+                };
+                let op = binary_op(compare_op)?;
+                if !matches!(op, BinaryOp::Eq | BinaryOp::NotEq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq) {
+                    return Err(Error::new(SqlState::UNDEFINED_FUNCTION, format!("operator does not return a boolean: {compare_op} {}", if all { "ALL" } else { "ANY" })));
+                }
+                self.bind_subquery(subquery, SubqueryUse::Quantified { lhs: left, op, all })
+            }
             A::Like { any: true, .. } | A::ILike { any: true, .. } => Err(Error::not_supported("LIKE ANY is not supported")),
             A::Like { negated, expr, pattern, escape_char, .. } => self.bind_like(expr, pattern, escape_char.as_deref(), *negated, false),
             A::ILike { negated, expr, pattern, escape_char, .. } => self.bind_like(expr, pattern, escape_char.as_deref(), *negated, true),
@@ -505,16 +521,18 @@ impl<'a> Binder<'a> {
         }
     }
 
-    /// `(SELECT ...)`: an init plan (run once, before the statement) when it reads no
-    /// column of the query around it, else a subplan run per row with the outer columns
-    /// it reads as parameters (`subplan.rs`).
-    fn bind_scalar_subquery(&mut self, query: &ast::Query) -> Result<Expr> {
+    /// A subquery in an expression. `(SELECT ...)` is an init plan (run once, before the
+    /// statement) when it reads no column of the query around it, else a subplan run per
+    /// row with the outer columns it reads as parameters (`subplan.rs`). EXISTS and
+    /// quantified comparisons are always subplans (one without parameters collects its
+    /// rows once), planned serially like correlated ones.
+    fn bind_subquery(&mut self, query: &ast::Query, usage: SubqueryUse) -> Result<Expr> {
         let Some(ctx) = self.planner else {
             return Err(Error::not_supported("a subquery is not supported in this position"));
         };
         let first_number = ctx.init_plan_count.get();
         let (mut planned, mut args) = self.plan_subquery(query, ctx, ctx.settings)?;
-        if !args.is_empty() {
+        if !args.is_empty() || !matches!(usage, SubqueryUse::Value) {
             if let Some(aggregates) = &self.aggregates {
                 // Evaluated over groups: each outer column must be a group key.
                 args = crate::subplan::group_key_args(args, &aggregates.group_by, self.scope)?;
@@ -525,17 +543,36 @@ impl<'a> Binder<'a> {
             serial.set("max_parallel_workers_per_gather", "0")?;
             (planned, _) = self.plan_subquery(query, ctx, &serial)?;
         }
-        if planned.columns.len() != 1 {
-            return Err(Error::syntax("subquery must return only one column"));
+        match usage {
+            SubqueryUse::Value if planned.columns.len() != 1 => return Err(Error::syntax("subquery must return only one column")),
+            SubqueryUse::Quantified { .. } if planned.columns.len() > 1 => return Err(Error::syntax("subquery has too many columns")),
+            _ => {}
         }
         let number = ctx.init_plan_count.get() + 1;
         ctx.init_plan_count.set(number);
-        let data_type = planned.columns[0].data_type;
-        Ok(if args.is_empty() {
-            Expr::ScalarSubquery(Arc::new(ex::InitPlan::new(number, planned.plan, data_type)))
-        } else {
-            Expr::SubPlan { subplan: Arc::new(ex::SubPlan { number, plan: planned.plan, data_type }), args }
-        })
+        let (kind, data_type, plan) = match usage {
+            SubqueryUse::Value => {
+                let data_type = planned.columns[0].data_type;
+                if args.is_empty() {
+                    return Ok(Expr::ScalarSubquery(Arc::new(ex::InitPlan::new(number, planned.plan, data_type))));
+                }
+                (ex::SubLinkKind::Value, data_type, planned.plan)
+            }
+            // One row answers EXISTS.
+            SubqueryUse::Exists => {
+                let plan = weft_exec::plan::Plan::Limit { input: Box::new(planned.plan), limit: Some(1), offset: 0 };
+                (ex::SubLinkKind::Exists, DataType::Bool, plan)
+            }
+            SubqueryUse::Quantified { lhs, op, all } => {
+                let lhs = self.bind(lhs)?;
+                let value = Expr::Column { index: 1, data_type: planned.columns[0].data_type };
+                let (lhs, value) = unify_unknown_literals(op, lhs, value)?;
+                let test = ex::resolve_binary(op, Expr::Column { index: 0, data_type: lhs.data_type() }, value)?;
+                args.push(lhs);
+                (ex::SubLinkKind::Quantified { test, all }, DataType::Bool, planned.plan)
+            }
+        };
+        Ok(Expr::SubPlan { subplan: Arc::new(ex::SubPlan::new(number, plan, data_type, kind)), args })
     }
 
     /// Plan `query` as a subquery of this scope: the plan, and the outer columns it reads
@@ -838,6 +875,31 @@ fn unify_unknown_literals(op: BinaryOp, left: Expr, right: Expr) -> Result<(Expr
     Ok((left, right))
 }
 
+/// How an expression uses a subquery.
+enum SubqueryUse<'a> {
+    /// `(SELECT ...)`: its one value.
+    Value,
+    /// `EXISTS (SELECT ...)`.
+    Exists,
+    /// `lhs op ANY | ALL (SELECT ...)`; `lhs IN (SELECT ...)` is `= ANY`.
+    Quantified { lhs: &'a ast::Expr, op: BinaryOp, all: bool },
+}
+
+fn negate_if(expr: Expr, negated: bool) -> Result<Expr> {
+    if negated {
+        ex::resolve_unary(UnaryOp::Not, expr)
+    } else {
+        Ok(expr)
+    }
+}
+
+fn strip_nesting(expr: &ast::Expr) -> &ast::Expr {
+    match expr {
+        ast::Expr::Nested(inner) => strip_nesting(inner),
+        other => other,
+    }
+}
+
 fn binary_op(op: &BinaryOperator) -> Result<BinaryOp> {
     Ok(match op {
         BinaryOperator::Plus => BinaryOp::Add,
@@ -935,7 +997,7 @@ pub fn column_name(expr: &ast::Expr) -> String {
             },
             _ => "?column?".into(),
         },
-        A::Exists { .. } => "exists".into(),
+        A::Exists { negated: false, .. } => "exists".into(),
         A::Substring { .. } => "substring".into(),
         _ => "?column?".into(),
     }
@@ -1022,8 +1084,9 @@ mod scalar_subquery_tests {
         assert_eq!(lines(&mut s, "SELECT a, (SELECT max(c) FROM t2 WHERE c > a * 9) FROM t1 ORDER BY a"), ["1|20", "2|20", "3|"]);
         let err = s.execute("SELECT a FROM t1 LIMIT (SELECT 1)").unwrap_err();
         assert_eq!(err.sqlstate, SqlState::FEATURE_NOT_SUPPORTED);
-        let err = s.execute("SELECT EXISTS (SELECT 1 FROM t2)").unwrap_err();
-        assert_eq!(err.sqlstate, SqlState::FEATURE_NOT_SUPPORTED);
+        assert_eq!(lines(&mut s, "SELECT EXISTS (SELECT 1 FROM t2), NOT EXISTS (SELECT 1 FROM t2 WHERE c > 99)"), ["t|t"]);
+        let err = s.execute("SELECT a = ANY (SELECT c, c FROM t2) FROM t1").unwrap_err();
+        assert_eq!((err.sqlstate, err.message.as_str()), (SqlState::SYNTAX_ERROR, "subquery has too many columns"));
         assert_eq!(lines(&mut s, "SELECT (SELECT c FROM t2 WHERE c > 99) IS NULL"), ["t"]);
     }
 }

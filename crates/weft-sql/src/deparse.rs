@@ -204,7 +204,10 @@ fn write_expr(expr: &Expr, input: &[ColumnText], out: &mut String) {
         Expr::Literal { value, data_type } => out.push_str(&constant(value, *data_type)),
         // PostgreSQL 15 prints an InitPlan's result as its parameter.
         Expr::ScalarSubquery(init_plan) => out.push_str(&format!("${}", init_plan.param())),
-        Expr::SubPlan { subplan, .. } => out.push_str(&format!("(SubPlan {})", subplan.number)),
+        Expr::SubPlan { subplan, args } => {
+            let hashed = if subplan.is_hashed(args) { "hashed " } else { "" };
+            out.push_str(&format!("({hashed}SubPlan {})", subplan.number))
+        }
         // PostgreSQL numbers a subplan's parameters across the statement; here they are
         // numbered within their subplan.
         Expr::Param { index, .. } => out.push_str(&format!("${index}")),

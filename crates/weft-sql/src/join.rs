@@ -424,6 +424,38 @@ pub(crate) fn split_where(selection: Option<&ast::Expr>) -> (Vec<ast::Expr>, Vec
     (plain, subqueries)
 }
 
+/// A `NOT IN` whose subquery reads the query's columns is not an anti join here (its NULL
+/// rule needs the subquery's rows for each outer row): it goes back to the plain
+/// conditions, where the binder makes it a subplan. Correlation is found by planning the
+/// subquery on its own: an unknown name means it reads the query around it.
+pub(crate) fn keep_correlated_not_in(mut plain: Vec<ast::Expr>, subqueries: Vec<SubqueryCondition>, ctx: &PlanContext) -> (Vec<ast::Expr>, Vec<SubqueryCondition>) {
+    let mut kept = Vec::with_capacity(subqueries.len());
+    for condition in subqueries {
+        let Some(outer) = condition.outer.as_ref().filter(|_| condition.negated) else {
+            kept.push(condition);
+            continue;
+        };
+        let standalone = PlanContext {
+            catalog: ctx.catalog,
+            pool: ctx.pool,
+            snapshot: ctx.snapshot,
+            settings: ctx.settings,
+            eval: ctx.eval,
+            init_plan_count: std::cell::Cell::new(ctx.init_plan_count.get()),
+            outer: None,
+        };
+        match crate::planner::plan_query(&condition.subquery, &standalone) {
+            Err(e) if crate::subplan::is_unresolved(&e) => plain.push(ast::Expr::InSubquery {
+                expr: Box::new(outer.clone()),
+                subquery: Box::new(condition.subquery.clone()),
+                negated: true,
+            }),
+            _ => kept.push(condition),
+        }
+    }
+    (plain, kept)
+}
+
 fn is_subquery_condition(e: &ast::Expr) -> bool {
     match e {
         ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. } => true,

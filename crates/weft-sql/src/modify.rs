@@ -340,16 +340,16 @@ fn table_scope(table: &TableMeta, alias: &str) -> Scope {
 
 /// A WHERE condition, which must be boolean as in PostgreSQL.
 pub(crate) fn bind_condition(session: &Session, cancel: &CancelToken, scope: &Scope, ctx: &PlanContext, condition: &ast::Expr) -> Result<Expr> {
-    let run = |query: &ast::Query, columns| {
-        run_subquery(session, cancel, ctx, query, columns).map_err(|e| {
-            // A subquery that names the target table's columns is correlated.
-            let names_target = scope.columns.iter().any(|c| c.table.as_ref().is_some_and(|t| query.to_string().contains(&format!("{t}."))));
-            if names_target && matches!(e.sqlstate, SqlState::UNDEFINED_TABLE | SqlState::UNDEFINED_COLUMN) {
-                Error::not_supported("correlated subqueries in DELETE and UPDATE are not supported yet")
-            } else {
-                e
-            }
-        })
+    let run = |query: &ast::Query, columns| match run_subquery(session, cancel, ctx, query, columns) {
+        Ok(rows) => Ok(Some(rows)),
+        // A subquery that names the target table's columns is correlated: the binder
+        // makes it a subplan, run per target row.
+        Err(e) if matches!(e.sqlstate, SqlState::UNDEFINED_TABLE | SqlState::UNDEFINED_COLUMN)
+            && scope.columns.iter().any(|c| c.table.as_ref().is_some_and(|t| query.to_string().contains(&format!("{t}.")))) =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
     };
     let condition = run_membership_subqueries(&run, condition)?;
     let bound = Binder::new(scope).planning(ctx).bind(&condition)?;
@@ -372,12 +372,12 @@ fn run_membership_subqueries(run: &SubqueryRunner, condition: &ast::Expr) -> Res
         ast::Expr::Nested(inner) => ast::Expr::Nested(rewrite(inner)?),
         ast::Expr::UnaryOp { op, expr } => ast::Expr::UnaryOp { op: *op, expr: rewrite(expr)? },
         ast::Expr::BinaryOp { left, op, right } => ast::Expr::BinaryOp { left: rewrite(left)?, op: op.clone(), right: rewrite(right)? },
-        ast::Expr::Exists { subquery, negated } => {
-            let rows = run(subquery, None)?;
-            ast::Expr::Value(ast::Value::Boolean(rows.is_empty() == *negated).into())
-        }
+        ast::Expr::Exists { subquery, negated } => match run(subquery, None)? {
+            Some(rows) => ast::Expr::Value(ast::Value::Boolean(rows.is_empty() == *negated).into()),
+            None => condition.clone(),
+        },
         ast::Expr::InSubquery { expr, subquery, negated } => {
-            let rows = run(subquery, Some(1))?;
+            let Some(rows) = run(subquery, Some(1))? else { return Ok(condition.clone()) };
             let list = rows.into_iter().map(|mut row| datum_literal(row.pop().unwrap_or(Datum::Null))).collect::<Result<_>>()?;
             match list {
                 // `x IN (empty)` is false even for a NULL x; an empty IN list is not SQL.
@@ -390,7 +390,8 @@ fn run_membership_subqueries(run: &SubqueryRunner, condition: &ast::Expr) -> Res
 }
 
 /// Runs a subquery, given the number of columns it must return, if any.
-type SubqueryRunner<'a> = dyn Fn(&ast::Query, Option<usize>) -> Result<Vec<Vec<Datum>>> + 'a;
+/// `None` for a correlated subquery, left to the binder.
+type SubqueryRunner<'a> = dyn Fn(&ast::Query, Option<usize>) -> Result<Option<Vec<Vec<Datum>>>> + 'a;
 
 /// Run an uncorrelated subquery of a DELETE or UPDATE condition.
 fn run_subquery(session: &Session, cancel: &CancelToken, ctx: &PlanContext, query: &ast::Query, columns: Option<usize>) -> Result<Vec<Vec<Datum>>> {

@@ -64,7 +64,7 @@ pub use cast::cast_datum;
 pub use compare::{compare_datums, datum_hash, GroupKey};
 pub use functions::EvalContext;
 pub use sequence::{sequence_name, Sequences, SessionSequenceValues};
-pub use subplan::{SubPlan, SubPlanRunner, SubPlanSlot};
+pub use subplan::{SubLinkKind, SubPlan, SubPlanRunner, SubPlanSlot};
 pub use subquery::{run_init_plans, InitPlan};
 pub use resolve::{
     can_coerce, coerce, common_type, resolve_binary, resolve_case, resolve_coalesce, resolve_function,
@@ -92,7 +92,7 @@ pub enum Expr {
     /// statement's plan started (`subquery.rs`).
     ScalarSubquery(std::sync::Arc<InitPlan>),
     /// A correlated `(SELECT ...)`, run for each row with `args` (over this row) as its
-    /// parameters (`subplan.rs`).
+    /// parameters, or an EXISTS / ANY / ALL / IN over a subquery (`subplan.rs`).
     SubPlan { subplan: std::sync::Arc<SubPlan>, args: Vec<Expr> },
     /// Inside a subplan's plan: the value of outer reference `index`.
     Param { index: usize, data_type: DataType },

@@ -7,14 +7,22 @@
 //! evaluated, computes them, runs the plan with them as the parameters (through the
 //! statement's [`SubPlanRunner`], which knows the buffer pool, workers and settings) and
 //! applies the same one-row rule as an init plan.
+//!
+//! `EXISTS (SELECT ...)` and `lhs op ANY | ALL (SELECT ...)` (`IN` is `= ANY`, `NOT IN`
+//! is `NOT (= ANY)`) outside the top-level conditions of WHERE (which the planner turns
+//! into semi and anti joins) are subplans too, of another [`SubLinkKind`]. One that
+//! reads no outer column collects its rows once per statement and keeps them: its
+//! arguments are only the left-hand side, evaluated per row.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::Mutex;
 use weft_common::{DataType, Datum, Error, Result};
 
 use super::subquery::single_value;
-use super::{EvalContext, Expr};
+use super::compare::GroupKey;
+use super::{BinaryOp, EvalContext, Expr};
 use crate::plan::{Plan, Row};
 
 #[derive(Debug)]
@@ -22,8 +30,37 @@ pub struct SubPlan {
     /// Numbered with the statement's init plans, as PostgreSQL numbers its subplans.
     pub number: usize,
     pub plan: Plan,
-    /// The type of the subquery's one column.
+    /// The type of the expression's value: the subquery's one column for
+    /// [`SubLinkKind::Value`], `bool` for the others.
     pub data_type: DataType,
+    pub kind: SubLinkKind,
+    /// The rows of a subplan without parameters, collected by its first evaluation.
+    rows: OnceLock<Vec<Row>>,
+    /// The same rows as a hash set, for an `= ANY` (`IN`) or `<> ALL` (`NOT IN`) test of
+    /// one type on both sides (PostgreSQL's hashed SubPlan).
+    hashed: OnceLock<HashedRows>,
+}
+
+/// The values of a subplan's rows, for membership tests under SQL's NULL rules.
+#[derive(Debug)]
+struct HashedRows {
+    values: HashSet<GroupKey>,
+    has_null: bool,
+    empty: bool,
+}
+
+/// What a subplan's rows become (PostgreSQL's SubLink types EXPR, EXISTS, ANY, ALL).
+#[derive(Debug)]
+pub enum SubLinkKind {
+    /// `(SELECT ...)`: its one value, NULL for no row, an error for more than one.
+    Value,
+    /// `EXISTS (SELECT ...)`: whether there is a row.
+    Exists,
+    /// `lhs op ANY (SELECT ...)` (`all`: `op ALL`). The expression's last argument is
+    /// `lhs`; `test` is `lhs op value` over the row `[lhs, value]`. ANY is true when a
+    /// test is true, else NULL when one is NULL, else false (no row: false); ALL is false
+    /// when a test is false, else NULL when one is NULL, else true (no row: true).
+    Quantified { test: Expr, all: bool },
 }
 
 impl PartialEq for SubPlan {
@@ -63,11 +100,120 @@ impl SubPlanSlot {
 }
 
 impl SubPlan {
-    /// The subquery's value for the outer row `row`: `args` (over `row`) are its
-    /// parameters.
+    pub fn new(number: usize, plan: Plan, data_type: DataType, kind: SubLinkKind) -> SubPlan {
+        SubPlan { number, plan, data_type, kind, rows: OnceLock::new(), hashed: OnceLock::new() }
+    }
+
+    /// The expression's value for the outer row `row`: `args` (over `row`) are the
+    /// subquery's parameters, then, for a quantified comparison, its left-hand side.
     pub fn eval(&self, args: &[Expr], row: &[Datum], ctx: &EvalContext) -> Result<Datum> {
-        let params = args.iter().map(|a| a.eval(row, ctx)).collect::<Result<Vec<_>>>()?;
-        let runner = ctx.subplans().runner()?;
-        single_value(runner.run(&self.plan, &ctx.with_params(params))?)
+        let (param_args, lhs) = match self.kind {
+            SubLinkKind::Quantified { .. } => args.split_at(args.len().saturating_sub(1)),
+            _ => (args, &[][..]),
+        };
+        let params = param_args.iter().map(|a| a.eval(row, ctx)).collect::<Result<Vec<_>>>()?;
+        if params.is_empty() {
+            if let Some((lhs_side, value_side, negate)) = self.hashable_test() {
+                return self.eval_hashed(lhs_side, value_side, negate, &lhs[0], row, ctx);
+            }
+        }
+        let fresh;
+        let rows: &[Row] = if params.is_empty() {
+            self.collected_rows(ctx)?
+        } else {
+            fresh = ctx.subplans().runner()?.run(&self.plan, &ctx.with_params(params))?;
+            &fresh
+        };
+        match &self.kind {
+            SubLinkKind::Value => single_value(rows.to_vec()),
+            SubLinkKind::Exists => Ok(Datum::Bool(!rows.is_empty())),
+            SubLinkKind::Quantified { test, all } => {
+                let lhs = match lhs.first() {
+                    Some(lhs) => lhs.eval(row, ctx)?,
+                    None => return Err(Error::internal("a quantified subplan without its left-hand side")),
+                };
+                let mut pair = [lhs, Datum::Null];
+                let mut saw_null = false;
+                for sub_row in rows {
+                    pair[1] = sub_row.first().cloned().unwrap_or(Datum::Null);
+                    match test.eval(&pair, ctx)? {
+                        Datum::Bool(outcome) if outcome != *all => return Ok(Datum::Bool(outcome)),
+                        Datum::Null => saw_null = true,
+                        _ => {}
+                    }
+                }
+                Ok(if saw_null { Datum::Null } else { Datum::Bool(*all) })
+            }
+        }
+    }
+
+    /// Whether, with these arguments, membership is tested in a hash set of the rows
+    /// (EXPLAIN's `hashed SubPlan`): an `= ANY` / `<> ALL` without parameters.
+    pub fn is_hashed(&self, args: &[Expr]) -> bool {
+        args.len() == 1 && self.hashable_test().is_some()
+    }
+
+    /// The rows of a subplan without parameters: run by the first evaluation, kept.
+    fn collected_rows(&self, ctx: &EvalContext) -> Result<&[Row]> {
+        if let Some(rows) = self.rows.get() {
+            return Ok(rows);
+        }
+        let rows = ctx.subplans().runner()?.run(&self.plan, ctx)?;
+        Ok(self.rows.get_or_init(|| rows))
+    }
+
+    /// For `lhs = ANY` and `lhs <> ALL` whose two sides are one type: the test's sides
+    /// (over `[lhs, _]` and `[_, value]`) and whether the membership is negated (ALL).
+    fn hashable_test(&self) -> Option<(&Expr, &Expr, bool)> {
+        let SubLinkKind::Quantified { test: Expr::Binary { op, left, right, .. }, all } = &self.kind else { return None };
+        let negate = match (op, all) {
+            (BinaryOp::Eq, false) => false,
+            (BinaryOp::NotEq, true) => true,
+            _ => return None,
+        };
+        let reads_only = |expr: &Expr, column: usize| {
+            let mut only = true;
+            expr.for_each_node(&mut |e| only &= !matches!(e, Expr::Column { index, .. } if *index != column));
+            only
+        };
+        (left.data_type() == right.data_type() && reads_only(left, 0) && reads_only(right, 1)).then_some((left, right, negate))
+    }
+
+    /// `lhs = ANY (rows)` by a hash set: true when the set holds lhs; else NULL when lhs
+    /// is NULL or a row is NULL (unless there is no row: false); else false.
+    fn eval_hashed(&self, lhs_side: &Expr, value_side: &Expr, negate: bool, lhs: &Expr, row: &[Datum], ctx: &EvalContext) -> Result<Datum> {
+        let hashed = match self.hashed.get() {
+            Some(hashed) => hashed,
+            None => {
+                let rows = self.collected_rows(ctx)?;
+                let mut hashed = HashedRows { values: HashSet::with_capacity(rows.len()), has_null: false, empty: rows.is_empty() };
+                let mut pair = [Datum::Null, Datum::Null];
+                for sub_row in rows {
+                    pair[1] = sub_row.first().cloned().unwrap_or(Datum::Null);
+                    match value_side.eval(&pair, ctx)? {
+                        Datum::Null => hashed.has_null = true,
+                        value => {
+                            hashed.values.insert(GroupKey(vec![value]));
+                        }
+                    }
+                }
+                self.hashed.get_or_init(|| hashed)
+            }
+        };
+        if hashed.empty {
+            return Ok(Datum::Bool(negate));
+        }
+        let key = lhs_side.eval(&[lhs.eval(row, ctx)?, Datum::Null], ctx)?;
+        let found = match key {
+            Datum::Null => return Ok(Datum::Null),
+            key => hashed.values.contains(&GroupKey(vec![key])),
+        };
+        Ok(if found {
+            Datum::Bool(!negate)
+        } else if hashed.has_null {
+            Datum::Null
+        } else {
+            Datum::Bool(negate)
+        })
     }
 }
