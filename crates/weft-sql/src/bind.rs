@@ -545,7 +545,15 @@ impl<'a> Binder<'a> {
         }
         match usage {
             SubqueryUse::Value if planned.columns.len() != 1 => return Err(Error::syntax("subquery must return only one column")),
-            SubqueryUse::Quantified { .. } if planned.columns.len() > 1 => return Err(Error::syntax("subquery has too many columns")),
+            SubqueryUse::Quantified { lhs, .. } => {
+                let width = row_items(lhs).len();
+                if planned.columns.len() > width {
+                    return Err(Error::syntax("subquery has too many columns"));
+                }
+                if planned.columns.len() < width {
+                    return Err(Error::syntax("subquery has too few columns"));
+                }
+            }
             _ => {}
         }
         let number = ctx.init_plan_count.get() + 1;
@@ -564,12 +572,29 @@ impl<'a> Binder<'a> {
                 (ex::SubLinkKind::Exists, DataType::Bool, plan)
             }
             SubqueryUse::Quantified { lhs, op, all } => {
-                let lhs = self.bind(lhs)?;
-                let value = Expr::Column { index: 1, data_type: planned.columns[0].data_type };
-                let (lhs, value) = unify_unknown_literals(op, lhs, value)?;
-                let test = ex::resolve_binary(op, Expr::Column { index: 0, data_type: lhs.data_type() }, value)?;
-                args.push(lhs);
-                (ex::SubLinkKind::Quantified { test, all }, DataType::Bool, planned.plan)
+                let items = row_items(lhs);
+                let width = items.len();
+                // A row compares field by field: `=` when all are equal, `<>` when one differs.
+                let combine = match op {
+                    _ if width == 1 => BinaryOp::And,
+                    BinaryOp::Eq => BinaryOp::And,
+                    BinaryOp::NotEq => BinaryOp::Or,
+                    _ => return Err(Error::not_supported("row comparisons other than = and <> with a subquery are not supported yet")),
+                };
+                let mut test: Option<Expr> = None;
+                for (i, item) in items.into_iter().enumerate() {
+                    let lhs = self.bind(item)?;
+                    let value = Expr::Column { index: width + i, data_type: planned.columns[i].data_type };
+                    let (lhs, value) = unify_unknown_literals(op, lhs, value)?;
+                    let field = ex::resolve_binary(op, Expr::Column { index: i, data_type: lhs.data_type() }, value)?;
+                    test = Some(match test {
+                        None => field,
+                        Some(prev) => ex::resolve_binary(combine, prev, field)?,
+                    });
+                    args.push(lhs);
+                }
+                let test = test.ok_or_else(|| Error::syntax("syntax error at or near \")\""))?;
+                (ex::SubLinkKind::Quantified { test, all, width }, DataType::Bool, planned.plan)
             }
         };
         Ok(Expr::SubPlan { subplan: Arc::new(ex::SubPlan::new(number, plan, data_type, kind)), args })
@@ -883,6 +908,14 @@ enum SubqueryUse<'a> {
     Exists,
     /// `lhs op ANY | ALL (SELECT ...)`; `lhs IN (SELECT ...)` is `= ANY`.
     Quantified { lhs: &'a ast::Expr, op: BinaryOp, all: bool },
+}
+
+/// The fields of a row constructor `(a, b, ...)`, or the one expression that is not one.
+pub(crate) fn row_items(expr: &ast::Expr) -> Vec<&ast::Expr> {
+    match strip_nesting(expr) {
+        ast::Expr::Tuple(items) => items.iter().collect(),
+        one => vec![one],
+    }
 }
 
 fn negate_if(expr: Expr, negated: bool) -> Result<Expr> {

@@ -425,8 +425,8 @@ pub(crate) fn split_where(selection: Option<&ast::Expr>) -> (Vec<ast::Expr>, Vec
 }
 
 /// A `NOT IN` whose subquery reads the query's columns is not an anti join here (its NULL
-/// rule needs the subquery's rows for each outer row): it goes back to the plain
-/// conditions, where the binder makes it a subplan. Correlation is found by planning the
+/// rule needs the subquery's rows for each outer row), nor is a row `(a, b) NOT IN`: they
+/// go back to the plain conditions, where the binder makes them subplans. Correlation is found by planning the
 /// subquery on its own: an unknown name means it reads the query around it.
 pub(crate) fn keep_correlated_not_in(mut plain: Vec<ast::Expr>, subqueries: Vec<SubqueryCondition>, ctx: &PlanContext) -> (Vec<ast::Expr>, Vec<SubqueryCondition>) {
     let mut kept = Vec::with_capacity(subqueries.len());
@@ -435,6 +435,15 @@ pub(crate) fn keep_correlated_not_in(mut plain: Vec<ast::Expr>, subqueries: Vec<
             kept.push(condition);
             continue;
         };
+        let to_plain = |plain: &mut Vec<ast::Expr>| {
+            plain.push(ast::Expr::InSubquery { expr: Box::new(outer.clone()), subquery: Box::new(condition.subquery.clone()), negated: true })
+        };
+        // A row NOT IN: a field's NULL need not make the row unknown, which the null-aware
+        // anti join (one key) does not model.
+        if crate::bind::row_items(outer).len() > 1 {
+            to_plain(&mut plain);
+            continue;
+        }
         let standalone = PlanContext {
             catalog: ctx.catalog,
             pool: ctx.pool,
@@ -445,11 +454,7 @@ pub(crate) fn keep_correlated_not_in(mut plain: Vec<ast::Expr>, subqueries: Vec<
             outer: None,
         };
         match crate::planner::plan_query(&condition.subquery, &standalone) {
-            Err(e) if crate::subplan::is_unresolved(&e) => plain.push(ast::Expr::InSubquery {
-                expr: Box::new(outer.clone()),
-                subquery: Box::new(condition.subquery.clone()),
-                negated: true,
-            }),
+            Err(e) if crate::subplan::is_unresolved(&e) => to_plain(&mut plain),
             _ => kept.push(condition),
         }
     }
@@ -1140,7 +1145,7 @@ impl SemiJoin {
             conjuncts.extend(crate::selectivity::conjuncts(&bound).into_iter().cloned());
         }
         let mut keys = Vec::new();
-        let mut in_pair = None;
+        let mut in_pairs = Vec::new();
         if let Some(outer_expr) = &condition.outer {
             let items: Vec<&ast::Expr> = select
                 .projection
@@ -1150,13 +1155,14 @@ impl SemiJoin {
                     _ => None,
                 })
                 .collect();
-            if items.len() != 1 || select.projection.len() != 1 {
-                return Err(Error::new(SqlState::SYNTAX_ERROR, "subquery has too many columns"));
-            }
+            let outer_items = crate::bind::row_items(outer_expr);
+            check_in_width(select.projection.len().max(items.len()), outer_items.len())?;
             let outer_scope = outer.scope.clone();
-            let o = substitute_columns(&Binder::new(&outer_scope).planning(ctx).bind(outer_expr)?, &outer.values);
-            let i = substitute_columns(&Binder::new(&scope).planning(ctx).bind(items[0])?, &values);
-            in_pair = Some(in_key_types(o, i)?);
+            for (outer_item, item) in outer_items.into_iter().zip(items) {
+                let o = substitute_columns(&Binder::new(&outer_scope).planning(ctx).bind(outer_item)?, &outer.values);
+                let i = substitute_columns(&Binder::new(&scope).planning(ctx).bind(item)?, &values);
+                in_pairs.push(in_key_types(o, i)?);
+            }
         }
         let is_inner = |e: &Expr| {
             let mut cols = BTreeSet::new();
@@ -1171,9 +1177,9 @@ impl SemiJoin {
         let mut own = Vec::new();
         let mut filters = Vec::new();
         let mut correlated = false;
-        // The IN item is a key when it reads the subquery's columns only; an item reading
+        // An IN item is a key when it reads the subquery's columns only; an item reading
         // the outer query's is a comparison in the join filter.
-        if let Some((o, i)) = in_pair {
+        for (o, i) in in_pairs {
             if is_inner(&i) {
                 keys.push((o, i));
             } else {
@@ -1238,25 +1244,37 @@ impl SemiJoin {
             let build = Pipeline { source: Source::Subquery { plan: Box::new(planned.plan), label: ScanLabel::default() }, steps: Vec::new(), workers: 0 };
             return Ok(SemiJoin { build, keys: Vec::new(), filter: None, join_type, null_aware: false, inner_positions: BTreeMap::new(), inner_width: width, rows: UNKNOWN_ROWS });
         };
-        if planned.columns.len() != 1 {
-            return Err(Error::new(SqlState::SYNTAX_ERROR, if planned.columns.is_empty() { "subquery must return only one column" } else { "subquery has too many columns" }));
-        }
+        let outer_items = crate::bind::row_items(outer_expr);
+        check_in_width(planned.columns.len(), outer_items.len())?;
         let shift = outer.raw_width();
         let outer_scope = outer.scope.clone();
-        let o = substitute_columns(&Binder::new(&outer_scope).planning(ctx).bind(outer_expr)?, &outer.values);
-        let i = Expr::Column { index: shift, data_type: planned.columns[0].data_type };
-        let key = in_key_types(o, i)?;
+        let mut keys = Vec::with_capacity(outer_items.len());
+        for (n, outer_item) in outer_items.into_iter().enumerate() {
+            let o = substitute_columns(&Binder::new(&outer_scope).planning(ctx).bind(outer_item)?, &outer.values);
+            let i = Expr::Column { index: shift + n, data_type: planned.columns[n].data_type };
+            keys.push(in_key_types(o, i)?);
+        }
+        let width = keys.len();
         let build = Pipeline { source: Source::Subquery { plan: Box::new(planned.plan), label: ScanLabel::default() }, steps: Vec::new(), workers: 0 };
         Ok(SemiJoin {
             build,
-            keys: vec![key],
+            keys,
             filter: None,
             join_type,
             null_aware: condition.negated,
-            inner_positions: BTreeMap::from([(shift, 0)]),
-            inner_width: 1,
+            inner_positions: (0..width).map(|n| (shift + n, n)).collect(),
+            inner_width: width,
             rows: UNKNOWN_ROWS,
         })
+    }
+}
+
+/// PostgreSQL's errors for an IN whose subquery's width is not its left-hand side's.
+fn check_in_width(subquery_columns: usize, lhs_width: usize) -> Result<()> {
+    match subquery_columns.cmp(&lhs_width) {
+        std::cmp::Ordering::Greater => Err(Error::new(SqlState::SYNTAX_ERROR, "subquery has too many columns")),
+        std::cmp::Ordering::Less => Err(Error::new(SqlState::SYNTAX_ERROR, "subquery has too few columns")),
+        std::cmp::Ordering::Equal => Ok(()),
     }
 }
 

@@ -376,6 +376,8 @@ fn run_membership_subqueries(run: &SubqueryRunner, condition: &ast::Expr) -> Res
             Some(rows) => ast::Expr::Value(ast::Value::Boolean(rows.is_empty() == *negated).into()),
             None => condition.clone(),
         },
+        // A row IN is left to the binder, as a correlated subquery is.
+        ast::Expr::InSubquery { expr, .. } if crate::bind::row_items(expr).len() > 1 => condition.clone(),
         ast::Expr::InSubquery { expr, subquery, negated } => {
             let Some(rows) = run(subquery, Some(1))? else { return Ok(condition.clone()) };
             let list = rows.into_iter().map(|mut row| datum_literal(row.pop().unwrap_or(Datum::Null))).collect::<Result<_>>()?;

@@ -37,6 +37,15 @@ const QUERIES: &[&str] = &[
     "SELECT id FROM o WHERE k NOT IN (SELECT k FROM n WHERE n.y > o.x)",
     "SELECT id FROM o WHERE x NOT IN (SELECT y FROM n WHERE n.k = o.k) AND id < 300",
     "SELECT id FROM o WHERE NOT (s IN (SELECT s FROM n WHERE n.k = o.k)) AND x <> ALL (SELECT y FROM nn WHERE nn.k = o.k)",
+    // Rows: (a, b) [NOT] IN (SELECT x, y ...), a semi join on two keys at the top level,
+    // a subplan elsewhere and for NOT IN (a NULL field need not make the row unknown).
+    "SELECT id FROM o WHERE (k, x) IN (SELECT k, y FROM n)",
+    "SELECT id FROM o WHERE (k, s) IN (SELECT k, s FROM n WHERE y > 5) AND id > 100",
+    "SELECT id FROM o WHERE (k, x) IN (SELECT k, max(y) FROM n GROUP BY k)",
+    "SELECT id FROM o WHERE (k, x) NOT IN (SELECT k, y FROM n)",
+    "SELECT id FROM o WHERE (k, x) NOT IN (SELECT k, y FROM nn)",
+    "SELECT id, (k, x) IN (SELECT k, y FROM n), (k, 3) NOT IN (SELECT k, y FROM nn), (x, k) <> ALL (SELECT y, k FROM n WHERE n.s < o.s) FROM o WHERE id < 90",
+    "SELECT id FROM o WHERE x > 45 OR (k, x) IN (SELECT k, y FROM n WHERE n.s > o.s)",
     // In the select list and CASE.
     "SELECT id, k IN (SELECT k FROM n), k NOT IN (SELECT k FROM nn), EXISTS (SELECT 1 FROM n WHERE n.k = o.k), NOT EXISTS (SELECT 1 FROM e) FROM o WHERE id < 60",
     "SELECT id, x > ALL (SELECT y FROM n WHERE n.k = o.k), x < ANY (SELECT y FROM n WHERE n.k = o.k), x = SOME (SELECT y FROM nn), x <> ALL (SELECT y FROM n), x >= ALL (SELECT y FROM e) FROM o WHERE id < 80",
@@ -60,6 +69,10 @@ const ERRORS_WITH_SQLSTATE: &[&str] = &[
     "SELECT k IN (SELECT k, y FROM n) FROM o",
     "SELECT k FROM o WHERE x > 5 OR k IN (SELECT s FROM n)",
     "SELECT k > ANY (SELECT nosuch FROM n) FROM o",
+    "SELECT id FROM o WHERE (k, x) IN (SELECT k FROM n)",
+    "SELECT id FROM o WHERE (k) IN (SELECT k, y FROM n)",
+    "SELECT id FROM o WHERE (k, x) NOT IN (SELECT k FROM n)",
+    "SELECT (k, x) IN (SELECT k, y, s FROM n) FROM o",
 ];
 
 /// Data-modifying statements whose conditions hold such subqueries, correlated or not.
@@ -72,6 +85,8 @@ const SCRIPT: &[&str] = &[
     "DELETE FROM m WHERE x > 40 OR NOT EXISTS (SELECT 1 FROM n WHERE n.k = m.k)",
     "SELECT count(*), sum(id) FROM m",
     "DELETE FROM m WHERE k NOT IN (SELECT y FROM n WHERE n.k = m.k) OR k IS NULL",
+    "SELECT count(*), sum(id) FROM m",
+    "DELETE FROM m WHERE (k, x) IN (SELECT k, -y FROM n)",
     "SELECT count(*), sum(id) FROM m",
     "DROP TABLE m",
 ];

@@ -56,11 +56,14 @@ pub enum SubLinkKind {
     Value,
     /// `EXISTS (SELECT ...)`: whether there is a row.
     Exists,
-    /// `lhs op ANY (SELECT ...)` (`all`: `op ALL`). The expression's last argument is
-    /// `lhs`; `test` is `lhs op value` over the row `[lhs, value]`. ANY is true when a
-    /// test is true, else NULL when one is NULL, else false (no row: false); ALL is false
-    /// when a test is false, else NULL when one is NULL, else true (no row: true).
-    Quantified { test: Expr, all: bool },
+    /// `lhs op ANY (SELECT ...)` (`all`: `op ALL`), `lhs` a value or a row of `width`
+    /// values. The expression's last `width` arguments are `lhs`; `test` is `lhs op
+    /// value` over the row `[lhs..., value...]` (for rows, `=` is the AND of the fields'
+    /// equalities and `<>` the OR of their differences, as SQL's row comparison). ANY is
+    /// true when a test is true, else NULL when one is NULL, else false (no row: false);
+    /// ALL is false when a test is false, else NULL when one is NULL, else true (no row:
+    /// true).
+    Quantified { test: Expr, all: bool, width: usize },
 }
 
 impl PartialEq for SubPlan {
@@ -108,7 +111,7 @@ impl SubPlan {
     /// subquery's parameters, then, for a quantified comparison, its left-hand side.
     pub fn eval(&self, args: &[Expr], row: &[Datum], ctx: &EvalContext) -> Result<Datum> {
         let (param_args, lhs) = match self.kind {
-            SubLinkKind::Quantified { .. } => args.split_at(args.len().saturating_sub(1)),
+            SubLinkKind::Quantified { width, .. } => args.split_at(args.len().saturating_sub(width)),
             _ => (args, &[][..]),
         };
         let params = param_args.iter().map(|a| a.eval(row, ctx)).collect::<Result<Vec<_>>>()?;
@@ -127,15 +130,17 @@ impl SubPlan {
         match &self.kind {
             SubLinkKind::Value => single_value(rows.to_vec()),
             SubLinkKind::Exists => Ok(Datum::Bool(!rows.is_empty())),
-            SubLinkKind::Quantified { test, all } => {
-                let lhs = match lhs.first() {
-                    Some(lhs) => lhs.eval(row, ctx)?,
-                    None => return Err(Error::internal("a quantified subplan without its left-hand side")),
-                };
-                let mut pair = [lhs, Datum::Null];
+            SubLinkKind::Quantified { test, all, width } => {
+                if lhs.len() != *width {
+                    return Err(Error::internal("a quantified subplan without its left-hand side"));
+                }
+                let mut pair = lhs.iter().map(|e| e.eval(row, ctx)).collect::<Result<Vec<_>>>()?;
+                pair.resize(2 * width, Datum::Null);
                 let mut saw_null = false;
                 for sub_row in rows {
-                    pair[1] = sub_row.first().cloned().unwrap_or(Datum::Null);
+                    for (slot, value) in pair[*width..].iter_mut().zip(sub_row) {
+                        *slot = value.clone();
+                    }
                     match test.eval(&pair, ctx)? {
                         Datum::Bool(outcome) if outcome != *all => return Ok(Datum::Bool(outcome)),
                         Datum::Null => saw_null = true,
@@ -165,7 +170,7 @@ impl SubPlan {
     /// For `lhs = ANY` and `lhs <> ALL` whose two sides are one type: the test's sides
     /// (over `[lhs, _]` and `[_, value]`) and whether the membership is negated (ALL).
     fn hashable_test(&self) -> Option<(&Expr, &Expr, bool)> {
-        let SubLinkKind::Quantified { test: Expr::Binary { op, left, right, .. }, all } = &self.kind else { return None };
+        let SubLinkKind::Quantified { test: Expr::Binary { op, left, right, .. }, all, width: 1 } = &self.kind else { return None };
         let negate = match (op, all) {
             (BinaryOp::Eq, false) => false,
             (BinaryOp::NotEq, true) => true,
