@@ -244,6 +244,7 @@ impl<'p> SharedJoin<'p> {
                     self.evict(local)?;
                 }
                 _ => {
+                    self.batch0_full.store(true, Ordering::Release);
                     let _ = self.growth.compare_exchange(GROWTH_OK, GROWTH_NEED_MORE, Ordering::AcqRel, Ordering::Acquire);
                     self.grow(local, GROW_ELECT, ctx)?;
                 }
@@ -407,7 +408,8 @@ impl<'p> SharedJoin<'p> {
     fn allocate_batches(&self) {
         let mut build = self.build.lock();
         let old = self.nbatch.load(Ordering::Relaxed);
-        let new = old * 2;
+        // Never past MAX_BATCHES (`decide` then gives growth up).
+        let new = (old * 2).min(MAX_BATCHES);
         let mut old_tuples = std::mem::take(&mut build.batch_tuples);
         old_tuples.resize(old, 0);
         old_tuples[0] = build.elect_batch0 + build.deposited.iter().map(|(_, a)| a.len() as u64).sum::<u64>();
@@ -487,6 +489,16 @@ impl<'p> SharedJoin<'p> {
         let nbatch = self.nbatch.load(Ordering::Relaxed);
         let allowed = self.tuple_allowed();
         let (mut over, mut skew) = (false, false);
+        // Batch 0 could not take a tuple: a split that kept (nearly) all of its tuples —
+        // one hot key, or skew tuples, which a split never moves — leaves it as full as
+        // before though within budget, and the tuple would ask for growth again, doubling
+        // the batches without end. Growth stops and batch 0 goes to batch files instead.
+        if self.batch0_full.swap(false, Ordering::AcqRel)
+            && (nbatch >= MAX_BATCHES || build.old_tuples.first().is_some_and(|&parent| split_kept_nearly_all(parent, build.repartition_batch0)))
+        {
+            over = true;
+            skew = true;
+        }
         for batch in 0..nbatch {
             let (bytes, tuples) = if batch == 0 {
                 (self.space_used.load(Ordering::Relaxed), build.repartition_batch0)

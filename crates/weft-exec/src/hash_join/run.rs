@@ -177,6 +177,9 @@ pub(crate) struct SharedJoin<'p> {
     pub(super) bucket_bytes: AtomicUsize,
     /// Batch 0 held a hot key: all of it goes to batch files (processed in chunks).
     pub(super) batch0_evicted: AtomicBool,
+    /// A tuple of batch 0 (or a skew tuple) found no room since the last growth: the
+    /// growth asked for is batch 0's, whatever its size after the split (see `decide`).
+    pub(super) batch0_full: AtomicBool,
     pub(super) next_arena: AtomicUsize,
     pub(super) generation: AtomicUsize,
     pub(super) repartition_cursor: AtomicUsize,
@@ -494,6 +497,7 @@ impl<'p> SharedJoin<'p> {
             space_used: AtomicUsize::new(0),
             bucket_bytes: AtomicUsize::new(0),
             batch0_evicted: AtomicBool::new(false),
+            batch0_full: AtomicBool::new(false),
             next_arena: AtomicUsize::new(0),
             generation: AtomicUsize::new(0),
             repartition_cursor: AtomicUsize::new(0),
