@@ -457,6 +457,9 @@ impl<'p> SharedJoin<'p> {
         }
         let mut buf = Vec::new();
         let mut row = Vec::with_capacity(self.join.inner_width);
+        // Not `local.keys`: they hold the keys of the tuple whose insertion asked for this
+        // growth, which `insert` stores once the growth is over.
+        let mut keys_scratch = Vec::with_capacity(self.join.inner_keys.len());
         loop {
             ctx.cancel.check()?;
             let i = self.repartition_cursor.fetch_add(1, Ordering::Relaxed);
@@ -464,7 +467,7 @@ impl<'p> SharedJoin<'p> {
             block.read(&mut buf)?;
             let mut records = Records::new(&buf);
             while let Some((hash, keyed)) = records.next_into(self.join.inner_width, &mut row)? {
-                let keys = if keyed { inner_keys(self.join, &row, ctx.eval, &mut local.keys)? } else { None };
+                let keys = if keyed { inner_keys(self.join, &row, ctx.eval, &mut keys_scratch)? } else { None };
                 let bytes = local.arena.tuple_bytes(keys, &row);
                 self.write_inner(local, batch_of(hash, nbatch), hash, keyed, &row, bytes)?;
             }
