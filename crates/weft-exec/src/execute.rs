@@ -214,6 +214,12 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
         }
         Plan::Limit { input, limit, offset } => {
             let began = Instant::now();
+            if *limit == Some(0) {
+                // PostgreSQL's Limit never runs its input for LIMIT 0: nothing below is
+                // evaluated, so no error it would raise is (EXPLAIN ANALYZE: never executed).
+                ctx.nodes.lock().push(NodeStats { node: node_id(plan), rows: 0, elapsed: began.elapsed(), ..NodeStats::default() });
+                return Ok(Vec::new());
+            }
             let wanted = limit.map(|l| l.saturating_add(*offset));
             let rows = match input.as_ref() {
                 Plan::Pipeline(pipeline) => {

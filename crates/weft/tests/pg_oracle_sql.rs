@@ -60,6 +60,13 @@ const QUERIES: &[&str] = &[
     "SELECT DISTINCT ON (a.k) a.k, b.id FROM t a JOIN t b ON a.id = b.id + 1 ORDER BY a.k, b.id",
     "SELECT k, id FROM (SELECT DISTINCT ON (k) k, id FROM t ORDER BY k, id DESC) d ORDER BY id",
     "(SELECT DISTINCT ON (k) k, id FROM t ORDER BY k, id) UNION ALL SELECT -5, -5",
+    // LIMIT 0 never runs its input: PostgreSQL evaluates nothing, so raises none of the
+    // errors the rows would (v holds -9223372036854775808, whose negation overflows).
+    "SELECT -v FROM t LIMIT 0",
+    "SELECT -v, id FROM t ORDER BY 1 LIMIT 0",
+    "SELECT DISTINCT -v FROM t ORDER BY 1 LIMIT 0 OFFSET 3",
+    "SELECT id FROM t WHERE 1 / (v + 9223372036854775807 + 1) > 0 LIMIT 0",
+    "SELECT k, sum(-v) FROM t GROUP BY k LIMIT 0",
 ];
 
 const ERRORS: &[&str] = &[
