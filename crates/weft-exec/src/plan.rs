@@ -252,6 +252,10 @@ pub struct AggregateCall {
     /// input (string_agg): its rows are sorted by these keys when the aggregate finishes,
     /// so partial states of participants and spill files combine in any order.
     pub order_by: Vec<AggregateOrderKey>,
+    /// `f(DISTINCT x)`: each group's distinct non-NULL values of `arg` are collected and
+    /// fed to `f` in ascending order when the group finishes (the order PostgreSQL's sort
+    /// gives them). The binder has folded a FILTER into `arg`.
+    pub distinct: bool,
     pub result_type: DataType,
 }
 
@@ -266,7 +270,7 @@ pub struct AggregateOrderKey {
 impl AggregateCall {
     /// A call of `function` on `arg`, with no delimiter, FILTER or ORDER BY.
     pub fn new(function: AggregateFunction, arg: Option<Expr>, result_type: DataType) -> AggregateCall {
-        AggregateCall { function, arg, delimiter: None, filter: None, order_by: Vec::new(), result_type }
+        AggregateCall { function, arg, delimiter: None, filter: None, order_by: Vec::new(), distinct: false, result_type }
     }
 
     /// Every expression the call evaluates per input row.

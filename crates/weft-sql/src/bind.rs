@@ -136,8 +136,6 @@ pub fn object_name(name: &ast::ObjectName) -> Result<String> {
 pub struct AggregateContext {
     pub group_by: Vec<Expr>,
     pub calls: Vec<AggregateCall>,
-    /// Per call: written `f(DISTINCT x)`.
-    pub distinct: Vec<bool>,
 }
 
 pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
@@ -240,7 +238,7 @@ impl<'a> Binder<'a> {
         if let ast::Expr::Function(f) = expr {
             let name = object_name(&f.name)?;
             if let Some(function) = aggregate_function(&name) {
-                let (call, distinct) = {
+                let call = {
                     let mut plain = Binder { scope: self.scope, aggregates: None, planner: self.planner, windows: None };
                     plain.bind_aggregate_call(function, f, false)?
                 };
@@ -248,7 +246,6 @@ impl<'a> Binder<'a> {
                 let index = aggregates.group_by.len() + aggregates.calls.len();
                 let data_type = call.result_type;
                 aggregates.calls.push(call);
-                aggregates.distinct.push(distinct);
                 return Ok(Some(Expr::Column { index, data_type }));
             }
         }
@@ -267,10 +264,9 @@ impl<'a> Binder<'a> {
         Ok(None)
     }
 
-    /// The call, and whether it aggregates distinct values (`count(DISTINCT x)`). A
-    /// window aggregate (`window`) is bound by a binder in aggregate mode when the query
+    /// The call (`distinct` when written `count(DISTINCT x)`). A window aggregate (`window`) is bound by a binder in aggregate mode when the query
     /// groups, so its arguments may hold aggregates (`sum(sum(x)) OVER ()`).
-    pub(crate) fn bind_aggregate_call(&mut self, function: AggregateFunction, f: &ast::Function, window: bool) -> Result<(AggregateCall, bool)> {
+    pub(crate) fn bind_aggregate_call(&mut self, function: AggregateFunction, f: &ast::Function, window: bool) -> Result<AggregateCall> {
         let name = object_name(&f.name)?;
         let list = match &f.args {
             ast::FunctionArguments::List(list) => list,
@@ -343,12 +339,12 @@ impl<'a> Binder<'a> {
         if function != AggregateFunction::StringAgg {
             order_by.clear(); // the result does not depend on the order of the input
         }
-        let mut call = AggregateCall { function, arg, delimiter, filter, order_by, result_type };
+        let mut call = AggregateCall { function, arg, delimiter, filter, order_by, distinct, result_type };
         crate::subplan::check_aggregate_level(&call)?;
         if distinct {
             distinct_call(&mut call)?;
         }
-        Ok((call, distinct))
+        Ok(call)
     }
 
     fn bind_node(&mut self, expr: &ast::Expr) -> Result<Expr> {
@@ -807,21 +803,23 @@ pub(crate) fn no_aggregate<'e>(name: &str, args: impl IntoIterator<Item = &'e Ex
         .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")
 }
 
-/// A call over distinct values (`f(DISTINCT x ...)`) is planned as `f` over the distinct
-/// values of `x` (`planner::distinct_aggregate`): its FILTER becomes a CASE around the
-/// argument (every aggregate skips NULLs), its ORDER BY may only sort by the argument, and a
-/// delimiter must not read the row.
+/// A call over distinct values (`f(DISTINCT x ...)`) aggregates each group's distinct
+/// values of `x` (`planner::distinct_aggregate`, or the accumulator's set of them): its
+/// ORDER BY may only sort by the argument, its FILTER becomes a CASE around the argument
+/// (every aggregate skips NULLs), and a delimiter must not read the row.
 fn distinct_call(call: &mut AggregateCall) -> Result<()> {
-    if let Some(filter) = call.filter.take() {
-        let arg = call.arg.take().ok_or_else(|| Error::internal("DISTINCT aggregate without an argument"))?;
-        let data_type = arg.data_type();
-        call.arg = Some(Expr::Case { whens: vec![(filter, arg)], otherwise: None, data_type });
-    }
     if call.order_by.iter().any(|k| Some(&k.expr) != call.arg.as_ref()) {
         return Err(Error::new(
             SqlState::INVALID_COLUMN_REFERENCE,
             "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
         ));
+    }
+    if let Some(filter) = call.filter.take() {
+        let arg = call.arg.take().ok_or_else(|| Error::internal("DISTINCT aggregate without an argument"))?;
+        let data_type = arg.data_type();
+        let folded = Expr::Case { whens: vec![(filter, arg)], otherwise: None, data_type };
+        call.order_by.iter_mut().for_each(|k| k.expr = folded.clone());
+        call.arg = Some(folded);
     }
     let mut read = std::collections::BTreeSet::new();
     call.delimiter.iter().for_each(|d| crate::exprutil::columns_used(d, &mut read));

@@ -69,6 +69,9 @@ pub fn aggregate_call(call: &AggregateCall, input: &[ColumnText]) -> String {
         AggregateFunction::StringAgg => "string_agg",
     };
     let mut out = format!("{name}(");
+    if call.distinct {
+        out.push_str("DISTINCT ");
+    }
     match &call.arg {
         None => out.push('*'),
         Some(arg) => write_expr(arg, input, &mut out),

@@ -607,7 +607,7 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         }
         group_by.push(Binder::new(scope).planning(ctx).bind(&resolved)?);
     }
-    let mut aggregates = AggregateContext { group_by, calls: Vec::new(), distinct: Vec::new() };
+    let mut aggregates = AggregateContext { group_by, calls: Vec::new() };
     let mut outputs = Vec::with_capacity(items.len());
     let mut columns = Vec::with_capacity(items.len());
     for (ast_expr, name) in &items {
@@ -627,9 +627,7 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         Some(h) => Some(require_bool(Binder::with_aggregates(scope, &mut aggregates).planning(ctx).bind(h)?, "HAVING")?),
         None => None,
     };
-    let AggregateContext { mut group_by, mut calls, distinct } = aggregates;
-    // Checked before planning the input; taken again after its columns are renumbered.
-    distinct_argument(&calls, &distinct)?;
+    let AggregateContext { mut group_by, mut calls } = aggregates;
     let outputs_volatile = outputs.iter().any(is_volatile);
     let (source, steps, workers) = match from {
         FromPlan::Joins(joins) => {
@@ -665,7 +663,7 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     }
     output.push(Step::Project(outputs));
     let hidden_types = columns.drain(visible..).map(|c| c.data_type).collect();
-    let mut plan = match distinct_argument(&calls, &distinct)? {
+    let mut plan = match shared_distinct_argument(&calls) {
         None => Plan::Aggregate { input: Pipeline { source, steps, workers }, group_by, aggregates: calls, output },
         Some(arg) => distinct_aggregate(Pipeline { source, steps, workers }, group_by, calls, arg, output),
     };
@@ -684,20 +682,12 @@ fn visible_asts(items: &[(ast::Expr, String)], visible: usize) -> Vec<ast::Expr>
     items[..visible].iter().map(|(e, _)| e.clone()).collect()
 }
 
-/// The argument of the query's `f(DISTINCT x)` calls, if it has any. Every aggregate must
-/// then be DISTINCT over the same `x` (the form `distinct_aggregate` plans).
-fn distinct_argument(calls: &[AggregateCall], distinct: &[bool]) -> Result<Option<Expr>> {
-    if !distinct.iter().any(|&d| d) {
-        return Ok(None);
-    }
-    let first = calls.iter().zip(distinct).find(|(_, &d)| d).and_then(|(c, _)| c.arg.clone());
-    let uniform = calls.iter().zip(distinct).all(|(c, &d)| d && c.arg == first);
-    match first {
-        Some(arg) if uniform => Ok(Some(arg)),
-        _ => Err(Error::not_supported(
-            "aggregates mixing DISTINCT and plain calls, or DISTINCT over different arguments, are not supported yet",
-        )),
-    }
+/// The argument of the query's `f(DISTINCT x)` calls when every call is one over the same
+/// `x`: the form `distinct_aggregate` plans. Other mixes keep a set of distinct values per
+/// group and call (`Accumulator::Distinct`).
+fn shared_distinct_argument(calls: &[AggregateCall]) -> Option<Expr> {
+    let first = calls.first()?.arg.clone();
+    calls.iter().all(|c| c.distinct && c.arg == first).then_some(first).flatten()
 }
 
 /// `g, f(DISTINCT x) ... GROUP BY g` as two aggregates: the distinct (g, x) pairs first,
@@ -718,6 +708,7 @@ fn distinct_aggregate(input: Pipeline, group_by: Vec<Expr>, calls: Vec<Aggregate
         .into_iter()
         .map(|c| AggregateCall {
             arg: Some(value.clone()),
+            distinct: false,
             order_by: c.order_by.into_iter().map(|k| AggregateOrderKey { expr: value.clone(), ..k }).collect(),
             ..c
         })

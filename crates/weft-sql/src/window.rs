@@ -189,7 +189,7 @@ fn bind_call(binder: &mut Binder, f: &ast::Function, windows: &WindowContext) ->
         return Err(Error::not_supported(format!("this form of window function call ({name}) is not supported")));
     }
     let call = if let Some(function) = aggregate_function(&name) {
-        let (aggregate, _) = binder.bind_aggregate_call(function, f, true)?;
+        let aggregate = binder.bind_aggregate_call(function, f, true)?;
         let result_type = aggregate.result_type;
         WindowCall { function: WindowFunction::Aggregate(aggregate), args: Vec::new(), result_type }
     } else if let Some(function) = window_function(&name) {

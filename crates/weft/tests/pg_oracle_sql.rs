@@ -31,6 +31,17 @@ const QUERIES: &[&str] = &[
     "SELECT count(DISTINCT k) FILTER (WHERE id > 2000), sum(DISTINCT k) FILTER (WHERE id > 2000) FROM t",
     "SELECT grp % 10, count(*) FILTER (WHERE flag), min(m) FILTER (WHERE i > 100), sum(i) FILTER (WHERE m < '4') FROM g GROUP BY 1",
     "SELECT grp, count(*) FILTER (WHERE flag), max(m) FILTER (WHERE NOT flag) FROM g GROUP BY grp",
+    // DISTINCT calls mixed with plain ones, or over different arguments: a set of
+    // distinct values per group and call (spilled with the groups at the small work_mem).
+    "SELECT count(DISTINCT s), max(id), count(*), sum(DISTINCT k), avg(DISTINCT v), count(DISTINCT f), sum(DISTINCT f) FROM t",
+    "SELECT k, count(DISTINCT s), count(DISTINCT b), sum(v), min(DISTINCT f), avg(id) FROM t GROUP BY k",
+    "SELECT b, string_agg(DISTINCT s, ',') FILTER (WHERE id < 200), count(DISTINCT k) FILTER (WHERE id % 2 = 0), count(id) FROM t GROUP BY b",
+    "SELECT k, string_agg(DISTINCT substr(s, 1, 1), '' ORDER BY substr(s, 1, 1) DESC), max(s) FROM t GROUP BY k HAVING count(DISTINCT id % 5) = 5",
+    "SELECT count(DISTINCT s), sum(k) FROM t WHERE id < 0",
+    "SELECT k, count(DISTINCT s), sum(k) FROM t WHERE id < 0 GROUP BY k",
+    "SELECT grp % 97, count(DISTINCT m), count(DISTINCT i % 7), sum(i), string_agg(DISTINCT substr(m, 1, 2), ',') FROM g GROUP BY 1",
+    "SELECT grp, count(DISTINCT m), max(i), count(DISTINCT flag) FROM g GROUP BY grp",
+    "SELECT count(DISTINCT m), count(DISTINCT grp), sum(DISTINCT i % 100), max(m) FROM g",
     // string_agg.
     "SELECT k, string_agg(s, ',' ORDER BY s), string_agg(s, '' ORDER BY id DESC), string_agg(s, NULL ORDER BY s DESC NULLS FIRST, id) FROM t WHERE id < 300 GROUP BY k",
     "SELECT string_agg(s, ', ' ORDER BY id) FILTER (WHERE id % 7 = 0) FROM t WHERE id < 200",

@@ -59,6 +59,7 @@
 //! Without GROUP BY there is one group, no table and no spilling; `accepts_raw` lets such
 //! aggregates over fixed-width columns read heap tuples directly.
 
+mod distinct;
 mod spill;
 mod table;
 #[cfg(test)]
@@ -73,6 +74,7 @@ use weft_common::numeric::Numeric;
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 
+use self::distinct::DistinctValues;
 use self::spill::{partition_of, PartitionWriters, SpillDir, SpillFile};
 use self::table::{datum_heap, hash_key, GroupTable, Groups};
 use crate::execute::{ExecContext, Sink};
@@ -99,6 +101,8 @@ pub(crate) enum Accumulator {
     StringAgg(Option<(String, usize)>),
     /// string_agg with ORDER BY: every row's values, sorted and joined when finishing.
     StringAggSorted(SortedValues),
+    /// `f(DISTINCT x)`: the distinct values so far (`distinct.rs`).
+    Distinct(Box<DistinctValues>),
 }
 
 /// The rows an ordered string_agg has seen.
@@ -147,6 +151,12 @@ impl SortedValues {
 
 impl Accumulator {
     pub(crate) fn new(call: &AggregateCall) -> Result<Accumulator> {
+        let plain = Accumulator::new_plain(call)?;
+        Ok(if call.distinct { Accumulator::Distinct(Box::new(DistinctValues::new(plain))) } else { plain })
+    }
+
+    /// The state of `call` without its DISTINCT.
+    fn new_plain(call: &AggregateCall) -> Result<Accumulator> {
         use AggregateFunction::*;
         let input = call.arg.as_ref().map(|a| a.data_type());
         Ok(match (call.function, input) {
@@ -177,6 +187,7 @@ impl Accumulator {
             Accumulator::Min(Some(d)) | Accumulator::Max(Some(d)) => datum_heap(d),
             Accumulator::StringAgg(Some((text, _))) => text.capacity(),
             Accumulator::StringAggSorted(sorted) => sorted.bytes,
+            Accumulator::Distinct(values) => values.bytes,
             _ => 0,
         }
     }
@@ -220,6 +231,7 @@ impl Accumulator {
                     return Ok(replace_extreme(current, value.clone()));
                 }
             }
+            Accumulator::Distinct(values) => return Ok(values.insert(value.clone())),
             Accumulator::StringAgg(_) | Accumulator::StringAggSorted(_) => {
                 return Err(Error::internal("string_agg updated without its delimiter"))
             }
@@ -240,6 +252,7 @@ impl Accumulator {
                 Ok(text.capacity() as isize - before as isize)
             }
             Accumulator::StringAggSorted(sorted) => Ok(sorted.push(keys, delimiter, value)),
+            Accumulator::Distinct(values) => Ok(values.insert_text(value, delimiter)),
             other => Err(Error::internal(format!("string_agg value for {other:?}"))),
         }
     }
@@ -248,6 +261,7 @@ impl Accumulator {
     #[inline]
     fn update_owned(&mut self, value: Datum) -> Result<isize> {
         match self {
+            Accumulator::Distinct(values) if !value.is_null() => Ok(values.insert(value)),
             Accumulator::Min(current) if !value.is_null() => {
                 if current.as_ref().is_none_or(|c| compare_datums(&value, c).is_lt()) {
                     return Ok(replace_extreme(current, value));
@@ -372,6 +386,7 @@ impl Accumulator {
                 a.bytes += b.bytes;
                 return Ok(b.bytes as isize);
             }
+            (Accumulator::Distinct(a), Accumulator::Distinct(b)) => return Ok(a.merge(*b)),
             (a, b) => return Err(Error::internal(format!("cannot merge {a:?} with {b:?}"))),
         }
         Ok(0)
@@ -413,6 +428,7 @@ impl Accumulator {
                 }
                 value
             }
+            Accumulator::Distinct(values) => values.finish()?,
         })
     }
 }
@@ -427,6 +443,9 @@ impl Accumulator {
     pub(crate) fn invertible(call: &AggregateCall) -> bool {
         use AggregateFunction::*;
         let input = call.arg.as_ref().map(|a| a.data_type());
+        if call.distinct {
+            return false;
+        }
         match call.function {
             CountStar | Count => true,
             Sum | Avg => matches!(input, Some(DataType::Int4 | DataType::Int8)),

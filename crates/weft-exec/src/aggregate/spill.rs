@@ -20,6 +20,7 @@ use std::sync::Arc;
 use weft_common::{Datum, Error, Result};
 use weft_sort::TempFileSet;
 
+use super::distinct::DistinctValues;
 use super::{Accumulator, SortedValues};
 pub(super) use crate::spill::{DiskCounters, Decoder};
 use crate::spill::{corrupt, encode_datum, encode_optional_numeric, encode_text, io_error};
@@ -271,6 +272,15 @@ fn encode_state(out: &mut Vec<u8>, s: &Accumulator) {
                 encode_text(out, value);
             }
         }
+        Accumulator::Distinct(distinct) => {
+            out.push(11);
+            match &distinct.delimiter {
+                Some(d) => encode_text(out, d),
+                None => encode_datum(out, &Datum::Null),
+            }
+            out.extend_from_slice(&(distinct.values.len() as u64).to_le_bytes());
+            distinct.values.iter().for_each(|v| encode_datum(out, &v.0));
+        }
     }
 }
 
@@ -315,6 +325,17 @@ impl Decoder<'_> {
                     sorted.push(keys, delimiter, self.text()?);
                 }
                 Accumulator::StringAggSorted(sorted)
+            }
+            (11, Accumulator::Distinct(template)) => {
+                let mut distinct = DistinctValues::new((*template.empty).clone());
+                distinct.delimiter = match self.datum()? {
+                    Datum::Text(d) => Some(d),
+                    _ => None,
+                };
+                for _ in 0..self.i64()? {
+                    distinct.insert(self.datum()?);
+                }
+                Accumulator::Distinct(Box::new(distinct))
             }
             _ => return Err(corrupt()),
         };
