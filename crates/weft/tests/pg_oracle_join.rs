@@ -8,6 +8,8 @@
 
 mod oracle;
 
+use std::sync::Arc;
+
 use oracle::{weft_lines, Rng};
 use weft::postgres::PgCluster;
 use weft_sql::Database;
@@ -124,18 +126,8 @@ const CONFIGURATIONS: &[&[&str]] = &[
 
 #[test]
 fn joins_match_postgresql() {
-    if !PgCluster::available() {
-        eprintln!("PostgreSQL 15 is not installed: skipping");
-        return;
-    }
-    let pg = PgCluster::start().expect("PostgreSQL starts");
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path(), &[]).unwrap();
+    let Some((pg, dir, db)) = start_with_setup(SETUP) else { return };
     let mut s = db.session();
-    for sql in SETUP {
-        pg.query(sql).unwrap_or_else(|e| panic!("PostgreSQL: {sql}: {e}"));
-        s.execute(sql).unwrap_or_else(|e| panic!("weft: {sql}: {e:?}"));
-    }
     let mut rng = Rng(0x5eed_1234_abcd);
     const QUERIES: usize = 160;
     let queries: Vec<String> = (0..QUERIES).map(|_| query(&mut rng)).chain(FIXED.iter().map(|q| q.to_string())).collect();
@@ -191,18 +183,8 @@ fn joins_match_postgresql() {
 
 #[test]
 fn join_errors_match_postgresql() {
-    if !PgCluster::available() {
-        eprintln!("PostgreSQL 15 is not installed: skipping");
-        return;
-    }
-    let pg = PgCluster::start().expect("PostgreSQL starts");
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path(), &[]).unwrap();
+    let Some((pg, _dir, db)) = start_with_setup(SETUP) else { return };
     let mut s = db.session();
-    for sql in SETUP {
-        pg.query(sql).unwrap();
-        s.execute(sql).unwrap();
-    }
     let failing = [
         "SELECT k FROM a JOIN b ON a.k = b.k",
         "SELECT * FROM a JOIN b USING (nope)",
@@ -227,12 +209,12 @@ fn join_errors_match_postgresql() {
     }
 }
 
-/// `setup` in both systems, then each query under every configuration, the rows compared
-/// as sorted sets.
-fn compare_under_configurations(setup: &[&str], queries: &[&str]) {
+/// A PostgreSQL cluster and a weft database (default settings, in a temp directory) with
+/// `setup` run in both; `None` when PostgreSQL 15 is not installed.
+fn start_with_setup(setup: &[&str]) -> Option<(PgCluster, tempfile::TempDir, Arc<Database>)> {
     if !PgCluster::available() {
         eprintln!("PostgreSQL 15 is not installed: skipping");
-        return;
+        return None;
     }
     let pg = PgCluster::start().expect("PostgreSQL starts");
     let dir = tempfile::tempdir().unwrap();
@@ -242,6 +224,14 @@ fn compare_under_configurations(setup: &[&str], queries: &[&str]) {
         pg.query(sql).unwrap_or_else(|e| panic!("PostgreSQL: {sql}: {e}"));
         s.execute(sql).unwrap_or_else(|e| panic!("weft: {sql}: {e:?}"));
     }
+    Some((pg, dir, db))
+}
+
+/// `setup` in both systems, then each query under every configuration, the rows compared
+/// as sorted sets.
+fn compare_under_configurations(setup: &[&str], queries: &[&str]) {
+    let Some((pg, _dir, db)) = start_with_setup(setup) else { return };
+    let mut s = db.session();
     for settings in CONFIGURATIONS {
         s.execute("RESET ALL").unwrap();
         for set in *settings {
