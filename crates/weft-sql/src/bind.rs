@@ -361,6 +361,16 @@ impl<'a> Binder<'a> {
             A::Value(v) => literal(&v.value),
             A::Nested(inner) => self.bind(inner),
             A::BinaryOp { left, op, right } => {
+                match (row_fields(left).is_some(), row_fields(right).is_some()) {
+                    (false, false) => {}
+                    (true, true) => return self.bind(&row_comparison(left, op, right)?),
+                    (row_on_left, _) => {
+                        let scalar = self.bind(if row_on_left { right } else { left })?.data_type().name();
+                        let (l, r) = if row_on_left { ("record", scalar) } else { (scalar, "record") };
+                        return Err(Error::new(SqlState::UNDEFINED_FUNCTION, format!("operator does not exist: {l} {op} {r}"))
+                            .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts."));
+                    }
+                }
                 let op = binary_op(op)?;
                 let left = self.bind(left)?;
                 let right = self.bind(right)?;
@@ -913,6 +923,62 @@ pub(crate) fn row_items(expr: &ast::Expr) -> Vec<&ast::Expr> {
     match strip_nesting(expr) {
         ast::Expr::Tuple(items) => items.iter().collect(),
         one => vec![one],
+    }
+}
+
+/// `(a, b) op (c, d)` as the scalar comparisons it means, as PostgreSQL compares rows:
+/// `=` when every pair is equal, `<>` when any pair differs, and `<`, `<=`, `>`, `>=`
+/// decided by the first pair that is not equal — `(a < c) OR (a = c AND b < d)`, whose
+/// NULLs come out as PostgreSQL's (a NULL pair before the deciding one makes the result
+/// NULL). Both sides are rows (`row_fields`).
+fn row_comparison(left: &ast::Expr, op: &BinaryOperator, right: &ast::Expr) -> Result<ast::Expr> {
+    use ast::Expr as A;
+    let (lefts, rights) = match (row_fields(left), row_fields(right)) {
+        (Some(l), Some(r)) if l.len() == r.len() => (l, r),
+        (Some(_), Some(_)) => return Err(Error::syntax("unequal number of entries in row expressions")),
+        _ => return Err(Error::internal("a row compared with a scalar reached row_comparison")),
+    };
+    let pair = |l: &ast::Expr, op: BinaryOperator, r: &ast::Expr| {
+        A::Nested(Box::new(A::BinaryOp { left: Box::new(l.clone()), op, right: Box::new(r.clone()) }))
+    };
+    let join = |a: ast::Expr, op: BinaryOperator, b: ast::Expr| A::Nested(Box::new(A::BinaryOp { left: Box::new(a), op, right: Box::new(b) }));
+    let pairs = lefts.iter().zip(&rights);
+    let expanded = match op {
+        BinaryOperator::Eq | BinaryOperator::NotEq => {
+            let (each, combine) = if *op == BinaryOperator::Eq { (BinaryOperator::Eq, BinaryOperator::And) } else { (BinaryOperator::NotEq, BinaryOperator::Or) };
+            pairs.map(|(l, r)| pair(l, each.clone(), r)).reduce(|a, b| join(a, combine.clone(), b))
+        }
+        BinaryOperator::Lt | BinaryOperator::LtEq | BinaryOperator::Gt | BinaryOperator::GtEq => {
+            let strict = if matches!(op, BinaryOperator::Lt | BinaryOperator::LtEq) { BinaryOperator::Lt } else { BinaryOperator::Gt };
+            let mut pairs = pairs.rev();
+            let (l, r) = pairs.next().ok_or_else(|| Error::syntax("syntax error at or near \")\""))?;
+            let last = pair(l, op.clone(), r);
+            Some(pairs.fold(last, |rest, (l, r)| {
+                let tie = join(pair(l, BinaryOperator::Eq, r), BinaryOperator::And, rest);
+                join(pair(l, strict.clone(), r), BinaryOperator::Or, tie)
+            }))
+        }
+        other => return Err(Error::not_supported(format!("operator {other} on rows"))),
+    };
+    expanded.ok_or_else(|| Error::syntax("syntax error at or near \")\""))
+}
+
+/// The fields of a row constructor, `(a, b)` or `ROW(a, ...)`.
+fn row_fields(expr: &ast::Expr) -> Option<Vec<&ast::Expr>> {
+    match strip_nesting(expr) {
+        ast::Expr::Tuple(items) => Some(items.iter().collect()),
+        ast::Expr::Function(f) if f.name.to_string().eq_ignore_ascii_case("row") => match &f.args {
+            ast::FunctionArguments::List(list) => list
+                .args
+                .iter()
+                .map(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e),
+                    _ => None,
+                })
+                .collect(),
+            _ => None,
+        },
+        _ => None,
     }
 }
 

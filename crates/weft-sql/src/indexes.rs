@@ -986,7 +986,12 @@ fn run_index_check(session: &Session, f: &ast::Function) -> Result<QueryResult> 
     let name = name.ok_or_else(usage)?;
     let catalog = session.catalog();
     let index = catalog.indexes.get(&name).ok_or_else(|| {
-        if catalog.tables.contains_key(&name) { not_an_index(&name) } else { undefined_index(&name) }
+        // The argument is a regclass, as amcheck's: an unknown name is not a relation.
+        if catalog.tables.contains_key(&name) {
+            not_an_index(&name)
+        } else {
+            Error::new(SqlState::UNDEFINED_TABLE, format!("relation \"{name}\" does not exist"))
+        }
     })?;
     let table = catalog.table(&index.table)?;
     let desc = btree_desc(table, index)?;

@@ -71,6 +71,12 @@ const QUERIES: &[&str] = &[
     "SELECT DISTINCT ON (a.k) a.k, b.id FROM t a JOIN t b ON a.id = b.id + 1 ORDER BY a.k, b.id",
     "SELECT k, id FROM (SELECT DISTINCT ON (k) k, id FROM t ORDER BY k, id DESC) d ORDER BY id",
     "(SELECT DISTINCT ON (k) k, id FROM t ORDER BY k, id) UNION ALL SELECT -5, -5",
+    // Row comparisons: pairwise, the first unequal pair deciding, NULLs as PostgreSQL's.
+    "SELECT id, (k, b) = (1, true), (k, b) <> (1, true), (k, id) < (3, 100), (k, id) <= (3, 100), (k, s) > (3, 'b'), (k, f, s) >= (3, 0, 'a') FROM t WHERE id < 120 OR id IS NULL",
+    "SELECT count(*) FROM t WHERE (k, id) > (4, 2000) AND ROW(k, b) <> ROW(5, false)",
+    "SELECT id FROM t WHERE (k, id % 3) IN ((1, 0), (2, 1), (NULL, 2)) AND id < 300",
+    "SELECT id FROM t WHERE (k, id) NOT IN ((1, 5), (0, 0)) AND id < 60",
+    "SELECT (1, NULL) < (2, 0), (1, NULL) = (1, 2), (NULL, 1) <> (NULL, 2), (1, 2, 3) >= (1, 2, NULL), ROW(1, 'a') < ROW(1, 'b')",
     // LIMIT 0 never runs its input: PostgreSQL evaluates nothing, so raises none of the
     // errors the rows would (v holds -9223372036854775808, whose negation overflows).
     "SELECT -v FROM t LIMIT 0",
@@ -102,6 +108,9 @@ const ERRORS_WITH_SQLSTATE: &[&str] = &[
     "SELECT DISTINCT ON (k) k, id FROM t ORDER BY id, k",
     "SELECT DISTINCT ON (k, b) k FROM t ORDER BY k, id",
     "SELECT DISTINCT ON (5) k FROM t",
+    "SELECT (k, id) = (1, 2, 3) FROM t",
+    "SELECT (k, id) < k FROM t",
+    "SELECT s = (k, id) FROM t",
 ];
 
 #[test]
