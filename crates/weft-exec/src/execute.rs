@@ -480,7 +480,14 @@ pub(crate) enum SourceState<'p> {
     /// A subquery that is one sort (`plan`): run whole by the first participant to come,
     /// its rows streamed from the sort's merge into the pipeline, never collected (10M
     /// sorted rows decoded at once took gigabytes of fresh memory).
-    Sorted { plan: &'p Plan, sort: &'p crate::plan::SortPlan, taken: AtomicBool },
+    /// `window`: the rows of a LIMIT / OFFSET over the sort (`limit`, that node).
+    Sorted {
+        plan: &'p Plan,
+        sort: &'p crate::plan::SortPlan,
+        window: crate::sort::RowWindow,
+        limit: Option<&'p Plan>,
+        taken: AtomicBool,
+    },
     /// Run whole by the first participant to come (index scans are serial).
     Index { source: &'p IndexSource, taken: AtomicBool, heap_fetches: AtomicU64 },
 }
@@ -514,7 +521,20 @@ impl<'p> SourceState<'p> {
                 SourceState::Rows { rows: out, next: AtomicUsize::new(0) }
             }
             Source::Subquery { plan, .. } => match plan.as_ref() {
-                Plan::Sort(sort) => SourceState::Sorted { plan, sort, taken: AtomicBool::new(false) },
+                Plan::Sort(sort) => {
+                    SourceState::Sorted { plan, sort, window: crate::sort::RowWindow::ALL, limit: None, taken: AtomicBool::new(false) }
+                }
+                // LIMIT 0 is left to `execute`, which never runs its input.
+                Plan::Limit { input, limit: limit @ (None | Some(1..)), offset } => match input.as_ref() {
+                    Plan::Sort(sort) => SourceState::Sorted {
+                        plan: input,
+                        sort,
+                        window: crate::sort::RowWindow { skip: *offset, take: *limit },
+                        limit: Some(plan),
+                        taken: AtomicBool::new(false),
+                    },
+                    _ => SourceState::Rows { rows: execute(plan, ctx)?, next: AtomicUsize::new(0) },
+                },
                 other => SourceState::Rows { rows: execute(other, ctx)?, next: AtomicUsize::new(0) },
             },
             Source::Index(index) => SourceState::Index { source: index, taken: AtomicBool::new(false), heap_fetches: AtomicU64::new(0) },
@@ -575,18 +595,21 @@ impl<'p> SourceState<'p> {
                 }
                 crate::index_scan::run(source, ctx, heap_fetches, emit)
             }
-            SourceState::Sorted { plan, sort, taken } => {
+            SourceState::Sorted { plan, sort, window, limit, taken } => {
                 if taken.swap(true, Ordering::Relaxed) {
                     return Ok(());
                 }
                 let began = Instant::now();
                 let reports_before = ctx.sort_reports.lock().len();
                 let mut rows = 0u64;
-                crate::sort::for_each_sorted_row(sort, ctx, |row| {
+                let produced = crate::sort::for_each_sorted_row(sort, ctx, *window, |row| {
                     rows += 1;
                     emit(&row)
                 })?;
-                record_sort_node(plan, ctx, began, reports_before, rows);
+                record_sort_node(plan, ctx, began, reports_before, produced);
+                if let Some(limit) = limit {
+                    ctx.nodes.lock().push(NodeStats { node: node_id(*limit), rows, elapsed: began.elapsed(), ..NodeStats::default() });
+                }
                 Ok(())
             }
             SourceState::Heap { source, .. } => {

@@ -91,33 +91,48 @@ pub(crate) fn execute_sort(sort: &SortPlan, ctx: &ExecContext, window: RowWindow
     })
 }
 
-/// Sort and hand the rows (cut to the plan's output width) to `consume` in order, one
-/// at a time, until it returns false: a single merge is read as it is consumed, never
-/// collected; key ranges merged in parallel are decoded a range at a time.
-pub(crate) fn for_each_sorted_row(sort: &SortPlan, ctx: &ExecContext, mut consume: impl FnMut(Row) -> Result<bool> + Send) -> Result<()> {
+/// Sort and hand the rows of `window` (cut to the plan's output width) to `consume` in
+/// order, one at a time, until it returns false: a single merge is read as it is
+/// consumed, never collected; key ranges merged in parallel are decoded a range at a
+/// time. Rows before the window are counted, not decoded. Returns how many rows the sort
+/// produced (those skipped included).
+pub(crate) fn for_each_sorted_row(
+    sort: &SortPlan,
+    ctx: &ExecContext,
+    window: RowWindow,
+    mut consume: impl FnMut(Row) -> Result<bool> + Send,
+) -> Result<u64> {
     let layout = RowLayout::new(&sort.types);
     let decode = |tuple: &[u8]| decode_row(sort, &layout, tuple);
+    let end = window.end();
+    let mut produced = 0u64;
     match run_sort(sort, ctx)? {
-        SortOutput::Merge(finished) => finished.merge(ctx, |merger, limit| {
-            let mut n = 0u64;
-            while limit.is_none_or(|l| n < l) {
+        SortOutput::Merge(finished) => finished.merge(ctx, |merger, bound| {
+            let stop = bound.map_or(end, |b| b.min(end));
+            while produced < stop {
                 let Some(tuple) = merger.next()? else { break };
-                if !consume(decode(tuple)?)? {
+                produced += 1;
+                if produced > window.skip && !consume(decode(tuple)?)? {
                     break;
                 }
-                n += 1;
             }
             Ok(())
-        }),
+        })?,
         SortOutput::Ranges(ranges) => {
-            let pack = |_first_row: u64, merger: &mut Merger| -> Result<Vec<Row>> {
+            let pack = |first_row: u64, merger: &mut Merger| -> Result<(Vec<Row>, u64)> {
                 let mut rows = Vec::new();
-                while let Some(tuple) = merger.next()? {
-                    rows.push(decode(tuple)?);
+                let mut at = first_row;
+                while at < end {
+                    let Some(tuple) = merger.next()? else { break };
+                    if at >= window.skip {
+                        rows.push(decode(tuple)?);
+                    }
+                    at += 1;
                 }
-                Ok(rows)
+                Ok((rows, at - first_row))
             };
-            let feed = |part: Vec<Row>| -> Result<Option<()>> {
+            let feed = |(part, n): (Vec<Row>, u64)| -> Result<Option<()>> {
+                produced += n;
                 for row in part {
                     if !consume(row)? {
                         return Ok(None);
@@ -125,9 +140,10 @@ pub(crate) fn for_each_sorted_row(sort: &SortPlan, ctx: &ExecContext, mut consum
                 }
                 Ok(Some(()))
             };
-            ranges.merge_in_order(ctx, pack, feed, |()| Ok(()))
+            ranges.merge_in_order(ctx, pack, feed, |()| Ok(()))?
         }
     }
+    Ok(produced)
 }
 
 /// A sorted tuple as a row, cut to the plan's output width.

@@ -1,6 +1,6 @@
 //! The last pass over a planned query: a sorted subquery in FROM (`Plan::Sort` as a
-//! pipeline's `Source::Subquery`) is told which of its output columns the query above it
-//! reads (`SortPlan::read_outputs`); the others come out of the sort NULL rather than
+//! pipeline's `Source::Subquery`, or under a LIMIT there) is told which of its output
+//! columns the query above it reads (`SortPlan::read_outputs`); the others come out of the sort NULL rather than
 //! decoded. In `SELECT count(*) FROM (SELECT * FROM t ORDER BY a) s` the sort still sorts
 //! whole rows, but hands on none of their text: decoding it was most of the merge phase.
 //! PostgreSQL's `remove_unused_subquery_outputs` does the like.
@@ -33,8 +33,13 @@ fn visit_plan(plan: &mut Plan, read: Option<&BTreeSet<usize>>) {
             }
             visit_pipeline(input, Some(&used));
         }
-        Plan::Limit { input, .. } | Plan::Unique { input, .. } => visit_plan(input, None),
-        Plan::Sort(sort) => visit_plan(&mut sort.input, None),
+        // A limit reads no column of its rows.
+        Plan::Limit { input, .. } => visit_plan(input, read),
+        Plan::Unique { input, .. } => visit_plan(input, None),
+        Plan::Sort(sort) => {
+            sort.read_outputs = read.map(|read| (0..sort.output_width).map(|col| read.contains(&col)).collect());
+            visit_plan(&mut sort.input, None)
+        }
         Plan::SetOp(setop) => setop.inputs.iter_mut().for_each(|input| visit_plan(input, None)),
         Plan::Window(window) => visit_plan(&mut window.input, None),
     }
@@ -65,9 +70,6 @@ fn visit_pipeline(pipeline: &mut Pipeline, read: Option<&BTreeSet<usize>>) {
         }
     }
     if let Source::Subquery { plan, .. } = &mut pipeline.source {
-        if let Plan::Sort(sort) = plan.as_mut() {
-            sort.read_outputs = read.as_ref().map(|read| (0..sort.output_width).map(|col| read.contains(&col)).collect());
-        }
         visit_plan(plan, read.as_ref());
     }
 }

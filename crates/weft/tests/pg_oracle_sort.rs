@@ -585,6 +585,13 @@ const CASES: &[(&str, &str, Check)] = &[
     ("SELECT s.a % 1000, s.id FROM (SELECT t, a, id, flag FROM {t} ORDER BY t DESC, id) s WHERE s.flag LIMIT 40", "", Total),
     ("SELECT a % 3 AS g, max(t), count(flag) FROM (SELECT * FROM {t} ORDER BY b DESC, id) s GROUP BY a % 3 ORDER BY g", "", Total),
     ("SELECT count(*), sum(u.b) FROM (SELECT * FROM {t} ORDER BY f, id) s JOIN {t} u ON u.id = s.id WHERE u.t = s.t", "", Total),
+    // LIMIT / OFFSET over such a subquery stream too (rows before the window counted,
+    // not decoded), with the columns the query above never reads left NULL.
+    ("SELECT count(*), sum(s.a), min(s.id) FROM (SELECT * FROM {t} ORDER BY t DESC, id OFFSET 7) s", "", Total),
+    ("SELECT s.id, s.f FROM (SELECT * FROM {t} ORDER BY f NULLS FIRST, id LIMIT 2000 OFFSET 13) s WHERE s.id % 5 = 1", "", Total),
+    ("SELECT count(*), max(s.t) FROM (SELECT t, id FROM {t} ORDER BY a, id LIMIT 100000 OFFSET 2999) s", "", Total),
+    ("SELECT s.id FROM (SELECT id, b FROM {t} ORDER BY b DESC, id OFFSET 1000000) s", "", Total),
+    ("SELECT g, count(*) FROM (SELECT a % 3 AS g, t FROM {t} ORDER BY t, id LIMIT 1500 OFFSET 1) s GROUP BY g ORDER BY g", "", Total),
     // WHERE filters leaving no row or one.
     ("SELECT * FROM {t} WHERE id < 0 ORDER BY t", "", Total),
     ("SELECT * FROM {t} WHERE id = 17 ORDER BY f DESC, t", "", Total),

@@ -63,7 +63,7 @@ pub(crate) fn execute_window(window: &WindowPlan, ctx: &ExecContext) -> Result<V
             let began = Instant::now();
             let reports_before = ctx.sort_reports.lock().len();
             let mut rows = 0u64;
-            crate::sort::for_each_sorted_row(sort, ctx, |row| {
+            crate::sort::for_each_sorted_row(sort, ctx, crate::sort::RowWindow::ALL, |row| {
                 rows += 1;
                 node.push(row)?;
                 Ok(true)
