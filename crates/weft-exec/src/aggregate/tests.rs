@@ -300,6 +300,30 @@ fn assert_same_groups(mut got: Vec<Row>, expected: Vec<Row>, key_width: usize) {
 // ---------------------------------------------------------------------------------------
 // Driving the sink.
 
+/// Rows of one `key` column (about `domain` groups) and the argument columns, aggregated
+/// by `calls` under `budget` in `participants` threads: the groups of `expected`, and no
+/// temp file left. Memory is not checked.
+#[allow(clippy::too_many_arguments)]
+fn one_key_case(
+    key: KeyType,
+    domain: u32,
+    raw: &[(u32, u32, u64)],
+    calls: &[AggregateCall],
+    expected: impl Fn(&[Row]) -> Vec<Row>,
+    participants: usize,
+    parallel_combine: bool,
+    budget: usize,
+) {
+    let env = Env::new();
+    let ctx = env.ctx(4 << 20);
+    let rows = make_rows(&[key], domain, raw);
+    let keys = group_by(&[key]);
+    let workers = if parallel_combine { participants.saturating_sub(1).max(1) } else { 0 };
+    let (result, _) = aggregate_with(&ctx, &keys, calls, &rows, participants, workers, budget);
+    assert_same_groups(result.unwrap(), expected(&rows), 1);
+    assert!(env.temp_is_empty());
+}
+
 /// Push `rows` through `participants` participants (threads, each with its own local
 /// state, the rows cut into contiguous shares), then combine.
 fn aggregate_with(
@@ -405,15 +429,8 @@ proptest! {
         parallel_combine in any::<bool>(),
         budget in prop_oneof![Just(4usize << 10), Just(48 << 10), Just(1 << 30)],
     ) {
-        let env = Env::new();
-        let ctx = env.ctx(4 << 20);
-        let rows = make_rows(&[KeyType::Int4], domain, &raw);
-        let keys = group_by(&[KeyType::Int4]);
         let calls = string_agg_and_filter_calls();
-        let workers = if parallel_combine { participants.saturating_sub(1).max(1) } else { 0 };
-        let (result, _) = aggregate_with(&ctx, &keys, &calls, &rows, participants, workers, budget);
-        assert_same_groups(result.unwrap(), string_agg_and_filter_oracle(&rows), 1);
-        prop_assert!(env.temp_is_empty());
+        one_key_case(KeyType::Int4, domain, &raw, &calls, string_agg_and_filter_oracle, participants, parallel_combine, budget);
     }
 
     /// `f(DISTINCT x)` next to plain calls and over other arguments (a set of values per
@@ -427,15 +444,8 @@ proptest! {
         parallel_combine in any::<bool>(),
         budget in prop_oneof![Just(4usize << 10), Just(48 << 10), Just(1 << 30)],
     ) {
-        let env = Env::new();
-        let ctx = env.ctx(4 << 20);
-        let rows = make_rows(&[KeyType::Int8], domain, &raw);
-        let keys = group_by(&[KeyType::Int8]);
         let calls = distinct_and_plain_calls(1);
-        let workers = if parallel_combine { participants.saturating_sub(1).max(1) } else { 0 };
-        let (result, _) = aggregate_with(&ctx, &keys, &calls, &rows, participants, workers, budget);
-        assert_same_groups(result.unwrap(), oracle(&rows, 1, &calls), 1);
-        prop_assert!(env.temp_is_empty());
+        one_key_case(KeyType::Int8, domain, &raw, &calls, |rows| oracle(rows, 1, &calls), participants, parallel_combine, budget);
     }
 
     /// Every partial state and every key datum survives a spill record exactly.
