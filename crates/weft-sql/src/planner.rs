@@ -501,16 +501,19 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         });
     }
 
-    let group_by_asts: Vec<ast::Expr> = match &select.group_by {
+    let (group_by_asts, has_group_by): (Vec<ast::Expr>, bool) = match &select.group_by {
         ast::GroupByExpr::Expressions(exprs, modifiers) => {
             if !modifiers.is_empty() {
                 return Err(Error::not_supported("GROUP BY modifiers"));
             }
-            exprs.clone()
+            // `()` is the empty grouping set: it adds no key, but a GROUP BY of nothing
+            // but `()` still makes one group of all rows (one row even over no rows).
+            let keys = exprs.iter().filter(|e| !matches!(e, ast::Expr::Tuple(items) if items.is_empty())).cloned().collect();
+            (keys, !exprs.is_empty())
         }
         ast::GroupByExpr::All(_) => return Err(Error::not_supported("GROUP BY ALL")),
     };
-    let is_aggregate = !group_by_asts.is_empty()
+    let is_aggregate = has_group_by
         || select.having.is_some()
         || items.iter().any(|(e, _)| contains_aggregate(e));
     let mut windows = WindowContext::new(&select.named_window)?;
