@@ -568,7 +568,7 @@ impl<'a> Binder<'a> {
             }
             // One row answers EXISTS.
             SubqueryUse::Exists => {
-                let plan = weft_exec::plan::Plan::Limit { input: Box::new(planned.plan), limit: Some(1), offset: 0 };
+                let plan = weft_exec::plan::Plan::Limit { input: Box::new(planned.plan), limit: Some(1), offset: 0, run_time: None };
                 (ex::SubLinkKind::Exists, DataType::Bool, plan)
             }
             SubqueryUse::Quantified { lhs, op, all } => {
@@ -1115,8 +1115,8 @@ mod scalar_subquery_tests {
         assert_eq!(err.sqlstate, SqlState::UNDEFINED_COLUMN);
         // Correlated: a subplan, run per row of t1.
         assert_eq!(lines(&mut s, "SELECT a, (SELECT max(c) FROM t2 WHERE c > a * 9) FROM t1 ORDER BY a"), ["1|20", "2|20", "3|"]);
-        let err = s.execute("SELECT a FROM t1 LIMIT (SELECT 1)").unwrap_err();
-        assert_eq!(err.sqlstate, SqlState::FEATURE_NOT_SUPPORTED);
+        // LIMIT's subquery runs before the query, as an init plan.
+        assert_eq!(lines(&mut s, "SELECT a FROM t1 ORDER BY a LIMIT (SELECT 1)"), ["1"]);
         assert_eq!(lines(&mut s, "SELECT EXISTS (SELECT 1 FROM t2), NOT EXISTS (SELECT 1 FROM t2 WHERE c > 99)"), ["t|t"]);
         let err = s.execute("SELECT a = ANY (SELECT c, c FROM t2) FROM t1").unwrap_err();
         assert_eq!((err.sqlstate, err.message.as_str()), (SqlState::SYNTAX_ERROR, "subquery has too many columns"));
