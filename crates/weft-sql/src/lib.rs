@@ -16,6 +16,7 @@ mod exprutil;
 mod indexes;
 mod join;
 mod modify;
+mod parse;
 mod planner;
 mod returning;
 mod selectivity;
