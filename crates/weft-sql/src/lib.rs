@@ -4,6 +4,7 @@
 mod access_path;
 mod analyze;
 mod api;
+mod array_literal;
 mod bind;
 mod copy;
 mod cost;
