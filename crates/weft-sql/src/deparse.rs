@@ -338,7 +338,10 @@ fn write_any_all(chain: &Expr, input: &[ColumnText], out: &mut String) -> bool {
         _ => "ANY",
     };
     let mut items = Vec::new();
-    flatten(chain, *chain_op, &mut items);
+    match chain_op {
+        BinaryOp::And | BinaryOp::Or => flatten(chain, *chain_op, &mut items),
+        _ => items.push(chain),
+    }
     let mut op = None;
     let mut left_text: Option<String> = None;
     let mut elements: Vec<&Expr> = Vec::with_capacity(items.len());
