@@ -212,8 +212,13 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
             });
             Ok(rows)
         }
-        Plan::Limit { input, limit, offset } => {
+        Plan::Limit { input, limit, offset, run_time } => {
             let began = Instant::now();
+            let (limit, offset) = match run_time {
+                Some(run_time) => run_time.evaluate(*limit, *offset, ctx.eval)?,
+                None => (*limit, *offset),
+            };
+            let (limit, offset) = (&limit, &offset);
             if *limit == Some(0) {
                 // PostgreSQL's Limit never runs its input for LIMIT 0: nothing below is
                 // evaluated, so no error it would raise is (EXPLAIN ANALYZE: never executed).

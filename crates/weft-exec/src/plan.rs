@@ -310,7 +310,9 @@ pub enum Plan {
     /// Rows of the output are the group keys followed by the aggregate values, then
     /// `output` (HAVING filter, final projection) is applied.
     Aggregate { input: Pipeline, group_by: Vec<Expr>, aggregates: Vec<AggregateCall>, output: Vec<Step> },
-    Limit { input: Box<Plan>, limit: Option<u64>, offset: u64 },
+    /// `LIMIT` / `OFFSET` with the counts the planner knew; a count it could not know
+    /// (a scalar subquery's value) is in `run_time` and replaces it when the node starts.
+    Limit { input: Box<Plan>, limit: Option<u64>, offset: u64, run_time: Option<Box<RunTimeLimit>> },
     /// Sort the input's rows by some of its columns (`weft-sort`: in memory, external, or
     /// top-N; in parallel when the input is a parallel pipeline).
     Sort(SortPlan),
@@ -449,6 +451,39 @@ pub struct SetOpPlan {
     pub inputs: Vec<Plan>,
 }
 
+/// LIMIT and OFFSET counts evaluated when the Limit node starts, as PostgreSQL's
+/// `recompute_limits`: int8 expressions over no row (scalar subqueries, whose init plans
+/// have run by then). NULL is no limit and an offset of 0.
+#[derive(Clone, Debug)]
+pub struct RunTimeLimit {
+    pub limit: Option<Expr>,
+    pub offset: Option<Expr>,
+}
+
+impl RunTimeLimit {
+    /// The limit and offset, those not given here taken from `limit` and `offset`.
+    pub fn evaluate(&self, limit: Option<u64>, offset: u64, eval: &crate::expr::EvalContext) -> weft_common::Result<(Option<u64>, u64)> {
+        let count = |expr: &Expr, what: &str, sqlstate: &'static str| -> weft_common::Result<Option<u64>> {
+            match expr.eval(&[], eval)? {
+                Datum::Null => Ok(None),
+                Datum::Int8(v) => u64::try_from(v)
+                    .map(Some)
+                    .map_err(|_| weft_common::Error::new(weft_common::SqlState(sqlstate), format!("{what} must not be negative"))),
+                other => Err(weft_common::Error::internal(format!("{what} evaluated to {other:?}"))),
+            }
+        };
+        let limit = match &self.limit {
+            Some(e) => count(e, "LIMIT", "2201W")?,
+            None => limit,
+        };
+        let offset = match &self.offset {
+            Some(e) => count(e, "OFFSET", "2201X")?.unwrap_or(0),
+            None => offset,
+        };
+        Ok((limit, offset))
+    }
+}
+
 impl Plan {
     /// Does any heap scan of this plan read `rel`? (An INSERT that reads its own target
     /// must not rewrite the page its scan is visiting.)
@@ -492,7 +527,13 @@ impl Plan {
                 aggregates.iter().flat_map(AggregateCall::exprs).for_each(|e| f(e));
                 output.iter().for_each(|step| step.for_each_expr(f));
             }
-            Plan::Limit { input, .. } | Plan::Unique { input, .. } => input.for_each_expr(f),
+            Plan::Limit { input, run_time, .. } => {
+                input.for_each_expr(f);
+                if let Some(run_time) = run_time {
+                    run_time.limit.iter().chain(&run_time.offset).for_each(|e| f(e));
+                }
+            }
+            Plan::Unique { input, .. } => input.for_each_expr(f),
             Plan::Sort(sort) => sort.input.for_each_expr(f),
             Plan::SetOp(setop) => setop.inputs.iter().for_each(|p| p.for_each_expr(f)),
             Plan::Window(window) => {

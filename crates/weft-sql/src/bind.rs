@@ -491,7 +491,7 @@ impl<'a> Binder<'a> {
             A::AnyOp { left, compare_op, right, .. } | A::AllOp { left, compare_op, right } => {
                 let all = matches!(expr, A::AllOp { .. });
                 let A::Subquery(subquery) = strip_nesting(right) else {
-                    return Err(Error::not_supported(format!("{} with an array is not supported yet", if all { "ALL" } else { "ANY" })));
+                    return self.bind_array_comparison(left, compare_op, right, all);
                 };
                 let op = binary_op(compare_op)?;
                 if !matches!(op, BinaryOp::Eq | BinaryOp::NotEq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq) {
@@ -525,6 +525,103 @@ impl<'a> Binder<'a> {
             }
             other => Err(Error::not_supported(format!("expression not supported: {other}"))),
         }
+    }
+
+    /// `left op ANY | ALL (array)` where the array is `ARRAY[...]` or a literal `'{...}'`
+    /// (cast to an array type, or else read in the left side's type): weft has no array
+    /// type, so this is the comparison with each element, ORed for ANY and ANDed for ALL
+    /// — the same three-valued result — inside the one-argument COALESCE that marks an IN
+    /// list, which `= ANY` is (index conditions, EXPLAIN's `= ANY ('{...}'::integer[])`).
+    /// An empty array is false for ANY and true for ALL; a NULL array is NULL.
+    fn bind_array_comparison(&mut self, left: &ast::Expr, compare_op: &BinaryOperator, array: &ast::Expr, all: bool) -> Result<Expr> {
+        let op = binary_op(compare_op)?;
+        if !matches!(op, BinaryOp::Eq | BinaryOp::NotEq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq) {
+            return Err(Error::new(SqlState::WRONG_OBJECT_TYPE, "op ANY/ALL (array) requires operator to yield boolean"));
+        }
+        let left = self.bind(left)?;
+        let Some(elements) = self.array_elements(array, &left)? else {
+            return Ok(Expr::Literal { value: Datum::Null, data_type: DataType::Bool });
+        };
+        let mut comparisons = Vec::with_capacity(elements.len());
+        for element in elements {
+            let (l, r) = unify_unknown_literals(op, left.clone(), element)?;
+            comparisons.push(ex::resolve_binary(op, l, r)?);
+        }
+        let combine = if all { BinaryOp::And } else { BinaryOp::Or };
+        Ok(match balanced_chain(comparisons, combine) {
+            None => Expr::Literal { value: Datum::Bool(all), data_type: DataType::Bool },
+            Some(chain) => Expr::Coalesce { args: vec![chain], data_type: DataType::Bool },
+        })
+    }
+
+    /// The elements of the right side of `op ANY | ALL (array)`, each typed the array's
+    /// element type; `None` for a NULL array.
+    fn array_elements(&mut self, array: &ast::Expr, left: &Expr) -> Result<Option<Vec<Expr>>> {
+        use ast::Expr as A;
+        let (inner, element_type) = match strip_nesting(array) {
+            A::Cast { expr: inner, data_type: array_type @ ast::DataType::Array(definition), .. } => {
+                let element = match definition {
+                    ast::ArrayElemTypeDef::SquareBracket(t, _) | ast::ArrayElemTypeDef::AngleBracket(t) | ast::ArrayElemTypeDef::Parenthesis(t) => t,
+                    _ => return Err(Error::new(SqlState::UNDEFINED_OBJECT, format!("type \"{array_type}\" does not exist"))),
+                };
+                (strip_nesting(inner), Some(sql_type(element)?))
+            }
+            other => (other, None),
+        };
+        if let A::Array(constructor) = inner {
+            return self.array_constructor(&constructor.elem, element_type).map(Some);
+        }
+        let bound = self.bind(inner)?;
+        if bound.is_null_literal() {
+            return Ok(None);
+        }
+        let Expr::Literal { value: Datum::Text(text), .. } = &bound else {
+            return Err(match element_type {
+                Some(t) => Error::new(SqlState::CANNOT_COERCE, format!("cannot cast type {} to {}[]", bound.data_type().name(), t.name())),
+                None => Error::new(SqlState::WRONG_OBJECT_TYPE, "op ANY/ALL (array) requires array on right side"),
+            });
+        };
+        // An untyped literal takes the type of the left side (text when that is untyped).
+        let element_type = element_type.unwrap_or(if left.is_null_literal() { DataType::Text } else { left.data_type() });
+        crate::array_literal::parse_array_literal(text)?
+            .into_iter()
+            .map(|element| {
+                let value = match element {
+                    Some(text) => ex::cast_datum(Datum::Text(text), element_type)?,
+                    None => Datum::Null,
+                };
+                Ok(typed_element(Expr::Literal { value, data_type: element_type }))
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Some)
+    }
+
+    /// `ARRAY[e1, e2, ...]`: the elements cast to their common type (untyped literals take
+    /// it, as in PostgreSQL; all untyped is text), or to `cast_to` (`ARRAY[...]::int[]`).
+    fn array_constructor(&mut self, items: &[ast::Expr], cast_to: Option<DataType>) -> Result<Vec<Expr>> {
+        let bound: Vec<Expr> = items.iter().map(|item| self.bind(item)).collect::<Result<_>>()?;
+        let is_untyped = |e: &Expr| e.is_null_literal() || matches!(e, Expr::Literal { value: Datum::Text(_), .. });
+        let element_type = match cast_to {
+            Some(t) => t,
+            None if bound.is_empty() => {
+                return Err(Error::new(SqlState("42P18"), "cannot determine type of empty array")
+                    .with_hint("Explicitly cast to the desired type, for example ARRAY[]::integer[]."))
+            }
+            None => {
+                let types: Vec<DataType> = bound.iter().filter(|e| !is_untyped(e)).map(Expr::data_type).collect();
+                ex::common_type(&types, "ARRAY")?
+            }
+        };
+        bound
+            .into_iter()
+            .map(|e| {
+                if e.is_null_literal() {
+                    return Ok(Expr::Literal { value: Datum::Null, data_type: element_type });
+                }
+                let explicit = cast_to.is_some() || is_untyped(&e);
+                Ok(typed_element(ex::coerce(e, element_type, explicit)?))
+            })
+            .collect()
     }
 
     /// A subquery in an expression. `(SELECT ...)` is an init plan (run once, before the
@@ -574,7 +671,7 @@ impl<'a> Binder<'a> {
             }
             // One row answers EXISTS.
             SubqueryUse::Exists => {
-                let plan = weft_exec::plan::Plan::Limit { input: Box::new(planned.plan), limit: Some(1), offset: 0 };
+                let plan = weft_exec::plan::Plan::Limit { input: Box::new(planned.plan), limit: Some(1), offset: 0, run_time: None };
                 (ex::SubLinkKind::Exists, DataType::Bool, plan)
             }
             SubqueryUse::Quantified { lhs, op, all } => {
@@ -990,6 +1087,34 @@ fn negate_if(expr: Expr, negated: bool) -> Result<Expr> {
     }
 }
 
+/// An array element of type text stays typed: unlike a quoted literal it is not cast to
+/// the other side's type (`1 = ANY ('{1}'::text[])` is PostgreSQL's 42883).
+fn typed_element(element: Expr) -> Expr {
+    match element {
+        Expr::Literal { value: value @ Datum::Text(_), data_type } => {
+            Expr::Cast { expr: Box::new(Expr::Literal { value, data_type }), to: DataType::Text }
+        }
+        other => other,
+    }
+}
+
+/// `items` joined by `op` as a balanced tree (an IN list or array of thousands of values
+/// stays shallow for the recursive walks over expressions), left to right.
+pub(crate) fn balanced_chain(mut items: Vec<Expr>, op: BinaryOp) -> Option<Expr> {
+    while items.len() > 1 {
+        let mut paired = Vec::with_capacity(items.len().div_ceil(2));
+        let mut rest = items.into_iter();
+        while let Some(left) = rest.next() {
+            paired.push(match rest.next() {
+                Some(right) => Expr::Binary { op, left: Box::new(left), right: Box::new(right), data_type: DataType::Bool },
+                None => left,
+            });
+        }
+        items = paired;
+    }
+    items.pop()
+}
+
 fn strip_nesting(expr: &ast::Expr) -> &ast::Expr {
     match expr {
         ast::Expr::Nested(inner) => strip_nesting(inner),
@@ -1179,8 +1304,8 @@ mod scalar_subquery_tests {
         assert_eq!(err.sqlstate, SqlState::UNDEFINED_COLUMN);
         // Correlated: a subplan, run per row of t1.
         assert_eq!(lines(&mut s, "SELECT a, (SELECT max(c) FROM t2 WHERE c > a * 9) FROM t1 ORDER BY a"), ["1|20", "2|20", "3|"]);
-        let err = s.execute("SELECT a FROM t1 LIMIT (SELECT 1)").unwrap_err();
-        assert_eq!(err.sqlstate, SqlState::FEATURE_NOT_SUPPORTED);
+        // LIMIT's subquery runs before the query, as an init plan.
+        assert_eq!(lines(&mut s, "SELECT a FROM t1 ORDER BY a LIMIT (SELECT 1)"), ["1"]);
         assert_eq!(lines(&mut s, "SELECT EXISTS (SELECT 1 FROM t2), NOT EXISTS (SELECT 1 FROM t2 WHERE c > 99)"), ["t|t"]);
         let err = s.execute("SELECT a = ANY (SELECT c, c FROM t2) FROM t1").unwrap_err();
         assert_eq!((err.sqlstate, err.message.as_str()), (SqlState::SYNTAX_ERROR, "subquery has too many columns"));

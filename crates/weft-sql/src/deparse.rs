@@ -316,13 +316,18 @@ fn write_expr(expr: &Expr, input: &[ColumnText], out: &mut String) {
     }
 }
 
-/// The OR (or, negated, AND) chain a one-argument COALESCE marks as an IN list
-/// (`bind.rs`).
+/// The OR (or, negated, AND) chain a one-argument COALESCE marks as an IN list or an
+/// `op ANY | ALL (array)` (`bind.rs`), or the one comparison of a one-element array.
 fn in_list_marker(args: &[Expr]) -> Option<&Expr> {
     match args {
         [inner @ Expr::Binary { op: BinaryOp::Or | BinaryOp::And, .. }] => Some(inner),
+        [inner @ Expr::Binary { op, .. }] if comparison_op(*op) => Some(inner),
         _ => None,
     }
+}
+
+fn comparison_op(op: BinaryOp) -> bool {
+    matches!(op, BinaryOp::Eq | BinaryOp::NotEq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq)
 }
 
 /// An IN list as PostgreSQL prints its `ScalarArrayOpExpr`: `(a = ANY ('{1,2}'::integer[]))`,
@@ -330,20 +335,25 @@ fn in_list_marker(args: &[Expr]) -> Option<&Expr> {
 /// False (nothing written) when `chain` is not such a list.
 fn write_any_all(chain: &Expr, input: &[ColumnText], out: &mut String) -> bool {
     let Expr::Binary { op: chain_op, .. } = chain else { return false };
-    let (op, quantifier) = match chain_op {
-        BinaryOp::Or => (BinaryOp::Eq, "ANY"),
-        BinaryOp::And => (BinaryOp::NotEq, "ALL"),
-        _ => return false,
+    // A one-element array has no chain to tell ANY from ALL (both mean the same).
+    let quantifier = match chain_op {
+        BinaryOp::And => "ALL",
+        _ => "ANY",
     };
     let mut items = Vec::new();
-    flatten(chain, *chain_op, &mut items);
+    match chain_op {
+        BinaryOp::And | BinaryOp::Or => flatten(chain, *chain_op, &mut items),
+        _ => items.push(chain),
+    }
+    let mut op = None;
     let mut left_text: Option<String> = None;
     let mut elements: Vec<&Expr> = Vec::with_capacity(items.len());
     for item in &items {
         let Expr::Binary { op: item_op, left, right, .. } = item else { return false };
-        if *item_op != op {
+        if !comparison_op(*item_op) || op.is_some_and(|o| o != *item_op) {
             return false;
         }
+        op = Some(*item_op);
         let text = deparse(operand(left), input);
         if left_text.as_ref().is_some_and(|l| *l != text) {
             return false;
@@ -351,7 +361,7 @@ fn write_any_all(chain: &Expr, input: &[ColumnText], out: &mut String) -> bool {
         left_text = Some(text);
         elements.push(right);
     }
-    let (Some(left), Some(first)) = (left_text, elements.first()) else { return false };
+    let (Some(op), Some(left), Some(first)) = (op, left_text, elements.first()) else { return false };
     let element_type = first.data_type();
     if elements.iter().any(|e| e.data_type() != element_type) {
         return false;

@@ -561,9 +561,16 @@ impl<'a> Builder<'a> {
                 }
             }
             Plan::Aggregate { input, group_by, aggregates, output } => self.aggregate(plan, input, group_by, aggregates, output),
-            Plan::Limit { input, limit, offset } => {
+            Plan::Limit { input, limit, offset, run_time } => {
                 let child = self.plan(input);
-                let estimate = cost::limit(&child.node.estimate, *limit, *offset);
+                // A count known only at run time is guessed as a tenth of the input's rows,
+                // as PostgreSQL's `create_limit_path` does.
+                let guess = || Some(cost::clamp_rows(child.node.estimate.rows * 0.1) as u64);
+                let run_time_limit = run_time.as_ref().is_some_and(|r| r.limit.is_some());
+                let run_time_offset = run_time.as_ref().is_some_and(|r| r.offset.is_some());
+                let limit = if run_time_limit { guess() } else { *limit };
+                let offset = if run_time_offset { guess().unwrap_or(0) } else { *offset };
+                let estimate = cost::limit(&child.node.estimate, limit, offset);
                 let actual = self.node_stats(plan).map(|s| Actual { startup: s.elapsed, total: s.elapsed, rows: s.rows as f64, loops: 1.0 });
                 let lines = self.output_line(&child.cols).into_iter().collect();
                 Built { node: Node { name: "Limit".into(), estimate, actual, lines, children: vec![child.node] }, cols: child.cols }

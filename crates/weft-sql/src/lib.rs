@@ -4,6 +4,7 @@
 mod access_path;
 mod analyze;
 mod api;
+mod array_literal;
 mod bind;
 mod copy;
 mod cost;
@@ -16,6 +17,7 @@ mod exprutil;
 mod indexes;
 mod join;
 mod modify;
+mod parse;
 mod planner;
 mod returning;
 mod selectivity;

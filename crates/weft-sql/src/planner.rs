@@ -15,7 +15,7 @@ use weft_access::Snapshot;
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_exec::expr::{self as ex, EvalContext, Expr};
-use weft_exec::plan::{AggregateCall, AggregateOrderKey, HeapSource, Pipeline, Plan, ScanLabel, SortKey, SortPlan, Source, Step};
+use weft_exec::plan::{AggregateCall, AggregateOrderKey, HeapSource, Pipeline, Plan, RunTimeLimit, ScanLabel, SortKey, SortPlan, Source, Step};
 use weft_storage::{BufferPool, ForkNumber};
 
 use crate::api::ColumnInfo;
@@ -101,16 +101,31 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
             Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(limit), Some(offset)),
             None => (fetch, None),
         };
-        let limit = limit.map(|e| limit_value(e, "LIMIT", ctx)).transpose()?.flatten();
-        let offset = offset.map(|e| limit_value(e, "OFFSET", ctx)).transpose()?.flatten().unwrap_or(0);
-        if let (Plan::Sort(_), Some(limit)) = (&planned.plan, limit) {
+        let limit = limit.map(|e| limit_count(e, "LIMIT", ctx)).transpose()?;
+        let offset = offset.map(|e| limit_count(e, "OFFSET", ctx)).transpose()?;
+        let run_time = match (&limit, &offset) {
+            (Some(LimitCount::AtRunTime(_)), _) | (_, Some(LimitCount::AtRunTime(_))) => {
+                let expr = |count: &Option<LimitCount>| match count {
+                    Some(LimitCount::AtRunTime(e)) => Some(e.clone()),
+                    _ => None,
+                };
+                Some(Box::new(RunTimeLimit { limit: expr(&limit), offset: expr(&offset) }))
+            }
+            _ => None,
+        };
+        let known = |count: Option<LimitCount>| match count {
+            Some(LimitCount::Known(n)) => n,
+            _ => None,
+        };
+        let (limit, offset) = (known(limit), known(offset).unwrap_or(0));
+        if let (Plan::Sort(_), Some(limit), None) = (&planned.plan, limit, &run_time) {
             planned.plan = crate::access_path::use_index_order(planned.plan, Some(limit.saturating_add(offset)), ctx);
         }
-        if let (Plan::Sort(sort), Some(limit)) = (&mut planned.plan, limit) {
+        if let (Plan::Sort(sort), Some(limit), None) = (&mut planned.plan, limit, &run_time) {
             // Only the first offset + limit rows of the sort are wanted: a top-N sort.
             sort.bound = Some(limit.saturating_add(offset));
         }
-        planned.plan = Plan::Limit { input: Box::new(planned.plan), limit, offset };
+        planned.plan = Plan::Limit { input: Box::new(planned.plan), limit, offset, run_time };
     }
     crate::unread_outputs::mark_read_subquery_outputs(&mut planned.plan);
     Ok(planned)
@@ -130,26 +145,49 @@ pub(crate) fn plan_body(body: &SetExpr, order_by: &[ast::OrderByExpr], ctx: &Pla
     }
 }
 
-/// A LIMIT/OFFSET value: a constant bigint; NULL means no limit.
-/// Evaluated while planning, so the binder gets no planner: a subquery (whose value
-/// exists only at execution) is rejected.
-fn limit_value(expr: &ast::Expr, what: &str, ctx: &PlanContext) -> Result<Option<u64>> {
+/// A LIMIT or OFFSET count: known while planning, or only once the statement runs.
+enum LimitCount {
+    /// NULL (no limit) or a count.
+    Known(Option<u64>),
+    /// An int8 expression reading a scalar subquery (or, inside a correlated subquery, a
+    /// column of the query around it), evaluated when the Limit node starts.
+    AtRunTime(Expr),
+}
+
+/// A LIMIT/OFFSET value: any int8 expression without columns of its own query; NULL means
+/// no limit (an offset of 0). A constant is evaluated now, as PostgreSQL's planner folds
+/// it; one reading a subquery becomes part of the plan.
+fn limit_count(expr: &ast::Expr, what: &str, ctx: &PlanContext) -> Result<LimitCount> {
     let scope = Scope::default();
-    let bound = Binder::new(&scope).bind(expr)?;
+    let bound = Binder::new(&scope).planning(ctx).bind(expr)?;
     // A quoted constant is parsed as bigint, as PostgreSQL's unknown-type literal; numeric
     // and float8 values are rounded (PostgreSQL's assignment casts).
     let string_literal = matches!(bound, Expr::Literal { value: Datum::Text(_), .. });
-    let rounded = matches!(bound.data_type(), DataType::Numeric | DataType::Float8);
-    let bound = ex::coerce(bound, DataType::Int8, string_literal || rounded)?;
-    match bound.eval(&[], ctx.eval)? {
-        Datum::Null => Ok(None),
-        Datum::Int8(v) if v >= 0 => Ok(Some(v as u64)),
-        Datum::Int8(_) => Err(Error::new(
-            SqlState("2201W"),
-            format!("{what} must not be negative"),
-        )),
-        other => Err(Error::internal(format!("{what} evaluated to {other:?}"))),
+    let from = bound.data_type();
+    if !from.is_numeric_family() && !string_literal && !bound.is_null_literal() {
+        return Err(Error::new(
+            SqlState::DATATYPE_MISMATCH,
+            format!("argument of {what} must be type bigint, not type {}", from.name()),
+        ));
     }
+    let rounded = matches!(from, DataType::Numeric | DataType::Float8);
+    let bound = ex::coerce(bound, DataType::Int8, string_literal || rounded)?;
+    let mut at_run_time = false;
+    crate::exprutil::walk(&bound, &mut |e| {
+        at_run_time |= matches!(e, Expr::ScalarSubquery(_) | Expr::SubPlan { .. } | Expr::Param { .. })
+    });
+    if at_run_time {
+        return Ok(LimitCount::AtRunTime(bound));
+    }
+    // Evaluated now by the executor's rules, so the errors are the same.
+    let is_limit = what == "LIMIT";
+    let counts = if is_limit {
+        RunTimeLimit { limit: Some(bound), offset: None }
+    } else {
+        RunTimeLimit { limit: None, offset: Some(bound) }
+    };
+    let (limit, offset) = counts.evaluate(None, 0, ctx.eval)?;
+    Ok(LimitCount::Known(if is_limit { limit } else { Some(offset) }))
 }
 
 pub(crate) fn plan_order_by(
@@ -501,16 +539,19 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         });
     }
 
-    let group_by_asts: Vec<ast::Expr> = match &select.group_by {
+    let (group_by_asts, has_group_by): (Vec<ast::Expr>, bool) = match &select.group_by {
         ast::GroupByExpr::Expressions(exprs, modifiers) => {
             if !modifiers.is_empty() {
                 return Err(Error::not_supported("GROUP BY modifiers"));
             }
-            exprs.clone()
+            // `()` is the empty grouping set: it adds no key, but a GROUP BY of nothing
+            // but `()` still makes one group of all rows (one row even over no rows).
+            let keys = exprs.iter().filter(|e| !matches!(e, ast::Expr::Tuple(items) if items.is_empty())).cloned().collect();
+            (keys, !exprs.is_empty())
         }
         ast::GroupByExpr::All(_) => return Err(Error::not_supported("GROUP BY ALL")),
     };
-    let is_aggregate = !group_by_asts.is_empty()
+    let is_aggregate = has_group_by
         || select.having.is_some()
         || items.iter().any(|(e, _)| contains_aggregate(e));
     let mut windows = WindowContext::new(&select.named_window)?;

@@ -176,10 +176,15 @@ pub fn commute(op: BinaryOp) -> BinaryOp {
 }
 
 /// An OR of equalities between one column and constants (how the binder writes an IN
-/// list): the column and the values.
+/// list or `= ANY (array)`): the column and the values.
 pub fn in_list(e: &Expr) -> Option<(usize, Vec<Datum>)> {
     if let Expr::Coalesce { args, .. } = e {
         return match args.as_slice() {
+            // `= ANY` over a one-element array.
+            [inner @ Expr::Binary { op: BinaryOp::Eq, .. }] => match column_comparison(inner)? {
+                (column, BinaryOp::Eq, value) => Some((column, vec![value])),
+                _ => None,
+            },
             [inner] => in_list(inner),
             _ => None,
         };

@@ -4,8 +4,6 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 use sqlparser::ast::Statement;
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
 use weft_common::parallel::CancelToken;
 use weft_common::progress::{IndexBuildProgress, ProgressSnapshot};
 use weft_common::{Error, Result, SqlState};
@@ -113,20 +111,6 @@ pub(crate) fn panic_error(panic: Box<dyn std::any::Any + Send>) -> Error {
     Error::internal(format!("internal error: {message}"))
 }
 
-/// sqlparser's message → PostgreSQL's `syntax error at or near "x"`.
-fn syntax_error(err: sqlparser::parser::ParserError) -> Error {
-    let text = err.to_string();
-    let detail = text.strip_prefix("sql parser error: ").unwrap_or(&text).to_string();
-    if let Some(found) = detail.split("found: ").nth(1) {
-        let token = found.split(" at Line:").next().unwrap_or(found).trim();
-        if token == "EOF" {
-            return Error::syntax("syntax error at end of input").with_detail(detail);
-        }
-        return Error::syntax(format!("syntax error at or near \"{token}\"")).with_detail(detail);
-    }
-    Error::syntax(format!("syntax error: {detail}"))
-}
-
 impl Session {
     pub fn database(&self) -> &Arc<Database> {
         &self.db
@@ -148,7 +132,7 @@ impl Session {
                 return Ok(result);
             }
         }
-        let statements = Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(syntax_error);
+        let statements = crate::parse::parse_statements(sql);
         let statements = self.after_statement(statements)?;
         let mut last = QueryResult::command("");
         let mut notices = Vec::new();

@@ -1,0 +1,181 @@
+//! SQL text → sqlparser statements, with PostgreSQL syntax sqlparser lacks.
+//!
+//! `a [NOT] BETWEEN SYMMETRIC x AND y` (and `ASYMMETRIC`, the plain form): sqlparser
+//! 0.63 has no such words, so they are taken out of the token stream before parsing and
+//! each symmetric BETWEEN is rewritten afterwards into what PostgreSQL's
+//! `transformAExprBetween` makes of it: `(a BETWEEN x AND y) OR (a BETWEEN y AND x)`, or
+//! for NOT BETWEEN `(a NOT BETWEEN x AND y) AND (a NOT BETWEEN y AND x)` (like PostgreSQL,
+//! the operands are evaluated once per use). The rewritten AST prints as SQL that means
+//! the same, so text kept from it (a column default) parses back alike.
+//!
+//! A parsed `Expr::Between` carries no position of its own; its BETWEEN keyword is the
+//! last one before the start of its lower bound (every token between them — SYMMETRIC, a
+//! sign, an opening parenthesis — precedes the bound's first spanned token). A symmetric
+//! keyword that matches no node is refused rather than read as the plain form.
+//! Statements without the word SYMMETRIC are parsed as before, token for token.
+
+use std::collections::BTreeSet;
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{self, Spanned, Statement, VisitMut, VisitorMut};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Location, Token, Tokenizer};
+use weft_common::{Error, Result};
+
+/// Parse SQL text holding statements separated by `;`.
+pub(crate) fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
+    let dialect = PostgreSqlDialect {};
+    if !sql.to_ascii_lowercase().contains("symmetric") {
+        return Parser::parse_sql(&dialect, sql).map_err(syntax_error);
+    }
+    let mut tokens = Tokenizer::new(&dialect, sql).with_unescape(true).tokenize_with_location().map_err(|e| syntax_error(e.into()))?;
+    let mut symmetric = BTreeSet::new();
+    let mut previous_word: Option<(Keyword, Location)> = None;
+    tokens.retain(|t| {
+        let Token::Word(word) = &t.token else {
+            if !matches!(t.token, Token::Whitespace(_)) {
+                previous_word = None;
+            }
+            return true;
+        };
+        let unquoted = word.quote_style.is_none();
+        if let (Some((Keyword::BETWEEN, between)), true) = (previous_word, unquoted) {
+            if matches!(word.keyword, Keyword::SYMMETRIC | Keyword::ASYMMETRIC) {
+                if word.keyword == Keyword::SYMMETRIC {
+                    symmetric.insert(between);
+                }
+                previous_word = None;
+                return false;
+            }
+        }
+        previous_word = unquoted.then_some((word.keyword, t.span.start));
+        true
+    });
+    let betweens: Vec<Location> = tokens
+        .iter()
+        .filter(|t| matches!(&t.token, Token::Word(w) if w.keyword == Keyword::BETWEEN && w.quote_style.is_none()))
+        .map(|t| t.span.start)
+        .collect();
+    let mut statements = Parser::new(&dialect).with_tokens_with_locations(tokens).parse_statements().map_err(syntax_error)?;
+    if symmetric.is_empty() {
+        return Ok(statements);
+    }
+    let mut rewriter = SymmetricRewriter { betweens, symmetric };
+    let _ = statements.visit(&mut rewriter);
+    if !rewriter.symmetric.is_empty() {
+        return Err(Error::not_supported("BETWEEN SYMMETRIC is not supported in this position"));
+    }
+    Ok(statements)
+}
+
+/// Rewrites the BETWEEN nodes whose keyword was followed by SYMMETRIC.
+struct SymmetricRewriter {
+    /// Where every BETWEEN keyword starts, in text order.
+    betweens: Vec<Location>,
+    /// Where the symmetric ones start; each is removed once rewritten.
+    symmetric: BTreeSet<Location>,
+}
+
+impl VisitorMut for SymmetricRewriter {
+    type Break = ();
+
+    /// After the node's operands: a BETWEEN inside a bound is rewritten first, and the
+    /// new nodes are not visited again.
+    fn post_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<()> {
+        let ast::Expr::Between { expr: operand, negated, low, high } = expr else { return ControlFlow::Continue(()) };
+        let low_start = low.span().start;
+        if low_start == Location::from((0, 0)) {
+            return ControlFlow::Continue(());
+        }
+        let keyword = match self.betweens.partition_point(|b| *b < low_start) {
+            0 => return ControlFlow::Continue(()),
+            n => self.betweens[n - 1],
+        };
+        if !self.symmetric.remove(&keyword) {
+            return ControlFlow::Continue(());
+        }
+        let between = |low: &ast::Expr, high: &ast::Expr| {
+            ast::Expr::Nested(Box::new(ast::Expr::Between {
+                expr: operand.clone(),
+                negated: *negated,
+                low: Box::new(low.clone()),
+                high: Box::new(high.clone()),
+            }))
+        };
+        // NOT BETWEEN SYMMETRIC holds when neither order holds.
+        let combine = if *negated { ast::BinaryOperator::And } else { ast::BinaryOperator::Or };
+        *expr = ast::Expr::Nested(Box::new(ast::Expr::BinaryOp {
+            left: Box::new(between(low, high)),
+            op: combine,
+            right: Box::new(between(high, low)),
+        }));
+        ControlFlow::Continue(())
+    }
+}
+
+/// sqlparser's message → PostgreSQL's `syntax error at or near "x"`.
+pub(crate) fn syntax_error(err: ParserError) -> Error {
+    let text = err.to_string();
+    let detail = text.strip_prefix("sql parser error: ").unwrap_or(&text).to_string();
+    if let Some(found) = detail.split("found: ").nth(1) {
+        let token = found.split(" at Line:").next().unwrap_or(found).trim();
+        if token == "EOF" {
+            return Error::syntax("syntax error at end of input").with_detail(detail);
+        }
+        return Error::syntax(format!("syntax error at or near \"{token}\"")).with_detail(detail);
+    }
+    Error::syntax(format!("syntax error: {detail}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(sql: &str) -> String {
+        let statements = parse_statements(sql).unwrap();
+        assert_eq!(statements.len(), 1);
+        statements[0].to_string()
+    }
+
+    #[test]
+    fn symmetric_between_becomes_both_orders() {
+        assert_eq!(one("SELECT a BETWEEN SYMMETRIC 5 AND 1"), "SELECT ((a BETWEEN 5 AND 1) OR (a BETWEEN 1 AND 5))");
+        assert_eq!(
+            one("SELECT a NOT BETWEEN symmetric -x AND (1)"),
+            "SELECT ((a NOT BETWEEN -x AND (1)) AND (a NOT BETWEEN (1) AND -x))"
+        );
+        assert_eq!(one("SELECT a BETWEEN ASYMMETRIC 1 AND 5"), "SELECT a BETWEEN 1 AND 5");
+    }
+
+    #[test]
+    fn nested_and_mixed_betweens_keep_their_own_form() {
+        assert_eq!(
+            one("SELECT a BETWEEN (b BETWEEN SYMMETRIC 2 AND 1) AND c, d BETWEEN SYMMETRIC (e BETWEEN 1 AND 2) AND f"),
+            "SELECT a BETWEEN (((b BETWEEN 2 AND 1) OR (b BETWEEN 1 AND 2))) AND c, \
+             ((d BETWEEN (e BETWEEN 1 AND 2) AND f) OR (d BETWEEN f AND (e BETWEEN 1 AND 2)))"
+        );
+        assert_eq!(
+            one("SELECT (x BETWEEN SYMMETRIC 1 AND 2) BETWEEN SYMMETRIC y AND z"),
+            "SELECT (((((x BETWEEN 1 AND 2) OR (x BETWEEN 2 AND 1))) BETWEEN y AND z) OR \
+             ((((x BETWEEN 1 AND 2) OR (x BETWEEN 2 AND 1))) BETWEEN z AND y))"
+        );
+    }
+
+    #[test]
+    fn the_word_elsewhere_is_left_alone() {
+        assert_eq!(one("SELECT \"symmetric\" FROM t WHERE a BETWEEN \"symmetric\" AND 2"), "SELECT \"symmetric\" FROM t WHERE a BETWEEN \"symmetric\" AND 2");
+        assert_eq!(one("SELECT 'symmetric' LIKE 'a'"), "SELECT 'symmetric' LIKE 'a'");
+    }
+
+    #[test]
+    fn syntax_errors_point_where_they_did() {
+        let plain = parse_statements("SELECT a BETWEEN 1 2").unwrap_err();
+        let symmetric = parse_statements("SELECT a BETWEEN SYMMETRIC 1 2").unwrap_err();
+        assert_eq!(plain.message, "syntax error at or near \"2\"");
+        assert_eq!(symmetric.message, plain.message);
+        assert!(plain.detail.as_deref().unwrap().contains("Column: 20"), "{plain:?}");
+        assert!(symmetric.detail.as_deref().unwrap().contains("Column: 30"), "{symmetric:?}");
+    }
+}
