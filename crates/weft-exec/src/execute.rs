@@ -529,8 +529,9 @@ impl<'p> SourceState<'p> {
                 Plan::Sort(sort) => {
                     SourceState::Sorted { plan, sort, window: crate::sort::RowWindow::ALL, limit: None, taken: AtomicBool::new(false) }
                 }
-                // LIMIT 0 is left to `execute`, which never runs its input.
-                Plan::Limit { input, limit: limit @ (None | Some(1..)), offset } => match input.as_ref() {
+                // LIMIT 0 is left to `execute`, which never runs its input, and counts
+                // known only at run time to its evaluation of them.
+                Plan::Limit { input, limit: limit @ (None | Some(1..)), offset, run_time: None } => match input.as_ref() {
                     Plan::Sort(sort) => SourceState::Sorted {
                         plan: input,
                         sort,

@@ -437,16 +437,12 @@ impl<'a> Binder<'a> {
                 }
             }
             A::InList { expr: inner, list, negated } => {
-                let mut any: Option<Expr> = None;
+                let mut equalities = Vec::with_capacity(list.len());
                 for item in list {
                     let eq = A::BinaryOp { left: inner.clone(), op: BinaryOperator::Eq, right: Box::new(item.clone()) };
-                    let bound = self.bind(&eq)?;
-                    any = Some(match any {
-                        None => bound,
-                        Some(prev) => ex::resolve_binary(BinaryOp::Or, prev, bound)?,
-                    });
+                    equalities.push(self.bind(&eq)?);
                 }
-                let mut any = any.ok_or_else(|| Error::syntax("syntax error at or near \")\""))?;
+                let mut any = balanced_chain(equalities, BinaryOp::Or).ok_or_else(|| Error::syntax("syntax error at or near \")\""))?;
                 if list.len() > 1 {
                     // A one-argument COALESCE (the identity) marks the OR as an IN list,
                     // so EXPLAIN prints PostgreSQL's `a = ANY ('{1,2}'::integer[])`.
