@@ -476,6 +476,21 @@ const KEEP_ASKED_AHEAD: BlockNumber = 32;
 /// Series values handed out at once.
 const SERIES_CHUNK: i64 = 4096;
 
+/// A subquery that streams from a sort's merge: the sort node, its sort, the window of
+/// its rows wanted, and the LIMIT node that asks for the window. LIMIT 0 is left to
+/// `execute`, which never runs its input, and counts known only at run time to its
+/// evaluation of them.
+fn streamed_sort(plan: &Plan) -> Option<(&Plan, &crate::plan::SortPlan, crate::sort::RowWindow, Option<&Plan>)> {
+    match plan {
+        Plan::Sort(sort) => Some((plan, sort, crate::sort::RowWindow::ALL, None)),
+        Plan::Limit { input, limit: limit @ (None | Some(1..)), offset, run_time: None } => match input.as_ref() {
+            Plan::Sort(sort) => Some((input, sort, crate::sort::RowWindow { skip: *offset, take: *limit }, Some(plan))),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// The shared part of a running source.
 pub(crate) enum SourceState<'p> {
     Single(AtomicBool),
@@ -525,23 +540,11 @@ impl<'p> SourceState<'p> {
                 }
                 SourceState::Rows { rows: out, next: AtomicUsize::new(0) }
             }
-            Source::Subquery { plan, .. } => match plan.as_ref() {
-                Plan::Sort(sort) => {
-                    SourceState::Sorted { plan, sort, window: crate::sort::RowWindow::ALL, limit: None, taken: AtomicBool::new(false) }
+            Source::Subquery { plan, .. } => match streamed_sort(plan) {
+                Some((sort_node, sort, window, limit)) => {
+                    SourceState::Sorted { plan: sort_node, sort, window, limit, taken: AtomicBool::new(false) }
                 }
-                // LIMIT 0 is left to `execute`, which never runs its input, and counts
-                // known only at run time to its evaluation of them.
-                Plan::Limit { input, limit: limit @ (None | Some(1..)), offset, run_time: None } => match input.as_ref() {
-                    Plan::Sort(sort) => SourceState::Sorted {
-                        plan: input,
-                        sort,
-                        window: crate::sort::RowWindow { skip: *offset, take: *limit },
-                        limit: Some(plan),
-                        taken: AtomicBool::new(false),
-                    },
-                    _ => SourceState::Rows { rows: execute(plan, ctx)?, next: AtomicUsize::new(0) },
-                },
-                other => SourceState::Rows { rows: execute(other, ctx)?, next: AtomicUsize::new(0) },
+                None => SourceState::Rows { rows: execute(plan, ctx)?, next: AtomicUsize::new(0) },
             },
             Source::Index(index) => SourceState::Index { source: index, taken: AtomicBool::new(false), heap_fetches: AtomicU64::new(0) },
         })

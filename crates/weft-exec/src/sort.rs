@@ -60,22 +60,7 @@ impl RowWindow {
 /// of rows the sort produced (the node's row count: up to the window's end).
 pub(crate) fn execute_sort(sort: &SortPlan, ctx: &ExecContext, window: RowWindow) -> Result<(Vec<Row>, u64)> {
     let layout = RowLayout::new(&sort.types);
-    let end = window.end();
-    // Read tuples numbered from `first` until the merge, the sort's bound or the window
-    // ends; decode those inside the window.
-    let read = |first: u64, merger: &mut Merger, bound: Option<u64>| -> Result<(Vec<Row>, u64)> {
-        let stop = bound.map_or(end, |b| b.min(end));
-        let mut rows = Vec::new();
-        let mut at = first;
-        while at < stop {
-            let Some(tuple) = merger.next()? else { break };
-            if at >= window.skip {
-                rows.push(decode_row(sort, &layout, tuple)?);
-            }
-            at += 1;
-        }
-        Ok((rows, at - first))
-    };
+    let read = |first: u64, merger: &mut Merger, bound: Option<u64>| window_rows(sort, &layout, window, first, merger, bound);
     Ok(match run_sort(sort, ctx)? {
         SortOutput::Merge(finished) => finished.merge(ctx, |merger, bound| read(0, merger, bound))?,
         // Every participant reads whole ranges; the ranges concatenate in order.
@@ -89,6 +74,22 @@ pub(crate) fn execute_sort(sort: &SortPlan, ctx: &ExecContext, window: RowWindow
             (rows, produced)
         }
     })
+}
+
+/// Read a merge's tuples, numbered from `first`, until it, the sort's bound or the window
+/// ends; decode those inside the window. Returns them and how many tuples were read.
+fn window_rows(sort: &SortPlan, layout: &RowLayout, window: RowWindow, first: u64, merger: &mut Merger, bound: Option<u64>) -> Result<(Vec<Row>, u64)> {
+    let stop = bound.map_or(window.end(), |b| b.min(window.end()));
+    let mut rows = Vec::new();
+    let mut at = first;
+    while at < stop {
+        let Some(tuple) = merger.next()? else { break };
+        if at >= window.skip {
+            rows.push(decode_row(sort, layout, tuple)?);
+        }
+        at += 1;
+    }
+    Ok((rows, at - first))
 }
 
 /// Sort and hand the rows of `window` (cut to the plan's output width) to `consume` in
@@ -119,18 +120,7 @@ pub(crate) fn for_each_sorted_row(
             Ok(())
         })?,
         SortOutput::Ranges(ranges) => {
-            let pack = |first_row: u64, merger: &mut Merger| -> Result<(Vec<Row>, u64)> {
-                let mut rows = Vec::new();
-                let mut at = first_row;
-                while at < end {
-                    let Some(tuple) = merger.next()? else { break };
-                    if at >= window.skip {
-                        rows.push(decode(tuple)?);
-                    }
-                    at += 1;
-                }
-                Ok((rows, at - first_row))
-            };
+            let pack = |first_row: u64, merger: &mut Merger| window_rows(sort, &layout, window, first_row, merger, None);
             let feed = |(part, n): (Vec<Row>, u64)| -> Result<Option<()>> {
                 produced += n;
                 for row in part {

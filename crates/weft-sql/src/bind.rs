@@ -361,10 +361,11 @@ impl<'a> Binder<'a> {
             A::Value(v) => literal(&v.value),
             A::Nested(inner) => self.bind(inner),
             A::BinaryOp { left, op, right } => {
-                match (row_fields(left).is_some(), row_fields(right).is_some()) {
-                    (false, false) => {}
-                    (true, true) => return self.bind(&row_comparison(left, op, right)?),
-                    (row_on_left, _) => {
+                match (row_fields(left), row_fields(right)) {
+                    (None, None) => {}
+                    (Some(lefts), Some(rights)) => return self.bind(&row_comparison(&lefts, op, &rights)?),
+                    (lefts, _) => {
+                        let row_on_left = lefts.is_some();
                         let scalar = self.bind(if row_on_left { right } else { left })?.data_type().name();
                         let (l, r) = if row_on_left { ("record", scalar) } else { (scalar, "record") };
                         return Err(Error::new(SqlState::UNDEFINED_FUNCTION, format!("operator does not exist: {l} {op} {r}"))
@@ -1023,19 +1024,17 @@ pub(crate) fn row_items(expr: &ast::Expr) -> Vec<&ast::Expr> {
 /// `=` when every pair is equal, `<>` when any pair differs, and `<`, `<=`, `>`, `>=`
 /// decided by the first pair that is not equal — `(a < c) OR (a = c AND b < d)`, whose
 /// NULLs come out as PostgreSQL's (a NULL pair before the deciding one makes the result
-/// NULL). Both sides are rows (`row_fields`).
-fn row_comparison(left: &ast::Expr, op: &BinaryOperator, right: &ast::Expr) -> Result<ast::Expr> {
+/// NULL). `lefts` and `rights` are the two rows' fields (`row_fields`).
+fn row_comparison(lefts: &[&ast::Expr], op: &BinaryOperator, rights: &[&ast::Expr]) -> Result<ast::Expr> {
     use ast::Expr as A;
-    let (lefts, rights) = match (row_fields(left), row_fields(right)) {
-        (Some(l), Some(r)) if l.len() == r.len() => (l, r),
-        (Some(_), Some(_)) => return Err(Error::syntax("unequal number of entries in row expressions")),
-        _ => return Err(Error::internal("a row compared with a scalar reached row_comparison")),
-    };
+    if lefts.len() != rights.len() {
+        return Err(Error::syntax("unequal number of entries in row expressions"));
+    }
     let pair = |l: &ast::Expr, op: BinaryOperator, r: &ast::Expr| {
         A::Nested(Box::new(A::BinaryOp { left: Box::new(l.clone()), op, right: Box::new(r.clone()) }))
     };
     let join = |a: ast::Expr, op: BinaryOperator, b: ast::Expr| A::Nested(Box::new(A::BinaryOp { left: Box::new(a), op, right: Box::new(b) }));
-    let pairs = lefts.iter().zip(&rights);
+    let pairs = lefts.iter().zip(rights);
     let expanded = match op {
         BinaryOperator::Eq | BinaryOperator::NotEq => {
             let (each, combine) = if *op == BinaryOperator::Eq { (BinaryOperator::Eq, BinaryOperator::And) } else { (BinaryOperator::NotEq, BinaryOperator::Or) };

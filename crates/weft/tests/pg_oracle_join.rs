@@ -212,13 +212,7 @@ fn join_errors_match_postgresql() {
 /// A PostgreSQL cluster and a weft database (default settings, in a temp directory) with
 /// `setup` run in both; `None` when PostgreSQL 15 is not installed.
 fn start_with_setup(setup: &[&str]) -> Option<(PgCluster, tempfile::TempDir, Arc<Database>)> {
-    if !PgCluster::available() {
-        eprintln!("PostgreSQL 15 is not installed: skipping");
-        return None;
-    }
-    let pg = PgCluster::start().expect("PostgreSQL starts");
-    let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path(), &[]).unwrap();
+    let (pg, dir, db) = oracle::start()?;
     let mut s = db.session();
     for sql in setup {
         pg.query(sql).unwrap_or_else(|e| panic!("PostgreSQL: {sql}: {e}"));

@@ -74,7 +74,7 @@ impl DistinctValues {
 
     /// A string_agg value with its row's delimiter.
     pub(super) fn insert_text(&mut self, value: String, delimiter: Option<String>) -> isize {
-        if self.values.is_empty() && self.delimiter.is_none() {
+        if self.delimiter.is_none() {
             self.delimiter = delimiter;
         }
         self.insert(Datum::Text(value))
@@ -97,18 +97,21 @@ impl DistinctValues {
         let mut values: Vec<Datum> = self.values.into_iter().map(|v| v.0).collect();
         values.sort_by(compare_datums);
         let mut state = *self.empty;
+        // string_agg takes its delimiter, and each key of an ORDER BY (which a DISTINCT
+        // call may only write over its argument) is the value itself.
+        let string_agg_keys = match &state {
+            Accumulator::StringAgg(_) => Some(0),
+            Accumulator::StringAggSorted(sorted) => Some(sorted.order.len()),
+            _ => None,
+        };
         for value in values {
-            match &mut state {
-                Accumulator::StringAgg(_) | Accumulator::StringAggSorted(_) => {
-                    let Datum::Text(text) = value else { continue };
-                    // An ORDER BY of a DISTINCT call sorts by the argument itself.
-                    let keys = match &state {
-                        Accumulator::StringAggSorted(sorted) => vec![Datum::Text(text.clone()); sorted.order.len()],
-                        _ => Vec::new(),
-                    };
+            match (string_agg_keys, value) {
+                (Some(keys), Datum::Text(text)) => {
+                    let keys = vec![Datum::Text(text.clone()); keys];
                     state.update_string_agg(text, self.delimiter.clone(), keys)?;
                 }
-                _ => {
+                (Some(_), _) => {}
+                (None, value) => {
                     state.update_owned(value)?;
                 }
             }
