@@ -25,6 +25,7 @@ impl SqlState {
     pub const DATETIME_FIELD_OVERFLOW: SqlState = SqlState("22008");
     pub const DIVISION_BY_ZERO: SqlState = SqlState("22012");
     pub const INVALID_PARAMETER_VALUE: SqlState = SqlState("22023");
+    pub const INVALID_ROW_COUNT_IN_LIMIT_CLAUSE: SqlState = SqlState("2201W");
     pub const INVALID_TEXT_REPRESENTATION: SqlState = SqlState("22P02");
     pub const BAD_COPY_FILE_FORMAT: SqlState = SqlState("22P04");
     pub const NOT_NULL_VIOLATION: SqlState = SqlState("23502");

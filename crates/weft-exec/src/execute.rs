@@ -212,7 +212,7 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
             });
             Ok(rows)
         }
-        Plan::Limit { input, limit, offset, run_time } => {
+        Plan::Limit { input, limit, offset, run_time, ties } => {
             let began = Instant::now();
             let (limit, offset) = match run_time {
                 Some(run_time) => run_time.evaluate(*limit, *offset, ctx.eval)?,
@@ -224,6 +224,11 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
                 // evaluated, so no error it would raise is (EXPLAIN ANALYZE: never executed).
                 ctx.nodes.lock().push(NodeStats { node: node_id(plan), rows: 0, elapsed: began.elapsed(), ..NodeStats::default() });
                 return Ok(Vec::new());
+            }
+            if let Some(ties) = ties {
+                let rows = limit_with_ties(input, ties, *limit, *offset, ctx)?;
+                ctx.nodes.lock().push(NodeStats { node: node_id(plan), rows: rows.len() as u64, elapsed: began.elapsed(), ..NodeStats::default() });
+                return Ok(rows);
             }
             let wanted = limit.map(|l| l.saturating_add(*offset));
             let rows = match input.as_ref() {
@@ -280,6 +285,33 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
             Ok(rows)
         }
     }
+}
+
+/// `FETCH FIRST limit ROWS WITH TIES` after `offset` rows of the sort `input`: the
+/// counted rows, then those equal to the last of them on the sort keys, read from the
+/// sort's merge until the first that differs. `limit` None (a count that was NULL at run
+/// time, as in PostgreSQL) keeps every row.
+fn limit_with_ties(input: &Plan, ties: &crate::plan::WithTies, limit: Option<u64>, offset: u64, ctx: &ExecContext) -> Result<Vec<Row>> {
+    let Plan::Sort(sort) = input else {
+        return Err(Error::internal("WITH TIES over a plan that is not a sort"));
+    };
+    let began = Instant::now();
+    let reports_before = ctx.sort_reports.lock().len();
+    let mut rows: Vec<Row> = Vec::new();
+    let window = crate::sort::RowWindow { skip: offset, take: None };
+    let produced = crate::sort::for_each_sorted_row(sort, ctx, window, |row| {
+        if let (Some(limit), Some(last)) = (limit, rows.last()) {
+            let tied = || ties.keys.iter().all(|k| compare_datums(&last[k.column], &row[k.column]).is_eq());
+            if rows.len() as u64 >= limit && !tied() {
+                return Ok(false);
+            }
+        }
+        rows.push(row);
+        Ok(true)
+    })?;
+    record_sort_node(input, ctx, began, reports_before, produced);
+    rows.iter_mut().for_each(|row| row.truncate(ties.output_width));
+    Ok(rows)
 }
 
 /// Run a plan whose rows are thrown away (EXPLAIN ANALYZE); returns how many there were.
@@ -483,7 +515,7 @@ const SERIES_CHUNK: i64 = 4096;
 fn streamed_sort(plan: &Plan) -> Option<(&Plan, &crate::plan::SortPlan, crate::sort::RowWindow, Option<&Plan>)> {
     match plan {
         Plan::Sort(sort) => Some((plan, sort, crate::sort::RowWindow::ALL, None)),
-        Plan::Limit { input, limit: limit @ (None | Some(1..)), offset, run_time: None } => match input.as_ref() {
+        Plan::Limit { input, limit: limit @ (None | Some(1..)), offset, run_time: None, ties: None } => match input.as_ref() {
             Plan::Sort(sort) => Some((input, sort, crate::sort::RowWindow { skip: *offset, take: *limit }, Some(plan))),
             _ => None,
         },

@@ -312,7 +312,8 @@ pub enum Plan {
     Aggregate { input: Pipeline, group_by: Vec<Expr>, aggregates: Vec<AggregateCall>, output: Vec<Step> },
     /// `LIMIT` / `OFFSET` with the counts the planner knew; a count it could not know
     /// (a scalar subquery's value) is in `run_time` and replaces it when the node starts.
-    Limit { input: Box<Plan>, limit: Option<u64>, offset: u64, run_time: Option<Box<RunTimeLimit>> },
+    /// `ties`: `FETCH FIRST n ROWS WITH TIES` over a sort.
+    Limit { input: Box<Plan>, limit: Option<u64>, offset: u64, run_time: Option<Box<RunTimeLimit>>, ties: Option<Box<WithTies>> },
     /// Sort the input's rows by some of its columns (`weft-sort`: in memory, external, or
     /// top-N; in parallel when the input is a parallel pipeline).
     Sort(SortPlan),
@@ -449,6 +450,15 @@ pub struct SetOpPlan {
     pub all: bool,
     /// Two inputs for INTERSECT and EXCEPT, any number for an append.
     pub inputs: Vec<Plan>,
+}
+
+/// `FETCH FIRST n ROWS WITH TIES`: the Limit's input is a sort that keeps every column
+/// (hidden ORDER BY columns too); after the `n` counted rows come those equal to the last
+/// of them on the sort's `keys`, and every row leaves cut to `output_width`.
+#[derive(Clone, Debug)]
+pub struct WithTies {
+    pub keys: Vec<SortKey>,
+    pub output_width: usize,
 }
 
 /// LIMIT and OFFSET counts evaluated when the Limit node starts, as PostgreSQL's

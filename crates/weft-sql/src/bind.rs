@@ -668,7 +668,7 @@ impl<'a> Binder<'a> {
             }
             // One row answers EXISTS.
             SubqueryUse::Exists => {
-                let plan = weft_exec::plan::Plan::Limit { input: Box::new(planned.plan), limit: Some(1), offset: 0, run_time: None };
+                let plan = weft_exec::plan::Plan::Limit { input: Box::new(planned.plan), limit: Some(1), offset: 0, run_time: None, ties: None };
                 (ex::SubLinkKind::Exists, DataType::Bool, plan)
             }
             SubqueryUse::Quantified { lhs, op, all } => {

@@ -561,7 +561,7 @@ impl<'a> Builder<'a> {
                 }
             }
             Plan::Aggregate { input, group_by, aggregates, output } => self.aggregate(plan, input, group_by, aggregates, output),
-            Plan::Limit { input, limit, offset, run_time } => {
+            Plan::Limit { input, limit, offset, run_time, .. } => {
                 let child = self.plan(input);
                 // A count known only at run time is guessed as a tenth of the input's rows,
                 // as PostgreSQL's `create_limit_path` does.

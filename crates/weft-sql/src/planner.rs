@@ -15,7 +15,7 @@ use weft_access::Snapshot;
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_exec::expr::{self as ex, EvalContext, Expr};
-use weft_exec::plan::{AggregateCall, AggregateOrderKey, HeapSource, Pipeline, Plan, RunTimeLimit, ScanLabel, SortKey, SortPlan, Source, Step};
+use weft_exec::plan::{AggregateCall, AggregateOrderKey, HeapSource, Pipeline, Plan, RunTimeLimit, ScanLabel, SortKey, SortPlan, Source, Step, WithTies};
 use weft_storage::{BufferPool, ForkNumber};
 
 use crate::api::ColumnInfo;
@@ -61,8 +61,12 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
     if !query.locks.is_empty() {
         return Err(Error::not_supported("FOR UPDATE / FOR SHARE are not supported"));
     }
-    if query.fetch.as_ref().is_some_and(|f| f.with_ties) {
-        return Err(Error::not_supported("FETCH ... WITH TIES is not supported yet"));
+    let with_ties = query.fetch.as_ref().is_some_and(|f| f.with_ties);
+    if query.fetch.as_ref().is_some_and(|f| f.percent) {
+        return Err(Error::syntax("syntax error at or near \"percent\""));
+    }
+    if with_ties && query.order_by.is_none() {
+        return Err(Error::syntax("WITH TIES cannot be specified without ORDER BY clause"));
     }
     let order_exprs: &[ast::OrderByExpr] = match query.order_by.as_ref().map(|o| &o.kind) {
         Some(ast::OrderByKind::Expressions(exprs)) => exprs,
@@ -80,7 +84,10 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
             return Err(Error::not_supported("ORDER BY ALL"));
         }
         planned.plan = plan_order_by(planned.plan, &planned.columns, &planned.hidden, &planned.hidden_types, &planned.select_items, order_exprs)?;
-        planned.plan = crate::access_path::use_index_order(planned.plan, None, ctx);
+        if !with_ties {
+            // WITH TIES compares the rows' sort keys, which a sort keeps and an index scan does not.
+            planned.plan = crate::access_path::use_index_order(planned.plan, None, ctx);
+        }
         planned.hidden.clear();
         planned.hidden_types.clear();
     }
@@ -118,6 +125,12 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
             _ => None,
         };
         let (limit, offset) = (known(limit), known(offset).unwrap_or(0));
+        if with_ties {
+            let ties = with_ties_over_sort(&mut planned.plan, limit, &run_time)?;
+            planned.plan = Plan::Limit { input: Box::new(planned.plan), limit, offset, run_time, ties: Some(Box::new(ties)) };
+            crate::unread_outputs::mark_read_subquery_outputs(&mut planned.plan);
+            return Ok(planned);
+        }
         if let (Plan::Sort(_), Some(limit), None) = (&planned.plan, limit, &run_time) {
             planned.plan = crate::access_path::use_index_order(planned.plan, Some(limit.saturating_add(offset)), ctx);
         }
@@ -125,10 +138,28 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
             // Only the first offset + limit rows of the sort are wanted: a top-N sort.
             sort.bound = Some(limit.saturating_add(offset));
         }
-        planned.plan = Plan::Limit { input: Box::new(planned.plan), limit, offset, run_time };
+        planned.plan = Plan::Limit { input: Box::new(planned.plan), limit, offset, run_time, ties: None };
     }
     crate::unread_outputs::mark_read_subquery_outputs(&mut planned.plan);
     Ok(planned)
+}
+
+/// `FETCH FIRST n ROWS WITH TIES` over `sorted`, the query's ORDER BY: the sort stays
+/// unbounded (a top-N sort would drop the ties) and keeps its hidden ORDER BY columns, which
+/// the Limit compares and then cuts.
+fn with_ties_over_sort(sorted: &mut Plan, limit: Option<u64>, run_time: &Option<Box<RunTimeLimit>>) -> Result<WithTies> {
+    if limit.is_none() && run_time.as_ref().is_none_or(|r| r.limit.is_none()) {
+        return Err(Error::new(
+            SqlState::INVALID_ROW_COUNT_IN_LIMIT_CLAUSE,
+            "row count cannot be null in FETCH FIRST ... WITH TIES clause",
+        ));
+    }
+    let Plan::Sort(sort) = sorted else {
+        return Err(Error::not_supported("FETCH ... WITH TIES with SELECT DISTINCT ON"));
+    };
+    let ties = WithTies { keys: sort.keys.clone(), output_width: sort.output_width };
+    sort.output_width = sort.types.len();
+    Ok(ties)
 }
 
 /// The rows of a query body (before its ORDER BY and LIMIT); `order_by` lets a SELECT

@@ -33,7 +33,11 @@ fn visit_plan(plan: &mut Plan, read: Option<&BTreeSet<usize>>) {
             }
             visit_pipeline(input, Some(&used));
         }
-        // A limit reads no column of its rows.
+        // A limit reads no column of its rows, unless it compares their sort keys.
+        Plan::Limit { input, ties: Some(ties), .. } => {
+            let read = read.map(|read| read.iter().copied().chain(ties.keys.iter().map(|k| k.column)).collect::<BTreeSet<usize>>());
+            visit_plan(input, read.as_ref())
+        }
         Plan::Limit { input, .. } => visit_plan(input, read),
         Plan::Unique { input, .. } => visit_plan(input, None),
         Plan::Sort(sort) => {
