@@ -70,6 +70,58 @@ pub struct TableMeta {
     /// against the heap (no index-only scans, unique checks visit the heap).
     #[serde(default)]
     pub has_dead_rows: bool,
+    /// CHECK constraints, in creation order (the order PostgreSQL tests them in is by name).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckMeta>,
+    /// FOREIGN KEY constraints of this table (the referencing side).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub foreign_keys: Vec<ForeignKeyMeta>,
+}
+
+/// A CHECK constraint: a boolean expression over the table's columns, kept as SQL text and
+/// bound again by each statement that writes the table (as a column default is).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckMeta {
+    pub name: String,
+    pub expr: String,
+}
+
+/// A FOREIGN KEY: `columns` of this table reference `ref_columns` of `ref_table`, whose
+/// unique index `ref_index` (a primary key or unique constraint) finds the referenced row.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ForeignKeyMeta {
+    pub name: String,
+    pub columns: Vec<usize>,
+    pub ref_table: String,
+    pub ref_columns: Vec<usize>,
+    pub ref_index: String,
+    pub on_delete: ReferentialAction,
+    pub on_update: ReferentialAction,
+}
+
+/// What happens to referencing rows when their referenced row goes away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReferentialAction {
+    /// Fail at the end of the statement if a reference is left dangling (the default).
+    NoAction,
+    /// Fail if a referenced key is removed, even if the statement puts it back.
+    Restrict,
+    Cascade,
+    SetNull,
+    SetDefault,
+}
+
+impl ReferentialAction {
+    /// As `\d` prints it after `ON DELETE` / `ON UPDATE`; `None` for the default.
+    pub fn sql(self) -> Option<&'static str> {
+        match self {
+            ReferentialAction::NoAction => None,
+            ReferentialAction::Restrict => Some("RESTRICT"),
+            ReferentialAction::Cascade => Some("CASCADE"),
+            ReferentialAction::SetNull => Some("SET NULL"),
+            ReferentialAction::SetDefault => Some("SET DEFAULT"),
+        }
+    }
 }
 
 /// One key column of an index: which table column, in which order.
@@ -398,6 +450,8 @@ mod tests {
                 row_count: 3,
                 parallel_workers: None,
                 has_dead_rows: false,
+                checks: Vec::new(),
+                foreign_keys: Vec::new(),
             },
         );
     }

@@ -435,6 +435,19 @@ pub fn scan_own_rows(
     rel: RelFileLocator,
     blocks: Range<BlockNumber>,
     xid: Xid,
+    visit: impl FnMut(Tid, &[u8]) -> Result<()>,
+) -> Result<()> {
+    scan_rows_where(pool, rel, blocks, |header| header.xmin == xid, visit)
+}
+
+/// The rows of blocks `blocks` whose header `keep` accepts, with their TIDs, in physical
+/// order: what a writer sees with its own changes (`TupleHeader::live_for` with its xid),
+/// or only the rows it wrote and still sees (constraint checks after a write).
+pub fn scan_rows_where(
+    pool: &BufferPool,
+    rel: RelFileLocator,
+    blocks: Range<BlockNumber>,
+    keep: impl Fn(TupleHeader) -> bool,
     mut visit: impl FnMut(Tid, &[u8]) -> Result<()>,
 ) -> Result<()> {
     for block in blocks {
@@ -445,7 +458,7 @@ pub fn scan_own_rows(
         }
         for (offset, item) in page::items(&guard) {
             let (header, row) = split_header(item, block, offset, rel)?;
-            if header.xmin == xid {
+            if keep(header) {
                 visit(Tid { block, offset }, row)?;
             }
         }

@@ -10,6 +10,8 @@ pub use nbtree as btree;
 pub mod snapshot;
 pub mod stats;
 
-pub use catalog::{Catalog, ColumnMeta, IndexColumnMeta, IndexConstraint, IndexMeta, SequenceMeta, TableMeta};
+pub use catalog::{
+    Catalog, CheckMeta, ColumnMeta, ForeignKeyMeta, IndexColumnMeta, IndexConstraint, IndexMeta, ReferentialAction, SequenceMeta, TableMeta,
+};
 pub use heap::{HeapInserter, HeapScanCursor, Tid};
 pub use snapshot::{Snapshot, Xid, XidSet};

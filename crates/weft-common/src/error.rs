@@ -30,6 +30,8 @@ impl SqlState {
     pub const BAD_COPY_FILE_FORMAT: SqlState = SqlState("22P04");
     pub const NOT_NULL_VIOLATION: SqlState = SqlState("23502");
     pub const UNIQUE_VIOLATION: SqlState = SqlState("23505");
+    pub const FOREIGN_KEY_VIOLATION: SqlState = SqlState("23503");
+    pub const CHECK_VIOLATION: SqlState = SqlState("23514");
     pub const INDEX_CORRUPTED: SqlState = SqlState("XX002");
     pub const OBJECT_NOT_IN_PREREQUISITE_STATE: SqlState = SqlState("55000");
     pub const LOCK_NOT_AVAILABLE: SqlState = SqlState("55P03");

@@ -372,17 +372,20 @@ impl InsertTarget {
     pub fn check_not_null(&self, row: &[Datum]) -> Result<()> {
         for (index, name) in &self.not_null {
             if row[*index].is_null() {
-                let shown: Vec<String> =
-                    row.iter().map(|d| d.to_pg_text().unwrap_or_else(|| "null".to_string())).collect();
                 return Err(Error::new(
                     weft_common::SqlState::NOT_NULL_VIOLATION,
                     format!("null value in column \"{name}\" of relation \"{}\" violates not-null constraint", self.table_name),
                 )
-                .with_detail(format!("Failing row contains ({}).", shown.join(", "))));
+                .with_detail(format!("Failing row contains ({}).", failing_row(row))));
             }
         }
         Ok(())
     }
+}
+
+/// A row's values as PostgreSQL's "Failing row contains (...)" detail lists them.
+pub fn failing_row(row: &[Datum]) -> String {
+    row.iter().map(|d| d.to_pg_text().unwrap_or_else(|| "null".to_string())).collect::<Vec<_>>().join(", ")
 }
 
 /// Run a plan and insert its rows into `target`; returns the number of rows inserted.

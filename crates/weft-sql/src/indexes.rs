@@ -463,6 +463,14 @@ pub fn drop_indexes(session: &mut Session, names: &[ast::ObjectName], if_exists:
                 )
                 .with_hint(format!("You can drop constraint {name} on table {table} instead.")));
             }
+            if let Some((child, fk)) = crate::constraints::using_index(&txn.catalog, &name).first() {
+                return Err(Error::new(
+                    SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
+                    format!("cannot drop index {name} because other objects depend on it"),
+                )
+                .with_detail(format!("constraint {} on table {} depends on index {name}", fk.name, child.name))
+                .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
+            }
             match txn.catalog.indexes.remove(&name) {
                 Some(index) => txn.drop_relation(index.locator()),
                 None if txn.catalog.tables.contains_key(&name) => return Err(not_an_index(&name)),
@@ -608,12 +616,39 @@ pub fn alter_table(session: &mut Session, alter: &Statement, cancel: &CancelToke
                     }
                 }
                 ast::AlterTableOperation::AddConstraint { constraint, not_valid: false } => {
-                    let constraint = KeyConstraint::from_table_constraint(constraint)?;
-                    add_key_constraints(session, txn, &name, &[constraint], cancel, &mut notices)?;
+                    match crate::constraints::ConstraintDef::from_table_constraint(constraint)? {
+                        Some(constraint) => crate::constraints::add_constraints(session, txn, &name, vec![constraint], cancel)?,
+                        None => {
+                            let constraint = KeyConstraint::from_table_constraint(constraint)?;
+                            add_key_constraints(session, txn, &name, &[constraint], cancel, &mut notices)?;
+                        }
+                    }
                 }
-                ast::AlterTableOperation::DropConstraint { if_exists, name: constraint, drop_behavior: _ } => {
+                ast::AlterTableOperation::DropConstraint { if_exists, name: constraint, drop_behavior } => {
                     let constraint = ident_name(constraint);
                     let found = txn.catalog.indexes.get(&constraint).is_some_and(|i| i.table == name && i.constraint.is_some());
+                    let dependents: Vec<(String, String)> = if found {
+                        crate::constraints::using_index(&txn.catalog, &constraint).into_iter().map(|(t, fk)| (t.name.clone(), fk.name.clone())).collect()
+                    } else {
+                        Vec::new()
+                    };
+                    if let Some((child, fk)) = dependents.first() {
+                        if !matches!(drop_behavior, Some(ast::DropBehavior::Cascade)) {
+                            return Err(Error::new(
+                                SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
+                                format!("cannot drop constraint {constraint} on table {name} because other objects depend on it"),
+                            )
+                            .with_detail(format!("constraint {fk} on table {child} depends on index {constraint}"))
+                            .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
+                        }
+                        for (child, fk) in &dependents {
+                            crate::constraints::drop_constraint(txn, child, fk)?;
+                            notices.push(format!("NOTICE:  drop cascades to constraint {fk} on table {child}"));
+                        }
+                    }
+                    if !found && crate::constraints::drop_constraint(txn, &name, &constraint)? {
+                        continue;
+                    }
                     if found {
                         let index = txn.catalog.indexes.remove(&constraint).expect("found above");
                         txn.drop_relation(index.locator());
@@ -916,7 +951,7 @@ fn check_unique(
 /// It does if its row exists for the writer (entries added by the build do, unless rows
 /// were deleted since; others are checked in the heap), or if the writer deleted that row
 /// after writing the new row (`deleted_after`).
-fn entry_clashes(
+pub(crate) fn entry_clashes(
     db: &Database,
     xid: Xid,
     snapshot: &Snapshot,

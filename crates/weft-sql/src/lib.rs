@@ -6,6 +6,7 @@ mod analyze;
 mod api;
 mod array_literal;
 mod bind;
+mod constraints;
 mod copy;
 mod cost;
 mod cte;

@@ -83,7 +83,8 @@ pub fn delete(session: &mut Session, delete: &ast::Delete, cancel: &CancelToken)
             txn.touch(table.locator());
             table.row_count = table.row_count.saturating_sub(tids.len() as u64);
             table.has_dead_rows = true;
-            *txn.catalog.table_mut(&table_name)? = table;
+            *txn.catalog.table_mut(&table_name)? = table.clone();
+            crate::constraints::check_removed_rows(session, txn, &table, &tids, crate::constraints::Removal::Delete, cancel)?;
         }
         Ok((tids.len(), returning, changes.into_iter().filter_map(|c| c.returned).collect()))
     })?;
@@ -136,6 +137,7 @@ pub fn update(session: &mut Session, update: &ast::Update, cancel: &CancelToken)
         table.has_dead_rows = true;
         *txn.catalog.table_mut(&table_name)? = table.clone();
         let inserted = write_rows(session, txn, &table, rows, &Replacements::in_order(&tids), cancel)?;
+        crate::constraints::check_removed_rows(session, txn, &table, &tids, crate::constraints::Removal::Update, cancel)?;
         Ok((inserted as usize, returning, returned))
     })?;
     Ok(statement_result(returning, returned, format!("UPDATE {updated}")))
@@ -328,7 +330,7 @@ fn single_table(target: &ast::TableWithJoins) -> Result<(String, String)> {
     }
 }
 
-fn table_scope(table: &TableMeta, alias: &str) -> Scope {
+pub(crate) fn table_scope(table: &TableMeta, alias: &str) -> Scope {
     Scope::new(
         table
             .columns

@@ -269,6 +269,7 @@ impl Session {
                 footer.push(format!("    \"{}\" {}", index.name, index_definition(table, index)));
             }
         }
+        footer.extend(crate::constraints::describe(&catalog, table));
         let mut verbose_footer = vec!["Access method: heap".to_string()];
         let table_options: Vec<(&str, String)> =
             table.parallel_workers.map(|n| ("parallel_workers", n.to_string())).into_iter().collect();

@@ -11,6 +11,7 @@ use weft_exec::{execute as run_plan, execute_insert, ExecContext, InsertTarget};
 
 use crate::api::{ColumnInfo, QueryResult};
 use crate::bind::{ident_name, is_null_literal, object_name, sql_type, Binder, Scope};
+use crate::constraints::ConstraintDef;
 use crate::database::{Database, WriteTxn};
 use crate::settings::Settings;
 use weft_exec::expr::EvalContext;
@@ -25,7 +26,7 @@ pub fn execute(session: &mut Session, statement: &Statement, cancel: &CancelToke
             crate::explain::explain(session, inner, *analyze, *verbose, format.as_ref(), options.as_deref(), cancel)
         }
         Statement::CreateTable(create) => create_table(session, create, cancel),
-        Statement::Drop { object_type: ObjectType::Table, if_exists, names, .. } => drop_tables(session, names, *if_exists),
+        Statement::Drop { object_type: ObjectType::Table, if_exists, names, cascade, .. } => drop_tables(session, names, *if_exists, *cascade),
         Statement::Drop { object_type: ObjectType::Index, if_exists, names, .. } => {
             crate::indexes::drop_indexes(session, names, *if_exists)
         }
@@ -39,7 +40,7 @@ pub fn execute(session: &mut Session, statement: &Statement, cancel: &CancelToke
         Statement::AlterTable(_) => crate::indexes::alter_table(session, statement, cancel),
         Statement::Analyze(analyze) => crate::analyze::analyze(session, analyze, cancel),
         Statement::Drop { object_type, .. } => Err(Error::not_supported(format!("DROP {object_type} is not supported yet"))),
-        Statement::Truncate(t) => truncate(session, &t.table_names),
+        Statement::Truncate(t) => truncate(session, &t.table_names, matches!(t.cascade, Some(ast::CascadeOption::Cascade))),
         Statement::Insert(insert) => insert_into(session, insert, cancel),
         Statement::Delete(delete) => crate::modify::delete(session, delete, cancel),
         Statement::Update(update) => crate::modify::update(session, update, cancel),
@@ -226,13 +227,17 @@ fn create_table(session: &mut Session, create: &ast::CreateTable, cancel: &Cance
                 create_table_as(session, txn, &name, create, query, cancel)
             }
             None => {
-                let (mut columns, mut keys, serials) = column_definitions(&create.columns)?;
+                let (mut columns, mut keys, mut constraints, serials) = column_definitions(&create.columns)?;
                 for constraint in &create.constraints {
-                    keys.push(KeyConstraint::from_table_constraint(constraint)?);
+                    match ConstraintDef::from_table_constraint(constraint)? {
+                        Some(constraint) => constraints.push(constraint),
+                        None => keys.push(KeyConstraint::from_table_constraint(constraint)?),
+                    }
                 }
                 add_serial_sequences(txn, &name, &mut columns, &serials);
                 add_table(session, txn, &name, columns)?;
                 add_key_constraints(session, txn, &name, &keys, cancel, &mut notices)?;
+                crate::constraints::add_constraints(session, txn, &name, constraints, cancel)?;
                 Ok("CREATE TABLE".to_string())
             }
         }
@@ -242,11 +247,13 @@ fn create_table(session: &mut Session, create: &ast::CreateTable, cancel: &Cance
     Ok(result)
 }
 
-/// The columns of CREATE TABLE, the key constraints written on them and the positions of
-/// serial columns.
-fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<KeyConstraint>, Vec<usize>)> {
+/// The columns of CREATE TABLE, the key constraints written on them, their CHECK and
+/// REFERENCES constraints and the positions of serial columns.
+#[allow(clippy::type_complexity)]
+fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<KeyConstraint>, Vec<ConstraintDef>, Vec<usize>)> {
     let mut columns: Vec<ColumnMeta> = Vec::with_capacity(defs.len());
     let mut keys = Vec::new();
+    let mut constraints = Vec::new();
     let mut serials = Vec::new();
     for def in defs {
         let name = ident_name(&def.name);
@@ -316,7 +323,10 @@ fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<K
                     }
                     keys.push(KeyConstraint::for_column(IndexConstraint::Unique, option.name.as_ref().map(ident_name), &def.name))
                 }
-                other => return Err(Error::not_supported(format!("column option {other} is not supported yet"))),
+                other => match ConstraintDef::from_column_option(option, &name)? {
+                    Some(constraint) => constraints.push(constraint),
+                    None => return Err(Error::not_supported(format!("column option {other} is not supported yet"))),
+                },
             }
         }
         if serial.is_some() && default.is_some() {
@@ -326,7 +336,7 @@ fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<K
         }
         columns.push(ColumnMeta { name, data_type, not_null, default });
     }
-    Ok((columns, keys, serials))
+    Ok((columns, keys, constraints, serials))
 }
 
 /// Give each serial column of the new table `name` its sequence (`table_column_seq`,
@@ -357,7 +367,7 @@ fn add_serial_sequences(txn: &mut WriteTxn, name: &str, columns: &mut [ColumnMet
 
 fn add_table(session: &Session, txn: &mut WriteTxn, name: &str, columns: Vec<ColumnMeta>) -> Result<TableMeta> {
     let rel = txn.create_relation(&session.db)?;
-    let table = TableMeta { oid: rel.rel_number, name: name.to_string(), columns, rel_number: rel.rel_number, row_count: 0, parallel_workers: None, has_dead_rows: false };
+    let table = TableMeta { oid: rel.rel_number, name: name.to_string(), columns, rel_number: rel.rel_number, row_count: 0, parallel_workers: None, has_dead_rows: false, checks: Vec::new(), foreign_keys: Vec::new() };
     txn.catalog.tables.insert(name.to_string(), table.clone());
     Ok(table)
 }
@@ -410,9 +420,12 @@ fn create_table_as(
     Ok(format!("SELECT {inserted}"))
 }
 
-fn drop_tables(session: &mut Session, names: &[ast::ObjectName], if_exists: bool) -> Result<QueryResult> {
+fn drop_tables(session: &mut Session, names: &[ast::ObjectName], if_exists: bool, cascade: bool) -> Result<QueryResult> {
     let mut notices = Vec::new();
     session.write(|txn| {
+        let existing: Vec<String> =
+            names.iter().map(object_name).collect::<Result<Vec<_>>>()?.into_iter().filter(|n| txn.catalog.tables.contains_key(n)).collect();
+        notices.extend(crate::constraints::drop_references_to(txn, &existing, cascade)?);
         for name in names {
             let name = object_name(name)?;
             match txn.catalog.tables.remove(&name) {
@@ -438,11 +451,31 @@ fn drop_tables(session: &mut Session, names: &[ast::ObjectName], if_exists: bool
     Ok(result)
 }
 
-fn truncate(session: &mut Session, targets: &[ast::TruncateTableTarget]) -> Result<QueryResult> {
+fn truncate(session: &mut Session, targets: &[ast::TruncateTableTarget], cascade: bool) -> Result<QueryResult> {
     let db = session.db.clone();
+    let mut notices = Vec::new();
     session.write(|txn| {
-        for target in targets {
-            let name = object_name(&target.name)?;
+        let mut names: Vec<String> = targets.iter().map(|t| object_name(&t.name)).collect::<Result<_>>()?;
+        for name in &names {
+            txn.catalog.table(name)?;
+        }
+        if cascade {
+            // The tables referencing a truncated table are truncated too, transitively.
+            let mut at = 0;
+            while at < names.len() {
+                let children: Vec<String> =
+                    crate::constraints::referenced_by(&txn.catalog, &names[at]).into_iter().map(|(child, _)| child.name.clone()).collect();
+                for child in children {
+                    if !names.contains(&child) {
+                        notices.push(format!("NOTICE:  truncate cascades to table \"{child}\""));
+                        names.push(child);
+                    }
+                }
+                at += 1;
+            }
+        }
+        crate::constraints::check_truncate(&txn.catalog, &names)?;
+        for name in names {
             let old = txn.catalog.table(&name)?.locator();
             let new = txn.create_relation(&db)?;
             let table = txn.catalog.table_mut(&name)?;
@@ -455,7 +488,9 @@ fn truncate(session: &mut Session, targets: &[ast::TruncateTableTarget]) -> Resu
         }
         Ok(())
     })?;
-    Ok(QueryResult::command("TRUNCATE TABLE"))
+    let mut result = QueryResult::command("TRUNCATE TABLE");
+    result.notices = notices;
+    Ok(result)
 }
 
 /// `DEFAULT` written as a value (INSERT's VALUES, UPDATE's SET).
@@ -657,10 +692,12 @@ pub(crate) fn maintain_indexes(
     cancel: &CancelToken,
 ) -> Result<Vec<weft_access::Tid>> {
     let indexes: Vec<_> = txn.catalog.indexes_of(&table.name).map(|i| i.locator()).collect();
+    crate::constraints::check_new_rows(session, txn, table, first_block, cancel)?;
     let skipped = crate::indexes::maintain_indexes(&session.db, txn, table, first_block, replaced, arbiters, cancel)?;
     for rel in indexes {
         txn.touch(rel);
     }
+    crate::constraints::check_new_references(session, txn, table, first_block, cancel)?;
     Ok(skipped)
 }
 

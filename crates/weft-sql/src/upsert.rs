@@ -311,6 +311,8 @@ impl<'s> Decider<'s> {
         // The catalog's copy first: the writes read it (its dead rows flag) for index checks.
         table.row_count += inserted;
         *txn.catalog.table_mut(&table.name)? = table.clone();
-        write_rows(self.session, txn, &table, self.writes, &replacements, cancel)
+        let written = write_rows(self.session, txn, &table, self.writes, &replacements, cancel)?;
+        crate::constraints::check_removed_rows(self.session, txn, &table, &old, crate::constraints::Removal::Update, cancel)?;
+        Ok(written)
     }
 }

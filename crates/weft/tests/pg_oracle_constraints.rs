@@ -1,0 +1,135 @@
+//! CHECK and FOREIGN KEY constraints compared with PostgreSQL 15, statement by statement:
+//! each statement either succeeds in both with the same rows or fails in both with the
+//! same message, detail and hint. Covers column and table constraints, generated names,
+//! MATCH SIMPLE NULLs, multi-column and self references, ON DELETE CASCADE / SET NULL /
+//! SET DEFAULT chains, NO ACTION against RESTRICT, UPDATE and upsert of referenced keys,
+//! ALTER TABLE ADD / DROP CONSTRAINT over existing rows, DROP and TRUNCATE of referenced
+//! tables, and the errors of bad definitions.
+
+mod oracle;
+
+use oracle::compare_script;
+
+const SCRIPT: &[&str] = &[
+    "CREATE TABLE p (id int PRIMARY KEY, u int UNIQUE, v int)",
+    "CREATE TABLE c (id int, pid int REFERENCES p, x int CHECK (x > 0), CONSTRAINT two CHECK (x < id), FOREIGN KEY (x) REFERENCES p(u) ON DELETE CASCADE)",
+    "CREATE TABLE c2 (a int CHECK (a > 0 AND a < 10), b int, CHECK (b > a), CHECK (a + b > 0), CHECK (b < 100))",
+    "INSERT INTO p VALUES (1, 10, 0), (2, 20, 0), (3, 30, 0)",
+    "INSERT INTO c VALUES (50, 1, 10), (60, 2, 20), (70, NULL, 20), (80, 3, NULL)",
+    "INSERT INTO c VALUES (5, 4, 10)",
+    "INSERT INTO c VALUES (5, 1, 11)",
+    "INSERT INTO c VALUES (5, 1, -1)",
+    "INSERT INTO c VALUES (5, 1, 7)",
+    "INSERT INTO c VALUES (90, 1, 10), (91, 9, 10)",
+    "INSERT INTO c SELECT g, 1 + g % 3, 10 * (1 + g % 3) FROM generate_series(100, 400) g",
+    "INSERT INTO c SELECT g, 1 + g % 4, 10 FROM generate_series(500, 600) g",
+    "SELECT count(*), sum(pid), sum(x) FROM c",
+    "INSERT INTO c2 VALUES (0, 1)",
+    "INSERT INTO c2 VALUES (1, 0)",
+    "INSERT INTO c2 VALUES (5, 200)",
+    "INSERT INTO c2 VALUES (NULL, NULL), (2, NULL), (3, 4)",
+    "UPDATE c2 SET b = 1 WHERE a = 3",
+    "UPDATE c2 SET b = 9 WHERE a = 3",
+    "SELECT * FROM c2 ORDER BY a NULLS FIRST, b",
+    "UPDATE c SET pid = 7 WHERE id = 50",
+    "UPDATE c SET pid = 2 WHERE id = 50",
+    "UPDATE c SET pid = NULL, x = 30 WHERE id = 60",
+    // The referenced side: NO ACTION, then CASCADE through c.x.
+    "DELETE FROM p WHERE id = 3",
+    "UPDATE p SET id = 8 WHERE id = 1",
+    "UPDATE p SET id = id",
+    "UPDATE p SET id = 4 - id WHERE id IN (1, 3)",
+    "SELECT id, u FROM p ORDER BY id",
+    "CREATE TABLE q (id int PRIMARY KEY, name text UNIQUE)",
+    "CREATE TABLE r (id int, qid int REFERENCES q ON DELETE SET NULL, qname text DEFAULT 'none' REFERENCES q (name) ON DELETE SET DEFAULT)",
+    "INSERT INTO q VALUES (1, 'one'), (2, 'two'), (3, 'none')",
+    "INSERT INTO r VALUES (1, 1, 'one'), (2, 2, 'one'), (3, 2, 'two'), (4, NULL, NULL)",
+    "DELETE FROM q WHERE id = 2",
+    "SELECT * FROM r ORDER BY id",
+    "DELETE FROM q WHERE name = 'one'",
+    "SELECT * FROM r ORDER BY id",
+    "DELETE FROM q WHERE name = 'none'",
+    "SELECT * FROM r ORDER BY id",
+    // A chain of cascades and a self reference.
+    "CREATE TABLE g1 (id int PRIMARY KEY)",
+    "CREATE TABLE g2 (id int PRIMARY KEY, g1 int REFERENCES g1 ON DELETE CASCADE)",
+    "CREATE TABLE g3 (id int, g2 int REFERENCES g2 ON DELETE CASCADE)",
+    "CREATE TABLE g4 (id int, g2 int REFERENCES g2 ON DELETE RESTRICT)",
+    "INSERT INTO g1 SELECT g FROM generate_series(1, 10) g",
+    "INSERT INTO g2 SELECT g, 1 + g % 10 FROM generate_series(1, 100) g",
+    "INSERT INTO g3 SELECT g, 1 + g % 100 FROM generate_series(1, 1000) g",
+    "INSERT INTO g4 VALUES (1, 5)",
+    "DELETE FROM g1 WHERE id = 5",
+    "DELETE FROM g1 WHERE id IN (1, 2)",
+    "SELECT (SELECT count(*) FROM g1), (SELECT count(*) FROM g2), (SELECT count(*) FROM g3)",
+    "CREATE TABLE tree (id int PRIMARY KEY, parent int REFERENCES tree ON DELETE CASCADE)",
+    "INSERT INTO tree VALUES (1, NULL), (2, 1), (3, 1), (4, 2), (5, 4)",
+    "INSERT INTO tree VALUES (6, 60)",
+    "INSERT INTO tree VALUES (7, 8), (8, 7)",
+    "UPDATE tree SET id = id + 100 WHERE id = 5",
+    "UPDATE tree SET id = id + 100 WHERE id = 4",
+    "DELETE FROM tree WHERE id = 2",
+    "SELECT * FROM tree ORDER BY id",
+    // Multi-column keys, referenced in another order, and an int8 column referencing int4.
+    "CREATE TABLE mk (a int, b text, PRIMARY KEY (b, a))",
+    "CREATE TABLE mr (x bigint, y text, FOREIGN KEY (x, y) REFERENCES mk (a, b))",
+    "INSERT INTO mk VALUES (1, 'a'), (2, 'b')",
+    "INSERT INTO mr VALUES (1, 'a'), (2, NULL), (NULL, 'zz')",
+    "INSERT INTO mr VALUES (1, 'b')",
+    "INSERT INTO mr VALUES (3000000000, 'a')",
+    "DELETE FROM mk WHERE a = 2",
+    "DELETE FROM mk WHERE a = 1",
+    // Upserts.
+    "INSERT INTO p VALUES (2, 20, 1) ON CONFLICT (id) DO UPDATE SET id = 9",
+    "INSERT INTO p VALUES (2, 20, 1) ON CONFLICT (id) DO UPDATE SET v = 5",
+    "INSERT INTO c VALUES (700, 2, 20) ON CONFLICT DO NOTHING",
+    "INSERT INTO c VALUES (701, 9, 20) ON CONFLICT DO NOTHING",
+    // ALTER TABLE over existing rows.
+    "CREATE TABLE a1 (id int, k int)",
+    "INSERT INTO a1 VALUES (1, 1), (2, 5), (3, NULL)",
+    "ALTER TABLE a1 ADD CONSTRAINT k_small CHECK (k < 3)",
+    "ALTER TABLE a1 ADD CONSTRAINT k_small CHECK (k < 10)",
+    "ALTER TABLE a1 ADD CHECK (k < 9)",
+    "ALTER TABLE a1 ADD CONSTRAINT k_small CHECK (k < 8)",
+    "INSERT INTO a1 VALUES (4, 9)",
+    "ALTER TABLE a1 DROP CONSTRAINT k_small",
+    "INSERT INTO a1 VALUES (4, 8)",
+    "ALTER TABLE a1 DROP CONSTRAINT k_small",
+    "ALTER TABLE a1 ADD FOREIGN KEY (k) REFERENCES g1 (id)",
+    "ALTER TABLE a1 ADD CONSTRAINT a1_g1 FOREIGN KEY (id) REFERENCES g1",
+    "INSERT INTO a1 VALUES (1, 1)",
+    "ALTER TABLE a1 DROP CONSTRAINT a1_g1",
+    "INSERT INTO a1 VALUES (1, 1)",
+    // DROP and TRUNCATE of referenced tables.
+    "TRUNCATE p",
+    "TRUNCATE g4",
+    "TRUNCATE g2",
+    "TRUNCATE g1, g2, g3, g4",
+    "SELECT (SELECT count(*) FROM g1), (SELECT count(*) FROM g2), (SELECT count(*) FROM g3)",
+    "DROP TABLE q",
+    "DROP TABLE r",
+    "DROP TABLE q",
+    "ALTER TABLE p DROP CONSTRAINT p_pkey",
+    "DROP INDEX p_u_key",
+    "DROP TABLE c",
+    "ALTER TABLE p DROP CONSTRAINT p_pkey",
+    // Definitions PostgreSQL refuses.
+    "CREATE TABLE bad (a int REFERENCES nosuch)",
+    "CREATE TABLE bad (a text REFERENCES g1)",
+    "CREATE TABLE bad (a int REFERENCES g2 (g1))",
+    "CREATE TABLE bad (a int, b int, FOREIGN KEY (a, b) REFERENCES g1)",
+    "CREATE TABLE bad (a int, FOREIGN KEY (nope) REFERENCES g1)",
+    "CREATE TABLE bad (a int REFERENCES a1)",
+    "CREATE TABLE bad (a int CHECK (a))",
+    "CREATE TABLE bad (a int CHECK ((SELECT 1) = 1))",
+    "CREATE TABLE bad (a int CHECK (count(*) > 0))",
+    "CREATE TABLE bad (a int CHECK (nope > 0))",
+    "CREATE TABLE bad (a int CONSTRAINT x CHECK (a > 0), b int CONSTRAINT x CHECK (b > 0))",
+];
+
+#[test]
+fn constraints_match_postgresql() {
+    let Some((pg, _dir, db)) = oracle::start() else { return };
+    let mut session = db.session();
+    compare_script(&pg, &mut session, SCRIPT, true);
+}
