@@ -119,6 +119,17 @@ impl TypeModifier {
         }
     }
 
+    /// The type's name without its modifier, as PostgreSQL's `format_type_be` prints it in
+    /// messages (`column "x" is of type numeric but expression is of type boolean`).
+    pub fn base_type_name(self) -> &'static str {
+        match self {
+            TypeModifier::Numeric { .. } => "numeric",
+            TypeModifier::Varchar { .. } => "character varying",
+            TypeModifier::Char { .. } => "bpchar",
+            TypeModifier::SmallInt => "smallint",
+        }
+    }
+
     /// The type's internal name (`pg_type.typname`), which names the output column of a
     /// cast to it: `numeric`, `varchar`, `bpchar`, `int2`.
     pub fn type_name(self) -> &'static str {
