@@ -1272,10 +1272,9 @@ pub fn output_modifier(expr: &Expr, scope: &Scope) -> Option<TypeModifier> {
         }
         Expr::Case { whens, otherwise, .. } => {
             let mut modifiers: Vec<_> = whens.iter().map(|(_, result)| output_modifier(result, scope)).collect();
-            // A missing ELSE (NULL) does not lose the branches' modifier (PostgreSQL 15).
-            if let Some(otherwise) = otherwise {
-                modifiers.push(output_modifier(otherwise, scope));
-            }
+            // A missing ELSE is a NULL without a modifier. (PostgreSQL keeps the branch's
+            // when the planner folds the CASE away: `CASE WHEN true THEN x END`.)
+            modifiers.push(otherwise.as_deref().and_then(|o| output_modifier(o, scope)));
             common(modifiers)
         }
         // A one-argument COALESCE marks an IN list (a boolean), never a column's value.

@@ -306,9 +306,15 @@ fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<K
                         .with_hint("You will need to rewrite or cast the expression."),
                         _ => e,
                     })?;
-                    // A quoted literal is read as the column's type now, as PostgreSQL does.
+                    // A quoted literal is read as the column's type now, as PostgreSQL does;
+                    // a length or precision is checked only when a row takes the default
+                    // (`smallint`, a type of its own in PostgreSQL, is read as one now).
                     if matches!(expr, ast::Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_))) {
-                        coerced.eval(&[], &weft_exec::expr::EvalContext::default())?;
+                        let read = match &coerced {
+                            Expr::ApplyModifier { expr, modifier, .. } if *modifier != TypeModifier::SmallInt => expr.as_ref(),
+                            other => other,
+                        };
+                        read.eval(&[], &weft_exec::expr::EvalContext::default())?;
                     }
                     default = Some(expr.to_string());
                 }
