@@ -22,7 +22,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use weft_common::{DataType, Error, Result, SqlState};
+use weft_common::{DataType, Error, Result, SqlState, TypeModifier};
 use weft_storage::RelFileLocator;
 
 use crate::snapshot::{Snapshot, Xid, XidSet};
@@ -51,6 +51,21 @@ pub struct ColumnMeta {
     /// (so a volatile default such as `random()` is evaluated per row); none means NULL.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default: Option<String>,
+    /// `numeric(6,2)`, `varchar(3)`, `char(4)`, `smallint`: what the declared type adds to
+    /// `data_type` (`weft_common::typmod`); every store into the column applies it. Absent
+    /// in data directories written before modifiers were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub type_modifier: Option<TypeModifier>,
+}
+
+impl ColumnMeta {
+    /// The declared type as PostgreSQL's `format_type` prints it (`\d`).
+    pub fn type_name(&self) -> String {
+        match self.type_modifier {
+            Some(modifier) => modifier.format_type(),
+            None => self.data_type.name().to_string(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -445,7 +460,7 @@ mod tests {
             TableMeta {
                 oid,
                 name: name.into(),
-                columns: vec![ColumnMeta { name: "a".into(), data_type: DataType::Int8, not_null: false, default: None }],
+                columns: vec![ColumnMeta { name: "a".into(), data_type: DataType::Int8, not_null: false, default: None, type_modifier: None }],
                 rel_number: oid,
                 row_count: 3,
                 parallel_workers: None,

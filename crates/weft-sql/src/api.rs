@@ -10,6 +10,9 @@ pub use crate::session::{CancelHandle, ProgressHandle, Session};
 pub struct ColumnInfo {
     pub name: String,
     pub data_type: DataType,
+    /// The modifier PostgreSQL's `exprTypmod` finds for the column (a cast to
+    /// `numeric(6,2)`, a column so declared): CREATE TABLE AS declares its column with it.
+    pub type_modifier: Option<weft_common::TypeModifier>,
 }
 
 /// What one statement produced.

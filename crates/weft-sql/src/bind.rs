@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use sqlparser::ast::{self, BinaryOperator, UnaryOperator, Value};
 use weft_common::numeric::Numeric;
-use weft_common::{DataType, Datum, Error, Result, SqlState};
+use weft_common::{Coercion, DataType, Datum, Error, Result, SqlState, TypeModifier};
 use weft_exec::expr::{self as ex, BinaryOp, Expr, UnaryOp};
 use weft_exec::plan::{AggregateCall, AggregateFunction, AggregateOrderKey};
 
@@ -28,6 +28,9 @@ pub struct ScopeColumn {
     pub table: Option<String>,
     pub name: String,
     pub data_type: DataType,
+    /// The declared type's modifier (`numeric(6,2)`), which an output column that is just
+    /// this column keeps (CREATE TABLE AS).
+    pub type_modifier: Option<TypeModifier>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -393,8 +396,11 @@ impl<'a> Binder<'a> {
                 other => Err(Error::not_supported(format!("operator {other}"))),
             },
             A::Cast { expr: inner, data_type, .. } => {
-                let to = sql_type(data_type)?;
+                let (to, modifier) = sql_type_modified(data_type)?;
                 let bound = self.bind(inner)?;
+                if let Some(modifier) = modifier {
+                    return coerce_to_modifier(bound, modifier, Coercion::Explicit);
+                }
                 if bound.data_type() == to {
                     // Keep the cast node: `'a'::text` is typed text, not an unknown literal.
                     return Ok(Expr::Cast { expr: Box::new(bound), to });
@@ -469,12 +475,16 @@ impl<'a> Binder<'a> {
                 ex::resolve_function("substr", args)
             }
             A::TypedString(ts) => {
-                let to = sql_type(&ts.data_type)?;
+                let (to, modifier) = sql_type_modified(&ts.data_type)?;
                 let text = match &ts.value.value {
                     Value::SingleQuotedString(s) => s.clone(),
                     other => other.to_string(),
                 };
-                ex::coerce(Expr::Literal { value: Datum::Text(text), data_type: DataType::Text }, to, true)
+                let literal = Expr::Literal { value: Datum::Text(text), data_type: DataType::Text };
+                match modifier {
+                    Some(modifier) => coerce_to_modifier(literal, modifier, Coercion::Explicit),
+                    None => ex::coerce(literal, to, true),
+                }
             }
             A::Subquery(query) => self.bind_subquery(query, SubqueryUse::Value),
             A::Exists { subquery, negated } => {
@@ -1175,49 +1185,182 @@ fn number_literal(text: &str) -> Result<Expr> {
     }
 }
 
-/// A type name in SQL → weft's type.
+/// A type name in SQL → weft's type (its modifier dropped: see [`sql_type_modified`]).
 pub fn sql_type(data_type: &ast::DataType) -> Result<DataType> {
+    Ok(sql_type_modified(data_type)?.0)
+}
+
+/// A type name in SQL → weft's stored type and the modifier the name adds to it
+/// (`numeric(6,2)`, `varchar(3)`, `char` = `char(1)`, `smallint`), checked as PostgreSQL's
+/// `typmodin` functions check them.
+pub fn sql_type_modified(data_type: &ast::DataType) -> Result<(DataType, Option<TypeModifier>)> {
     use ast::DataType as T;
-    Ok(match data_type {
-        T::Int(_) | T::Integer(_) | T::Int4(_) | T::SmallInt(_) | T::Int2(_) => DataType::Int4,
-        T::BigInt(_) | T::Int8(_) => DataType::Int8,
-        T::Float8 | T::DoublePrecision | T::Double(_) | T::Float(_) | T::Real | T::Float4 => DataType::Float8,
-        T::Numeric(_) | T::Decimal(_) | T::Dec(_) => DataType::Numeric,
-        T::Text | T::Varchar(_) | T::CharacterVarying(_) | T::Char(_) | T::Character(_) | T::String(_) => DataType::Text,
-        T::Boolean | T::Bool => DataType::Bool,
-        T::Custom(name, _) => DataType::from_sql_name(&object_name(name)?)?,
-        other => {
-            return Err(Error::new(SqlState::UNDEFINED_OBJECT, format!("type \"{other}\" does not exist")))
+    let no_modifier = |name: &str| {
+        Err(Error::syntax(format!("type modifier is not allowed for type \"{name}\"")))
+    };
+    let modified = |modifier: TypeModifier| Ok((modifier.storage_type(), Some(modifier)));
+    match data_type {
+        T::Int(Some(_)) | T::Integer(Some(_)) | T::Int4(Some(_)) => no_modifier("int4"),
+        T::SmallInt(Some(_)) | T::Int2(Some(_)) => no_modifier("int2"),
+        T::BigInt(Some(_)) | T::Int8(Some(_)) => no_modifier("int8"),
+        T::Int(_) | T::Integer(_) | T::Int4(_) => Ok((DataType::Int4, None)),
+        T::SmallInt(_) | T::Int2(_) => modified(TypeModifier::SmallInt),
+        T::BigInt(_) | T::Int8(_) => Ok((DataType::Int8, None)),
+        T::Float8 | T::DoublePrecision | T::Double(_) | T::Float(_) | T::Real | T::Float4 => Ok((DataType::Float8, None)),
+        T::Numeric(info) | T::Decimal(info) | T::Dec(info) => match info {
+            ast::ExactNumberInfo::None => Ok((DataType::Numeric, None)),
+            ast::ExactNumberInfo::Precision(p) => modified(TypeModifier::numeric(clamp_i64(*p), 0)?),
+            ast::ExactNumberInfo::PrecisionAndScale(p, s) => modified(TypeModifier::numeric(clamp_i64(*p), *s)?),
+        },
+        T::Varchar(length) | T::CharacterVarying(length) => {
+            modified(TypeModifier::Varchar { max_chars: character_length(length.as_ref(), "varchar")? })
         }
-    })
+        // `char` alone is `char(1)`, as in PostgreSQL.
+        T::Char(length) | T::Character(length) => {
+            modified(TypeModifier::Char { max_chars: Some(character_length(length.as_ref(), "char")?.unwrap_or(1)) })
+        }
+        T::Text => Ok((DataType::Text, None)),
+        T::String(Some(_)) => no_modifier("text"),
+        T::String(None) => Ok((DataType::Text, None)),
+        T::Boolean | T::Bool => Ok((DataType::Bool, None)),
+        T::Custom(name, modifiers) => {
+            let name = object_name(name)?;
+            let data_type = DataType::from_sql_name(&name)?;
+            match (name.to_ascii_lowercase().as_str(), modifiers.as_slice()) {
+                ("bpchar", []) => modified(TypeModifier::Char { max_chars: None }),
+                ("bpchar", [length]) => {
+                    let length = length.trim().parse::<i64>().map_err(|_| Error::syntax("syntax error at or near \")\""))?;
+                    modified(TypeModifier::Char { max_chars: Some(TypeModifier::char_length(length, "char")?) })
+                }
+                ("int2", []) => modified(TypeModifier::SmallInt),
+                (_, []) => Ok((data_type, None)),
+                (other, _) => no_modifier(other),
+            }
+        }
+        other => Err(Error::new(SqlState::UNDEFINED_OBJECT, format!("type \"{other}\" does not exist"))),
+    }
+}
+
+fn clamp_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// The length of `varchar(n)` / `char(n)`, if written.
+fn character_length(length: Option<&ast::CharacterLength>, type_name: &str) -> Result<Option<u32>> {
+    match length {
+        None => Ok(None),
+        Some(ast::CharacterLength::IntegerLength { length, .. }) => {
+            Ok(Some(TypeModifier::char_length(clamp_i64(*length), type_name)?))
+        }
+        Some(ast::CharacterLength::Max) => Err(Error::syntax("syntax error at or near \"max\"")),
+    }
+}
+
+/// The type modifier of a bound expression's value, as PostgreSQL's `exprTypmod` finds it:
+/// a cast's, a column's declared one (looked up in `scope`), or the one every branch of a
+/// CASE / COALESCE has. Anything else (arithmetic, functions) has none.
+pub fn output_modifier(expr: &Expr, scope: &Scope) -> Option<TypeModifier> {
+    let common = |mut modifiers: Vec<Option<TypeModifier>>| {
+        let first = modifiers.pop().flatten()?;
+        modifiers.iter().all(|m| *m == Some(first)).then_some(first)
+    };
+    match expr {
+        Expr::ApplyModifier { modifier, .. } => Some(*modifier),
+        Expr::Column { index, data_type } if *index < scope.local_width() => {
+            let column = scope.column_at(*index);
+            column.type_modifier.filter(|_| column.data_type == *data_type)
+        }
+        Expr::Case { whens, otherwise, .. } => {
+            let mut modifiers: Vec<_> = whens.iter().map(|(_, result)| output_modifier(result, scope)).collect();
+            // A missing ELSE is a NULL without a modifier. (PostgreSQL keeps the branch's
+            // when the planner folds the CASE away: `CASE WHEN true THEN x END`.)
+            modifiers.push(otherwise.as_deref().and_then(|o| output_modifier(o, scope)));
+            common(modifiers)
+        }
+        // A one-argument COALESCE marks an IN list (a boolean), never a column's value.
+        Expr::Coalesce { args, .. } if args.len() > 1 => common(args.iter().map(|a| output_modifier(a, scope)).collect()),
+        _ => None,
+    }
+}
+
+/// `expr` converted to a type with a modifier: to its storage type (an explicit cast, or
+/// the assignment rules for a column), then the modifier applied. A `smallint` keeps an
+/// integer or text input as it is and reads anything else as `int8`, so its range check
+/// sees the whole value.
+pub fn coerce_to_modifier(expr: Expr, modifier: TypeModifier, coercion: Coercion) -> Result<Expr> {
+    let from = expr.data_type();
+    let input = match modifier {
+        TypeModifier::SmallInt if matches!(from, DataType::Int4 | DataType::Int8 | DataType::Text) => expr,
+        TypeModifier::SmallInt if expr.is_null_literal() => ex::coerce(expr, DataType::Int4, true)?,
+        TypeModifier::SmallInt => ex::coerce(expr, DataType::Int8, true)?,
+        _ => ex::coerce(expr, modifier.storage_type(), true)?,
+    };
+    Ok(Expr::ApplyModifier { expr: Box::new(input), modifier, coercion })
 }
 
 /// The name PostgreSQL gives an output column with no alias.
 pub fn column_name(expr: &ast::Expr) -> String {
+    column_name_and_strength(expr).0
+}
+
+/// PostgreSQL's `FigureColnameInternal`: a name and how sure it is — 2 for a column,
+/// function or subquery, 1 for a name made up from the node (`case`, a cast's type), 0 for
+/// none (`?column?`). A cast takes its type's name unless its operand has a strong one, so
+/// `3.5::float8::numeric(10,2)` is `numeric` and `a::text` is `a`.
+fn column_name_and_strength(expr: &ast::Expr) -> (String, u8) {
     use ast::Expr as A;
     match expr {
-        A::Identifier(i) => ident_name(i),
-        A::CompoundIdentifier(parts) => parts.last().map(ident_name).unwrap_or_else(|| "?column?".into()),
-        A::Function(f) => object_name(&f.name).unwrap_or_else(|_| "?column?".into()),
-        A::Cast { expr, data_type, .. } => match expr.as_ref() {
-            A::Value(_) => sql_type(data_type).map(pg_type_short_name).unwrap_or("?column?").to_string(),
-            inner => column_name(inner),
+        A::Identifier(i) => (ident_name(i), 2),
+        A::CompoundIdentifier(parts) => match parts.last() {
+            Some(last) => (ident_name(last), 2),
+            None => ("?column?".into(), 0),
         },
-        A::Nested(inner) | A::Collate { expr: inner, .. } => column_name(inner),
-        A::Case { .. } => "case".into(),
+        A::Function(f) => match object_name(&f.name) {
+            Ok(name) => (name, 2),
+            Err(_) => ("?column?".into(), 0),
+        },
+        A::Cast { expr, data_type, .. } => match column_name_and_strength(expr) {
+            (name, 2) => (name, 2),
+            _ => (cast_type_name(data_type), 1),
+        },
+        A::Nested(inner) | A::Collate { expr: inner, .. } => column_name_and_strength(inner),
+        A::Case { .. } => ("case".into(), 1),
         // PostgreSQL names a scalar subquery's column after the subquery's own column.
         A::Subquery(query) => match query.body.as_ref() {
             ast::SetExpr::Select(select) => match select.projection.first() {
-                Some(ast::SelectItem::UnnamedExpr(e)) => column_name(e),
-                Some(ast::SelectItem::ExprWithAlias { alias, .. }) => ident_name(alias),
-                _ => "?column?".into(),
+                Some(ast::SelectItem::UnnamedExpr(e)) => (column_name(e), 2),
+                Some(ast::SelectItem::ExprWithAlias { alias, .. }) => (ident_name(alias), 2),
+                _ => ("?column?".into(), 2),
             },
-            _ => "?column?".into(),
+            _ => ("?column?".into(), 2),
         },
-        A::Exists { negated: false, .. } => "exists".into(),
-        A::Substring { .. } => "substring".into(),
-        _ => "?column?".into(),
+        A::Exists { negated: false, .. } => ("exists".into(), 2),
+        A::Substring { .. } => ("substring".into(), 2),
+        _ => ("?column?".into(), 0),
     }
+}
+
+/// The last name of a cast's type as PostgreSQL's grammar writes it (`pg_type.typname` for
+/// the SQL-standard spellings: `smallint` is `int2`, `varchar(3)` is `varchar`, `real` is
+/// `float4`); another name as written.
+fn cast_type_name(data_type: &ast::DataType) -> String {
+    use ast::DataType as T;
+    let name = match data_type {
+        T::Int(_) | T::Integer(_) | T::Int4(_) => "int4",
+        T::SmallInt(_) | T::Int2(_) => "int2",
+        T::BigInt(_) | T::Int8(_) => "int8",
+        T::Real | T::Float4 => "float4",
+        T::Float(ast::ExactNumberInfo::Precision(p)) if *p <= 24 => "float4",
+        T::Float8 | T::DoublePrecision | T::Double(_) | T::Float(_) => "float8",
+        T::Numeric(_) | T::Decimal(_) | T::Dec(_) => "numeric",
+        T::Varchar(_) | T::CharacterVarying(_) => "varchar",
+        T::Char(_) | T::Character(_) => "bpchar",
+        T::Text | T::String(_) => "text",
+        T::Boolean | T::Bool => "bool",
+        T::Custom(name, _) => return object_name(name).unwrap_or_else(|_| "?column?".into()),
+        _ => return sql_type(data_type).map(pg_type_short_name).unwrap_or("?column?").to_string(),
+    };
+    name.to_string()
 }
 
 fn pg_type_short_name(t: DataType) -> &'static str {

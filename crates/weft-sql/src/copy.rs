@@ -14,7 +14,7 @@ use std::io::{BufRead, BufReader, BufWriter, Write};
 use sqlparser::ast::{self, CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget};
 use weft_common::parallel::CancelToken;
 use weft_common::{Datum, Error, Result, SqlState};
-use weft_exec::expr::cast::cast_datum;
+use weft_exec::expr::cast::{cast_datum, cast_text_to_modifier};
 use weft_exec::insert_rows;
 
 use crate::api::QueryResult;
@@ -253,7 +253,11 @@ fn build_row(
     let mut row = vec![Datum::Null; types.len()];
     for (field, &column) in record.into_iter().zip(targets) {
         if let Some(text) = field {
-            row[column] = cast_datum(Datum::Text(text), types[column]).map_err(context)?;
+            row[column] = match table.columns[column].type_modifier {
+                Some(modifier) => cast_text_to_modifier(text, modifier),
+                None => cast_datum(Datum::Text(text), types[column]),
+            }
+            .map_err(context)?;
         }
     }
     Ok(row)

@@ -154,7 +154,7 @@ pub fn operator_count(expr: &Expr) -> f64 {
         Expr::Column { .. } | Expr::Literal { .. } | Expr::ScalarSubquery(_) | Expr::Param { .. } => 0.0,
         // Not costed yet: a subplan's plan runs per row.
         Expr::SubPlan { args, .. } => args.iter().map(operator_count).sum(),
-        Expr::Cast { expr, .. } | Expr::Unary { expr, .. } => 1.0 + operator_count(expr),
+        Expr::Cast { expr, .. } | Expr::ApplyModifier { expr, .. } | Expr::Unary { expr, .. } => 1.0 + operator_count(expr),
         Expr::IsNull { expr, .. } => operator_count(expr),
         Expr::Binary { left, right, .. } => 1.0 + operator_count(left) + operator_count(right),
         Expr::Case { whens, otherwise, .. } => {

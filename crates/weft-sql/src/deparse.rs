@@ -181,7 +181,9 @@ fn is_constant(expr: &Expr) -> bool {
         // Its value is known only once the statement runs (EXPLAIN prints `$n`).
         Expr::Column { .. } | Expr::ScalarSubquery(_) | Expr::SubPlan { .. } | Expr::Param { .. } => false,
         Expr::Literal { .. } => true,
-        Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => is_constant(expr),
+        Expr::Cast { expr, .. } | Expr::ApplyModifier { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => {
+            is_constant(expr)
+        }
         Expr::Binary { left, right, .. } => is_constant(left) && is_constant(right),
         Expr::Case { whens, otherwise, .. } => {
             whens.iter().all(|(c, r)| is_constant(c) && is_constant(r)) && otherwise.as_deref().is_none_or(is_constant)
@@ -226,6 +228,17 @@ fn write_expr(expr: &Expr, input: &[ColumnText], out: &mut String) {
             write_expr(expr, input, out);
             out.push_str(")::");
             out.push_str(to.name());
+        }
+        // PostgreSQL's cast to `numeric(6,2)` is one node with the conversion below it.
+        Expr::ApplyModifier { expr, modifier, .. } => {
+            let inner = match expr.as_ref() {
+                Expr::Cast { expr, .. } => expr.as_ref(),
+                other => other,
+            };
+            out.push('(');
+            write_expr(inner, input, out);
+            out.push_str(")::");
+            out.push_str(&modifier.format_type());
         }
         Expr::Binary { op: op @ (BinaryOp::And | BinaryOp::Or), .. } => {
             let mut operands = Vec::new();

@@ -269,7 +269,7 @@ pub(crate) fn explain(
         lines.push(format!("Execution Time: {:.3} ms", millis(execution)));
     }
     let rows = lines.into_iter().map(|l| vec![Datum::Text(l)]).collect();
-    Ok(QueryResult::rows(vec![ColumnInfo { name: "QUERY PLAN".to_string(), data_type: DataType::Text }], rows, "EXPLAIN"))
+    Ok(QueryResult::rows(vec![ColumnInfo { name: "QUERY PLAN".to_string(), data_type: DataType::Text, type_modifier: None }], rows, "EXPLAIN"))
 }
 
 /// An `InitPlan n (returns $m)` section printed under a node: the subquery's tree and

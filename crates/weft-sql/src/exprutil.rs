@@ -12,7 +12,7 @@ pub fn walk(expr: &Expr, f: &mut impl FnMut(&Expr)) {
         Expr::Column { .. } | Expr::Literal { .. } | Expr::ScalarSubquery(_) | Expr::Param { .. } => {}
         // Its arguments are over this expression's row.
         Expr::SubPlan { args, .. } => args.iter().for_each(|a| walk(a, f)),
-        Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => walk(expr, f),
+        Expr::Cast { expr, .. } | Expr::ApplyModifier { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => walk(expr, f),
         Expr::Binary { left, right, .. } => {
             walk(left, f);
             walk(right, f);
@@ -38,7 +38,9 @@ pub fn remap_columns(expr: &mut Expr, map: &BTreeMap<usize, usize>) {
         }
         Expr::Literal { .. } | Expr::ScalarSubquery(_) | Expr::Param { .. } => {}
         Expr::SubPlan { args, .. } => args.iter_mut().for_each(|a| remap_columns(a, map)),
-        Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => remap_columns(expr, map),
+        Expr::Cast { expr, .. } | Expr::ApplyModifier { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => {
+            remap_columns(expr, map)
+        }
         Expr::Binary { left, right, .. } => {
             remap_columns(left, map);
             remap_columns(right, map);
@@ -90,6 +92,9 @@ pub fn substitute_columns(expr: &Expr, values: &[Expr]) -> Expr {
             Expr::SubPlan { subplan: subplan.clone(), args: args.iter().map(|a| substitute_columns(a, values)).collect() }
         }
         Expr::Cast { expr, to } => Expr::Cast { expr: recurse(expr), to: *to },
+        Expr::ApplyModifier { expr, modifier, coercion } => {
+            Expr::ApplyModifier { expr: recurse(expr), modifier: *modifier, coercion: *coercion }
+        }
         Expr::Unary { op, expr, data_type } => Expr::Unary { op: *op, expr: recurse(expr), data_type: *data_type },
         Expr::IsNull { expr, negated } => Expr::IsNull { expr: recurse(expr), negated: *negated },
         Expr::Binary { op, left, right, data_type } => {

@@ -1035,7 +1035,7 @@ fn run_index_check(session: &Session, f: &ast::Function) -> Result<QueryResult> 
     if heapallindexed {
         check_heap_all_indexed(session, &catalog, table, index, &desc, summary.entries)?;
     }
-    let column = ColumnInfo { name: "weft_index_check".into(), data_type: weft_common::DataType::Text };
+    let column = ColumnInfo { name: "weft_index_check".into(), data_type: weft_common::DataType::Text, type_modifier: None };
     Ok(QueryResult::rows(vec![column], vec![vec![Datum::Null]], "SELECT 1"))
 }
 

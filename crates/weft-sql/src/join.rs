@@ -329,7 +329,8 @@ impl Analyzer<'_, '_> {
                 Kind::Right => rkey,
                 Kind::Full => Expr::Coalesce { args: vec![lkey, rkey], data_type },
             };
-            columns.visible.push((ScopeColumn { table: None, name: lcol.name.clone(), data_type }, merged));
+            let type_modifier = lcol.type_modifier.filter(|_| data_type == lexpr.data_type());
+            columns.visible.push((ScopeColumn { table: None, name: lcol.name.clone(), data_type, type_modifier }, merged));
         }
         for (i, col) in left_cols.visible.iter().enumerate() {
             if used_left.contains(&i) { columns.qualified_only.push(col.clone()) } else { columns.visible.push(col.clone()) }

@@ -42,7 +42,7 @@ use crate::planner::{From, PlanContext};
 use crate::returning::{aliased_table_reference, statement_result, Returning, HIDDEN_COLUMN_PREFIX};
 use crate::session::Session;
 use crate::statements::{
-    assignment_coerce, column_default, exec_context, finish_context, insert_rows, is_default_keyword, maintain_indexes,
+    assign_to_column, column_default, exec_context, finish_context, insert_rows, is_default_keyword, maintain_indexes,
     run_query_plan, with_plan_context,
 };
 
@@ -252,7 +252,7 @@ impl Finder<'_> {
         })?;
         let mut scope = table_scope(table, alias);
         let width = scope.columns.len();
-        let hidden = ScopeColumn { table: Some(alias.to_string()), name: format!("{HIDDEN_COLUMN_PREFIX}tid"), data_type: DataType::Int8 };
+        let hidden = ScopeColumn { table: Some(alias.to_string()), name: format!("{HIDDEN_COLUMN_PREFIX}tid"), data_type: DataType::Int8, type_modifier: None };
         scope.columns.push(hidden);
         let from = crate::join::analyze_from_with_target(From { source: Source::Values(rows), scope }, request.from, self.ctx)?;
         let mut bound = self.bind(&from.scope, request)?;
@@ -335,7 +335,7 @@ pub(crate) fn table_scope(table: &TableMeta, alias: &str) -> Scope {
         table
             .columns
             .iter()
-            .map(|c| ScopeColumn { table: Some(alias.to_string()), name: c.name.clone(), data_type: c.data_type })
+            .map(|c| ScopeColumn { table: Some(alias.to_string()), name: c.name.clone(), data_type: c.data_type, type_modifier: c.type_modifier })
             .collect(),
     )
 }
@@ -456,7 +456,7 @@ pub(crate) fn bind_assignments(table: &TableMeta, scope: &Scope, ctx: &PlanConte
             let expr = if is_default_keyword(value) {
                 column_default(ctx, meta)?
             } else {
-                assignment_coerce(Binder::new(scope).planning(ctx).bind(value)?, meta.data_type, &meta.name)?
+                assign_to_column(Binder::new(scope).planning(ctx).bind(value)?, meta)?
             };
             bound.push((column, expr));
         }

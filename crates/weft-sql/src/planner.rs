@@ -20,7 +20,7 @@ use weft_storage::{BufferPool, ForkNumber};
 
 use crate::api::ColumnInfo;
 use crate::window::{contains_window, WindowContext};
-use crate::bind::{column_name, contains_aggregate, ident_name, object_name, AggregateContext, Binder, Scope, ScopeColumn};
+use crate::bind::{column_name, contains_aggregate, ident_name, object_name, output_modifier, AggregateContext, Binder, Scope, ScopeColumn};
 use crate::exprutil::{columns_used, is_volatile, remap_columns};
 use crate::settings::Settings;
 
@@ -324,7 +324,7 @@ fn plan_values(values: &ast::Values, ctx: &PlanContext) -> Result<PlannedQuery> 
                 ex::coerce(expr, data_type, quoted_literal)?
             };
         }
-        columns.push(ColumnInfo { name: format!("column{}", col + 1), data_type });
+        columns.push(ColumnInfo { name: format!("column{}", col + 1), data_type, type_modifier: None });
     }
     let _ = ctx;
     Ok(PlannedQuery {
@@ -377,6 +377,7 @@ pub(crate) fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Resu
                     table: Some(qualifier.clone()),
                     name: renames.get(i).cloned().unwrap_or_else(|| col.name.clone()),
                     data_type: col.data_type,
+                    type_modifier: col.type_modifier,
                 });
             }
             let nblocks = ctx.pool.nblocks(meta.locator(), ForkNumber::Main)?;
@@ -414,6 +415,7 @@ pub(crate) fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Resu
                         table: Some(qualifier.clone()),
                         name: renames.get(i).cloned().unwrap_or_else(|| c.name.clone()),
                         data_type: c.data_type,
+                        type_modifier: c.type_modifier,
                     })
                     .collect(),
             );
@@ -461,7 +463,7 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
     let qualifier = alias.map(|a| ident_name(&a.name)).unwrap_or_else(|| "generate_series".to_string());
     let column = column.unwrap_or_else(|| "generate_series".to_string());
     let label = ScanLabel { alias: alias.map(|a| ident_name(&a.name)), columns: vec![column.clone()] };
-    let scope = Scope::new(vec![ScopeColumn { table: Some(qualifier), name: column, data_type }]);
+    let scope = Scope::new(vec![ScopeColumn { table: Some(qualifier), name: column, data_type, type_modifier: None }]);
     // A NULL bound yields no rows, as the strict function returns nothing.
     let source = match (values[0], values[1], values.get(2).copied().unwrap_or(Some(1))) {
         (Some(start), Some(stop), Some(step)) => {
@@ -622,7 +624,8 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         let mut columns = Vec::with_capacity(items.len());
         for (ast_expr, name) in &items {
             let bound = Binder::new(scope).planning(ctx).windowing(&mut windows).bind(ast_expr)?;
-            columns.push(ColumnInfo { name: name.clone(), data_type: bound.data_type() });
+            let type_modifier = output_modifier(&bound, scope);
+            columns.push(ColumnInfo { name: name.clone(), data_type: bound.data_type(), type_modifier });
             exprs.push(bound);
         }
         // With window functions the pipeline projects their inputs (`window.rs`).
@@ -684,7 +687,9 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     let mut columns = Vec::with_capacity(items.len());
     for (ast_expr, name) in &items {
         let bound = Binder::with_aggregates(scope, &mut aggregates).planning(ctx).windowing(&mut windows).bind(ast_expr)?;
-        columns.push(ColumnInfo { name: name.clone(), data_type: bound.data_type() });
+        // Over grouped rows a column is a group key, not the scope's: only casts keep a modifier.
+        let type_modifier = output_modifier(&bound, &Scope::default());
+        columns.push(ColumnInfo { name: name.clone(), data_type: bound.data_type(), type_modifier });
         outputs.push(bound);
     }
     // With window functions the aggregate's output is their inputs (`window.rs`).

@@ -67,7 +67,7 @@ impl Returning {
                 return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in RETURNING"));
             }
             let bound = Binder::new(scope).planning(ctx).bind(&expr)?;
-            returning.columns.push(ColumnInfo { name, data_type: bound.data_type() });
+            returning.columns.push(ColumnInfo { name, data_type: bound.data_type(), type_modifier: None });
             returning.exprs.push(bound);
         }
         Ok(Some(returning))

@@ -251,7 +251,7 @@ impl Session {
                 name: index.name.clone(),
                 kind: "index".into(),
                 // Key columns are never shown as nullable or not: psql has no such column for an index.
-                columns: key_columns.iter().map(|c| (c.name.clone(), c.data_type.name().to_string(), true)).collect(),
+                columns: key_columns.iter().map(|c| (c.name.clone(), c.type_name(), true)).collect(),
                 storage: key_columns.iter().map(|c| storage_of(c.data_type).to_string()).collect(),
                 definitions: key_columns.iter().map(|c| crate::deparse::quote_identifier(&c.name)).collect(),
                 footer: vec![format!("{kind}, for table \"public.{}\"", table.name)],
@@ -280,7 +280,7 @@ impl Session {
             columns: table
                 .columns
                 .iter()
-                .map(|c| (c.name.clone(), c.data_type.name().to_string(), !c.not_null))
+                .map(|c| (c.name.clone(), c.type_name(), !c.not_null))
                 .collect(),
             storage: table.columns.iter().map(|c| storage_of(c.data_type).to_string()).collect(),
             definitions: Vec::new(),

@@ -50,7 +50,17 @@ pub fn plan_set_operation(
         types.push(ex::common_type(&typed, name)?);
     }
     let columns: Vec<ColumnInfo> =
-        left.columns.iter().zip(&types).map(|(c, &data_type)| ColumnInfo { name: c.name.clone(), data_type }).collect();
+        left
+        .columns
+        .iter()
+        .zip(&right.columns)
+        .zip(&types)
+        .map(|((l, r), &data_type)| {
+            // PostgreSQL keeps a modifier every input has (`select_common_typmod`).
+            let type_modifier = l.type_modifier.filter(|m| r.type_modifier == Some(*m) && data_type == l.data_type);
+            ColumnInfo { name: l.name.clone(), data_type, type_modifier }
+        })
+        .collect();
     let left_plan = cast_to(left, &types, &left_unknown)?;
     let right_plan = cast_to(right, &types, &right_unknown)?;
     let plan = match operator {

@@ -4,13 +4,13 @@ use sqlparser::ast::{self, ObjectType, Statement};
 use weft_access::catalog::{ColumnMeta, IndexConstraint, SequenceMeta, TableMeta};
 use weft_common::parallel::CancelToken;
 use weft_common::tuple::RowLayout;
-use weft_common::{DataType, Datum, Error, Result, SqlState};
+use weft_common::{Coercion, DataType, Datum, Error, Result, SqlState, TypeModifier};
 use weft_exec::expr::{self as ex, Expr};
 use weft_exec::plan::{Pipeline, Plan, ScanLabel, Source, Step};
 use weft_exec::{execute as run_plan, execute_insert, ExecContext, InsertTarget};
 
 use crate::api::{ColumnInfo, QueryResult};
-use crate::bind::{ident_name, is_null_literal, object_name, sql_type, Binder, Scope};
+use crate::bind::{coerce_to_modifier, ident_name, is_null_literal, object_name, sql_type_modified, Binder, Scope};
 use crate::constraints::ConstraintDef;
 use crate::database::{Database, WriteTxn};
 use crate::settings::Settings;
@@ -263,18 +263,23 @@ fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<K
         // serial types: an integer column drawing its default from a sequence of its own.
         let serial = match &def.data_type {
             ast::DataType::Custom(type_name, _) => match type_name.to_string().to_ascii_lowercase().as_str() {
-                "serial" | "serial4" | "smallserial" | "serial2" => Some(DataType::Int4),
-                "bigserial" | "serial8" => Some(DataType::Int8),
+                "serial" | "serial4" => Some((DataType::Int4, None)),
+                "smallserial" | "serial2" => Some((DataType::Int4, Some(TypeModifier::SmallInt))),
+                "bigserial" | "serial8" => Some((DataType::Int8, None)),
                 _ => None,
             },
             _ => None,
         };
-        let data_type = match serial {
-            Some(data_type) => {
+        let (data_type, type_modifier) = match serial {
+            Some(declared) => {
                 serials.push(columns.len());
-                data_type
+                declared
             }
-            None => sql_type(&def.data_type)?,
+            None => sql_type_modified(&def.data_type)?,
+        };
+        let type_name = match type_modifier {
+            Some(modifier) => modifier.base_type_name(),
+            None => data_type.name(),
         };
         let mut not_null = serial.is_some();
         let mut default = None;
@@ -300,17 +305,23 @@ fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<K
                         _ => e,
                     })?;
                     let from = bound.data_type();
-                    let coerced = assignment_coerce(bound, data_type, &name).map_err(|e| match e.sqlstate {
+                    let coerced = assignment_coerce(bound, data_type, type_modifier, &name).map_err(|e| match e.sqlstate {
                         SqlState::DATATYPE_MISMATCH => Error::new(
                             SqlState::DATATYPE_MISMATCH,
-                            format!("column \"{name}\" is of type {} but default expression is of type {}", data_type.name(), from.name()),
+                            format!("column \"{name}\" is of type {type_name} but default expression is of type {}", from.name()),
                         )
                         .with_hint("You will need to rewrite or cast the expression."),
                         _ => e,
                     })?;
-                    // A quoted literal is read as the column's type now, as PostgreSQL does.
+                    // A quoted literal is read as the column's type now, as PostgreSQL does;
+                    // a length or precision is checked only when a row takes the default
+                    // (`smallint`, a type of its own in PostgreSQL, is read as one now).
                     if matches!(expr, ast::Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_))) {
-                        coerced.eval(&[], &weft_exec::expr::EvalContext::default())?;
+                        let read = match &coerced {
+                            Expr::ApplyModifier { expr, modifier, .. } if *modifier != TypeModifier::SmallInt => expr.as_ref(),
+                            other => other,
+                        };
+                        read.eval(&[], &weft_exec::expr::EvalContext::default())?;
                     }
                     default = Some(expr.to_string());
                 }
@@ -334,7 +345,7 @@ fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<K
                 "multiple default values specified for column \"{name}\" of table"
             )));
         }
-        columns.push(ColumnMeta { name, data_type, not_null, default });
+        columns.push(ColumnMeta { name, data_type, not_null, default, type_modifier });
     }
     Ok((columns, keys, constraints, serials))
 }
@@ -345,7 +356,11 @@ fn add_serial_sequences(txn: &mut WriteTxn, name: &str, columns: &mut [ColumnMet
     for &i in serials {
         let column = &mut columns[i];
         let seq_name = crate::indexes::generated_name(&txn.catalog, name, std::slice::from_ref(&column.name), "seq");
-        let max_value = if column.data_type == DataType::Int4 { i32::MAX as i64 } else { i64::MAX };
+        let max_value = match (column.data_type, column.type_modifier) {
+            (_, Some(TypeModifier::SmallInt)) => i16::MAX as i64,
+            (DataType::Int4, _) => i32::MAX as i64,
+            _ => i64::MAX,
+        };
         txn.catalog.sequences.insert(
             seq_name.clone(),
             SequenceMeta {
@@ -408,7 +423,7 @@ fn create_table_as(
         if columns.iter().any(|c| c.name == name) {
             return Err(Error::new(SqlState::DUPLICATE_COLUMN, format!("column \"{name}\" specified more than once")));
         }
-        columns.push(ColumnMeta { name, data_type: col.data_type, not_null: false, default: None });
+        columns.push(ColumnMeta { name, data_type: col.data_type, not_null: false, default: None, type_modifier: col.type_modifier });
     }
     let table = add_table(session, txn, name, columns)?;
     let target = insert_target_for(&table, txn.xid);
@@ -507,25 +522,37 @@ pub(crate) fn column_default(ctx: &PlanContext, column: &ColumnMeta) -> Result<E
         .and_then(|mut parser| parser.parse_expr())
         .map_err(|e| Error::internal(format!("stored default of column \"{}\" does not parse: {e}", column.name)))?;
     let bound = Binder::new(&Scope::default()).planning(ctx).bind(&parsed)?;
-    assignment_coerce(bound, column.data_type, &column.name)
+    assign_to_column(bound, column)
+}
+
+/// [`assignment_coerce`] into a catalog column, with its type modifier.
+pub(crate) fn assign_to_column(expr: Expr, column: &ColumnMeta) -> Result<Expr> {
+    assignment_coerce(expr, column.data_type, column.type_modifier, &column.name)
 }
 
 /// PostgreSQL's assignment coercion of a value into a column of type `to`.
-pub(crate) fn assignment_coerce(expr: Expr, to: DataType, column: &str) -> Result<Expr> {
+/// With a type modifier (`numeric(6,2)`, `varchar(3)`, `smallint`) the value is then
+/// rounded, checked or refused by it (`Coercion::Assignment`: a long string is an error).
+pub(crate) fn assignment_coerce(expr: Expr, to: DataType, modifier: Option<TypeModifier>, column: &str) -> Result<Expr> {
     let from = expr.data_type();
-    if from == to {
-        return Ok(expr);
-    }
     if is_null_literal(&expr) {
         return Ok(Expr::Literal { value: Datum::Null, data_type: to });
     }
     let string_literal = matches!(expr, Expr::Literal { value: Datum::Text(_), .. });
-    if string_literal || (from.is_numeric_family() && to.is_numeric_family()) || to == DataType::Text {
-        return ex::coerce(expr, to, true);
+    if from == to || string_literal || (from.is_numeric_family() && to.is_numeric_family()) || to == DataType::Text {
+        return match modifier {
+            Some(modifier) => coerce_to_modifier(expr, modifier, Coercion::Assignment),
+            None if from == to => Ok(expr),
+            None => ex::coerce(expr, to, true),
+        };
     }
+    let type_name = match modifier {
+        Some(modifier) => modifier.base_type_name(),
+        None => to.name(),
+    };
     Err(Error::new(
         SqlState::DATATYPE_MISMATCH,
-        format!("column \"{column}\" is of type {} but expression is of type {}", to.name(), from.name()),
+        format!("column \"{column}\" is of type {type_name} but expression is of type {}", from.name()),
     )
     .with_hint("You will need to rewrite or cast the expression."))
 }
@@ -606,7 +633,12 @@ pub(crate) fn insert_scope(table: &TableMeta, insert: &ast::Insert) -> Scope {
         table
             .columns
             .iter()
-            .map(|c| crate::bind::ScopeColumn { table: Some(qualifier.clone()), name: c.name.clone(), data_type: c.data_type })
+            .map(|c| crate::bind::ScopeColumn {
+                table: Some(qualifier.clone()),
+                name: c.name.clone(),
+                data_type: c.data_type,
+                type_modifier: c.type_modifier,
+            })
             .collect(),
     )
 }
@@ -727,7 +759,7 @@ pub(crate) fn insert_plan(session: &Session, catalog: &weft_access::Catalog, tab
                         continue;
                     }
                     let bound = Binder::new(&scope).planning(ctx).bind(value)?;
-                    full[column] = assignment_coerce(bound, meta.data_type, &meta.name)?;
+                    full[column] = assign_to_column(bound, meta)?;
                 }
                 rows.push(full);
             }
@@ -743,7 +775,7 @@ pub(crate) fn insert_plan(session: &Session, catalog: &weft_access::Catalog, tab
     for (index, (&column, info)) in targets.iter().zip(&planned.columns).enumerate() {
         let meta = &table.columns[column];
         let input = Expr::Column { index, data_type: info.data_type };
-        projection[column] = assignment_coerce(input, meta.data_type, &meta.name)?;
+        projection[column] = assign_to_column(input, meta)?;
     }
     // PostgreSQL's name for the SELECT of an INSERT, should it show as a subquery scan.
     let label = ScanLabel { alias: Some("*SELECT*".to_string()), columns: planned.columns.iter().map(|c| c.name.clone()).collect() };
@@ -824,7 +856,7 @@ fn show(session: &mut Session, variable: &[ast::Ident]) -> Result<QueryResult> {
     if name.eq_ignore_ascii_case("all") {
         let columns = ["name", "setting", "description"]
             .iter()
-            .map(|n| ColumnInfo { name: n.to_string(), data_type: DataType::Text })
+            .map(|n| ColumnInfo { name: n.to_string(), data_type: DataType::Text, type_modifier: None })
             .collect();
         let rows = session
             .settings
@@ -836,6 +868,6 @@ fn show(session: &mut Session, variable: &[ast::Ident]) -> Result<QueryResult> {
         return Ok(QueryResult::rows(columns, rows, tag));
     }
     let value = session.settings.show(&name)?;
-    let column = ColumnInfo { name: name.to_lowercase(), data_type: DataType::Text };
+    let column = ColumnInfo { name: name.to_lowercase(), data_type: DataType::Text, type_modifier: None };
     Ok(QueryResult::rows(vec![column], vec![vec![Datum::Text(value)]], "SHOW"))
 }

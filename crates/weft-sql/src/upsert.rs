@@ -125,7 +125,7 @@ impl BoundAction {
     ) -> Result<BoundAction> {
         let mut scope = target_scope.clone();
         scope.columns.extend(
-            table.columns.iter().map(|c| ScopeColumn { table: Some(EXCLUDED.to_string()), name: c.name.clone(), data_type: c.data_type }),
+            table.columns.iter().map(|c| ScopeColumn { table: Some(EXCLUDED.to_string()), name: c.name.clone(), data_type: c.data_type, type_modifier: c.type_modifier }),
         );
         let assignments = bind_assignments(table, &scope, ctx, &action.assignments)?;
         let condition = action.selection.as_ref().map(|c| bind_condition(session, cancel, &scope, ctx, c)).transpose()?;

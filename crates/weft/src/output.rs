@@ -314,7 +314,7 @@ mod tests {
     use weft_sql::ColumnInfo;
 
     fn column(name: &str, data_type: DataType) -> ColumnInfo {
-        ColumnInfo { name: name.to_string(), data_type }
+        ColumnInfo { name: name.to_string(), data_type, type_modifier: None }
     }
 
     /// `select 1 as a, 'xx'::text as bb, null::int as c, 1.5::float8 as d`

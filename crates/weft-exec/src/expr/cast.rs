@@ -19,7 +19,7 @@
 //!    other type → text is its output function.
 
 use weft_common::types::format_float8;
-use weft_common::{DataType, Datum, Error, Numeric, Result, SqlState};
+use weft_common::{Coercion, DataType, Datum, Error, Numeric, Result, SqlState, TypeModifier};
 
 /// Converts `value` to type `to` exactly as PostgreSQL's cast would. NULL stays NULL.
 pub fn cast_datum(value: Datum, to: DataType) -> Result<Datum> {
@@ -224,4 +224,27 @@ fn float8_to_decimal_15(v: f64) -> String {
 /// float8 text output (`float8out` with `extra_float_digits = 1`).
 pub fn float8_to_text(v: f64) -> String {
     format_float8(v)
+}
+
+/// A text field read as a type with a modifier (COPY FROM): the type's input function with
+/// the modifier, as PostgreSQL's `numeric_in` / `varchar_input` / `int2in` take it — a long
+/// string is refused unless the excess is spaces.
+pub fn cast_text_to_modifier(text: String, modifier: TypeModifier) -> Result<Datum> {
+    match modifier {
+        TypeModifier::SmallInt => small_int_from_text(&text),
+        _ => modifier.apply(cast_datum(Datum::Text(text), modifier.storage_type())?, Coercion::Assignment),
+    }
+}
+
+/// PostgreSQL's `int2in`, through `int8`'s reader.
+pub(crate) fn small_int_from_text(text: &str) -> Result<Datum> {
+    let out_of_range = || Error::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, format!("value \"{text}\" is out of range for type smallint"));
+    match cast_datum(Datum::Text(text.to_string()), DataType::Int8) {
+        Ok(value) => TypeModifier::SmallInt.apply(value, Coercion::Assignment).map_err(|_| out_of_range()),
+        Err(error) if error.sqlstate == SqlState::NUMERIC_VALUE_OUT_OF_RANGE => Err(out_of_range()),
+        Err(mut error) => {
+            error.message = error.message.replacen("type bigint", "type smallint", 1);
+            Err(error)
+        }
+    }
 }

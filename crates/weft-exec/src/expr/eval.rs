@@ -18,7 +18,7 @@
 use std::borrow::Cow;
 use std::cmp::Ordering;
 
-use weft_common::{DataType, Datum, Error, Numeric, Result, SqlState};
+use weft_common::{Coercion, DataType, Datum, Error, Numeric, Result, SqlState, TypeModifier};
 
 use super::cast::cast_datum;
 use super::compare::compare_datums;
@@ -34,6 +34,7 @@ impl Expr {
                 .ok_or_else(|| Error::internal(format!("column {index} out of range for a row of {}", row.len()))),
             Expr::Literal { value, .. } => Ok(value.clone()),
             Expr::Cast { expr, to } => cast_datum(expr.eval(row, ctx)?, *to),
+            Expr::ApplyModifier { expr, modifier, coercion } => eval_modifier(expr, *modifier, *coercion, row, ctx),
             Expr::Binary { op: BinaryOp::And, left, right, .. } => eval_and(left, right, row, ctx),
             Expr::Binary { op: BinaryOp::Or, left, right, .. } => eval_or(left, right, row, ctx),
             Expr::Binary { op, left, right, .. } => {
@@ -118,6 +119,7 @@ impl Expr {
             | Expr::Function { data_type, .. }
             | Expr::Param { data_type, .. } => *data_type,
             Expr::Cast { to, .. } => *to,
+            Expr::ApplyModifier { modifier, .. } => modifier.storage_type(),
             Expr::IsNull { .. } => DataType::Bool,
             Expr::ScalarSubquery(init_plan) => init_plan.data_type,
             Expr::SubPlan { subplan, .. } => subplan.data_type,
@@ -128,6 +130,24 @@ impl Expr {
     pub fn is_null_literal(&self) -> bool {
         matches!(self, Expr::Literal { value: Datum::Null, .. })
     }
+}
+
+/// A type modifier over its input. A `smallint` cast's input is the value cast to `int8`,
+/// or the text itself (so `99999.5` and `'40000'` reach the range check whole); errors then
+/// name the type the user wrote, as PostgreSQL's `int2` input and casts do.
+fn eval_modifier(expr: &Expr, modifier: TypeModifier, coercion: Coercion, row: &[Datum], ctx: &EvalContext) -> Result<Datum> {
+    if modifier != TypeModifier::SmallInt {
+        return modifier.apply(expr.eval(row, ctx)?, coercion);
+    }
+    let value = match expr.eval(row, ctx) {
+        Ok(Datum::Text(text)) => return super::cast::small_int_from_text(&text),
+        Ok(value) => value,
+        Err(error) if error.sqlstate == SqlState::NUMERIC_VALUE_OUT_OF_RANGE && error.message == "bigint out of range" => {
+            return Err(Error::out_of_range("smallint"));
+        }
+        Err(error) => return Err(error),
+    };
+    modifier.apply(value, coercion)
 }
 
 fn eval_and(left: &Expr, right: &Expr, row: &[Datum], ctx: &EvalContext) -> Result<Datum> {

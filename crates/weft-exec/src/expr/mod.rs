@@ -44,7 +44,7 @@
 //! - string literals reach the resolvers typed `text`, so PostgreSQL's `unknown`-literal
 //!   coercion (`hashint4('5')`) does not happen; only `NULL` literals are untyped.
 
-use weft_common::{DataType, Datum};
+use weft_common::{Coercion, DataType, Datum, TypeModifier};
 
 pub mod cast;
 pub mod compare;
@@ -80,6 +80,10 @@ pub enum Expr {
     /// A constant; `Datum::Null` carries its type here.
     Literal { value: Datum, data_type: DataType },
     Cast { expr: Box<Expr>, to: DataType },
+    /// A type modifier applied to a value of its storage type (or `int8` for `smallint`):
+    /// a cast to `numeric(6,2)` / `varchar(3)` / `smallint`, or a store into a column so
+    /// declared (`weft_common::typmod`). Its type is the modifier's storage type.
+    ApplyModifier { expr: Box<Expr>, modifier: TypeModifier, coercion: Coercion },
     Binary { op: BinaryOp, left: Box<Expr>, right: Box<Expr>, data_type: DataType },
     Unary { op: UnaryOp, expr: Box<Expr>, data_type: DataType },
     IsNull { expr: Box<Expr>, negated: bool },

@@ -91,7 +91,7 @@ impl Expr {
         match self {
             Expr::Column { .. } | Expr::Literal { .. } | Expr::ScalarSubquery(_) | Expr::Param { .. } => {}
             Expr::SubPlan { args, .. } => args.iter().for_each(|a| a.for_each_node(f)),
-            Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => expr.for_each_node(f),
+            Expr::Cast { expr, .. } | Expr::ApplyModifier { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => expr.for_each_node(f),
             Expr::Binary { left, right, .. } => {
                 left.for_each_node(f);
                 right.for_each_node(f);
