@@ -887,7 +887,7 @@ impl<'a> Binder<'a> {
             _ => {}
         }
         if name == "generate_series" {
-            return Err(Error::not_supported("generate_series is supported only in FROM"));
+            return Err(Error::not_supported("generate_series outside FROM is supported only in a select list, with bounds that read no column and without aggregates"));
         }
         ex::resolve_function(&name, args)
     }

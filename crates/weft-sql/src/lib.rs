@@ -25,6 +25,7 @@ mod selectivity;
 mod sequences;
 mod session;
 mod setop;
+mod srf;
 pub mod settings;
 mod statements;
 mod subplan;

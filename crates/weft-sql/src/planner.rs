@@ -478,6 +478,9 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
 }
 
 fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanContext) -> Result<PlannedQuery> {
+    if let Some(moved) = crate::srf::move_series_to_from(select) {
+        return plan_select(&moved, order_by, ctx);
+    }
     let (distinct, distinct_on) = match &select.distinct {
         None | Some(ast::Distinct::All) => (false, None),
         Some(ast::Distinct::Distinct) => (true, None),

@@ -1,6 +1,7 @@
 //! Forms weft once refused, compared with PostgreSQL 15: `BETWEEN SYMMETRIC`, `GROUP BY
 //! ()`, `op ANY | ALL` over `ARRAY[...]` and array literals (also as an index condition),
-//! and LIMIT / OFFSET given by expressions and scalar subqueries. NULLs, empty tables and
+//! LIMIT / OFFSET given by expressions and scalar subqueries, and generate_series in a
+//! select list. NULLs, empty tables and
 //! PostgreSQL's errors (by SQLSTATE and message) included; each query serial, with
 //! parallel workers forced, and at a tiny work_mem.
 
@@ -70,6 +71,15 @@ const QUERIES: &[&str] = &[
     "SELECT a, count(*) FROM t GROUP BY a ORDER BY a LIMIT (SELECT 4) OFFSET 2",
     "SELECT id FROM e ORDER BY id LIMIT (SELECT 1)",
     "SELECT id, (SELECT count(*) FROM (SELECT 1 FROM t t2 ORDER BY id LIMIT t.a) s) FROM t WHERE id < 30 ORDER BY id",
+    // generate_series in the select list, with bounds that read no column.
+    "SELECT generate_series(1, 5)",
+    "SELECT generate_series(1, 10, 3) * 2, 'x', generate_series(1, 10, 3)",
+    "SELECT id, generate_series(1, 2) AS k FROM t WHERE id < 5",
+    "SELECT DISTINCT generate_series(1, 3) FROM t",
+    "SELECT generate_series(5, 1, -2) g ORDER BY 1",
+    "SELECT s, generate_series(1, 2) FROM (SELECT DISTINCT s FROM t) d ORDER BY 1, 2",
+    "SELECT count(*) FROM (SELECT generate_series(1, 3) FROM t) s",
+    "SELECT generate_series(1, NULL::int)",
 ];
 
 const ERRORS_WITH_SQLSTATE: &[&str] = &[

@@ -1,0 +1,117 @@
+//! `generate_series(...)` in a select list, as in `INSERT INTO t SELECT generate_series(1,
+//! 1000), 'x'`. PostgreSQL's ProjectSet emits, for each input row, one row per value of
+//! the series; when the series' bounds read no column, that is the input cross joined with
+//! the series in FROM. The select is rewritten so: the calls become a column of a series
+//! added to FROM under a name no user writes, and each item keeps the output name it had
+//! (`generate_series`, or `?column?` for `generate_series(1, 3) * 2`). Bounds that read
+//! columns (PostgreSQL's LATERAL case), different series in one list, and calls inside
+//! aggregates are left alone, and binding reports them as not supported.
+
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{self, VisitMut, VisitorMut};
+
+use crate::bind::column_name;
+
+/// The FROM name of the series a select list's calls were moved to.
+const SERIES_ALIAS: &str = "?series";
+
+/// `select` with its select-list `generate_series` calls moved to FROM, or `None` when it
+/// has none that can move.
+pub(crate) fn move_series_to_from(select: &ast::Select) -> Option<ast::Select> {
+    // Aggregates and window functions run before PostgreSQL's ProjectSet: a series beside
+    // them would multiply their input here.
+    let grouped = select.having.is_some()
+        || !matches!(&select.group_by, ast::GroupByExpr::Expressions(e, _) if e.is_empty())
+        || select.projection.iter().any(|item| match item {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+                crate::bind::contains_aggregate(e) || crate::window::contains_window(e)
+            }
+            _ => false,
+        });
+    if grouped {
+        return None;
+    }
+    let mut finder = SeriesCalls::default();
+    let mut projection = select.projection.clone();
+    let _ = projection.visit(&mut finder);
+    let call = finder.call.filter(|_| !finder.refused)?;
+    let ast::FunctionArguments::List(list) = &call.args else { return None };
+    let args: Vec<String> = list.args.iter().map(|a| a.to_string()).collect();
+    let sql = format!("SELECT 1 FROM generate_series({}) AS \"{SERIES_ALIAS}\"(generate_series)", args.join(", "));
+    let parsed = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, &sql).ok()?;
+    let ast::Statement::Query(query) = parsed.into_iter().next()? else { return None };
+    let ast::SetExpr::Select(series_select) = *query.body else { return None };
+    let series = series_select.from.into_iter().next()?;
+
+    let mut rewritten = select.clone();
+    rewritten.projection = select
+        .projection
+        .iter()
+        .zip(projection)
+        .map(|(original, moved)| match (original, moved) {
+            // Keep the name the item had before its call became a column.
+            (ast::SelectItem::UnnamedExpr(before), ast::SelectItem::UnnamedExpr(after)) if before != &after => {
+                ast::SelectItem::ExprWithAlias { expr: after, alias: ast::Ident::with_quote('"', column_name(before)) }
+            }
+            (_, moved) => moved,
+        })
+        .collect();
+    rewritten.from.push(series);
+    Some(rewritten)
+}
+
+/// Finds the select list's `generate_series` calls and replaces each by the series column.
+#[derive(Default)]
+struct SeriesCalls {
+    call: Option<ast::Function>,
+    /// Subqueries entered (their calls are their own).
+    depth: usize,
+    /// A call that cannot move: bounds that read columns, or a second, different series.
+    refused: bool,
+}
+
+impl VisitorMut for SeriesCalls {
+    type Break = ();
+
+    fn pre_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
+        self.depth += 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
+        self.depth -= 1;
+        ControlFlow::Continue(())
+    }
+
+    fn post_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<()> {
+        let ast::Expr::Function(f) = expr else { return ControlFlow::Continue(()) };
+        if self.depth > 0 || !is_series(f) {
+            return ControlFlow::Continue(());
+        }
+        if reads_columns(f) || self.call.as_ref().is_some_and(|c| c != f) {
+            self.refused = true;
+            return ControlFlow::Continue(());
+        }
+        self.call = Some(f.clone());
+        *expr = ast::Expr::CompoundIdentifier(vec![ast::Ident::with_quote('"', SERIES_ALIAS), ast::Ident::new("generate_series")]);
+        ControlFlow::Continue(())
+    }
+}
+
+fn is_series(f: &ast::Function) -> bool {
+    matches!(f.name.0.as_slice(), [part] if part.as_ident().is_some_and(|i| i.value.eq_ignore_ascii_case("generate_series") && i.quote_style.is_none()))
+}
+
+/// Do the call's arguments read a column or run a subquery?
+fn reads_columns(f: &ast::Function) -> bool {
+    let mut reads = false;
+    let _ = ast::visit_expressions(&f.args, |e| {
+        reads |= matches!(
+            e,
+            ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) | ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. }
+        );
+        ControlFlow::<()>::Continue(())
+    });
+    reads
+}
