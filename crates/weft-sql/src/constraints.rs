@@ -212,17 +212,7 @@ fn bind_check(table: &TableMeta, expr: &ast::Expr) -> Result<Expr> {
         return Err(Error::new(SqlState("42P20"), "window functions are not allowed in check constraints"));
     }
     let scope = crate::modify::table_scope(table, &table.name);
-    let bound = Binder::new(&scope).bind(expr)?;
-    if crate::bind::is_null_literal(&bound) {
-        return Ok(Expr::Literal { value: Datum::Null, data_type: DataType::Bool });
-    }
-    if bound.data_type() != DataType::Bool {
-        return Err(Error::new(
-            SqlState::DATATYPE_MISMATCH,
-            format!("argument of CHECK must be type boolean, not type {}", bound.data_type().name()),
-        ));
-    }
-    Ok(bound)
+    crate::planner::require_bool(Binder::new(&scope).bind(expr)?, "CHECK")
 }
 
 /// A stored CHECK bound again (its text was checked when it was added).
