@@ -13,11 +13,11 @@
 //!   find a row live for the writer through the referenced table's unique index.
 //! - Referenced side, after a DELETE or UPDATE: the keys of the rows it removed — less
 //!   those a live row still holds, for NO ACTION — must not be held by a referencing row.
-//!   `ON DELETE CASCADE` deletes such rows, `SET NULL` / `SET DEFAULT` write new versions
-//!   of them; both go through the same checks, so chains of references cascade.
+//!   `ON DELETE CASCADE` deletes such rows, `ON UPDATE CASCADE` gives them the new key,
+//!   `SET NULL` / `SET DEFAULT` write new versions of them; all go through the same checks,
+//!   so chains of references cascade.
 //!
-//! Not supported (0A000 when declared): `ON UPDATE` actions other than NO ACTION and
-//! RESTRICT, MATCH FULL / PARTIAL, DEFERRABLE, NOT VALID.
+//! Not supported (0A000 when declared): MATCH FULL / PARTIAL, DEFERRABLE, NOT VALID.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -98,10 +98,6 @@ impl ConstraintDef {
             return Err(Error::not_supported("DEFERRABLE foreign keys are not supported"));
         }
         let on_update = action(fk.on_update.as_ref());
-        if on_update == ReferentialAction::Cascade {
-            let sql = on_update.sql().unwrap_or_default();
-            return Err(Error::not_supported(format!("ON UPDATE {sql} is not supported yet")));
-        }
         Ok(ConstraintDef::ForeignKey {
             name: fk.name.as_ref().map(ident_name).or(option_name),
             columns: fk.columns.iter().map(ident_name).collect(),
@@ -293,10 +289,22 @@ fn referencing_keys(session: &Session, txn: &WriteTxn, table: &TableMeta, fk: &F
 }
 
 /// Why referenced rows went away: the referencing side's `ON DELETE` or `ON UPDATE` applies.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Removal {
+#[derive(Clone, Copy)]
+pub(crate) enum Removal<'a> {
     Delete,
-    Update,
+    /// The new versions, in the order of the removed rows.
+    Update(&'a [Vec<Datum>]),
+}
+
+/// Is `table` referenced by a foreign key (so its removed rows must be checked)?
+pub(crate) fn is_referenced(catalog: &weft_access::Catalog, table: &str) -> bool {
+    !referenced_by(catalog, table).is_empty()
+}
+
+/// A removed key of a foreign key, and for ON UPDATE CASCADE the key that replaced it.
+struct LostKey {
+    old: Vec<Datum>,
+    new: Option<Vec<Datum>>,
 }
 
 /// After a DELETE or UPDATE of `table` removed the rows at `removed` (their old versions,
@@ -313,18 +321,23 @@ pub(crate) fn check_removed_rows(session: &Session, txn: &mut WriteTxn, table: &
         return Ok(());
     }
     let layout = RowLayout::new(&table.column_types());
-    let mut old_rows = Vec::with_capacity(removed.len());
-    for &tid in removed {
+    // (old version, new version) of each removed row.
+    let mut pairs: Vec<(Vec<Datum>, Option<&Vec<Datum>>)> = Vec::with_capacity(removed.len());
+    for (i, &tid) in removed.iter().enumerate() {
         if let Some(row) = heap::fetch(&session.db.pool, table.locator(), tid, |_, row| layout.decode(row))? {
-            old_rows.push(row);
+            let new = match kind {
+                Removal::Delete => None,
+                Removal::Update(new_rows) => new_rows.get(i),
+            };
+            pairs.push((row, new));
         }
     }
     for (child_name, fks) in referencing {
-        // Per foreign key: its rule here and the keys it lost, sorted and distinct.
-        let mut lost: Vec<(ForeignKeyMeta, ReferentialAction, Vec<Vec<Datum>>)> = Vec::new();
+        // Per foreign key: its rule here and the keys it lost, sorted by the old key.
+        let mut lost: Vec<(ForeignKeyMeta, ReferentialAction, Vec<LostKey>)> = Vec::new();
         for fk in fks {
-            let rule = if kind == Removal::Delete { fk.on_delete } else { fk.on_update };
-            let keys = removed_keys(session, txn, table, &fk, rule, &old_rows)?;
+            let rule = if matches!(kind, Removal::Delete) { fk.on_delete } else { fk.on_update };
+            let keys = removed_keys(session, txn, table, &fk, rule, &pairs)?;
             if !keys.is_empty() {
                 lost.push((fk, rule, keys));
             }
@@ -338,9 +351,7 @@ pub(crate) fn check_removed_rows(session: &Session, txn: &mut WriteTxn, table: &
         for_each_live_row(session, txn, &child, cancel, |tid, row| {
             for (fk, rule, keys) in &lost {
                 let Some(key) = referenced_key(key_values(fk, row), &referenced_types(txn, fk)?) else { continue };
-                if keys.binary_search_by(|k| compare_keys(k, &key)).is_err() {
-                    continue;
-                }
+                let Ok(at) = keys.binary_search_by(|k| compare_keys(&k.old, &key)) else { continue };
                 let still_referenced = || {
                     Error::new(
                         SqlState::FOREIGN_KEY_VIOLATION,
@@ -348,12 +359,18 @@ pub(crate) fn check_removed_rows(session: &Session, txn: &mut WriteTxn, table: &
                     )
                     .with_detail(format!("Key {} is still referenced from table \"{}\".", key_text(table, &fk.ref_columns, &key), child.name))
                 };
-                match rule {
-                    ReferentialAction::NoAction | ReferentialAction::Restrict => return Err(still_referenced()),
-                    ReferentialAction::Cascade => {
+                match (rule, &keys[at].new) {
+                    (ReferentialAction::NoAction | ReferentialAction::Restrict, _) => return Err(still_referenced()),
+                    (ReferentialAction::Cascade, None) => {
                         deleted.insert(tid);
                     }
-                    ReferentialAction::SetNull | ReferentialAction::SetDefault => {
+                    (ReferentialAction::Cascade, Some(new_key)) => {
+                        let new_row = changed.entry(tid).or_insert_with(|| row.to_vec());
+                        for (&c, value) in fk.columns.iter().zip(new_key) {
+                            new_row[c] = in_column_type(value, child.columns[c].data_type)?;
+                        }
+                    }
+                    (ReferentialAction::SetNull | ReferentialAction::SetDefault, _) => {
                         let new_row = changed.entry(tid).or_insert_with(|| row.to_vec());
                         for &c in &fk.columns {
                             new_row[c] = if *rule == ReferentialAction::SetNull { Datum::Null } else { column_default_value(session, txn, &child, c)? };
@@ -361,7 +378,7 @@ pub(crate) fn check_removed_rows(session: &Session, txn: &mut WriteTxn, table: &
                         // A default that is the removed key itself still references it
                         // (PostgreSQL then fails as NO ACTION does).
                         let default_key = referenced_key(key_values(fk, new_row), &referenced_types(txn, fk)?);
-                        if default_key.is_some_and(|d| keys.binary_search_by(|k| compare_keys(k, &d)).is_ok()) {
+                        if default_key.is_some_and(|d| keys.binary_search_by(|k| compare_keys(&k.old, &d)).is_ok()) {
                             return Err(still_referenced());
                         }
                     }
@@ -385,34 +402,59 @@ pub(crate) fn check_removed_rows(session: &Session, txn: &mut WriteTxn, table: &
         if !changed.is_empty() {
             let (tids, rows): (Vec<Tid>, Vec<Vec<Datum>>) = changed.into_iter().unzip();
             let updated = txn.catalog.table(&child.name)?.clone();
-            crate::modify::write_rows(session, txn, &updated, rows, &Replacements::in_order(&tids), cancel)?;
-            check_removed_rows(session, txn, &updated, &tids, Removal::Update, cancel)?;
+            crate::modify::write_rows(session, txn, &updated, rows.clone(), &Replacements::in_order(&tids), cancel)?;
+            check_removed_rows(session, txn, &updated, &tids, Removal::Update(&rows), cancel)?;
         }
     }
     Ok(())
 }
 
-/// The keys of `fk` the rows `old_rows` of `table` held, sorted and distinct, none with a
-/// NULL: under any rule but RESTRICT, less those a row live for the writer still holds.
-fn removed_keys(session: &Session, txn: &WriteTxn, table: &TableMeta, fk: &ForeignKeyMeta, rule: ReferentialAction, old_rows: &[Vec<Datum>]) -> Result<Vec<Vec<Datum>>> {
-    let mut keys: Vec<Vec<Datum>> = old_rows
-        .iter()
-        .map(|row| fk.ref_columns.iter().map(|&c| row[c].clone()).collect::<Vec<_>>())
-        .filter(|k| !k.iter().any(Datum::is_null))
-        .collect();
-    keys.sort_by(|a, b| compare_keys(a, b));
-    keys.dedup_by(|a, b| compare_keys(a, b).is_eq());
-    if rule == ReferentialAction::Restrict {
+/// The keys of `fk` that the removed rows (`pairs`: old and, for an UPDATE, new version)
+/// of `table` gave up, sorted by the old key and distinct, none with a NULL. An UPDATE
+/// gives up only keys it changed (PostgreSQL's triggers fire on a changed key); under NO
+/// ACTION a key some row live for the writer still holds is not given up either.
+fn removed_keys(
+    session: &Session,
+    txn: &WriteTxn,
+    table: &TableMeta,
+    fk: &ForeignKeyMeta,
+    rule: ReferentialAction,
+    pairs: &[(Vec<Datum>, Option<&Vec<Datum>>)],
+) -> Result<Vec<LostKey>> {
+    let key_of = |row: &[Datum]| fk.ref_columns.iter().map(|&c| row[c].clone()).collect::<Vec<_>>();
+    let mut keys: Vec<LostKey> = Vec::new();
+    for (old, new) in pairs {
+        let old_key = key_of(old);
+        let new_key = new.map(|row| key_of(row));
+        if old_key.iter().any(Datum::is_null) || new_key.as_ref().is_some_and(|n| compare_keys(n, &old_key).is_eq() && !n.iter().any(Datum::is_null)) {
+            continue;
+        }
+        keys.push(LostKey { old: old_key, new: new_key });
+    }
+    keys.sort_by(|a, b| compare_keys(&a.old, &b.old));
+    keys.dedup_by(|a, b| compare_keys(&a.old, &b.old).is_eq());
+    if rule != ReferentialAction::NoAction {
         return Ok(keys);
     }
     let mut refs = References::new(session, txn);
     let mut kept = Vec::with_capacity(keys.len());
     for key in keys {
-        if !refs.key_exists(table, fk, &key)? {
+        if !refs.key_exists(table, fk, &key.old)? {
             kept.push(key);
         }
     }
     Ok(kept)
+}
+
+/// A referenced key's value in a referencing column's type (int4 and int8 mix).
+fn in_column_type(value: &Datum, to: DataType) -> Result<Datum> {
+    Ok(match (value, to) {
+        (Datum::Int4(v), DataType::Int8) => Datum::Int8(*v as i64),
+        (Datum::Int8(v), DataType::Int4) => {
+            Datum::Int4(i32::try_from(*v).map_err(|_| Error::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "integer out of range"))?)
+        }
+        (value, _) => value.clone(),
+    })
 }
 
 /// The value of column `c`'s DEFAULT (NULL without one), for ON DELETE SET DEFAULT.

@@ -136,8 +136,10 @@ pub fn update(session: &mut Session, update: &ast::Update, cancel: &CancelToken)
         heap::set_xmax(&db.pool, table.locator(), &tids, txn.xid)?;
         table.has_dead_rows = true;
         *txn.catalog.table_mut(&table_name)? = table.clone();
+        // The new versions are kept for the foreign keys referencing the table (ON UPDATE).
+        let new_versions = if crate::constraints::is_referenced(&txn.catalog, &table.name) { rows.clone() } else { Vec::new() };
         let inserted = write_rows(session, txn, &table, rows, &Replacements::in_order(&tids), cancel)?;
-        crate::constraints::check_removed_rows(session, txn, &table, &tids, crate::constraints::Removal::Update, cancel)?;
+        crate::constraints::check_removed_rows(session, txn, &table, &tids, crate::constraints::Removal::Update(&new_versions), cancel)?;
         Ok((inserted as usize, returning, returned))
     })?;
     Ok(statement_result(returning, returned, format!("UPDATE {updated}")))

@@ -307,12 +307,18 @@ impl<'s> Decider<'s> {
             table.has_dead_rows = true;
         }
         let inserted = (self.writes.len() - old.len()) as u64;
+        // Each replaced row's new version, for the foreign keys referencing the table.
+        let new_versions: Vec<Vec<Datum>> = if crate::constraints::is_referenced(&txn.catalog, &table.name) {
+            old.iter().map(|tid| self.writes[self.replaced[tid]].clone()).collect()
+        } else {
+            Vec::new()
+        };
         let replacements = Replacements::at_steps((0..self.writes.len()).collect(), self.replaced.into_iter().collect());
         // The catalog's copy first: the writes read it (its dead rows flag) for index checks.
         table.row_count += inserted;
         *txn.catalog.table_mut(&table.name)? = table.clone();
         let written = write_rows(self.session, txn, &table, self.writes, &replacements, cancel)?;
-        crate::constraints::check_removed_rows(self.session, txn, &table, &old, crate::constraints::Removal::Update, cancel)?;
+        crate::constraints::check_removed_rows(self.session, txn, &table, &old, crate::constraints::Removal::Update(&new_versions), cancel)?;
         Ok(written)
     }
 }

@@ -2,7 +2,7 @@
 //! each statement either succeeds in both with the same rows or fails in both with the
 //! same message, detail and hint. Covers column and table constraints, generated names,
 //! MATCH SIMPLE NULLs, multi-column and self references, ON DELETE CASCADE / SET NULL /
-//! SET DEFAULT chains, NO ACTION against RESTRICT, UPDATE and upsert of referenced keys,
+//! SET DEFAULT chains, ON UPDATE CASCADE / SET NULL, NO ACTION against RESTRICT, UPDATE and upsert of referenced keys,
 //! ALTER TABLE ADD / DROP CONSTRAINT over existing rows, DROP and TRUNCATE of referenced
 //! tables, and the errors of bad definitions.
 
@@ -79,6 +79,29 @@ const SCRIPT: &[&str] = &[
     "INSERT INTO mr VALUES (3000000000, 'a')",
     "DELETE FROM mk WHERE a = 2",
     "DELETE FROM mk WHERE a = 1",
+    // ON UPDATE: actions fire for changed keys only, CASCADE carries the new key down a chain.
+    "CREATE TABLE u1 (id int PRIMARY KEY, tag text UNIQUE)",
+    "CREATE TABLE u2 (id int PRIMARY KEY, u1 bigint REFERENCES u1 ON UPDATE CASCADE ON DELETE CASCADE)",
+    "CREATE TABLE u3 (id int, u2 int REFERENCES u2 ON UPDATE CASCADE, tag text REFERENCES u1 (tag) ON UPDATE SET NULL)",
+    "CREATE TABLE u4 (id int, u1 int REFERENCES u1 ON UPDATE RESTRICT)",
+    "INSERT INTO u1 VALUES (1, 'a'), (2, 'b'), (3, 'c')",
+    "INSERT INTO u2 VALUES (10, 1), (20, 2), (30, 3), (40, NULL)",
+    "INSERT INTO u3 VALUES (100, 10, 'a'), (200, 20, 'b'), (300, 30, 'c'), (400, NULL, NULL)",
+    "INSERT INTO u4 VALUES (1, 3)",
+    "UPDATE u1 SET id = id + 10 WHERE id < 3",
+    "SELECT * FROM u2 ORDER BY id",
+    "UPDATE u1 SET id = id + 1 WHERE id > 10",
+    "SELECT * FROM u2 ORDER BY id",
+    "UPDATE u1 SET id = id WHERE id = 3",
+    "UPDATE u1 SET id = 33 WHERE id = 3",
+    "UPDATE u2 SET id = id * 10",
+    "SELECT * FROM u3 ORDER BY id",
+    "UPDATE u1 SET tag = upper(tag) WHERE tag < 'c'",
+    "SELECT * FROM u3 ORDER BY id",
+    "INSERT INTO u1 VALUES (12, 'x') ON CONFLICT (id) DO UPDATE SET id = 50",
+    "SELECT * FROM u2 ORDER BY id",
+    "DELETE FROM u1 WHERE id = 50",
+    "SELECT (SELECT count(*) FROM u2), (SELECT count(*) FROM u3)",
     // Upserts.
     "INSERT INTO p VALUES (2, 20, 1) ON CONFLICT (id) DO UPDATE SET id = 9",
     "INSERT INTO p VALUES (2, 20, 1) ON CONFLICT (id) DO UPDATE SET v = 5",
