@@ -334,12 +334,13 @@ pub(crate) fn check_removed_rows(session: &Session, txn: &mut WriteTxn, table: &
     }
     for (child_name, fks) in referencing {
         // Per foreign key: its rule here and the keys it lost, sorted by the old key.
-        let mut lost: Vec<(ForeignKeyMeta, ReferentialAction, Vec<LostKey>)> = Vec::new();
+        let mut lost: Vec<(ForeignKeyMeta, ReferentialAction, Vec<LostKey>, Vec<DataType>)> = Vec::new();
         for fk in fks {
             let rule = if matches!(kind, Removal::Delete) { fk.on_delete } else { fk.on_update };
             let keys = removed_keys(session, txn, table, &fk, rule, &pairs)?;
             if !keys.is_empty() {
-                lost.push((fk, rule, keys));
+                let types = fk.ref_columns.iter().map(|&c| table.columns[c].data_type).collect();
+                lost.push((fk, rule, keys, types));
             }
         }
         if lost.is_empty() {
@@ -349,8 +350,8 @@ pub(crate) fn check_removed_rows(session: &Session, txn: &mut WriteTxn, table: &
         let mut deleted: BTreeSet<Tid> = BTreeSet::new();
         let mut changed: BTreeMap<Tid, Vec<Datum>> = BTreeMap::new();
         for_each_live_row(session, txn, &child, cancel, |tid, row| {
-            for (fk, rule, keys) in &lost {
-                let Some(key) = referenced_key(key_values(fk, row), &referenced_types(txn, fk)?) else { continue };
+            for (fk, rule, keys, types) in &lost {
+                let Some(key) = referenced_key(key_values(fk, row), types) else { continue };
                 let Ok(at) = keys.binary_search_by(|k| compare_keys(&k.old, &key)) else { continue };
                 let still_referenced = || {
                     Error::new(
@@ -377,7 +378,7 @@ pub(crate) fn check_removed_rows(session: &Session, txn: &mut WriteTxn, table: &
                         }
                         // A default that is the removed key itself still references it
                         // (PostgreSQL then fails as NO ACTION does).
-                        let default_key = referenced_key(key_values(fk, new_row), &referenced_types(txn, fk)?);
+                        let default_key = referenced_key(key_values(fk, new_row), types);
                         if default_key.is_some_and(|d| keys.binary_search_by(|k| compare_keys(&k.old, &d)).is_ok()) {
                             return Err(still_referenced());
                         }
@@ -462,12 +463,6 @@ fn column_default_value(session: &Session, txn: &WriteTxn, table: &TableMeta, c:
     with_plan_context(session, &txn.catalog, |ctx| crate::statements::column_default(ctx, &table.columns[c])?.eval(&[], &session.eval))
 }
 
-/// The types of the referenced columns of `fk`.
-fn referenced_types(txn: &WriteTxn, fk: &ForeignKeyMeta) -> Result<Vec<DataType>> {
-    let referenced = txn.catalog.table(&fk.ref_table)?;
-    Ok(fk.ref_columns.iter().map(|&c| referenced.columns[c].data_type).collect())
-}
-
 /// Rows' keys compared as the unique index compares them (no NULLs in them).
 fn compare_keys(a: &[Datum], b: &[Datum]) -> std::cmp::Ordering {
     a.iter().zip(b).map(|(x, y)| compare_datums(x, y)).find(|o| o.is_ne()).unwrap_or(std::cmp::Ordering::Equal)
@@ -509,11 +504,13 @@ struct References<'a> {
     snapshot: Snapshot,
     catalog: &'a weft_access::Catalog,
     known: HashMap<(String, Vec<u8>), bool>,
+    /// Each referenced index's descriptor, built once.
+    descs: HashMap<String, weft_access::btree::BTreeDesc>,
 }
 
 impl<'a> References<'a> {
     fn new(session: &'a Session, txn: &'a WriteTxn) -> References<'a> {
-        References { session, xid: txn.xid, snapshot: txn.catalog.snapshot(), catalog: &txn.catalog, known: HashMap::new() }
+        References { session, xid: txn.xid, snapshot: txn.catalog.snapshot(), catalog: &txn.catalog, known: HashMap::new(), descs: HashMap::new() }
     }
 
     /// Fail as PostgreSQL does unless the row of `child` is NULL in a key column of `fk`
@@ -541,7 +538,10 @@ impl<'a> References<'a> {
     /// Does a row live for the writer hold `key` in the referenced columns of `fk`?
     fn key_exists(&mut self, referenced: &TableMeta, fk: &ForeignKeyMeta, key: &[Datum]) -> Result<bool> {
         let index = self.catalog.indexes.get(&fk.ref_index).ok_or_else(|| Error::internal(format!("index \"{}\" of a foreign key is gone", fk.ref_index)))?;
-        let desc = btree_desc(referenced, index)?;
+        if !self.descs.contains_key(&index.name) {
+            self.descs.insert(index.name.clone(), btree_desc(referenced, index)?);
+        }
+        let desc = &self.descs[&index.name];
         // The key in the index's column order.
         let values: Vec<Datum> = index
             .columns
@@ -555,7 +555,7 @@ impl<'a> References<'a> {
             return Ok(known);
         }
         let entry = &cache_key.1;
-        let tree = BTree::open(&self.session.db.pool, index.locator(), &desc);
+        let tree = BTree::open(&self.session.db.pool, index.locator(), desc);
         let mut found = false;
         tree.visit_equal(entry, |existing| {
             if !desc.keys_equal_not_null(existing, entry) {
