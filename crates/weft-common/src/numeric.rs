@@ -419,6 +419,48 @@ impl Numeric {
         self.cmp_value(other) == Ordering::Equal
     }
 
+    /// `self ^ exponent` for an integer `exponent`, at PostgreSQL 15's scale for integer
+    /// powers: 16 digits after the point, or the base's scale if larger. Computed exactly,
+    /// then rounded half away from zero; a result whose exact form does not fit is the
+    /// numeric overflow error.
+    pub fn power_int(&self, exponent: i64) -> Result<Numeric> {
+        if self.mantissa == 0 && exponent < 0 {
+            return Err(Error::new(SqlState("2201F"), "zero raised to a negative power is undefined"));
+        }
+        let rscale = NUMERIC_MIN_SIG_DIGITS.max(self.scale as i32).min(NUMERIC_MAX_DISPLAY_SCALE);
+        if exponent == 0 {
+            return Numeric::from_i64(1).with_larger_scale(rscale as u16);
+        }
+        let mut exact = Numeric::from_i64(1);
+        // Trailing zeros only widen the exact product; the result scale is chosen above.
+        let mut base = self.normalize();
+        let mut remaining = exponent.unsigned_abs();
+        while remaining > 0 {
+            if remaining & 1 == 1 {
+                exact = exact.mul(&base)?;
+            }
+            remaining >>= 1;
+            if remaining > 0 {
+                base = base.mul(&base)?;
+            }
+        }
+        if exponent > 0 {
+            return exact.round(rscale);
+        }
+        let shift = rscale as u32 + exact.scale as u32;
+        let magnitude = div_scaled_rounded(1, shift, exact.mantissa.unsigned_abs())?;
+        Ok(Numeric { mantissa: signed(magnitude, exact.mantissa < 0)?, scale: rscale as u16 })
+    }
+
+    /// Whether the value is a whole number, and which (if it fits in `i64`).
+    pub fn to_exact_i64(&self) -> Option<i64> {
+        let divisor = pow10(self.scale as u32)? as i128;
+        if self.mantissa % divisor != 0 {
+            return None;
+        }
+        i64::try_from(self.mantissa / divisor).ok()
+    }
+
     /// The nearest `f64`, as PostgreSQL's `numeric::float8` (which goes through the text form).
     pub fn to_f64(&self) -> f64 {
         const EXACT_INTEGER_MAX: u128 = 1 << 53;
@@ -647,5 +689,22 @@ mod tests {
                 prop_assert_eq!(Numeric::parse(&v.to_string()).unwrap(), v);
             }
         }
+    }
+
+    #[test]
+    fn integer_powers_match_postgres() {
+        let power = |b: &str, e: i64| n(b).power_int(e).unwrap().to_string();
+        assert_eq!(power("2", 3), "8.0000000000000000");
+        assert_eq!(power("2.0", 3), "8.0000000000000000");
+        assert_eq!(power("1.5", 2), "2.2500000000000000");
+        assert_eq!(power("10", 3), "1000.0000000000000000");
+        assert_eq!(power("10", 20), "100000000000000000000.0000000000000000");
+        assert_eq!(power("2", -1), "0.5000000000000000");
+        assert_eq!(power("2", -3), "0.1250000000000000");
+        assert_eq!(power("3", -1), "0.3333333333333333");
+        assert_eq!(power("-3", 3), "-27.0000000000000000");
+        assert_eq!(power("7", 0), "1.0000000000000000");
+        assert_eq!(power("0", 0), "1.0000000000000000");
+        assert!(n("0").power_int(-1).is_err());
     }
 }

@@ -375,6 +375,10 @@ impl<'a> Binder<'a> {
                             .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts."));
                     }
                 }
+                if let Some(function) = operator_function(op) {
+                    let (l, r) = (self.bind(left)?, self.bind(right)?);
+                    return resolve_operator_function(function, &op.to_string(), vec![l, r]);
+                }
                 let op = binary_op(op)?;
                 let left = self.bind(left)?;
                 let right = self.bind(right)?;
@@ -393,6 +397,10 @@ impl<'a> Binder<'a> {
                     ex::resolve_unary(UnaryOp::Neg, self.bind(inner)?)
                 }
                 UnaryOperator::Not => ex::resolve_unary(UnaryOp::Not, self.bind(inner)?),
+                UnaryOperator::BitwiseNot => resolve_operator_function("int_not", "~", vec![self.bind(inner)?]),
+                UnaryOperator::PGSquareRoot => resolve_operator_function("sqrt", "|/", vec![self.bind(inner)?]),
+                UnaryOperator::PGCubeRoot => resolve_operator_function("cbrt", "||/", vec![self.bind(inner)?]),
+                UnaryOperator::PGAbs => resolve_operator_function("abs", "@", vec![self.bind(inner)?]),
                 other => Err(Error::not_supported(format!("operator {other}"))),
             },
             A::Cast { expr: inner, data_type, .. } => {
@@ -469,8 +477,15 @@ impl<'a> Binder<'a> {
                     Some(from) => self.bind(from)?,
                     None => Expr::Literal { value: Datum::Int4(1), data_type: DataType::Int4 },
                 });
+                // `substring(text FROM pattern)`: a text (or unknown) FROM is a regular expression.
+                if substring_for.is_none() && args[1].data_type() == DataType::Text {
+                    return ex::resolve_function("substring_pattern", args);
+                }
                 if let Some(len) = substring_for {
                     args.push(self.bind(len)?);
+                }
+                if args[1].data_type() == DataType::Text && args.get(2).is_some_and(|a| a.data_type() == DataType::Text) {
+                    return Err(Error::not_supported("substring(text FROM pattern FOR escape) is not supported yet"));
                 }
                 ex::resolve_function("substr", args)
             }
@@ -509,7 +524,20 @@ impl<'a> Binder<'a> {
             A::Like { any: true, .. } | A::ILike { any: true, .. } => Err(Error::not_supported("LIKE ANY is not supported")),
             A::Like { negated, expr, pattern, escape_char, .. } => self.bind_like(expr, pattern, escape_char.as_deref(), *negated, false),
             A::ILike { negated, expr, pattern, escape_char, .. } => self.bind_like(expr, pattern, escape_char.as_deref(), *negated, true),
-            A::SimilarTo { .. } => Err(Error::not_supported("SIMILAR TO is not supported yet")),
+            A::SimilarTo { negated, expr: inner, pattern, escape_char } => {
+                let mut args = vec![self.bind(inner)?, self.bind(pattern)?];
+                if let Some(escape) = escape_char {
+                    args.push(self.bind(escape)?);
+                }
+                ex::resolve_function(if *negated { "not_similar_to" } else { "similar_to" }, args)
+            }
+            A::Overlay { expr: inner, overlay_what, overlay_from, overlay_for } => {
+                let mut args = vec![self.bind(inner)?, self.bind(overlay_what)?, self.bind(overlay_from)?];
+                if let Some(count) = overlay_for {
+                    args.push(self.bind(count)?);
+                }
+                ex::resolve_function("overlay", args)
+            }
             A::Ceil { expr, field: ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime) } => {
                 ex::resolve_function("ceil", vec![self.bind(expr)?])
             }
@@ -872,6 +900,9 @@ impl<'a> Binder<'a> {
             let args = args.into_iter().map(|a| coerce_branch(a, data_type)).collect::<Result<Vec<_>>>()?;
             return Ok(Expr::Coalesce { args, data_type });
         }
+        if let Some(function) = variadic_any_function(&name) {
+            return variadic_any_call(&name, function, args);
+        }
         match name.as_str() {
             "nullif" => return null_if(args),
             "greatest" | "least" => {
@@ -891,6 +922,83 @@ impl<'a> Binder<'a> {
         }
         ex::resolve_function(&name, args)
     }
+}
+
+/// The functions of PostgreSQL's catalog declared `variadic "any"`: they take any number
+/// of arguments of any type and read them through their output text.
+fn variadic_any_function(name: &str) -> Option<ex::ScalarFunction> {
+    Some(match name {
+        "concat" => ex::ScalarFunction::Concat,
+        "concat_ws" => ex::ScalarFunction::ConcatWs,
+        "format" => ex::ScalarFunction::Format,
+        "num_nulls" => ex::ScalarFunction::NumNulls,
+        "num_nonnulls" => ex::ScalarFunction::NumNonNulls,
+        "quote_nullable" => ex::ScalarFunction::QuoteNullable,
+        _ => return None,
+    })
+}
+
+fn variadic_any_call(name: &str, func: ex::ScalarFunction, args: Vec<Expr>) -> Result<Expr> {
+    use ex::ScalarFunction as F;
+    if args.is_empty() || (func == F::QuoteNullable && args.len() != 1) {
+        let types = args.iter().map(|a| a.data_type().name()).collect::<Vec<_>>().join(", ");
+        return Err(Error::new(SqlState::UNDEFINED_FUNCTION, format!("function {name}({types}) does not exist"))
+            .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
+    }
+    let mut args = args;
+    // The first argument of concat_ws and format is text; quote_nullable reads text too.
+    if matches!(func, F::ConcatWs | F::Format | F::QuoteNullable) {
+        let first = args.remove(0);
+        args.insert(0, ex::coerce(first, DataType::Text, func == F::QuoteNullable)?);
+    }
+    let data_type = if matches!(func, F::NumNulls | F::NumNonNulls) { DataType::Int4 } else { DataType::Text };
+    Ok(Expr::Function { func, args, data_type })
+}
+
+/// The built-in function behind an operator weft evaluates as a function call.
+fn operator_function(op: &BinaryOperator) -> Option<&'static str> {
+    Some(match op {
+        BinaryOperator::PGRegexMatch => "textregexeq",
+        BinaryOperator::PGRegexIMatch => "texticregexeq",
+        BinaryOperator::PGRegexNotMatch => "textregexne",
+        BinaryOperator::PGRegexNotIMatch => "texticregexne",
+        BinaryOperator::PGLikeMatch => "textlike",
+        BinaryOperator::PGNotLikeMatch => "textnlike",
+        BinaryOperator::PGILikeMatch => "texticlike",
+        BinaryOperator::PGNotILikeMatch => "texticnlike",
+        BinaryOperator::PGExp | BinaryOperator::BitwiseXor => "power",
+        BinaryOperator::PGBitwiseXor => "int_xor",
+        BinaryOperator::BitwiseAnd => "int_and",
+        BinaryOperator::BitwiseOr => "int_or",
+        BinaryOperator::PGBitwiseShiftLeft => "int_shl",
+        BinaryOperator::PGBitwiseShiftRight => "int_shr",
+        _ => return None,
+    })
+}
+
+/// Resolves an operator through its function, reporting a mismatch as PostgreSQL does for
+/// operators (`operator does not exist: integer ~ text`).
+fn resolve_operator_function(function: &str, symbol: &str, args: Vec<Expr>) -> Result<Expr> {
+    // A quoted literal has no type yet: PostgreSQL calls it `unknown`.
+    let types: Vec<&str> = args
+        .iter()
+        .map(|a| match a {
+            Expr::Literal { value: Datum::Text(_) | Datum::Null, .. } => "unknown",
+            other => other.data_type().name(),
+        })
+        .collect();
+    ex::resolve_function(function, args).map_err(|e| {
+        if e.sqlstate != SqlState::UNDEFINED_FUNCTION {
+            return e;
+        }
+        let shape = match types.as_slice() {
+            [l, r] => format!("{l} {symbol} {r}"),
+            [only] => format!("{symbol} {only}"),
+            _ => symbol.to_string(),
+        };
+        Error::new(SqlState::UNDEFINED_FUNCTION, format!("operator does not exist: {shape}"))
+            .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
+    })
 }
 
 /// `NULLIF(a, b)`: both sides as the `=` between them takes them (whose lookup gives

@@ -153,6 +153,15 @@ fn like_operator(func: ScalarFunction) -> Option<&'static str> {
         ScalarFunction::NotLike => Some("!~~"),
         ScalarFunction::ILike => Some("~~*"),
         ScalarFunction::NotILike => Some("!~~*"),
+        ScalarFunction::RegexMatch => Some("~"),
+        ScalarFunction::RegexIMatch => Some("~*"),
+        ScalarFunction::RegexNotMatch => Some("!~"),
+        ScalarFunction::RegexNotIMatch => Some("!~*"),
+        ScalarFunction::BitAnd => Some("&"),
+        ScalarFunction::BitOr => Some("|"),
+        ScalarFunction::BitXor => Some("#"),
+        ScalarFunction::ShiftLeft => Some("<<"),
+        ScalarFunction::ShiftRight => Some(">>"),
         _ => None,
     }
 }
@@ -456,6 +465,10 @@ pub fn negate(expr: &Expr) -> Option<Expr> {
                 ScalarFunction::NotLike => ScalarFunction::Like,
                 ScalarFunction::ILike => ScalarFunction::NotILike,
                 ScalarFunction::NotILike => ScalarFunction::ILike,
+                ScalarFunction::RegexMatch => ScalarFunction::RegexNotMatch,
+                ScalarFunction::RegexNotMatch => ScalarFunction::RegexMatch,
+                ScalarFunction::RegexIMatch => ScalarFunction::RegexNotIMatch,
+                ScalarFunction::RegexNotIMatch => ScalarFunction::RegexIMatch,
                 _ => return None,
             };
             Some(Expr::Function { func: negated, args: args.clone(), data_type: *data_type })

@@ -181,7 +181,8 @@ pub fn signatures(name: &str) -> &'static [Signature] {
     const FLOOR: &[Signature] = &[sig(F::Floor, &[Numeric], Numeric), sig(F::Floor, &[Float8], Float8)];
     const SIGN: &[Signature] = &[sig(F::Sign, &[Numeric], Numeric), sig(F::Sign, &[Float8], Float8)];
     const SQRT: &[Signature] = &[sig(F::Sqrt, &[Float8], Float8)];
-    const POWER: &[Signature] = &[sig(F::Power, &[Float8, Float8], Float8)];
+    const POWER: &[Signature] =
+        &[sig(F::Power, &[Float8, Float8], Float8), sig(F::Power, &[Numeric, Numeric], Numeric)];
     const MOD: &[Signature] = &[
         sig(F::Mod, &[Int4, Int4], Int4),
         sig(F::Mod, &[Int8, Int8], Int8),
@@ -203,7 +204,123 @@ pub fn signatures(name: &str) -> &'static [Signature] {
     const NOTLIKE: &[Signature] = &[sig(F::NotLike, &[Text, Text], Bool)];
     const ILIKE: &[Signature] = &[sig(F::ILike, &[Text, Text], Bool)];
     const NOTILIKE: &[Signature] = &[sig(F::NotILike, &[Text, Text], Bool)];
+    const TEXT_REGEX: &[Signature] = &[sig(F::RegexMatch, &[Text, Text], Bool)];
+    const TEXT_IREGEX: &[Signature] = &[sig(F::RegexIMatch, &[Text, Text], Bool)];
+    const TEXT_NREGEX: &[Signature] = &[sig(F::RegexNotMatch, &[Text, Text], Bool)];
+    const TEXT_NIREGEX: &[Signature] = &[sig(F::RegexNotIMatch, &[Text, Text], Bool)];
+    const SIMILAR: &[Signature] = &[sig(F::SimilarTo, &[Text, Text], Bool), sig(F::SimilarTo, &[Text, Text, Text], Bool)];
+    const NOT_SIMILAR: &[Signature] =
+        &[sig(F::NotSimilarTo, &[Text, Text], Bool), sig(F::NotSimilarTo, &[Text, Text, Text], Bool)];
+    const REGEXP_REPLACE: &[Signature] = &[
+        sig(F::RegexpReplace, &[Text, Text, Text], Text),
+        sig(F::RegexpReplace, &[Text, Text, Text, Text], Text),
+        sig(F::RegexpReplace, &[Text, Text, Text, Int4], Text),
+        sig(F::RegexpReplace, &[Text, Text, Text, Int4, Int4], Text),
+        sig(F::RegexpReplace, &[Text, Text, Text, Int4, Int4, Text], Text),
+    ];
+    const REGEXP_COUNT: &[Signature] = &[
+        sig(F::RegexpCount, &[Text, Text], Int4),
+        sig(F::RegexpCount, &[Text, Text, Int4], Int4),
+        sig(F::RegexpCount, &[Text, Text, Int4, Text], Int4),
+    ];
+    const REGEXP_LIKE: &[Signature] =
+        &[sig(F::RegexpLike, &[Text, Text], Bool), sig(F::RegexpLike, &[Text, Text, Text], Bool)];
+    const REGEXP_SUBSTR: &[Signature] = &[
+        sig(F::RegexpSubstr, &[Text, Text], Text),
+        sig(F::RegexpSubstr, &[Text, Text, Int4], Text),
+        sig(F::RegexpSubstr, &[Text, Text, Int4, Int4], Text),
+        sig(F::RegexpSubstr, &[Text, Text, Int4, Int4, Text], Text),
+        sig(F::RegexpSubstr, &[Text, Text, Int4, Int4, Text, Int4], Text),
+    ];
+    const SUBSTRING_PATTERN: &[Signature] = &[sig(F::SubstringPattern, &[Text, Text], Text)];
+    const INITCAP: &[Signature] = &[sig(F::Initcap, &[Text], Text)];
+    const OCTET_LENGTH: &[Signature] = &[sig(F::OctetLength, &[Text], Int4)];
+    const BIT_LENGTH: &[Signature] = &[sig(F::BitLength, &[Text], Int4)];
+    const CHR: &[Signature] = &[sig(F::Chr, &[Int4], Text)];
+    const ASCII: &[Signature] = &[sig(F::Ascii, &[Text], Int4)];
+    const TRANSLATE: &[Signature] = &[sig(F::Translate, &[Text, Text, Text], Text)];
+    const TO_HEX: &[Signature] = &[sig(F::ToHex, &[Int4], Text), sig(F::ToHex, &[Int8], Text)];
+    const QUOTE_IDENT: &[Signature] = &[sig(F::QuoteIdent, &[Text], Text)];
+    const QUOTE_LITERAL: &[Signature] = &[sig(F::QuoteLiteral, &[Text], Text)];
+    const QUOTE_NULLABLE: &[Signature] = &[sig(F::QuoteNullable, &[Text], Text)];
+    const OVERLAY: &[Signature] =
+        &[sig(F::Overlay, &[Text, Text, Int4], Text), sig(F::Overlay, &[Text, Text, Int4, Int4], Text)];
+    const EXP: &[Signature] = &[sig(F::Exp, &[Float8], Float8)];
+    const LN: &[Signature] = &[sig(F::Ln, &[Float8], Float8)];
+    const LOG10: &[Signature] = &[sig(F::Log10, &[Float8], Float8)];
+    const CBRT: &[Signature] = &[sig(F::Cbrt, &[Float8], Float8)];
+    const PI: &[Signature] = &[sig(F::Pi, &[], Float8)];
+    const DEGREES: &[Signature] = &[sig(F::Degrees, &[Float8], Float8)];
+    const RADIANS: &[Signature] = &[sig(F::Radians, &[Float8], Float8)];
+    const SIN: &[Signature] = &[sig(F::Sin, &[Float8], Float8)];
+    const COS: &[Signature] = &[sig(F::Cos, &[Float8], Float8)];
+    const TAN: &[Signature] = &[sig(F::Tan, &[Float8], Float8)];
+    const COT: &[Signature] = &[sig(F::Cot, &[Float8], Float8)];
+    const ASIN: &[Signature] = &[sig(F::Asin, &[Float8], Float8)];
+    const ACOS: &[Signature] = &[sig(F::Acos, &[Float8], Float8)];
+    const ATAN: &[Signature] = &[sig(F::Atan, &[Float8], Float8)];
+    const ATAN2: &[Signature] = &[sig(F::Atan2, &[Float8, Float8], Float8)];
+    const GCD: &[Signature] = &[sig(F::Gcd, &[Int4, Int4], Int4), sig(F::Gcd, &[Int8, Int8], Int8)];
+    const LCM: &[Signature] = &[sig(F::Lcm, &[Int4, Int4], Int4), sig(F::Lcm, &[Int8, Int8], Int8)];
+    const DIV: &[Signature] = &[sig(F::Div, &[Numeric, Numeric], Numeric)];
+    const WIDTH_BUCKET: &[Signature] = &[sig(F::WidthBucket, &[Float8, Float8, Float8, Int4], Int4)];
+    const SCALE: &[Signature] = &[sig(F::Scale, &[Numeric], Int4)];
+    const BIT_AND: &[Signature] = &[sig(F::BitAnd, &[Int4, Int4], Int4), sig(F::BitAnd, &[Int8, Int8], Int8)];
+    const BIT_OR: &[Signature] = &[sig(F::BitOr, &[Int4, Int4], Int4), sig(F::BitOr, &[Int8, Int8], Int8)];
+    const BIT_XOR: &[Signature] = &[sig(F::BitXor, &[Int4, Int4], Int4), sig(F::BitXor, &[Int8, Int8], Int8)];
+    const SHIFT_LEFT: &[Signature] = &[sig(F::ShiftLeft, &[Int4, Int4], Int4), sig(F::ShiftLeft, &[Int8, Int4], Int8)];
+    const SHIFT_RIGHT: &[Signature] =
+        &[sig(F::ShiftRight, &[Int4, Int4], Int4), sig(F::ShiftRight, &[Int8, Int4], Int8)];
+    const BIT_NOT: &[Signature] = &[sig(F::BitNot, &[Int4], Int4), sig(F::BitNot, &[Int8], Int8)];
     match name {
+        "textregexeq" => TEXT_REGEX,
+        "texticregexeq" => TEXT_IREGEX,
+        "textregexne" => TEXT_NREGEX,
+        "texticregexne" => TEXT_NIREGEX,
+        "similar_to" => SIMILAR,
+        "not_similar_to" => NOT_SIMILAR,
+        "regexp_replace" => REGEXP_REPLACE,
+        "regexp_count" => REGEXP_COUNT,
+        "regexp_like" => REGEXP_LIKE,
+        "regexp_substr" => REGEXP_SUBSTR,
+        "substring_pattern" => SUBSTRING_PATTERN,
+        "initcap" => INITCAP,
+        "octet_length" => OCTET_LENGTH,
+        "bit_length" => BIT_LENGTH,
+        "chr" => CHR,
+        "ascii" => ASCII,
+        "translate" => TRANSLATE,
+        "to_hex" => TO_HEX,
+        "quote_ident" => QUOTE_IDENT,
+        "quote_literal" => QUOTE_LITERAL,
+        "quote_nullable" => QUOTE_NULLABLE,
+        "overlay" => OVERLAY,
+        "exp" => EXP,
+        "ln" => LN,
+        "log" | "log10" => LOG10,
+        "cbrt" => CBRT,
+        "pi" => PI,
+        "degrees" => DEGREES,
+        "radians" => RADIANS,
+        "sin" => SIN,
+        "cos" => COS,
+        "tan" => TAN,
+        "cot" => COT,
+        "asin" => ASIN,
+        "acos" => ACOS,
+        "atan" => ATAN,
+        "atan2" => ATAN2,
+        "gcd" => GCD,
+        "lcm" => LCM,
+        "div" => DIV,
+        "width_bucket" => WIDTH_BUCKET,
+        "scale" => SCALE,
+        "int_and" => BIT_AND,
+        "int_or" => BIT_OR,
+        "int_xor" => BIT_XOR,
+        "int_shl" => SHIFT_LEFT,
+        "int_shr" => SHIFT_RIGHT,
+        "int_not" => BIT_NOT,
         "md5" => MD5,
         "hashint4" => HASHINT4,
         "hashint8" => HASHINT8,
@@ -293,6 +410,59 @@ impl ScalarFunction {
             F::NullIf => "nullif",
             F::Greatest => "greatest",
             F::Least => "least",
+            F::RegexMatch => "textregexeq",
+            F::RegexIMatch => "texticregexeq",
+            F::RegexNotMatch => "textregexne",
+            F::RegexNotIMatch => "texticregexne",
+            F::SimilarTo => "similar_to",
+            F::NotSimilarTo => "not_similar_to",
+            F::RegexpReplace => "regexp_replace",
+            F::RegexpCount => "regexp_count",
+            F::RegexpLike => "regexp_like",
+            F::RegexpSubstr => "regexp_substr",
+            F::SubstringPattern => "substring",
+            F::Initcap => "initcap",
+            F::OctetLength => "octet_length",
+            F::BitLength => "bit_length",
+            F::Chr => "chr",
+            F::Ascii => "ascii",
+            F::Translate => "translate",
+            F::ToHex => "to_hex",
+            F::QuoteIdent => "quote_ident",
+            F::QuoteLiteral => "quote_literal",
+            F::QuoteNullable => "quote_nullable",
+            F::Overlay => "overlay",
+            F::Concat => "concat",
+            F::ConcatWs => "concat_ws",
+            F::Format => "format",
+            F::NumNulls => "num_nulls",
+            F::NumNonNulls => "num_nonnulls",
+            F::Exp => "exp",
+            F::Ln => "ln",
+            F::Log10 => "log",
+            F::Cbrt => "cbrt",
+            F::Pi => "pi",
+            F::Degrees => "degrees",
+            F::Radians => "radians",
+            F::Sin => "sin",
+            F::Cos => "cos",
+            F::Tan => "tan",
+            F::Cot => "cot",
+            F::Asin => "asin",
+            F::Acos => "acos",
+            F::Atan => "atan",
+            F::Atan2 => "atan2",
+            F::Gcd => "gcd",
+            F::Lcm => "lcm",
+            F::Div => "div",
+            F::WidthBucket => "width_bucket",
+            F::Scale => "scale",
+            F::BitAnd => "int_and",
+            F::BitOr => "int_or",
+            F::BitXor => "int_xor",
+            F::ShiftLeft => "int_shl",
+            F::ShiftRight => "int_shr",
+            F::BitNot => "int_not",
         }
     }
 
@@ -305,7 +475,10 @@ impl ScalarFunction {
     /// Whether a NULL argument gives NULL without calling the function: every function
     /// except the conditional expressions PostgreSQL writes as functions.
     pub fn is_strict(self) -> bool {
-        !matches!(self, F::NullIf | F::Greatest | F::Least)
+        !matches!(
+            self,
+            F::NullIf | F::Greatest | F::Least | F::Concat | F::ConcatWs | F::Format | F::NumNulls | F::NumNonNulls | F::QuoteNullable
+        )
     }
 
     /// Calls the function on already evaluated, already resolved arguments.
@@ -314,6 +487,9 @@ impl ScalarFunction {
         match (self, args) {
             (F::NullIf, [value, other]) => return null_if(value, other),
             (F::Greatest | F::Least, _) => return Ok(extreme(args, self == F::Greatest)),
+            (F::Concat | F::ConcatWs | F::Format | F::NumNulls | F::NumNonNulls | F::QuoteNullable, _) => {
+                return super::text::call_variadic(self, args)
+            }
             _ => {}
         }
         if args.iter().any(Datum::is_null) {
@@ -352,9 +528,18 @@ impl ScalarFunction {
                 let pattern = super::like::LikePattern::new(pattern, escape, matches!(self, F::ILike | F::NotILike))?;
                 Ok(Datum::Bool(pattern.matches(text)? != matches!(self, F::NotLike | F::NotILike)))
             }
-            (F::Round | F::Trunc | F::Ceil | F::Floor | F::Sign | F::Sqrt | F::Power | F::Mod, _) => {
+            (F::Round | F::Trunc | F::Ceil | F::Floor | F::Sign | F::Sqrt | F::Power | F::Mod, _)
+            | (F::Exp | F::Ln | F::Log10 | F::Cbrt | F::Pi | F::Degrees | F::Radians | F::Sin | F::Cos | F::Tan, _)
+            | (F::Cot | F::Asin | F::Acos | F::Atan | F::Atan2 | F::Gcd | F::Lcm | F::Div | F::WidthBucket, _)
+            | (F::Scale | F::BitAnd | F::BitOr | F::BitXor | F::ShiftLeft | F::ShiftRight | F::BitNot, _) => {
                 super::math::call(self, args)
             }
+            (F::RegexMatch | F::RegexIMatch | F::RegexNotMatch | F::RegexNotIMatch | F::SimilarTo | F::NotSimilarTo, _)
+            | (F::RegexpReplace | F::RegexpCount | F::RegexpLike | F::RegexpSubstr | F::SubstringPattern, _) => {
+                super::regexp::call(self, args)
+            }
+            (F::Initcap | F::OctetLength | F::BitLength | F::Chr | F::Ascii | F::Translate | F::ToHex, _)
+            | (F::QuoteIdent | F::QuoteLiteral | F::Overlay, _) => super::text::call(self, args),
             (F::Replace | F::StrPos | F::Left | F::Right | F::BTrim | F::LTrim | F::RTrim | F::Reverse, _)
             | (F::LPad | F::RPad | F::SplitPart | F::StartsWith, _) => super::text::call(self, args),
             _ => Err(Error::internal(format!("{}() called with unresolved arguments {args:?}", self.name()))),

@@ -52,6 +52,7 @@ mod eval;
 pub mod functions;
 pub mod like;
 mod math;
+mod regexp;
 mod text;
 pub mod resolve;
 mod sequence;
@@ -178,4 +179,64 @@ pub enum ScalarFunction {
     /// type (PostgreSQL's MinMaxExpr).
     Greatest,
     Least,
+    /// Regular expressions (`regex.rs`): `~`, `~*`, `!~`, `!~*`, `SIMILAR TO`, and the
+    /// `regexp_*` functions; `SubstringPattern` is `substring(text FROM pattern)`.
+    RegexMatch,
+    RegexIMatch,
+    RegexNotMatch,
+    RegexNotIMatch,
+    SimilarTo,
+    NotSimilarTo,
+    RegexpReplace,
+    RegexpCount,
+    RegexpLike,
+    RegexpSubstr,
+    SubstringPattern,
+    /// More text functions (`text.rs`).
+    Initcap,
+    OctetLength,
+    BitLength,
+    Chr,
+    Ascii,
+    Translate,
+    ToHex,
+    QuoteIdent,
+    QuoteLiteral,
+    Overlay,
+    /// Functions of any number of arguments of any type, read through their output
+    /// text (`variadic "any"` in PostgreSQL's catalog); not strict.
+    Concat,
+    ConcatWs,
+    Format,
+    NumNulls,
+    NumNonNulls,
+    QuoteNullable,
+    /// More numeric functions (`math.rs`).
+    Exp,
+    Ln,
+    Log10,
+    Cbrt,
+    Pi,
+    Degrees,
+    Radians,
+    Sin,
+    Cos,
+    Tan,
+    Cot,
+    Asin,
+    Acos,
+    Atan,
+    Atan2,
+    Gcd,
+    Lcm,
+    Div,
+    WidthBucket,
+    Scale,
+    /// Bitwise operators on integers: `&`, `|`, `#`, `<<`, `>>`, and prefix `~`.
+    BitAnd,
+    BitOr,
+    BitXor,
+    ShiftLeft,
+    ShiftRight,
+    BitNot,
 }
