@@ -380,7 +380,7 @@ fn estimated_rows(source: &Source, ctx: &PlanContext) -> f64 {
         Source::Series { start, stop, step, .. } => (((*stop as f64 - *start as f64) / *step as f64).floor() + 1.0).max(0.0),
         Source::Values(rows) => rows.len() as f64,
         Source::Single => 1.0,
-        Source::Subquery { .. } => UNKNOWN_ROWS,
+        Source::Subquery { .. } | Source::SeriesExprs { .. } | Source::WorkTable { .. } => UNKNOWN_ROWS,
     }
 }
 
