@@ -251,6 +251,7 @@ pub(crate) fn explain(
         run: run.as_ref(),
         used_names: RefCell::new(Vec::new()),
         ctes: RefCell::new(Vec::new()),
+        cte_names: RefCell::new(Vec::new()),
     };
     // The INSERT's target is the first range-table entry: it keeps its name.
     if let Some(table) = &insert_into {
@@ -491,6 +492,9 @@ struct Builder<'a> {
     /// `CTE name` sections of the recursive CTEs scanned so far (printed under the root,
     /// before the init plans), each once.
     ctes: RefCell<Vec<InitPlanSection>>,
+    /// The recursive CTEs whose recursive union is being built, innermost last (what a
+    /// working table scan is of).
+    cte_names: RefCell<Vec<String>>,
 }
 
 /// Per-loop averages over a pipeline's participants: time to the first row (or the end,
@@ -600,7 +604,9 @@ impl<'a> Builder<'a> {
             Plan::NestLoop(nl) => self.nest_loop(plan, nl),
             Plan::RecursiveUnion(ru) => {
                 let first = self.plan(&ru.non_recursive);
+                self.cte_names.borrow_mut().push(ru.name.clone());
                 let rest = self.plan(&ru.recursive);
+                self.cte_names.borrow_mut().pop();
                 let (f, r) = (first.node.estimate, rest.node.estimate);
                 // PostgreSQL guesses ten runs of the recursive term.
                 let estimate = Estimate { startup: 0.0, total: f.total + 10.0 * r.total, rows: cost::clamp_rows(f.rows + 10.0 * r.rows), width: f.width };
@@ -838,7 +844,13 @@ impl<'a> Builder<'a> {
                     .map(|(i, t)| self.column(&qualifier, label.columns.get(i).map_or("?column?", String::as_str), cost::type_width(*t), None))
                     .collect();
                 let rows = 100.0;
-                (format!("WorkTable Scan on {}", quote_identifier(&qualifier)), cols, rows, 0.0, 0.0, rows * CPU_TUPLE_COST)
+                let cte = self.cte_names.borrow().last().cloned().unwrap_or_else(|| qualifier.clone());
+                let mut name = format!("WorkTable Scan on {}", quote_identifier(&cte));
+                if qualifier != cte {
+                    name.push(' ');
+                    name.push_str(&quote_identifier(&qualifier));
+                }
+                (name, cols, rows, 0.0, 0.0, rows * CPU_TUPLE_COST)
             }
             Source::Subquery { plan, label } if matches!(plan.as_ref(), Plan::RecursiveUnion(_)) => {
                 let Plan::RecursiveUnion(ru) = plan.as_ref() else { unreachable!("matched") };
