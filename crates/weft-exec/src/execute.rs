@@ -284,6 +284,8 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
             crate::window::record(plan, ctx, began, rows.len());
             Ok(rows)
         }
+        Plan::NestLoop(nl) => crate::recursive::execute_nest_loop(plan, nl, ctx),
+        Plan::RecursiveUnion(ru) => crate::recursive::execute_recursive_union(plan, ru, ctx),
     }
 }
 
@@ -582,6 +584,29 @@ impl<'p> SourceState<'p> {
                 None => SourceState::Rows { rows: execute(plan, ctx)?, next: AtomicUsize::new(0) },
             },
             Source::Index(index) => SourceState::Index { source: index, taken: AtomicBool::new(false), heap_fetches: AtomicU64::new(0) },
+            Source::SeriesExprs { args, data_type, .. } => {
+                let mut values = Vec::with_capacity(3);
+                for arg in args {
+                    values.push(match arg.eval(&[], ctx.eval)? {
+                        Datum::Int4(v) => Some(v as i64),
+                        Datum::Int8(v) => Some(v),
+                        _ => None,
+                    });
+                }
+                // A NULL argument: no rows (the function is strict).
+                let (start, stop, step) = match (values[0], values[1], values.get(2).copied().unwrap_or(Some(1))) {
+                    (Some(start), Some(stop), Some(step)) => (start, stop, step),
+                    _ => (0, -1, 1),
+                };
+                SourceState::Series {
+                    next_index: AtomicI64::new(0),
+                    count: series_count(start, stop, step)?,
+                    start,
+                    step,
+                    data_type: *data_type,
+                }
+            }
+            Source::WorkTable { rows, .. } => SourceState::Rows { rows: rows.as_ref().clone(), next: AtomicUsize::new(0) },
         })
     }
 

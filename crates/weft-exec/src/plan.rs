@@ -34,6 +34,14 @@ pub enum Source {
     Subquery { plan: Box<Plan>, label: ScanLabel },
     /// An index scan (serial): rows of a heap table found through a B-tree.
     Index(Box<IndexSource>),
+    /// `generate_series(start, stop [, step])` whose bounds are expressions over no row
+    /// but parameters (a LATERAL function reading earlier FROM items' columns), evaluated
+    /// when the source starts.
+    SeriesExprs { args: Vec<Expr>, data_type: DataType, label: ScanLabel },
+    /// The working table of the recursive union numbered `id` (PostgreSQL's WorkTable
+    /// Scan): the rows the recursive term's previous run produced. The executor fills
+    /// `rows` in a copy of the recursive term before each run.
+    WorkTable { id: usize, rows: Arc<Vec<Row>>, types: Vec<DataType>, label: ScanLabel },
 }
 
 /// A range of index keys: lower and upper bounds, each a key prefix in index order.
@@ -328,6 +336,43 @@ pub enum Plan {
     /// order keys (`window/`): each row leaves with one more column per function, then
     /// `output` is applied.
     Window(WindowPlan),
+    /// A nested loop over a LATERAL item: `inner` runs once per row of `outer`.
+    NestLoop(NestLoopPlan),
+    /// `WITH RECURSIVE`'s iteration (PostgreSQL's Recursive Union).
+    RecursiveUnion(RecursiveUnionPlan),
+}
+
+/// `outer` joined with a LATERAL subquery or function (`inner`), which reads columns of
+/// the outer row as parameters: for each outer row, `params` (over that row) are
+/// evaluated and `inner` is run with them. Output rows are `outer ++ inner`.
+#[derive(Clone, Debug)]
+pub struct NestLoopPlan {
+    pub outer: Box<Plan>,
+    pub inner: Box<Plan>,
+    pub params: Vec<Expr>,
+    /// The ON condition over `outer ++ inner` (`None`: every pair matches).
+    pub filter: Option<Expr>,
+    /// LEFT JOIN: an outer row without a match comes out once, NULLs for `inner`'s columns.
+    pub left: bool,
+    /// The types of `inner`'s columns.
+    pub inner_types: Vec<DataType>,
+}
+
+/// `non_recursive UNION [ALL] recursive`, where `recursive` scans the working table
+/// (`Source::WorkTable { id }`): the non-recursive term's rows are the first working
+/// table; the recursive term then runs over the working table, its rows become the next
+/// one, until a run produces no row. The output is every working table in order. With
+/// `distinct` (UNION), a row equal (NULLs equal) to one produced before is dropped.
+#[derive(Clone, Debug)]
+pub struct RecursiveUnionPlan {
+    pub id: usize,
+    /// The CTE's name (EXPLAIN).
+    pub name: String,
+    pub non_recursive: Box<Plan>,
+    pub recursive: Box<Plan>,
+    pub distinct: bool,
+    /// Stop once this many rows are produced (a LIMIT right above the CTE's scan).
+    pub stop_after: Option<u64>,
 }
 
 /// One `WindowAgg` node: every function shares its partitioning, ordering and frame.
@@ -504,6 +549,8 @@ impl Plan {
             Plan::Sort(sort) => sort.input.reads_relation(rel),
             Plan::SetOp(setop) => setop.inputs.iter().any(|p| p.reads_relation(rel)),
             Plan::Window(window) => window.input.reads_relation(rel),
+            Plan::NestLoop(nl) => nl.outer.reads_relation(rel) || nl.inner.reads_relation(rel),
+            Plan::RecursiveUnion(ru) => ru.non_recursive.reads_relation(rel) || ru.recursive.reads_relation(rel),
         }
     }
 }
@@ -561,6 +608,15 @@ impl Plan {
                 }
                 window.output.iter().for_each(|step| step.for_each_expr(f));
             }
+            Plan::NestLoop(nl) => {
+                nl.outer.for_each_expr(f);
+                nl.inner.for_each_expr(f);
+                nl.params.iter().chain(&nl.filter).for_each(|e| f(e));
+            }
+            Plan::RecursiveUnion(ru) => {
+                ru.non_recursive.for_each_expr(f);
+                ru.recursive.for_each_expr(f);
+            }
         }
     }
 }
@@ -568,7 +624,8 @@ impl Plan {
 impl Pipeline {
     fn for_each_expr(&self, f: &mut dyn FnMut(&Expr)) {
         match &self.source {
-            Source::Single | Source::Heap(_) | Source::Series { .. } => {}
+            Source::Single | Source::Heap(_) | Source::Series { .. } | Source::WorkTable { .. } => {}
+            Source::SeriesExprs { args, .. } => args.iter().for_each(|e| f(e)),
             Source::Values(rows) => rows.iter().flatten().for_each(|e| f(e)),
             Source::Subquery { plan, .. } => plan.for_each_expr(f),
             Source::Index(index) => {
@@ -607,7 +664,7 @@ impl Source {
             Source::Heap(heap) => heap.rel == rel,
             Source::Index(index) => index.heap.rel == rel,
             Source::Subquery { plan, .. } => plan.reads_relation(rel),
-            Source::Single | Source::Series { .. } | Source::Values(_) => false,
+            Source::Single | Source::Series { .. } | Source::Values(_) | Source::SeriesExprs { .. } | Source::WorkTable { .. } => false,
         }
     }
 }
@@ -634,4 +691,40 @@ pub struct SortPlan {
     /// NULL instead of decoded. Set for a sorted subquery in FROM by the planner's last
     /// pass (`weft-sql`'s `unread_outputs`).
     pub read_outputs: Option<Vec<bool>>,
+}
+
+impl Plan {
+    /// Give every scan of working table `id` in this plan the rows `rows`.
+    pub fn set_work_table(&mut self, id: usize, rows: &Arc<Vec<Row>>) {
+        match self {
+            Plan::Pipeline(pipeline) | Plan::Aggregate { input: pipeline, .. } => pipeline.set_work_table(id, rows),
+            Plan::Limit { input, .. } | Plan::Unique { input, .. } => input.set_work_table(id, rows),
+            Plan::Sort(sort) => sort.input.set_work_table(id, rows),
+            Plan::SetOp(setop) => setop.inputs.iter_mut().for_each(|p| p.set_work_table(id, rows)),
+            Plan::Window(window) => window.input.set_work_table(id, rows),
+            Plan::NestLoop(nl) => {
+                nl.outer.set_work_table(id, rows);
+                nl.inner.set_work_table(id, rows);
+            }
+            Plan::RecursiveUnion(ru) => {
+                ru.non_recursive.set_work_table(id, rows);
+                ru.recursive.set_work_table(id, rows);
+            }
+        }
+    }
+}
+
+impl Pipeline {
+    fn set_work_table(&mut self, id: usize, new_rows: &Arc<Vec<Row>>) {
+        match &mut self.source {
+            Source::WorkTable { id: mine, rows, .. } if *mine == id => *rows = new_rows.clone(),
+            Source::Subquery { plan, .. } => plan.set_work_table(id, new_rows),
+            _ => {}
+        }
+        for step in &mut self.steps {
+            if let Step::HashJoin(join) = step {
+                join.inner.set_work_table(id, new_rows);
+            }
+        }
+    }
 }

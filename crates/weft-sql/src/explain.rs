@@ -250,6 +250,8 @@ pub(crate) fn explain(
         work_mem: session.settings.memory_bytes("work_mem"),
         run: run.as_ref(),
         used_names: RefCell::new(Vec::new()),
+        ctes: RefCell::new(Vec::new()),
+        cte_names: RefCell::new(Vec::new()),
     };
     // The INSERT's target is the first range-table entry: it keeps its name.
     if let Some(table) = &insert_into {
@@ -259,7 +261,8 @@ pub(crate) fn explain(
     if let Some(table) = insert_into {
         root = builder.insert(&table, root);
     }
-    let sections = init_plan_sections(&builder, &plan, &init_plans);
+    let mut sections = builder.ctes.take();
+    sections.extend(init_plan_sections(&builder, &plan, &init_plans));
     let mut lines = Vec::new();
     render_with_init_plans(&root.node, &sections, 0, &options, &mut lines);
     if options.summary {
@@ -340,6 +343,8 @@ fn range_entries(plan: &Plan) -> usize {
         Plan::Sort(sort) => range_entries(&sort.input),
         Plan::Window(window) => range_entries(&window.input),
         Plan::SetOp(setop) => setop.inputs.iter().map(range_entries).sum(),
+        Plan::NestLoop(nl) => range_entries(&nl.outer) + range_entries(&nl.inner),
+        Plan::RecursiveUnion(ru) => range_entries(&ru.non_recursive) + range_entries(&ru.recursive),
     }
 }
 
@@ -347,6 +352,7 @@ fn pipeline_entries(p: &Pipeline) -> usize {
     let source = match &p.source {
         Source::Single => 0,
         Source::Heap(_) | Source::Index(_) | Source::Series { .. } | Source::Values(_) => 1,
+        Source::SeriesExprs { .. } | Source::WorkTable { .. } => 1,
         Source::Subquery { plan, .. } => 1 + range_entries(plan),
     };
     let joined: usize = p.steps.iter().map(|s| if let Step::HashJoin(j) = s { pipeline_entries(&j.inner) } else { 0 }).sum();
@@ -483,6 +489,12 @@ struct Builder<'a> {
     /// Names given to scans so far: a name used twice gets `_1`, `_2` ... as
     /// PostgreSQL's `set_rtable_names` does (`INSERT INTO e SELECT * FROM e` scans `e e_1`).
     used_names: RefCell<Vec<String>>,
+    /// `CTE name` sections of the recursive CTEs scanned so far (printed under the root,
+    /// before the init plans), each once.
+    ctes: RefCell<Vec<InitPlanSection>>,
+    /// The recursive CTEs whose recursive union is being built, innermost last (what a
+    /// working table scan is of).
+    cte_names: RefCell<Vec<String>>,
 }
 
 /// Per-loop averages over a pipeline's participants: time to the first row (or the end,
@@ -589,7 +601,59 @@ impl<'a> Builder<'a> {
                 let lines = self.output_line(&cols).into_iter().collect();
                 Built { node: Node { name: "Unique".into(), estimate, actual, lines, children: vec![child.node] }, cols }
             }
+            Plan::NestLoop(nl) => self.nest_loop(plan, nl),
+            Plan::RecursiveUnion(ru) => {
+                let first = self.plan(&ru.non_recursive);
+                self.cte_names.borrow_mut().push(ru.name.clone());
+                let rest = self.plan(&ru.recursive);
+                self.cte_names.borrow_mut().pop();
+                let (f, r) = (first.node.estimate, rest.node.estimate);
+                // PostgreSQL guesses ten runs of the recursive term.
+                let estimate = Estimate { startup: 0.0, total: f.total + 10.0 * r.total, rows: cost::clamp_rows(f.rows + 10.0 * r.rows), width: f.width };
+                let actual = self.node_stats(plan).map(|s| Actual { startup: s.elapsed, total: s.elapsed, rows: s.rows as f64, loops: 1.0 });
+                let lines = self.output_line(&first.cols).into_iter().collect();
+                let node = Node { name: "Recursive Union".into(), estimate, actual, lines, children: vec![first.node, rest.node] };
+                Built { node, cols: first.cols }
+            }
         }
+    }
+
+    /// `Nested Loop` over a LATERAL item: the outer rows, and the inner plan run per row,
+    /// whose parameters print as the outer columns they are.
+    fn nest_loop(&self, plan: &'a Plan, nl: &'a weft_exec::plan::NestLoopPlan) -> Built {
+        let outer = self.plan(&nl.outer);
+        let mut inner = self.plan(&nl.inner);
+        let param_names: Vec<String> = nl.params.iter().map(|p| deparse(p, &names(&outer.cols, true))).collect();
+        fn rename(node: &mut Node, names: &[String]) {
+            for line in &mut node.lines {
+                for (i, name) in names.iter().enumerate().rev() {
+                    *line = line.replace(&format!("${i}"), name);
+                }
+            }
+            node.children.iter_mut().for_each(|c| rename(c, names));
+        }
+        rename(&mut inner.node, &param_names);
+        let (o, i) = (outer.node.estimate, inner.node.estimate);
+        let mut rows = o.rows * i.rows;
+        let mut cols = outer.cols.clone();
+        cols.extend(inner.cols.iter().cloned());
+        let mut lines: Vec<String> = self.output_line(&cols).into_iter().collect();
+        if let Some(filter) = &nl.filter {
+            lines.push(format!("Join Filter: {}", deparse(filter, &names(&cols, true))));
+            rows *= cost::selectivity(filter);
+        }
+        if nl.left {
+            rows = rows.max(o.rows);
+        }
+        let estimate = Estimate {
+            startup: o.startup + i.startup,
+            total: o.total + o.rows * i.total + rows * CPU_TUPLE_COST,
+            rows: cost::clamp_rows(rows),
+            width: o.width + i.width,
+        };
+        let actual = self.node_stats(plan).map(|s| Actual { startup: s.elapsed, total: s.elapsed, rows: s.rows as f64, loops: 1.0 });
+        let name = if nl.left { "Nested Loop Left Join" } else { "Nested Loop" };
+        Built { node: Node { name: name.into(), estimate, actual, lines, children: vec![outer.node, inner.node] }, cols }
     }
 
     /// `Append` over the inputs; INTERSECT / EXCEPT add PostgreSQL's `HashSetOp` above it.
@@ -699,6 +763,7 @@ impl<'a> Builder<'a> {
         let divisor = if parallel { cost::parallel_divisor(workers, self.leader_participates) } else { 1.0 };
         let stats = self.run.and_then(|r| r.pipeline(pipeline));
         let mut children = Vec::new();
+        let mut inlined_lines: Vec<String> = Vec::new();
         // Name, input columns, rows in, startup cost, cost not shared by participants
         // (pages), cost shared by them (per-row CPU).
         let mut index_cond = None;
@@ -758,6 +823,58 @@ impl<'a> Builder<'a> {
                     }
                 }
             }
+            Source::SeriesExprs { data_type, label, .. } => {
+                // PostgreSQL's default estimate for a function: 1000 rows.
+                let count = 1000.0;
+                let qualifier = self.unique_name(label.alias.as_deref().unwrap_or("generate_series"));
+                let column = label.columns.first().map_or("generate_series", String::as_str);
+                let cols = vec![self.column(&qualifier, column, cost::type_width(*data_type), None)];
+                let mut name = "Function Scan on generate_series".to_string();
+                if qualifier != "generate_series" {
+                    name.push(' ');
+                    name.push_str(&quote_identifier(&qualifier));
+                }
+                (name, cols, count, 0.0, 0.0, count * CPU_TUPLE_COST)
+            }
+            Source::WorkTable { types, label, .. } => {
+                let qualifier = self.unique_name(label.alias.as_deref().unwrap_or("worktable"));
+                let cols = types
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| self.column(&qualifier, label.columns.get(i).map_or("?column?", String::as_str), cost::type_width(*t), None))
+                    .collect();
+                let rows = 100.0;
+                let cte = self.cte_names.borrow().last().cloned().unwrap_or_else(|| qualifier.clone());
+                let mut name = format!("WorkTable Scan on {}", quote_identifier(&cte));
+                if qualifier != cte {
+                    name.push(' ');
+                    name.push_str(&quote_identifier(&qualifier));
+                }
+                (name, cols, rows, 0.0, 0.0, rows * CPU_TUPLE_COST)
+            }
+            Source::Subquery { plan, label } if matches!(plan.as_ref(), Plan::RecursiveUnion(_)) => {
+                let Plan::RecursiveUnion(ru) = plan.as_ref() else { unreachable!("matched") };
+                let alias = self.unique_name(label.alias.as_deref().unwrap_or(&ru.name));
+                let child = self.plan(plan);
+                let cols = child
+                    .cols
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| self.column(&alias, label.columns.get(i).map_or("?column?", String::as_str), c.width, c.distinct))
+                    .collect();
+                let e = child.node.estimate;
+                let title = format!("CTE {}", quote_identifier(&ru.name));
+                let mut ctes = self.ctes.borrow_mut();
+                if !ctes.iter().any(|s| s.title == title) {
+                    ctes.push(InitPlanSection { title, node: child.node, init_plans: Vec::new() });
+                }
+                let mut name = format!("CTE Scan on {}", quote_identifier(&ru.name));
+                if alias != ru.name {
+                    name.push(' ');
+                    name.push_str(&quote_identifier(&alias));
+                }
+                (name, cols, e.rows, e.startup, 0.0, e.total - e.startup + e.rows * CPU_TUPLE_COST)
+            }
             Source::Subquery { plan, label } => {
                 let alias = self.unique_name(label.alias.as_deref().unwrap_or("unnamed_subquery"));
                 let child = self.plan(plan);
@@ -768,9 +885,18 @@ impl<'a> Builder<'a> {
                     .map(|(i, c)| self.column(&alias, label.columns.get(i).map_or("?column?", String::as_str), c.width, c.distinct))
                     .collect();
                 let e = child.node.estimate;
+                if label.alias.is_none() && matches!(plan.as_ref(), Plan::NestLoop(_)) {
+                    // The join of a FROM clause with LATERAL items: its filters print on
+                    // the join node, as PostgreSQL's would.
+                    let node = child.node;
+                    children.extend(node.children);
+                    inlined_lines = node.lines;
+                    (node.name, child.cols, e.rows, e.startup, 0.0, e.total - e.startup)
+                } else {
                 children.push(child.node);
                 let name = format!("Subquery Scan on {}", quote_identifier(&alias));
                 (name, cols, e.rows, e.startup, 0.0, e.total - e.startup + e.rows * CPU_TUPLE_COST)
+                }
             }
         };
 
@@ -813,6 +939,7 @@ impl<'a> Builder<'a> {
             width: cols.iter().map(|c| c.width).sum(),
         };
         let mut lines: Vec<String> = self.output_line(&cols).into_iter().collect();
+        lines.append(&mut inlined_lines);
         // Below a join only the rows the source produced are known.
         let actual = stats.map(|s| participant_actual(s, if has_joins { s.rows_in() } else { s.rows_out() } as f64));
         if let Some(cond) = index_cond {

@@ -232,6 +232,36 @@ pub(crate) fn analyze_from_with_target(target: From, from: &[ast::TableWithJoins
     Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values() })
 }
 
+/// A piece of a FROM clause for [`analyze_pieces`]: an item of the comma list, or a JOIN
+/// clause applying to everything before it.
+pub(crate) enum Piece {
+    Item(ast::TableWithJoins),
+    Join(ast::Join),
+}
+
+/// A FROM clause given as pieces after an optional relation planned already (`target`):
+/// the part of a FROM clause before or after its LATERAL items (`lateral.rs`).
+pub(crate) fn analyze_pieces(target: Option<From>, pieces: &[Piece], ctx: &PlanContext) -> Result<FromClause> {
+    let mut analyzer = Analyzer { rels: Vec::new(), width: 0, offsets: Vec::new(), ctx };
+    let mut tree = match target {
+        Some(target) => Some(analyzer.add_rel(target)?),
+        None => None,
+    };
+    for piece in pieces {
+        tree = Some(match (tree, piece) {
+            (None, Piece::Item(item)) => analyzer.table_with_joins(item)?,
+            (Some(left), Piece::Item(item)) => {
+                let next = analyzer.table_with_joins(item)?;
+                analyzer.join(left, next, Kind::Inner, &ast::JoinConstraint::None)?
+            }
+            (Some(left), Piece::Join(join)) => analyzer.join_one(left, join)?,
+            (None, Piece::Join(_)) => return Err(Error::internal("a JOIN clause with nothing to its left")),
+        });
+    }
+    let Some((tree, columns)) = tree else { return Err(Error::internal("an empty FROM clause")) };
+    Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values() })
+}
+
 struct Analyzer<'c, 'a> {
     rels: Vec<Rel>,
     offsets: Vec<usize>,
@@ -243,6 +273,14 @@ impl Analyzer<'_, '_> {
     fn table_with_joins(&mut self, item: &ast::TableWithJoins) -> Result<(Tree, Columns)> {
         let mut left = self.factor(&item.relation)?;
         for join in &item.joins {
+            left = self.join_one(left, join)?;
+        }
+        Ok(left)
+    }
+
+    /// `left` joined by one JOIN clause.
+    fn join_one(&mut self, left: (Tree, Columns), join: &ast::Join) -> Result<(Tree, Columns)> {
+        {
             let right = self.factor(&join.relation)?;
             use ast::JoinOperator as J;
             let (kind, constraint) = match &join.join_operator {
@@ -256,9 +294,8 @@ impl Analyzer<'_, '_> {
             if matches!(constraint, ast::JoinConstraint::None) && !matches!(join.join_operator, J::CrossJoin(_)) {
                 return Err(Error::syntax("syntax error at or near end of JOIN: a JOIN needs ON, USING or NATURAL"));
             }
-            left = self.join(left, right, kind, constraint)?;
+            self.join(left, right, kind, constraint)
         }
-        Ok(left)
     }
 
     fn factor(&mut self, factor: &TableFactor) -> Result<(Tree, Columns)> {
@@ -380,7 +417,7 @@ fn estimated_rows(source: &Source, ctx: &PlanContext) -> f64 {
         Source::Series { start, stop, step, .. } => (((*stop as f64 - *start as f64) / *step as f64).floor() + 1.0).max(0.0),
         Source::Values(rows) => rows.len() as f64,
         Source::Single => 1.0,
-        Source::Subquery { .. } => UNKNOWN_ROWS,
+        Source::Subquery { .. } | Source::SeriesExprs { .. } | Source::WorkTable { .. } => UNKNOWN_ROWS,
     }
 }
 

@@ -17,6 +17,7 @@ mod explain;
 mod exprutil;
 mod indexes;
 mod join;
+mod lateral;
 mod modify;
 mod parse;
 mod planner;

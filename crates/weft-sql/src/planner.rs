@@ -56,7 +56,8 @@ const SERIES_ROW_BYTES_ESTIMATE: u128 = 80;
 
 pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery> {
     if query.with.is_some() {
-        return plan_query(&crate::cte::inline_with(query)?, ctx);
+        let (inlined, _registration) = crate::cte::inline_with(query)?;
+        return plan_query(&inlined, ctx);
     }
     if !query.locks.is_empty() {
         return Err(Error::not_supported("FOR UPDATE / FOR SHARE are not supported"));
@@ -131,6 +132,9 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
             crate::unread_outputs::mark_read_subquery_outputs(&mut planned.plan);
             return Ok(planned);
         }
+        if let (Some(limit), None) = (limit, &run_time) {
+            stop_recursion_after(&mut planned.plan, limit.saturating_add(offset));
+        }
         if let (Plan::Sort(_), Some(limit), None) = (&planned.plan, limit, &run_time) {
             planned.plan = crate::access_path::use_index_order(planned.plan, Some(limit.saturating_add(offset)), ctx);
         }
@@ -142,6 +146,20 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
     }
     crate::unread_outputs::mark_read_subquery_outputs(&mut planned.plan);
     Ok(planned)
+}
+
+/// A LIMIT right above the scan of a recursive CTE (no filter, no sort in between): the
+/// recursion stops once it has produced the rows wanted, as PostgreSQL's pull-based
+/// execution stops asking (so a LIMIT ends an endless recursion there too).
+fn stop_recursion_after(plan: &mut Plan, rows: u64) {
+    let Plan::Pipeline(Pipeline { source: Source::Subquery { plan: inner, .. }, steps, .. }) = plan else { return };
+    if !steps.iter().all(|s| matches!(s, Step::Project(_))) {
+        return;
+    }
+    match inner.as_mut() {
+        Plan::RecursiveUnion(ru) => ru.stop_after = Some(ru.stop_after.map_or(rows, |n| n.min(rows))),
+        other => stop_recursion_after(other, rows),
+    }
 }
 
 /// `FETCH FIRST n ROWS WITH TIES` over `sorted`, the query's ORDER BY: the sort stays
@@ -365,6 +383,14 @@ pub(crate) fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Resu
     match factor {
         TableFactor::Table { name, alias, args, .. } => {
             let table_name = object_name(name)?;
+            if let (Some(id), None) = (crate::cte::recursive_reference_id(&table_name), args) {
+                return crate::cte::plan_recursive_reference(id, alias.as_ref(), ctx);
+            }
+            if let (1, None) = (name.0.len(), args) {
+                if let Some(work_table) = crate::cte::work_table_source(&table_name, alias.as_ref()) {
+                    return Ok(work_table);
+                }
+            }
             if let Some(args) = args {
                 return plan_table_function(&table_name, &args.args, alias.as_ref(), ctx);
             }
@@ -395,10 +421,9 @@ pub(crate) fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Resu
             });
             Ok(From { source, scope })
         }
-        TableFactor::Derived { subquery, alias, lateral, .. } => {
-            if *lateral {
-                return Err(Error::not_supported("LATERAL is not supported yet"));
-            }
+        // A LATERAL subquery is planned here too, inside a nested loop (`lateral.rs`)
+        // whose outer scope its references to earlier FROM items resolve in.
+        TableFactor::Derived { subquery, alias, .. } => {
             let Some(alias) = alias else {
                 return Err(Error::syntax("subquery in FROM must have an alias")
                     .with_hint("For example, FROM (SELECT ...) [AS] foo."));
@@ -437,8 +462,8 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
         let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = arg else {
             return Err(Error::not_supported("named arguments to generate_series"));
         };
-        // Bounds are evaluated while planning: no planner, so no subquery.
-        bound.push(Binder::new(&scope).bind(e)?);
+        // Outer references (a LATERAL function's) are parameters.
+        bound.push(Binder::new(&scope).planning(ctx).bind(e)?);
     }
     if !(2..=3).contains(&bound.len()) || bound.iter().any(|e| !matches!(e.data_type(), DataType::Int4 | DataType::Int8) && !crate::bind::is_null_literal(e)) {
         let types: Vec<&str> = bound.iter().map(|e| e.data_type().name()).collect();
@@ -449,6 +474,19 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
         .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
     }
     let data_type = if bound.iter().all(|e| e.data_type() == DataType::Int4) { DataType::Int4 } else { DataType::Int8 };
+    let mut at_run_time = false;
+    for e in &bound {
+        crate::exprutil::walk(e, &mut |e| at_run_time |= matches!(e, Expr::ScalarSubquery(_) | Expr::SubPlan { .. } | Expr::Param { .. }));
+    }
+    if at_run_time {
+        let column = alias.map(|a| a.columns.first().map(|c| ident_name(&c.name)).unwrap_or_else(|| ident_name(&a.name)));
+        let qualifier = alias.map(|a| ident_name(&a.name)).unwrap_or_else(|| "generate_series".to_string());
+        let column = column.unwrap_or_else(|| "generate_series".to_string());
+        let label = ScanLabel { alias: alias.map(|a| ident_name(&a.name)), columns: vec![column.clone()] };
+        let scope = Scope::new(vec![ScopeColumn { table: Some(qualifier), name: column, data_type, type_modifier: None }]);
+        let args = bound.into_iter().map(|e| if e.data_type() == data_type { Ok(e) } else { ex::coerce(e, data_type, false) }).collect::<Result<Vec<_>>>()?;
+        return Ok(From { source: Source::SeriesExprs { args, data_type, label }, scope });
+    }
     let mut values = Vec::with_capacity(3);
     for expr in &bound {
         values.push(match expr.eval(&[], ctx.eval)? {
@@ -491,8 +529,10 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     }
     let (where_plain, subqueries) = crate::join::split_where(select.selection.as_ref());
     let (where_plain, subqueries) = crate::join::keep_correlated_not_in(where_plain, subqueries, ctx);
-    let from = if crate::join::needs_join_planning(select) {
-        FromPlan::Joins(crate::join::analyze_from(&select.from, ctx)?)
+    let from = if crate::lateral::has_lateral(&select.from) {
+        FromPlan::Joins(crate::lateral::analyze_lateral_from(&select.from, ctx).map_err(|e| crate::lateral::invalid_reference(e, &select.from))?)
+    } else if crate::join::needs_join_planning(select) {
+        FromPlan::Joins(crate::join::analyze_from(&select.from, ctx).map_err(|e| crate::lateral::invalid_reference(e, &select.from))?)
     } else {
         FromPlan::Single(plan_from(select, ctx)?)
     };

@@ -82,7 +82,7 @@ pub fn plan_set_operation(
 }
 
 /// Which output columns of `planned` are quoted literals of a plain SELECT's select list.
-fn unknown_columns(planned: &PlannedQuery) -> Vec<bool> {
+pub(crate) fn unknown_columns(planned: &PlannedQuery) -> Vec<bool> {
     let projected = match &planned.plan {
         Plan::Pipeline(Pipeline { steps, .. }) if !planned.select_items.is_empty() => match steps.last() {
             Some(Step::Project(exprs)) => Some(exprs),
@@ -99,7 +99,7 @@ fn unknown_columns(planned: &PlannedQuery) -> Vec<bool> {
 
 /// `planned`'s plan, with its columns cast to `types` where they differ; an `unknown`
 /// column is read by the type's input function, as a quoted literal is.
-fn cast_to(planned: PlannedQuery, types: &[DataType], unknown: &[bool]) -> Result<Plan> {
+pub(crate) fn cast_to(planned: PlannedQuery, types: &[DataType], unknown: &[bool]) -> Result<Plan> {
     if planned.columns.iter().zip(types).all(|(c, &t)| c.data_type == t) {
         return Ok(planned.plan);
     }

@@ -46,6 +46,14 @@ fn visit_plan(plan: &mut Plan, read: Option<&BTreeSet<usize>>) {
         }
         Plan::SetOp(setop) => setop.inputs.iter_mut().for_each(|input| visit_plan(input, None)),
         Plan::Window(window) => visit_plan(&mut window.input, None),
+        Plan::NestLoop(nl) => {
+            visit_plan(&mut nl.outer, None);
+            visit_plan(&mut nl.inner, None);
+        }
+        Plan::RecursiveUnion(ru) => {
+            visit_plan(&mut ru.non_recursive, None);
+            visit_plan(&mut ru.recursive, None);
+        }
     }
 }
 

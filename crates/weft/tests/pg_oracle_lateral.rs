@@ -1,0 +1,74 @@
+//! LATERAL compared with PostgreSQL 15: subqueries reading earlier FROM items (top-N per
+//! group, per-row aggregates), `CROSS JOIN LATERAL`, `JOIN LATERAL ... ON`, `LEFT JOIN
+//! LATERAL` with outer rows nothing matches, NULLs in the columns read, functions in
+//! FROM reading earlier columns (`generate_series(1, t.n)`), LATERAL items followed by
+//! further joins, WHERE conditions and aggregates over the result; and PostgreSQL's
+//! errors for references a FROM item may not make.
+
+mod oracle;
+
+use oracle::{error_mismatches, mismatches_in_modes};
+
+const SETUP: &[&str] = &[
+    "CREATE TABLE g (id int, k int, n int, s text)",
+    "INSERT INTO g SELECT i, i % 7, CASE WHEN i % 9 = 0 THEN NULL ELSE i % 5 END, CASE WHEN i % 4 = 0 THEN NULL ELSE 'g' || i END FROM generate_series(1, 60) i",
+    "CREATE TABLE v (g_id int, k int, x int, t text)",
+    "INSERT INTO v SELECT i % 50, i % 7, (i * 37) % 101, CASE WHEN i % 6 = 0 THEN NULL ELSE substr(md5(i::text), 1, 3) END FROM generate_series(1, 3000) i",
+    "INSERT INTO v VALUES (NULL, NULL, 5, 'nul'), (3, 2, NULL, 'nx')",
+    "CREATE TABLE c (k int, label text)",
+    "INSERT INTO c SELECT i, 'c' || i FROM generate_series(0, 4) i",
+];
+
+const QUERIES: &[&str] = &[
+    // Top-N per group.
+    "SELECT g.id, s.x FROM g, LATERAL (SELECT x FROM v WHERE v.g_id = g.id ORDER BY x DESC LIMIT 2) s ORDER BY g.id, s.x",
+    "SELECT g.id, s.x, s.t FROM g CROSS JOIN LATERAL (SELECT x, t FROM v WHERE v.g_id = g.id AND v.x IS NOT NULL ORDER BY x, t LIMIT 3) s WHERE g.id < 20 ORDER BY 1, 2, 3",
+    "SELECT g.id, s.x FROM g LEFT JOIN LATERAL (SELECT x FROM v WHERE v.g_id = g.id ORDER BY x LIMIT 1) s ON true ORDER BY g.id",
+    // Per-row aggregates.
+    "SELECT g.id, s.c, s.m FROM g, LATERAL (SELECT count(*) AS c, max(x) AS m FROM v WHERE v.g_id = g.id) s ORDER BY g.id",
+    "SELECT g.id, s.* FROM g, LATERAL (SELECT count(*), sum(x), avg(x) FROM v WHERE v.k = g.k AND v.x < g.id) s ORDER BY g.id",
+    "SELECT count(*), sum(s.c) FROM g, LATERAL (SELECT count(*) AS c FROM v WHERE v.g_id = g.n) s",
+    // LEFT JOIN LATERAL with empty matches, and an ON condition.
+    "SELECT g.id, s.x FROM g LEFT JOIN LATERAL (SELECT x FROM v WHERE v.g_id = g.id + 45) s ON true ORDER BY g.id, s.x",
+    "SELECT g.id, s.x FROM g LEFT JOIN LATERAL (SELECT x FROM v WHERE v.g_id = g.id) s ON s.x > 90 ORDER BY g.id, s.x",
+    "SELECT g.id, s.x FROM g JOIN LATERAL (SELECT x FROM v WHERE v.g_id = g.id) s ON s.x > 95 ORDER BY g.id, s.x",
+    "SELECT g.id, s.t FROM g JOIN LATERAL (SELECT t FROM v WHERE v.k = g.k ORDER BY t NULLS FIRST LIMIT 1) s ON true ORDER BY g.id",
+    // NULLs in the columns the LATERAL item reads.
+    "SELECT g.id, g.n, s.c FROM g, LATERAL (SELECT count(*) AS c FROM v WHERE v.k = g.n) s WHERE g.n IS NULL ORDER BY g.id",
+    "SELECT g.id, s.s2 FROM g, LATERAL (SELECT g.s || '!' AS s2) s ORDER BY g.id",
+    "SELECT g.id, s.y FROM g, LATERAL (SELECT coalesce(g.n, -1) * 10 AS y) s WHERE s.y < 20 ORDER BY g.id",
+    // Functions in FROM reading earlier columns.
+    "SELECT g.id, gs FROM g, generate_series(1, g.n) gs ORDER BY g.id, gs",
+    "SELECT g.id, x FROM g CROSS JOIN generate_series(g.k, g.k + 2, 2) AS x WHERE g.id BETWEEN 10 AND 20 ORDER BY 1, 2",
+    "SELECT count(*), sum(gs) FROM g, generate_series(g.id, 100) gs",
+    "SELECT g.id, gs FROM g, generate_series(g.n, 3) gs WHERE g.id < 15 ORDER BY 1, 2",
+    // Joins before and after a LATERAL item.
+    "SELECT g.id, c.label, s.x FROM g JOIN c ON c.k = g.n, LATERAL (SELECT max(x) AS x FROM v WHERE v.k = c.k AND v.g_id = g.id) s ORDER BY 1",
+    "SELECT g.id, s.x, c.label FROM g, LATERAL (SELECT x, k FROM v WHERE v.g_id = g.id ORDER BY x LIMIT 1) s JOIN c ON c.k = s.k ORDER BY 1",
+    "SELECT g.id, s.m, t.m2 FROM g, LATERAL (SELECT max(x) AS m FROM v WHERE v.g_id = g.id) s, LATERAL (SELECT s.m + g.id AS m2) t WHERE g.id % 10 = 1 ORDER BY 1",
+    "SELECT a.id, b.id, s.c FROM g a JOIN g b ON a.id = b.id + 1, LATERAL (SELECT count(*) AS c FROM v WHERE v.g_id IN (a.id, b.id)) s WHERE a.id < 10 ORDER BY 1",
+    // Grouping and ordering over the joined rows.
+    "SELECT g.k, count(*), sum(s.x) FROM g, LATERAL (SELECT x FROM v WHERE v.g_id = g.id ORDER BY x DESC LIMIT 2) s GROUP BY g.k ORDER BY g.k",
+    "SELECT DISTINCT s.k FROM g, LATERAL (SELECT k FROM v WHERE v.g_id = g.id LIMIT 1) s ORDER BY 1",
+    "SELECT g.id FROM g WHERE EXISTS (SELECT 1 FROM v WHERE v.g_id = g.id) AND g.id IN (SELECT s.i FROM generate_series(1, 10) s(i)) ORDER BY 1",
+    // A LATERAL subquery that reads nothing of its left.
+    "SELECT count(*) FROM c, LATERAL (SELECT k FROM c c2 WHERE c2.k < 3) s",
+    // RIGHT JOIN LATERAL reading nothing of its left is an ordinary join.
+    "SELECT c.k, s.k FROM c RIGHT JOIN LATERAL (SELECT k FROM c WHERE k > 2) s ON s.k = c.k ORDER BY 2",
+];
+
+const ERRORS_WITH_SQLSTATE: &[&str] = &[
+    "SELECT * FROM g, (SELECT x FROM v WHERE v.g_id = g.id) s",
+    "SELECT * FROM g RIGHT JOIN LATERAL (SELECT x FROM v WHERE v.g_id = g.id) s ON true",
+    "SELECT * FROM g FULL JOIN LATERAL (SELECT x FROM v WHERE v.g_id = g.id) s ON true",
+    "SELECT * FROM g, generate_series(1, g.id, 0) gs",
+];
+
+#[test]
+fn lateral_matches_postgresql() {
+    let Some((pg, _dir, db)) = oracle::start_with_setup(SETUP) else { return };
+    let mut session = db.session();
+    let mut mismatches = error_mismatches(&pg, &mut session, &[], ERRORS_WITH_SQLSTATE);
+    mismatches.extend(mismatches_in_modes(&pg, &mut session, QUERIES));
+    assert!(mismatches.is_empty(), "{} mismatches:\n{}", mismatches.len(), mismatches.join("\n\n"));
+}
