@@ -167,7 +167,7 @@ fn balanced(text: &str) -> bool {
 /// anything else in parentheses.
 pub(crate) fn column_display(table: &TableMeta, expr: &Expr) -> String {
     let text = display(table, expr);
-    if matches!(expr, Expr::Function { .. } | Expr::Coalesce { .. }) {
+    if matches!(expr, Expr::Function { .. } | Expr::Coalesce { .. }) || strip_parens(&text) != text {
         text
     } else {
         format!("({text})")

@@ -259,7 +259,7 @@ impl Session {
                             name = format!("{base}{n}");
                         }
                         expression_names.push(name.clone());
-                        let definition = crate::index_expr::strip_parens(&e.display);
+                        let definition = &e.display;
                         (name, e.data_type.name().to_string(), storage_of(e.data_type).to_string(), definition.to_string())
                     }
                     None => {
