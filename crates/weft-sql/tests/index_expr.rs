@@ -85,8 +85,8 @@ fn the_planner_uses_expression_and_partial_indexes() {
         "SELECT id FROM p WHERE lower(name) BETWEEN 'name10' AND 'name11'",
         "SELECT id FROM p WHERE a + b = 15",
         "SELECT id FROM p WHERE a + b > 100",
-        "SELECT id FROM p WHERE a = 3 AND v IS NOT NULL",
-        "SELECT id FROM p WHERE a = 3 AND v > 100",
+        "SELECT id FROM p WHERE a = 50 AND v IS NOT NULL",
+        "SELECT id FROM p WHERE a = 50 AND v > 100",
         "SELECT id FROM p WHERE b = 2 AND a > 95",
     ];
     for q in queries {
