@@ -39,7 +39,8 @@ pub fn btree_desc(table: &TableMeta, index: &IndexMeta) -> Result<BTreeDesc> {
         .iter()
         .map(|c| KeyColumn { data_type: index.column_type(table, c.column), descending: c.descending, nulls_first: c.nulls_first })
         .collect();
-    BTreeDesc::new(&columns)
+    let include: Vec<DataType> = index.include.iter().map(|&c| table.columns[c].data_type).collect();
+    BTreeDesc::with_include(&columns, &include)
 }
 
 /// What an expression or partial index does to a table row before its keys are taken:
@@ -79,7 +80,8 @@ impl KeyProjector {
             map,
             heap,
             index: index_layout,
-            columns: index.columns.iter().map(|c| c.column).collect(),
+            // Keys, then INCLUDE columns: the entry's columns in order.
+            columns: index.columns.iter().map(|c| c.column).chain(index.include.iter().copied()).collect(),
             index_fixed_end: tid_offset + 8,
         }
     }

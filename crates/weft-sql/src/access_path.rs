@@ -598,7 +598,7 @@ impl<'a> Scan<'a> {
         let view = self.index_view(index)?;
         let ranges = ranges_for(index, &desc, &view.conditions);
         let settings = self.ctx.settings;
-        let covers = self.heap.columns.iter().all(|c| index.columns.iter().any(|k| k.column == *c));
+        let covers = self.heap.columns.iter().all(|c| index.columns.iter().any(|k| k.column == *c) || index.include.contains(c));
         // After a DELETE or UPDATE, entries of the build may point to dead rows: every
         // entry would need the heap, so there is no index-only scan.
         let index_only = covers && !self.table.has_dead_rows && settings.boolean("enable_indexonlyscan");
@@ -731,7 +731,7 @@ impl<'a> Scan<'a> {
             index_name: path.index.name.clone(),
             index_rel: path.index.locator(),
             desc: path.desc,
-            key_columns: path.index.columns.iter().map(|c| c.column).collect(),
+            key_columns: path.index.columns.iter().map(|c| c.column).chain(path.index.include.iter().copied()).collect(),
             ranges: path.ranges.ranges,
             direction: path.direction,
             index_only: path.index_only,

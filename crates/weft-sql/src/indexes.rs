@@ -117,18 +117,21 @@ pub fn create_index(session: &mut Session, create: &ast::CreateIndex, cancel: &C
     if create.nulls_distinct == Some(false) {
         return Err(Error::not_supported("NULLS NOT DISTINCT is not supported yet"));
     }
-    if !create.include.is_empty() {
-        return Err(Error::not_supported("INCLUDE is not supported yet"));
-    }
     let options = index_options(&create.with)?;
     let table_name = object_name(&create.table_name)?;
     let mut notices = Vec::new();
     let mut report = None;
     session.write(|txn| {
         let table = txn.catalog.table(&table_name)?.clone();
-        let IndexKeys { columns, names, expressions } = index_columns(&table, &create.columns, true, |name| {
+        let IndexKeys { columns, mut names, expressions } = index_columns(&table, &create.columns, true, |name| {
             Error::new(SqlState::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist"))
         })?;
+        let include = include_columns(&table, &create.include)?;
+        // PostgreSQL's generated name counts the INCLUDE columns too.
+        names.extend(include.iter().map(|&c| table.columns[c].name.clone()));
+        if columns.len() + include.len() > 32 {
+            return Err(Error::new(SqlState::PROGRAM_LIMIT_EXCEEDED, "cannot use more than 32 columns in an index"));
+        }
         let (predicate, predicate_display) = match &create.predicate {
             None => (None, None),
             Some(pred) => {
@@ -147,7 +150,7 @@ pub fn create_index(session: &mut Session, create: &ast::CreateIndex, cancel: &C
             }
             return Err(Error::new(SqlState::DUPLICATE_TABLE, format!("relation \"{name}\" already exists")));
         }
-        let new = NewIndex { name, columns, unique: create.unique, constraint: None, options, expressions, predicate, predicate_display };
+        let new = NewIndex { name, columns, unique: create.unique, constraint: None, options, expressions, predicate, predicate_display, include };
         report = Some(add_index(session, txn, &table, new, "CREATE INDEX", cancel, &mut notices)?);
         Ok(())
     })?;
@@ -233,6 +236,20 @@ fn index_columns(
     Ok(IndexKeys { columns, names, expressions })
 }
 
+/// The table columns of `INCLUDE (...)`: stored in the entries, never compared, so of
+/// any type.
+fn include_columns(table: &TableMeta, items: &[ast::Ident]) -> Result<Vec<usize>> {
+    items
+        .iter()
+        .map(|ident| {
+            let name = ident_name(ident);
+            table
+                .column_index(&name)
+                .ok_or_else(|| Error::new(SqlState::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist")))
+        })
+        .collect()
+}
+
 /// An index about to be created: what CREATE INDEX and key constraints decide.
 struct NewIndex {
     name: String,
@@ -243,6 +260,7 @@ struct NewIndex {
     expressions: Vec<IndexExpression>,
     predicate: Option<String>,
     predicate_display: Option<String>,
+    include: Vec<usize>,
 }
 
 /// Create the index file, build it from the table's committed rows and enter it in the
@@ -270,7 +288,7 @@ fn add_index(
         expressions: new.expressions,
         predicate: new.predicate,
         predicate_display: new.predicate_display,
-        include: Vec::new(),
+        include: new.include,
     };
     let report = build(session, txn, table, &index, rel, command, cancel, notices)?;
     txn.catalog.indexes.insert(index.name.clone(), index);
@@ -381,6 +399,7 @@ pub(crate) fn add_key_constraints(
             expressions: Vec::new(),
             predicate: None,
             predicate_display: None,
+            include: Vec::new(),
         };
         add_index(session, txn, &table, new, "CREATE INDEX", cancel, notices)?;
     }

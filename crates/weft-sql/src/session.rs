@@ -243,7 +243,7 @@ impl Session {
             // (name, type, storage, definition) of each key column; an expression's column is
             // named as PostgreSQL names it (`lower`, `expr`).
             let mut expression_names: Vec<String> = Vec::new();
-            let key_columns: Vec<(String, String, String, String)> = index
+            let mut key_columns: Vec<(String, String, String, String)> = index
                 .columns
                 .iter()
                 .map(|c| match index.expression_of(table, c.column) {
@@ -268,6 +268,11 @@ impl Session {
                     }
                 })
                 .collect();
+            let keys = key_columns.len();
+            for &c in &index.include {
+                let col = &table.columns[c];
+                key_columns.push((col.name.clone(), col.type_name(), storage_of(col.data_type).to_string(), crate::deparse::quote_identifier(&col.name)));
+            }
             let kind = match index.constraint {
                 Some(weft_access::IndexConstraint::PrimaryKey) => "primary key, btree",
                 _ if index.unique => "unique, btree",
@@ -282,7 +287,7 @@ impl Session {
                 name: index.name.clone(),
                 kind: "index".into(),
                 // Key columns are never shown as nullable or not: psql has no such column for an index.
-                columns: key_columns.iter().map(|c| (c.0.clone(), c.1.clone(), true)).collect(),
+                columns: key_columns.iter().enumerate().map(|(i, c)| (c.0.clone(), c.1.clone(), i < keys)).collect(),
                 storage: key_columns.iter().map(|c| c.2.clone()).collect(),
                 definitions: key_columns.iter().map(|c| c.3.clone()).collect(),
                 footer: vec![footer],
@@ -403,5 +408,11 @@ fn index_definition(table: &weft_access::TableMeta, index: &weft_access::IndexMe
         Some(p) => format!(" WHERE {p}"),
         None => String::new(),
     };
-    format!("{unique}btree ({}){with}{predicate}", columns.join(", "))
+    let include = if index.include.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = index.include.iter().map(|&c| crate::deparse::quote_identifier(&table.columns[c].name)).collect();
+        format!(" INCLUDE ({})", names.join(", "))
+    };
+    format!("{unique}btree ({}){include}{with}{predicate}", columns.join(", "))
 }

@@ -221,10 +221,47 @@ fn bad_index_definitions_read_like_postgresql() {
         ("CREATE INDEX ON e (a) WHERE a", "42804", "argument of WHERE must be type boolean, not type integer"),
         ("CREATE INDEX ON e (a) WHERE (SELECT true)", "0A000", "cannot use subquery in index predicate"),
         ("CREATE INDEX ON e ((count(*)))", "42803", "aggregate functions are not allowed in index expressions"),
-        ("CREATE INDEX ON e (a) INCLUDE (t)", "0A000", "INCLUDE is not supported yet"),
+        ("CREATE INDEX ON e (a) INCLUDE (nosuch)", "42703", "column \"nosuch\" does not exist"),
         ("CREATE UNIQUE INDEX ON e (a) NULLS NOT DISTINCT", "0A000", "NULLS NOT DISTINCT is not supported yet"),
     ] {
         let err = s.execute(sql).unwrap_err();
         assert_eq!((err.sqlstate.0, err.message.as_str()), (state, message), "{sql}");
     }
+}
+
+#[test]
+fn include_columns_serve_index_only_scans() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut s = db.session();
+    s.execute("CREATE TABLE w (k int, t text, f float8, z int)").unwrap();
+    s.execute("INSERT INTO w SELECT g, 'text' || g, g / 4.0, g FROM generate_series(1, 20000) g").unwrap();
+    s.execute("CREATE UNIQUE INDEX w_k ON w (k) INCLUDE (t, f)").unwrap();
+    let only = plan(&mut s, "SELECT k, t, f FROM w WHERE k BETWEEN 10 AND 20");
+    assert!(only.contains("Index Only Scan using w_k on w"), "{only}");
+    let heap = plan(&mut s, "SELECT k, z FROM w WHERE k BETWEEN 10 AND 20");
+    assert!(heap.contains("Index Scan using w_k on w"), "{heap}");
+    let got = rows(&mut s, "SELECT k, t, f FROM w WHERE k BETWEEN 10 AND 11 ORDER BY k");
+    assert_eq!(
+        got,
+        vec![
+            vec![Datum::Int4(10), Datum::Text("text10".into()), Datum::Float8(2.5)],
+            vec![Datum::Int4(11), Datum::Text("text11".into()), Datum::Float8(2.75)],
+        ]
+    );
+    // INCLUDE columns take no part in uniqueness.
+    let err = s.execute("INSERT INTO w VALUES (10, 'other', 0, 0)").unwrap_err();
+    assert_eq!(err.detail.as_deref(), Some("Key (k)=(10) already exists."));
+    s.execute("INSERT INTO w VALUES (20001, 'text10', 2.5, 0)").unwrap();
+    s.execute("UPDATE w SET t = 'new' WHERE k < 100").unwrap();
+    check(&mut s, "w_k");
+    let got = rows(&mut s, "SELECT t FROM w WHERE k = 50");
+    assert_eq!(got, vec![vec![Datum::Text("new".into())]]);
+    drop(s);
+    drop(db);
+    let db = open(dir.path());
+    let mut s = db.session();
+    check(&mut s, "w_k");
+    let got = rows(&mut s, "SELECT t, f FROM w WHERE k = 20001");
+    assert_eq!(got, vec![vec![Datum::Text("text10".into()), Datum::Float8(2.5)]]);
 }

@@ -65,6 +65,20 @@ const SCRIPT: &[&str] = &[
     "SELECT count(*) FROM u WHERE lower(name) LIKE 'name1%'",
     "DELETE FROM u WHERE lower(name) = 'name100'",
     "SELECT count(*) FROM u WHERE a + b > 10",
+    // INCLUDE columns: payload for index-only scans, outside uniqueness.
+    "CREATE TABLE w (k int, t text, f float8, n numeric)",
+    "INSERT INTO w SELECT g, 'text' || g, g / 4.0, g * 1.5 FROM generate_series(1, 500) g",
+    "CREATE INDEX ON w (k) INCLUDE (t, f)",
+    "CREATE UNIQUE INDEX w_uk ON w (k) INCLUDE (n)",
+    "SELECT k, t, f FROM w WHERE k BETWEEN 10 AND 14 ORDER BY k",
+    "SELECT t FROM w WHERE k = 77",
+    "SELECT k, f FROM w ORDER BY k DESC LIMIT 3",
+    "INSERT INTO w VALUES (5, 'dup', 0, 0)",
+    "INSERT INTO w VALUES (5, 'dup', 0, 0) ON CONFLICT (k) DO UPDATE SET t = 'updated', n = 9.5",
+    "SELECT k, t, f, n FROM w WHERE k = 5",
+    "UPDATE w SET t = 'changed' WHERE k < 3",
+    "SELECT k, t FROM w WHERE k <= 4 ORDER BY k",
+    "CREATE INDEX ON w (k) INCLUDE (nosuch)",
 ];
 
 #[test]
@@ -73,7 +87,7 @@ fn expression_and_partial_indexes_match_postgresql() {
     let mut session = db.session();
     compare_script(&pg, &mut session, SCRIPT, true);
     // Every index still agrees with the heap.
-    for index in ["u_lower_idx", "u_expr_idx", "u_expr_idx1", "u_a_lower_idx", "u_lower_idx1", "u_part", "u_upart", "u_ok"] {
+    for index in ["u_lower_idx", "u_expr_idx", "u_expr_idx1", "u_a_lower_idx", "u_lower_idx1", "u_part", "u_upart", "u_ok", "w_k_t_f_idx", "w_uk"] {
         session
             .execute(&format!("SELECT weft_index_check('{index}', heapallindexed => true)"))
             .unwrap_or_else(|e| panic!("{index}: {e:?}"));
