@@ -169,6 +169,32 @@ pub struct IndexMeta {
     /// PostgreSQL), if it was made by `PRIMARY KEY` or `UNIQUE` rather than CREATE INDEX.
     #[serde(default)]
     pub constraint: Option<IndexConstraint>,
+    /// The expressions of the expression columns, in order: a key column whose `column`
+    /// is the table's column count plus k holds `expressions[k]` (the "index row" is the
+    /// table's row followed by these values).
+    #[serde(default)]
+    pub expressions: Vec<IndexExpression>,
+    /// A partial index's predicate as SQL text, bound again over the table's columns:
+    /// only the rows it accepts have entries.
+    #[serde(default)]
+    pub predicate: Option<String>,
+    /// The predicate as PostgreSQL prints it (`\d`, `pg_get_indexdef`).
+    #[serde(default)]
+    pub predicate_display: Option<String>,
+    /// `INCLUDE (...)`: table columns stored in the leaf entries after the keys, neither
+    /// ordered nor compared.
+    #[serde(default)]
+    pub include: Vec<usize>,
+}
+
+/// One expression column of an index.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IndexExpression {
+    /// The expression as written, bound again over the table's columns.
+    pub text: String,
+    /// As PostgreSQL prints it in the index's definition (`lower(name)`, `(a + b)`).
+    pub display: String,
+    pub data_type: DataType,
 }
 
 /// A sequence: `CREATE SEQUENCE`, or the one a serial column owns.
@@ -200,6 +226,50 @@ pub enum IndexConstraint {
 impl IndexMeta {
     pub fn locator(&self) -> RelFileLocator {
         locator(self.rel_number)
+    }
+
+    /// An index over plain table columns with no predicate: what foreign keys and the
+    /// code that reads keys straight from table rows can use.
+    pub fn is_plain(&self) -> bool {
+        self.expressions.is_empty() && self.predicate.is_none()
+    }
+
+    /// Has expression columns or a predicate: table rows must go through the index row
+    /// (`TableMeta` columns, then the expressions' values) and the predicate first.
+    pub fn needs_index_row(&self) -> bool {
+        !self.is_plain()
+    }
+
+    /// The expression of key column `column` (a position in the index row), if it is one.
+    pub fn expression_of(&self, table: &TableMeta, column: usize) -> Option<&IndexExpression> {
+        column.checked_sub(table.columns.len()).and_then(|k| self.expressions.get(k))
+    }
+
+    /// The type of position `column` of the index row.
+    pub fn column_type(&self, table: &TableMeta, column: usize) -> DataType {
+        match self.expression_of(table, column) {
+            Some(e) => e.data_type,
+            None => table.columns[column].data_type,
+        }
+    }
+
+    /// The types of the index row: the table's columns, then the expressions'.
+    pub fn row_types(&self, table: &TableMeta) -> Vec<DataType> {
+        let mut types = table.column_types();
+        types.extend(self.expressions.iter().map(|e| e.data_type));
+        types
+    }
+
+    /// Each key column as PostgreSQL names it in a key's description: the column's name,
+    /// or the expression (in parentheses unless it reads as a function call).
+    pub fn key_names(&self, table: &TableMeta) -> Vec<String> {
+        self.columns
+            .iter()
+            .map(|c| match self.expression_of(table, c.column) {
+                Some(e) => e.display.clone(),
+                None => table.columns[c.column].name.clone(),
+            })
+            .collect()
     }
 }
 

@@ -37,14 +37,24 @@ pub fn btree_desc(table: &TableMeta, index: &IndexMeta) -> Result<BTreeDesc> {
     let columns: Vec<KeyColumn> = index
         .columns
         .iter()
-        .map(|c| KeyColumn { data_type: table.columns[c.column].data_type, descending: c.descending, nulls_first: c.nulls_first })
+        .map(|c| KeyColumn { data_type: index.column_type(table, c.column), descending: c.descending, nulls_first: c.nulls_first })
         .collect();
-    BTreeDesc::new(&columns)
+    let include: Vec<DataType> = index.include.iter().map(|&c| table.columns[c].data_type).collect();
+    BTreeDesc::with_include(&columns, &include)
+}
+
+/// What an expression or partial index does to a table row before its keys are taken:
+/// `map` writes the index row (the table's columns, then the expressions' values, in
+/// weft's tuple format) into `out`, or returns false when the predicate rejects the row.
+pub trait IndexRowMap: Send + Sync {
+    fn map(&self, row: &[u8], out: &mut Vec<u8>) -> Result<bool>;
 }
 
 /// Turns heap rows into index tuples without decoding them: key columns are copied as
-/// bytes into the index layout (`keys ++ [tid word]`).
+/// bytes into the index layout (`keys ++ [tid word]`). For an index with expressions or
+/// a predicate, the row goes through its `IndexRowMap` first.
 pub struct KeyProjector {
+    map: Option<std::sync::Arc<dyn IndexRowMap>>,
     heap: RowLayout,
     index: RowLayout,
     /// Per key: the heap column.
@@ -54,21 +64,50 @@ pub struct KeyProjector {
 }
 
 impl KeyProjector {
+    /// The projector of a plain index (`IndexMeta::is_plain`).
     pub fn new(table: &TableMeta, index: &IndexMeta, desc: &BTreeDesc) -> KeyProjector {
-        let heap = RowLayout::new(&table.column_types());
+        debug_assert!(index.is_plain(), "index {} needs an IndexRowMap", index.name);
+        Self::with_map(table, index, desc, None)
+    }
+
+    /// The projector of any index: `map` is required when it has expressions or a predicate.
+    pub fn with_map(table: &TableMeta, index: &IndexMeta, desc: &BTreeDesc, map: Option<std::sync::Arc<dyn IndexRowMap>>) -> KeyProjector {
+        let heap = RowLayout::new(&index.row_types(table));
         let index_layout = desc.layout().clone();
         let n = index_layout.len();
         let tid_offset = index_layout.fixed_offset_of(n - 1).expect("the tid word is fixed-width");
         KeyProjector {
+            map,
             heap,
             index: index_layout,
-            columns: index.columns.iter().map(|c| c.column).collect(),
+            // Keys, then INCLUDE columns: the entry's columns in order.
+            columns: index.columns.iter().map(|c| c.column).chain(index.include.iter().copied()).collect(),
             index_fixed_end: tid_offset + 8,
         }
     }
 
-    /// Append the index tuple of heap `row` at `tid` to `out`.
-    pub fn project(&self, row: &[u8], tid: TidWord, out: &mut Vec<u8>) -> Result<()> {
+    /// Append the index tuple of heap `row` at `tid` to `out`; false (and nothing
+    /// appended) when a partial index's predicate rejects the row.
+    #[must_use = "a row the predicate rejects has no entry"]
+    pub fn project(&self, row: &[u8], tid: TidWord, out: &mut Vec<u8>) -> Result<bool> {
+        match &self.map {
+            None => self.project_index_row(row, tid, out).map(|()| true),
+            Some(map) => {
+                let mut index_row = Vec::with_capacity(row.len() + 32);
+                if !map.map(row, &mut index_row)? {
+                    return Ok(false);
+                }
+                self.project_index_row(&index_row, tid, out).map(|()| true)
+            }
+        }
+    }
+
+    /// Whether this projector takes rows through an `IndexRowMap`.
+    pub fn maps_rows(&self) -> bool {
+        self.map.is_some()
+    }
+
+    fn project_index_row(&self, row: &[u8], tid: TidWord, out: &mut Vec<u8>) -> Result<()> {
         let start = out.len();
         out.resize(start + self.index_fixed_end, 0);
         let tid_col = self.columns.len();
@@ -105,6 +144,9 @@ impl KeyProjector {
     /// The heap column and offset of the index's key when it is one int4 column: its
     /// entries can go to the sort as (key, tid word) without being encoded.
     pub fn single_int4_key(&self) -> Option<(usize, usize)> {
+        if self.map.is_some() {
+            return None;
+        }
         match self.columns.as_slice() {
             &[col] if self.heap.types()[col] == DataType::Int4 => self.heap.fixed_offset_of(col).map(|off| (col, off)),
             _ => None,
@@ -129,7 +171,7 @@ fn corrupt_row(tid: TidWord) -> Error {
 
 /// PostgreSQL's error for two equal keys in a unique index.
 pub fn unique_violation(desc: &BTreeDesc, table: &TableMeta, index: &IndexMeta, tuple: &[u8], building: bool) -> Error {
-    let names: Vec<&str> = index.columns.iter().map(|c| table.columns[c.column].name.as_str()).collect();
+    let names = index.key_names(table);
     let values: Vec<String> = match desc.key_datums(tuple) {
         Ok(datums) => datums.iter().map(|d| d.to_pg_text().unwrap_or_else(|| "null".into())).collect(),
         Err(_) => vec!["?".into(); names.len()],
@@ -158,6 +200,8 @@ pub struct BuildEnv<'a> {
     pub temp_dir: PathBuf,
     pub trace: Option<TraceFn>,
     pub progress: &'a IndexBuildProgress,
+    /// The index's row map when it has expressions or a predicate.
+    pub row_map: Option<std::sync::Arc<dyn IndexRowMap>>,
 }
 
 /// What a build did, for `trace_sort`, the benchmark and tests.
@@ -188,7 +232,7 @@ pub fn build_btree(
 ) -> Result<IndexBuildReport> {
     let began = Instant::now();
     let desc = btree_desc(table, index)?;
-    let projector = KeyProjector::new(table, index, &desc);
+    let projector = KeyProjector::with_map(table, index, &desc, env.row_map.clone());
     let heap_rel = table.locator();
     let nblocks = env.pool.nblocks(heap_rel, ForkNumber::Main)?;
     env.progress.set_phase(CreateIndexPhase::ScanningTable, nblocks as u64, 0);
@@ -223,8 +267,9 @@ pub fn build_btree(
                     sort.push_int4_pair(projector.int4_key(row, column, tid)?, tid.0)?;
                 } else {
                     tuple.clear();
-                    projector.project(row, tid, &mut tuple)?;
-                    sort.push(&tuple)?;
+                    if projector.project(row, tid, &mut tuple)? {
+                        sort.push(&tuple)?;
+                    }
                 }
                 Ok(true)
             })?;
@@ -386,8 +431,9 @@ fn duplicate_postgres_names(
     let mut entries: Vec<Vec<u8>> = Vec::new();
     scan_blocks_with_tids(env.pool, heap_rel, 0..nblocks, None, snapshot, |tid, row| {
         let mut entry = Vec::new();
-        projector.project(row, TidWord::new(tid, false), &mut entry)?;
-        entries.push(entry);
+        if projector.project(row, TidWord::new(tid, false), &mut entry)? {
+            entries.push(entry);
+        }
         Ok(true)
     })?;
     // No cancellation check: the failed build has cancelled its own participants, and

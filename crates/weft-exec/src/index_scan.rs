@@ -39,7 +39,8 @@ pub(crate) fn run(
 fn scan(source: &IndexSource, ctx: &ExecContext, fetches: &mut u64, mut emit: impl FnMut(&[Datum]) -> Result<bool>) -> Result<()> {
     let table = &source.heap;
     let tree = BTree::open(ctx.pool, source.index_rel, &source.desc);
-    // For index-only rows: where each produced column sits among the keys.
+    // For index-only rows: where each produced column sits among the keys (and INCLUDE
+    // columns, which `key_columns` lists after them).
     let key_of_column: Vec<Option<usize>> =
         table.columns.iter().map(|c| source.key_columns.iter().position(|k| k == c)).collect();
     let mut row: Vec<Datum> = Vec::with_capacity(table.columns.len());
@@ -59,7 +60,7 @@ fn scan(source: &IndexSource, ctx: &ExecContext, fetches: &mut u64, mut emit: im
             let word = source.desc.tid_word(entry);
             row.clear();
             let keys = if source.key_filter.is_some() || (source.index_only && !word.needs_heap_check()) {
-                Some(source.desc.key_datums(entry)?)
+                Some(source.desc.entry_datums(entry)?)
             } else {
                 None
             };

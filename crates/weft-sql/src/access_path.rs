@@ -463,9 +463,24 @@ struct Scan<'a> {
     pages: f64,
 }
 
+/// What an index makes of the scan's conjuncts: for an expression index, the conjuncts
+/// with its expressions (over the pipeline's columns) replaced by virtual columns past
+/// the pipeline's, and the conditions on them (on index row positions past the table's
+/// columns); for a partial index, the conjuncts its predicate repeats.
+struct IndexView {
+    conditions: Vec<ColumnCondition>,
+    /// The conjuncts as the key checks see them (the expressions as virtual columns).
+    rewritten: Vec<Expr>,
+    /// Pipeline width: virtual column `width + k` is the index's expression k.
+    width: usize,
+    /// Conjuncts equal to a conjunct of the predicate: every entry satisfies them.
+    implied: Vec<usize>,
+}
+
 /// One candidate index path.
 struct IndexPath {
     index: IndexMeta,
+    view: IndexView,
     desc: BTreeDesc,
     ranges: Ranges,
     index_only: bool,
@@ -527,11 +542,63 @@ impl<'a> Scan<'a> {
     /// The path through `index`, if it is worth considering: it has conditions, it
     /// answers the query alone, or `ordered` (its order is wanted). `beat` is the cost it
     /// must come under (the probe stops where it cannot).
+    /// The index's view of the conjuncts; None when the index cannot serve the scan (a
+    /// predicate the WHERE does not imply, an expression that does not bind).
+    fn index_view(&self, index: &IndexMeta) -> Option<IndexView> {
+        let width = self.heap.columns.len();
+        let mut view = IndexView { conditions: self.conditions.clone(), rewritten: self.conjuncts.clone(), width, implied: Vec::new() };
+        if index.is_plain() {
+            return Some(view);
+        }
+        let bound = crate::index_expr::bind_index(self.table, index).ok()?;
+        let ncols = self.table.columns.len();
+        if !bound.expressions.is_empty() {
+            let expressions: Vec<Expr> = bound.expressions.iter().map(|e| to_pipeline(e, self.table, &self.heap.columns)).collect();
+            let mut columns = self.heap.columns.clone();
+            columns.extend((0..expressions.len()).map(|k| ncols + k));
+            let mut types = self.table.column_types();
+            types.extend(index.expressions.iter().map(|e| e.data_type));
+            for (i, conjunct) in self.conjuncts.iter().enumerate() {
+                let rewritten = replace_expressions(conjunct, &expressions, width);
+                if &rewritten == conjunct {
+                    continue;
+                }
+                if let Some((column, condition)) = condition(&rewritten, &columns, &types) {
+                    view.conditions.push(ColumnCondition { conjunct: i, column, condition });
+                }
+                view.rewritten[i] = rewritten;
+            }
+        }
+        if let Some(predicate) = &bound.predicate {
+            let predicate = to_pipeline(predicate, self.table, &self.heap.columns);
+            let types = self.table.column_types();
+            for part in selectivity::conjuncts(&predicate) {
+                if let Some(i) = self.conjuncts.iter().position(|c| c == part) {
+                    view.implied.push(i);
+                    continue;
+                }
+                if !self.implies(part, &types) {
+                    return None;
+                }
+            }
+        }
+        Some(view)
+    }
+
+    /// Does some conjunct of the scan imply `part` (a conjunct of an index's predicate
+    /// over the pipeline's columns)? `x IS NOT NULL` by any strict condition on x; a
+    /// comparison on x by a condition on x whose values all satisfy it.
+    fn implies(&self, part: &Expr, types: &[DataType]) -> bool {
+        let Some((column, wanted)) = condition(part, &self.heap.columns, types) else { return false };
+        self.conditions.iter().filter(|c| c.column == column).any(|c| condition_within(&c.condition, &wanted))
+    }
+
     fn index_path(&self, index: &IndexMeta, direction: ScanDirection, ordered: bool, beat: f64) -> Option<IndexPath> {
         let desc = btree_desc(self.table, index).ok()?;
-        let ranges = ranges_for(index, &desc, &self.conditions);
+        let view = self.index_view(index)?;
+        let ranges = ranges_for(index, &desc, &view.conditions);
         let settings = self.ctx.settings;
-        let covers = self.heap.columns.iter().all(|c| index.columns.iter().any(|k| k.column == *c));
+        let covers = self.heap.columns.iter().all(|c| index.columns.iter().any(|k| k.column == *c) || index.include.contains(c));
         // After a DELETE or UPDATE, entries of the build may point to dead rows: every
         // entry would need the heap, so there is no index-only scan.
         let index_only = covers && !self.table.has_dead_rows && settings.boolean("enable_indexonlyscan");
@@ -542,7 +609,7 @@ impl<'a> Scan<'a> {
         let used = ranges.used.clone();
         let is_used = |i: usize| used.contains(&i);
         let is_key_check = |i: usize| ranges.key_checks.contains(&i);
-        let in_index = |i: usize| is_used(i) || is_key_check(i);
+        let in_index = |i: usize| is_used(i) || is_key_check(i) || view.implied.contains(&i);
         let index_pages = self.ctx.pool.nblocks(index.locator(), ForkNumber::Main).ok()? as f64;
         let filter_ops = self.filter_ops(|i| !in_index(i));
         let remaining_sel = self.selectivity(|i| !in_index(i));
@@ -600,7 +667,7 @@ impl<'a> Scan<'a> {
         cost.startup += disabled;
         cost.total += disabled;
         let rows = cost::clamp_rows(input.entries * key_check_sel * remaining_sel);
-        Some(IndexPath { index: index.clone(), desc, ranges, index_only, direction, cost, filter_ops, rows })
+        Some(IndexPath { index: index.clone(), view, desc, ranges, index_only, direction, cost, filter_ops, rows })
     }
 
     /// The cheapest index path in no particular order.
@@ -624,24 +691,32 @@ impl<'a> Scan<'a> {
         for (i, part) in self.conjuncts.into_iter().enumerate() {
             if path.ranges.used.contains(&i) || path.ranges.key_checks.contains(&i) {
                 implemented[i] = Some(part);
+            } else if path.view.implied.contains(&i) {
+                // The predicate of a partial index: every entry's row satisfies it.
             } else {
                 remaining.push(part);
             }
         }
         let and = |a: Expr, b: Expr| Expr::Binary { op: BinaryOp::And, left: Box::new(a), right: Box::new(b), data_type: DataType::Bool };
         // The key checks over the entry's keys: pipeline column → table column → key.
+        // Virtual column `width + k` (expression k) is index row position `ncols + k`.
+        let ncols = self.table.columns.len();
+        let virtual_columns = (0..path.index.expressions.len()).map(|k| (path.view.width + k, ncols + k));
         let key_map: std::collections::BTreeMap<usize, usize> = self
             .heap
             .columns
             .iter()
+            .copied()
             .enumerate()
-            .filter_map(|(p, c)| path.index.columns.iter().position(|k| k.column == *c).map(|k| (p, k)))
+            .chain(virtual_columns)
+            .filter_map(|(p, c)| path.index.columns.iter().position(|k| k.column == c).map(|k| (p, k)))
             .collect();
         let key_filter = path
             .ranges
             .key_checks
             .iter()
-            .filter_map(|&i| implemented[i].clone())
+            .filter(|&&i| implemented[i].is_some())
+            .map(|&i| path.view.rewritten[i].clone())
             .map(|mut e| {
                 crate::exprutil::remap_columns(&mut e, &key_map);
                 e
@@ -656,7 +731,7 @@ impl<'a> Scan<'a> {
             index_name: path.index.name.clone(),
             index_rel: path.index.locator(),
             desc: path.desc,
-            key_columns: path.index.columns.iter().map(|c| c.column).collect(),
+            key_columns: path.index.columns.iter().map(|c| c.column).chain(path.index.include.iter().copied()).collect(),
             ranges: path.ranges.ranges,
             direction: path.direction,
             index_only: path.index_only,
@@ -752,21 +827,31 @@ pub(crate) fn use_index_order(plan: Plan, bound: Option<u64>, ctx: &PlanContext)
         }
         _ => return rebuild(Box::new(Plan::Pipeline(pipeline))),
     };
-    // Each sort key must be a plain table column through the projections.
-    let mut sort_columns = Vec::with_capacity(keys.len());
+    // Each sort key must be a table column through the projections, or (through the
+    // first projection) an expression over the pipeline's columns an index may hold.
+    let mut sort_keys: Vec<(Expr, bool, bool)> = Vec::with_capacity(keys.len());
     for key in &keys {
         let mut column = Some(key.column);
-        for step in projections.iter().rev() {
+        let mut expr = None;
+        for (depth, step) in projections.iter().enumerate().rev() {
             let Step::Project(exprs) = step else { unreachable!() };
             column = match column.and_then(|c| exprs.get(c)) {
                 Some(Expr::Column { index, .. }) => Some(*index),
+                Some(e) if depth == 0 && !crate::exprutil::is_volatile(e) => {
+                    expr = Some(e.clone());
+                    None
+                }
                 _ => None,
             };
         }
-        let Some(column) = column.and_then(|c| heap.columns.get(c).copied()) else {
-            return rebuild(Box::new(Plan::Pipeline(pipeline)));
+        let expr = match (column, expr) {
+            (Some(c), _) if c < heap.columns.len() => {
+                Expr::Column { index: c, data_type: DataType::Bool }
+            }
+            (None, Some(e)) => e,
+            _ => return rebuild(Box::new(Plan::Pipeline(pipeline))),
         };
-        sort_columns.push((column, key.descending, key.nulls_first));
+        sort_keys.push((expr, key.descending, key.nulls_first));
     }
     if ctx.catalog.indexes_of(&heap.table_name).next().is_none() {
         return rebuild(Box::new(Plan::Pipeline(pipeline)));
@@ -791,7 +876,9 @@ pub(crate) fn use_index_order(plan: Plan, bound: Option<u64>, ctx: &PlanContext)
     let mut best: Option<(f64, IndexPath)> = None;
     for index in ctx.catalog.indexes_of(&heap.table_name) {
         let Ok(desc) = btree_desc(scan.table, index) else { continue };
-        let fixed = ranges_for(index, &desc, &scan.conditions).fixed_columns;
+        let Some(sort_columns) = index_sort_columns(&scan, index, &sort_keys) else { continue };
+        let Some(view) = scan.index_view(index) else { continue };
+        let fixed = ranges_for(index, &desc, &view.conditions).fixed_columns;
         let Some(direction) = index_order(index, &sort_columns, &fixed) else { continue };
         let bar = best.as_ref().map_or(sorted, |b| b.0.min(sorted));
         // The probe's cap: what the whole path may cost for its first rows to beat `bar`.
@@ -820,6 +907,121 @@ pub(crate) fn use_index_order(plan: Plan, bound: Option<u64>, ctx: &PlanContext)
         }
     }
     Plan::Pipeline(pipeline)
+}
+
+/// The sort keys as index row positions of `index` (table columns, and `ncols + k` for
+/// its expression k); None when a key is neither.
+fn index_sort_columns(scan: &Scan, index: &IndexMeta, sort_keys: &[(Expr, bool, bool)]) -> Option<Vec<(usize, bool, bool)>> {
+    let ncols = scan.table.columns.len();
+    let expressions: Vec<Expr> = if index.expressions.is_empty() {
+        Vec::new()
+    } else {
+        let bound = crate::index_expr::bind_index(scan.table, index).ok()?;
+        bound.expressions.iter().map(|e| to_pipeline(e, scan.table, &scan.heap.columns)).collect()
+    };
+    sort_keys
+        .iter()
+        .map(|(expr, descending, nulls_first)| {
+            let column = match expr {
+                Expr::Column { index, .. } => *scan.heap.columns.get(*index)?,
+                e => ncols + expressions.iter().position(|x| x == e)?,
+            };
+            Some((column, *descending, *nulls_first))
+        })
+        .collect()
+}
+
+/// An expression over the table's columns moved onto the pipeline's (`columns` maps
+/// pipeline columns to table columns); a table column the pipeline does not read becomes
+/// a column no conjunct has, so the expression matches nothing.
+fn to_pipeline(expr: &Expr, table: &TableMeta, columns: &[usize]) -> Expr {
+    let values: Vec<Expr> = table
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(c, meta)| Expr::Column { index: columns.iter().position(|&x| x == c).unwrap_or(usize::MAX), data_type: meta.data_type })
+        .collect();
+    crate::exprutil::substitute_columns(expr, &values)
+}
+
+/// `expr` with each occurrence of `targets[k]` replaced by column `base + k`.
+fn replace_expressions(expr: &Expr, targets: &[Expr], base: usize) -> Expr {
+    if let Some(k) = targets.iter().position(|t| t == expr) {
+        return Expr::Column { index: base + k, data_type: expr.data_type() };
+    }
+    let recurse = |e: &Expr| Box::new(replace_expressions(e, targets, base));
+    let all = |args: &[Expr]| args.iter().map(|a| replace_expressions(a, targets, base)).collect::<Vec<_>>();
+    match expr {
+        Expr::Column { .. } | Expr::Literal { .. } | Expr::ScalarSubquery(_) | Expr::Param { .. } | Expr::SubPlan { .. } => expr.clone(),
+        Expr::Cast { expr, to } => Expr::Cast { expr: recurse(expr), to: *to },
+        Expr::ApplyModifier { expr, modifier, coercion } => Expr::ApplyModifier { expr: recurse(expr), modifier: *modifier, coercion: *coercion },
+        Expr::Unary { op, expr, data_type } => Expr::Unary { op: *op, expr: recurse(expr), data_type: *data_type },
+        Expr::IsNull { expr, negated } => Expr::IsNull { expr: recurse(expr), negated: *negated },
+        Expr::Binary { op, left, right, data_type } => Expr::Binary { op: *op, left: recurse(left), right: recurse(right), data_type: *data_type },
+        Expr::Case { whens, otherwise, data_type } => Expr::Case {
+            whens: whens.iter().map(|(c, r)| (replace_expressions(c, targets, base), replace_expressions(r, targets, base))).collect(),
+            otherwise: otherwise.as_ref().map(|o| recurse(o)),
+            data_type: *data_type,
+        },
+        Expr::Coalesce { args, data_type } => Expr::Coalesce { args: all(args), data_type: *data_type },
+        Expr::Function { func, args, data_type } => Expr::Function { func: *func, args: all(args), data_type: *data_type },
+    }
+}
+
+/// Are all values `inner` allows (non-NULL: every condition but IS NULL rejects NULLs)
+/// allowed by `outer` too?
+fn condition_within(inner: &Condition, outer: &Condition) -> bool {
+    let is_null = |c: &Condition| matches!(c, Condition::Eq(Datum::Null));
+    if matches!(inner, Condition::Empty) {
+        return true;
+    }
+    if is_null(inner) || is_null(outer) {
+        return is_null(inner) && is_null(outer);
+    }
+    let (lower, upper) = match outer {
+        Condition::Range { lower, upper } => (lower.clone(), upper.clone()),
+        Condition::Eq(v) => (Some((v.clone(), true)), Some((v.clone(), true))),
+        Condition::In(values) => {
+            return match inner {
+                Condition::Eq(v) => values.iter().any(|x| compare_datums(x, v) == Ordering::Equal),
+                Condition::In(vs) => vs.iter().all(|v| values.iter().any(|x| compare_datums(x, v) == Ordering::Equal)),
+                _ => false,
+            }
+        }
+        Condition::Empty => return false,
+    };
+    let above = |v: &Datum, inclusive: bool| match &lower {
+        None => true,
+        Some((l, l_inclusive)) => match compare_datums(v, l) {
+            Ordering::Greater => true,
+            Ordering::Equal => *l_inclusive || !inclusive,
+            Ordering::Less => false,
+        },
+    };
+    let below = |v: &Datum, inclusive: bool| match &upper {
+        None => true,
+        Some((u, u_inclusive)) => match compare_datums(v, u) {
+            Ordering::Less => true,
+            Ordering::Equal => *u_inclusive || !inclusive,
+            Ordering::Greater => false,
+        },
+    };
+    match inner {
+        Condition::Eq(v) => above(v, true) && below(v, true),
+        Condition::In(vs) => vs.iter().all(|v| above(v, true) && below(v, true)),
+        Condition::Range { lower: il, upper: iu } => {
+            let low_ok = match il {
+                Some((v, inclusive)) => above(v, *inclusive),
+                None => lower.is_none(),
+            };
+            let high_ok = match iu {
+                Some((v, inclusive)) => below(v, *inclusive),
+                None => upper.is_none(),
+            };
+            low_ok && high_ok
+        }
+        Condition::Empty => true,
+    }
 }
 
 #[cfg(test)]
@@ -868,6 +1070,10 @@ mod tests {
             parallel_workers: None,
             rel_number: 1,
             constraint: None,
+            expressions: Vec::new(),
+            predicate: None,
+            predicate_display: None,
+            include: Vec::new(),
         };
         assert_eq!(index_order(&index, &[(0, false, false)], &[]), Some(ScanDirection::Forward));
         assert_eq!(index_order(&index, &[(0, true, true), (1, false, false)], &[]), Some(ScanDirection::Backward));

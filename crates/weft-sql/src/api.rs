@@ -58,7 +58,7 @@ pub struct RelationDescription {
     /// "table" or "index".
     pub kind: String,
     /// (column name, type name as `format_type` prints it, nullable); for an index, its key
-    /// columns in key order.
+    /// columns in key order, then its INCLUDE columns, the flag telling keys (true) apart.
     pub columns: Vec<(String, String, bool)>,
     /// Per column, `\d+`'s Storage (`pg_type.typstorage`): `plain` (fixed width), `main`
     /// (numeric) or `extended` (text).

@@ -605,7 +605,7 @@ fn resolve_foreign_key(
     let index = txn
         .catalog
         .indexes_of(ref_table)
-        .filter(|i| i.unique && i.columns.len() == theirs.len() && i.columns.iter().map(|c| c.column).collect::<BTreeSet<_>>() == wanted)
+        .filter(|i| i.unique && i.is_plain() && i.columns.len() == theirs.len() && i.columns.iter().map(|c| c.column).collect::<BTreeSet<_>>() == wanted)
         .min_by_key(|i| (i.constraint != Some(weft_access::IndexConstraint::PrimaryKey), i.oid))
         .ok_or_else(|| key_error(format!("there is no unique constraint matching given keys for referenced table \"{ref_table}\"")))?;
     let names: Vec<String> = own.iter().map(|&c| table.columns[c].name.clone()).collect();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use sqlparser::ast::{self, Statement};
 use weft_access::btree::{self, BTree, BTreeDesc, BTreeWriter, TidWord};
-use weft_access::catalog::{IndexColumnMeta, IndexConstraint, IndexMeta, TableMeta};
+use weft_access::catalog::{IndexColumnMeta, IndexConstraint, IndexExpression, IndexMeta, TableMeta};
 use weft_access::heap::{self, scan_own_rows, Tid};
 use weft_access::index_build::{btree_desc, build_btree, unique_violation, BuildEnv, IndexBuildReport, KeyProjector};
 use weft_access::{Catalog, Snapshot, Xid};
@@ -114,8 +114,8 @@ pub fn create_index(session: &mut Session, create: &ast::CreateIndex, cancel: &C
     if let Some(using) = &create.using {
         check_access_method(&using.to_string())?;
     }
-    if !create.include.is_empty() || create.predicate.is_some() || create.nulls_distinct == Some(false) {
-        return Err(Error::not_supported("INCLUDE, partial indexes and NULLS NOT DISTINCT are not supported yet"));
+    if create.nulls_distinct == Some(false) {
+        return Err(Error::not_supported("NULLS NOT DISTINCT is not supported yet"));
     }
     let options = index_options(&create.with)?;
     let table_name = object_name(&create.table_name)?;
@@ -123,9 +123,22 @@ pub fn create_index(session: &mut Session, create: &ast::CreateIndex, cancel: &C
     let mut report = None;
     session.write(|txn| {
         let table = txn.catalog.table(&table_name)?.clone();
-        let (columns, names) = index_columns(&table, &create.columns, |name| {
+        let IndexKeys { columns, mut names, expressions } = index_columns(&table, &create.columns, true, |name| {
             Error::new(SqlState::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist"))
         })?;
+        let include = include_columns(&table, &create.include)?;
+        // PostgreSQL's generated name counts the INCLUDE columns too.
+        names.extend(include.iter().map(|&c| table.columns[c].name.clone()));
+        if columns.len() + include.len() > 32 {
+            return Err(Error::new(SqlState::PROGRAM_LIMIT_EXCEEDED, "cannot use more than 32 columns in an index"));
+        }
+        let (predicate, predicate_display) = match &create.predicate {
+            None => (None, None),
+            Some(pred) => {
+                let bound = crate::index_expr::bind_index_expr(&table, pred, crate::index_expr::IndexClause::Predicate)?;
+                (Some(pred.to_string()), Some(crate::index_expr::predicate_display(&table, &bound)))
+            }
+        };
         let name = match &create.name {
             Some(name) => object_name(name)?,
             None => generated_name(&txn.catalog, &table_name, &names, "idx"),
@@ -137,7 +150,7 @@ pub fn create_index(session: &mut Session, create: &ast::CreateIndex, cancel: &C
             }
             return Err(Error::new(SqlState::DUPLICATE_TABLE, format!("relation \"{name}\" already exists")));
         }
-        let new = NewIndex { name, columns, unique: create.unique, constraint: None, options };
+        let new = NewIndex { name, columns, unique: create.unique, constraint: None, options, expressions, predicate, predicate_display, include };
         report = Some(add_index(session, txn, &table, new, "CREATE INDEX", cancel, &mut notices)?);
         Ok(())
     })?;
@@ -159,25 +172,53 @@ fn check_access_method(method: &str) -> Result<()> {
     }
 }
 
-/// The key columns of an index on `table` and their names; `missing` makes the error for
-/// a name that is not a column (CREATE INDEX and key constraints word it differently).
+/// The key columns of an index: their metadata, the names a generated index name is made
+/// of, and the expressions of expression columns.
+struct IndexKeys {
+    columns: Vec<IndexColumnMeta>,
+    names: Vec<String>,
+    expressions: Vec<IndexExpression>,
+}
+
+/// The key columns of an index on `table`; `missing` makes the error for a name that is
+/// not a column (CREATE INDEX and key constraints word it differently). Expressions only
+/// when `expressions` (CREATE INDEX): each becomes index row position `columns + k`.
 fn index_columns(
     table: &TableMeta,
     items: &[ast::IndexColumn],
+    expressions_allowed: bool,
     missing: impl Fn(&str) -> Error,
-) -> Result<(Vec<IndexColumnMeta>, Vec<String>)> {
+) -> Result<IndexKeys> {
     let mut columns = Vec::with_capacity(items.len());
     let mut names = Vec::with_capacity(items.len());
+    let mut expressions: Vec<IndexExpression> = Vec::new();
     for item in items {
         if item.operator_class.is_some() {
             return Err(Error::not_supported("operator classes are not supported yet"));
         }
-        let ast::Expr::Identifier(ident) = &item.column.expr else {
-            return Err(Error::not_supported("indexes on expressions are not supported yet"));
+        let mut expr = &item.column.expr;
+        while let ast::Expr::Nested(inner) = expr {
+            expr = inner;
+        }
+        let (column, data_type, name) = match expr {
+            ast::Expr::Identifier(ident) => {
+                let name = ident_name(ident);
+                let column = table.column_index(&name).ok_or_else(|| missing(&name))?;
+                (column, table.columns[column].data_type, name)
+            }
+            _ if !expressions_allowed => return Err(Error::syntax(format!("syntax error at or near \"{expr}\""))),
+            _ => {
+                let bound = crate::index_expr::bind_index_expr(table, expr, crate::index_expr::IndexClause::Expression)?;
+                let data_type = bound.data_type();
+                let column = table.columns.len() + expressions.len();
+                expressions.push(IndexExpression {
+                    text: expr.to_string(),
+                    display: crate::index_expr::column_display(table, &bound),
+                    data_type,
+                });
+                (column, data_type, crate::index_expr::name_part(expr))
+            }
         };
-        let name = ident_name(ident);
-        let column = table.column_index(&name).ok_or_else(|| missing(&name))?;
-        let data_type = table.columns[column].data_type;
         if !btree::indexable(data_type) {
             return Err(Error::new(
                 SqlState::UNDEFINED_OBJECT,
@@ -192,7 +233,21 @@ fn index_columns(
     if columns.len() > 32 {
         return Err(Error::new(SqlState::PROGRAM_LIMIT_EXCEEDED, "cannot use more than 32 columns in an index"));
     }
-    Ok((columns, names))
+    Ok(IndexKeys { columns, names, expressions })
+}
+
+/// The table columns of `INCLUDE (...)`: stored in the entries, never compared, so of
+/// any type.
+fn include_columns(table: &TableMeta, items: &[ast::Ident]) -> Result<Vec<usize>> {
+    items
+        .iter()
+        .map(|ident| {
+            let name = ident_name(ident);
+            table
+                .column_index(&name)
+                .ok_or_else(|| Error::new(SqlState::UNDEFINED_COLUMN, format!("column \"{name}\" does not exist")))
+        })
+        .collect()
 }
 
 /// An index about to be created: what CREATE INDEX and key constraints decide.
@@ -202,6 +257,10 @@ struct NewIndex {
     unique: bool,
     constraint: Option<IndexConstraint>,
     options: IndexOptions,
+    expressions: Vec<IndexExpression>,
+    predicate: Option<String>,
+    predicate_display: Option<String>,
+    include: Vec<usize>,
 }
 
 /// Create the index file, build it from the table's committed rows and enter it in the
@@ -226,6 +285,10 @@ fn add_index(
         parallel_workers: new.options.parallel_workers,
         rel_number: rel.rel_number,
         constraint: new.constraint,
+        expressions: new.expressions,
+        predicate: new.predicate,
+        predicate_display: new.predicate_display,
+        include: new.include,
     };
     let report = build(session, txn, table, &index, rel, command, cancel, notices)?;
     txn.catalog.indexes.insert(index.name.clone(), index);
@@ -301,7 +364,7 @@ pub(crate) fn add_key_constraints(
     let mut made: Vec<Vec<IndexColumnMeta>> = Vec::new();
     for constraint in ordered {
         let table = txn.catalog.table(table_name)?.clone();
-        let (columns, names) = index_columns(&table, &constraint.columns, |name| {
+        let IndexKeys { columns, names, .. } = index_columns(&table, &constraint.columns, false, |name| {
             Error::new(SqlState::UNDEFINED_COLUMN, format!("column \"{name}\" named in key does not exist"))
         })?;
         if let Some(twice) = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)).map(|(_, n)| n) {
@@ -327,7 +390,17 @@ pub(crate) fn add_key_constraints(
         }
         let table = txn.catalog.table(table_name)?.clone();
         made.push(columns.clone());
-        let new = NewIndex { name, columns, unique: true, constraint: Some(constraint.kind), options: IndexOptions::default() };
+        let new = NewIndex {
+            name,
+            columns,
+            unique: true,
+            constraint: Some(constraint.kind),
+            options: IndexOptions::default(),
+            expressions: Vec::new(),
+            predicate: None,
+            predicate_display: None,
+            include: Vec::new(),
+        };
         add_index(session, txn, &table, new, "CREATE INDEX", cancel, notices)?;
     }
     Ok(())
@@ -422,6 +495,7 @@ fn build(
         temp_dir: db.data_dir.join("tmp"),
         trace: trace.clone(),
         progress: &progress,
+        row_map: crate::index_expr::row_map(table, index)?,
     };
     let snapshot = txn.catalog.snapshot();
     let outcome = build_btree(&env, table, index, rel, &snapshot);
@@ -706,7 +780,7 @@ pub(crate) fn maintain_indexes(
         .into_iter()
         .map(|index| {
             let desc = btree_desc(table, &index)?;
-            let projector = KeyProjector::new(table, &index, &desc);
+            let projector = KeyProjector::with_map(table, &index, &desc, crate::index_expr::row_map(table, &index)?);
             Ok((index, desc, projector))
         })
         .collect::<Result<_>>()?;
@@ -738,8 +812,9 @@ pub(crate) fn maintain_indexes(
             let mut entries: Vec<Vec<u8>> = Vec::with_capacity(rows.len());
             for (tid, row) in rows.iter() {
                 let mut entry = Vec::with_capacity(32);
-                projector.project(row, TidWord::new(*tid, true), &mut entry)?;
-                entries.push(entry);
+                if projector.project(row, TidWord::new(*tid, true), &mut entry)? {
+                    entries.push(entry);
+                }
             }
             entries.sort_by(|a, b| desc.compare(a, b));
             let tree = BTree::open(pool, index.locator(), desc);
@@ -816,7 +891,10 @@ pub(crate) fn conflict_arbiters(catalog: &Catalog, table: &TableMeta, target: Op
             }
             wanted.sort_unstable();
             wanted.dedup();
+            // A partial or expression index is inferred only from a target naming its
+            // expressions and implying its predicate, which weft does not parse.
             let arbiters: Vec<String> = unique
+                .filter(|i| i.is_plain())
                 .filter(|i| {
                     let mut columns: Vec<usize> = i.columns.iter().map(|c| c.column).collect();
                     columns.sort_unstable();
@@ -864,8 +942,9 @@ fn conflicting_rows(
         let mut entries: Vec<(Vec<u8>, usize)> = Vec::with_capacity(rows.len());
         for (i, (tid, row)) in rows.iter().enumerate() {
             let mut entry = Vec::with_capacity(32);
-            projector.project(row, TidWord::new(*tid, true), &mut entry)?;
-            entries.push((entry, i));
+            if projector.project(row, TidWord::new(*tid, true), &mut entry)? {
+                entries.push((entry, i));
+            }
         }
         let tree = BTree::open(&db.pool, index.locator(), desc);
         for (entry, i) in &entries {
@@ -1042,7 +1121,7 @@ fn run_index_check(session: &Session, f: &ast::Function) -> Result<QueryResult> 
 fn check_heap_all_indexed(session: &Session, catalog: &Catalog, table: &TableMeta, index: &IndexMeta, desc: &BTreeDesc, _entries: u64) -> Result<()> {
     let pool = &session.db.pool;
     let snapshot = catalog.snapshot();
-    let projector = KeyProjector::new(table, index, desc);
+    let projector = KeyProjector::with_map(table, index, desc, crate::index_expr::row_map(table, index)?);
     let heap_rel = table.locator();
     let mut live_entries = 0u64;
     let mut expected = Vec::with_capacity(64);
@@ -1051,15 +1130,15 @@ fn check_heap_all_indexed(session: &Session, catalog: &Catalog, table: &TableMet
         let tid = word.tid();
         let fetched = heap::fetch(pool, heap_rel, tid, |header, row| {
             expected.clear();
-            projector.project(row, word, &mut expected)?;
-            Ok((header, expected == entry))
+            let indexed = projector.project(row, word, &mut expected)?;
+            Ok((header, indexed && expected == entry))
         })?;
         let corrupt = |what: &str| {
             Error::new(SqlState::INDEX_CORRUPTED, format!("index \"{}\" block {block}: entry for ({},{}) {what}", index.name, tid.block, tid.offset))
         };
         match fetched {
             None => return Err(corrupt("points to no heap tuple")),
-            Some((_, false)) => return Err(corrupt("does not match the keys of its heap tuple")),
+            Some((_, false)) => return Err(corrupt("does not match the keys (or predicate) of its heap tuple")),
             Some((header, true)) => {
                 if header.live_for(&snapshot, None) {
                     live_entries += 1;
@@ -1072,8 +1151,13 @@ fn check_heap_all_indexed(session: &Session, catalog: &Catalog, table: &TableMet
     })?;
     let mut live_rows = 0u64;
     let nblocks = pool.nblocks(heap_rel, ForkNumber::Main)?;
-    heap::scan_blocks_with_tids(pool, heap_rel, 0..nblocks, None, &snapshot, |_, _| {
-        live_rows += 1;
+    let mut scratch = Vec::with_capacity(64);
+    heap::scan_blocks_with_tids(pool, heap_rel, 0..nblocks, None, &snapshot, |tid, row| {
+        // A partial index holds the rows its predicate accepts.
+        scratch.clear();
+        if !projector.maps_rows() || projector.project(row, TidWord::new(tid, false), &mut scratch)? {
+            live_rows += 1;
+        }
         Ok(true)
     })?;
     if live_rows != live_entries {

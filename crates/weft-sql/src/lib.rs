@@ -15,6 +15,7 @@ mod deparse;
 mod distinct_on;
 mod explain;
 mod exprutil;
+mod index_expr;
 mod indexes;
 mod join;
 mod lateral;

@@ -240,21 +240,57 @@ impl Session {
         let not_found = || Error::new(SqlState::UNDEFINED_TABLE, format!("Did not find any relation named \"{name}\"."));
         if let Some(index) = catalog.indexes.get(name) {
             let table = catalog.tables.get(&index.table).ok_or_else(not_found)?;
-            let key_columns: Vec<&weft_access::catalog::ColumnMeta> = index.columns.iter().map(|c| &table.columns[c.column]).collect();
+            // (name, type, storage, definition) of each key column; an expression's column is
+            // named as PostgreSQL names it (`lower`, `expr`).
+            let mut expression_names: Vec<String> = Vec::new();
+            let mut key_columns: Vec<(String, String, String, String)> = index
+                .columns
+                .iter()
+                .map(|c| match index.expression_of(table, c.column) {
+                    Some(e) => {
+                        let base = match e.display.split_once('(') {
+                            Some((f, _)) if !f.is_empty() && f.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') => f.to_string(),
+                            _ => "expr".to_string(),
+                        };
+                        let mut name = base.clone();
+                        let mut n = 0;
+                        while expression_names.contains(&name) || table.column_index(&name).is_some() {
+                            n += 1;
+                            name = format!("{base}{n}");
+                        }
+                        expression_names.push(name.clone());
+                        let definition = &e.display;
+                        (name, e.data_type.name().to_string(), storage_of(e.data_type).to_string(), definition.to_string())
+                    }
+                    None => {
+                        let col = &table.columns[c.column];
+                        (col.name.clone(), col.type_name(), storage_of(col.data_type).to_string(), crate::deparse::quote_identifier(&col.name))
+                    }
+                })
+                .collect();
+            let keys = key_columns.len();
+            for &c in &index.include {
+                let col = &table.columns[c];
+                key_columns.push((col.name.clone(), col.type_name(), storage_of(col.data_type).to_string(), crate::deparse::quote_identifier(&col.name)));
+            }
             let kind = match index.constraint {
                 Some(weft_access::IndexConstraint::PrimaryKey) => "primary key, btree",
                 _ if index.unique => "unique, btree",
                 _ => "btree",
             };
             let options = index_options(index);
+            let mut footer = format!("{kind}, for table \"public.{}\"", table.name);
+            if let Some(predicate) = &index.predicate_display {
+                footer.push_str(&format!(", predicate ({predicate})"));
+            }
             return Ok(RelationDescription {
                 name: index.name.clone(),
                 kind: "index".into(),
                 // Key columns are never shown as nullable or not: psql has no such column for an index.
-                columns: key_columns.iter().map(|c| (c.name.clone(), c.type_name(), true)).collect(),
-                storage: key_columns.iter().map(|c| storage_of(c.data_type).to_string()).collect(),
-                definitions: key_columns.iter().map(|c| crate::deparse::quote_identifier(&c.name)).collect(),
-                footer: vec![format!("{kind}, for table \"public.{}\"", table.name)],
+                columns: key_columns.iter().enumerate().map(|(i, c)| (c.0.clone(), c.1.clone(), i < keys)).collect(),
+                storage: key_columns.iter().map(|c| c.2.clone()).collect(),
+                definitions: key_columns.iter().map(|c| c.3.clone()).collect(),
+                footer: vec![footer],
                 verbose_footer: options_line(&options).into_iter().collect(),
             });
         }
@@ -340,7 +376,10 @@ fn index_definition(table: &weft_access::TableMeta, index: &weft_access::IndexMe
         .columns
         .iter()
         .map(|c| {
-            let mut text = crate::deparse::quote_identifier(&table.columns[c.column].name);
+            let mut text = match index.expression_of(table, c.column) {
+                Some(e) => e.display.clone(),
+                None => crate::deparse::quote_identifier(&table.columns[c.column].name),
+            };
             if c.descending {
                 text.push_str(" DESC");
             }
@@ -365,5 +404,15 @@ fn index_definition(table: &weft_access::TableMeta, index: &weft_access::IndexMe
         let items: Vec<String> = options.iter().map(|(name, value)| format!("{name}='{value}'")).collect();
         format!(" WITH ({})", items.join(", "))
     };
-    format!("{unique}btree ({}){with}", columns.join(", "))
+    let predicate = match &index.predicate_display {
+        Some(p) => format!(" WHERE {p}"),
+        None => String::new(),
+    };
+    let include = if index.include.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = index.include.iter().map(|&c| crate::deparse::quote_identifier(&table.columns[c].name)).collect();
+        format!(" INCLUDE ({})", names.join(", "))
+    };
+    format!("{unique}btree ({}){include}{with}{predicate}", columns.join(", "))
 }

@@ -178,8 +178,15 @@ struct Arbiter {
 }
 
 impl Arbiter {
-    fn key(&self, row: &[Datum]) -> Option<Vec<KeyPart>> {
-        self.index.columns.iter().map(|c| KeyPart::of(&row[c.column])).collect()
+    /// The arbiter's entry for the encoded row (with a dummy TID) and its key, none when a
+    /// partial index's predicate rejects the row; the key is None when a part is NULL.
+    fn entry(&self, encoded: &[u8]) -> Result<Option<(Vec<u8>, Option<Vec<KeyPart>>)>> {
+        let mut entry = Vec::with_capacity(32);
+        if !self.projector.project(encoded, TidWord::new(Tid { block: 0, offset: 0 }, false), &mut entry)? {
+            return Ok(None);
+        }
+        let key = self.desc.key_datums(&entry)?.iter().map(KeyPart::of).collect();
+        Ok(Some((entry, key)))
     }
 }
 
@@ -203,7 +210,7 @@ impl<'s> Decider<'s> {
         let mut arbiters = Vec::with_capacity(arbiter_names.len());
         for index in txn.catalog.indexes_of(&table.name).filter(|i| arbiter_names.contains(&i.name)) {
             let desc = btree_desc(table, index)?;
-            let projector = KeyProjector::new(table, index, &desc);
+            let projector = KeyProjector::with_map(table, index, &desc, crate::index_expr::row_map(table, index)?);
             arbiters.push(Arbiter { index: index.clone(), desc, projector, written: HashSet::new() });
         }
         arbiters.sort_by_key(|a| a.index.oid);
@@ -225,7 +232,7 @@ impl<'s> Decider<'s> {
     fn decide(&mut self, proposed: Vec<Datum>, action: &BoundAction) -> Result<Option<&Vec<Datum>>> {
         self.not_null.check_not_null(&proposed)?;
         let Some((tid, existing)) = self.conflict(&proposed)? else {
-            self.remember_keys(&proposed);
+            self.remember_keys(&proposed)?;
             self.writes.push(proposed);
             return Ok(self.writes.last());
         };
@@ -242,18 +249,21 @@ impl<'s> Decider<'s> {
         for (column, expr) in &action.assignments {
             new_row[*column] = expr.eval(&both, eval)?;
         }
-        self.remember_keys(&new_row);
+        self.remember_keys(&new_row)?;
         self.replaced.insert(tid, self.writes.len());
         self.writes.push(new_row);
         Ok(self.writes.last())
     }
 
-    fn remember_keys(&mut self, row: &[Datum]) {
+    fn remember_keys(&mut self, row: &[Datum]) -> Result<()> {
+        let mut encoded = Vec::new();
+        self.layout.encode(row, &mut encoded)?;
         for arbiter in &mut self.arbiters {
-            if let Some(key) = arbiter.key(row) {
+            if let Some((_, Some(key))) = arbiter.entry(&encoded)? {
                 arbiter.written.insert(key);
             }
         }
+        Ok(())
     }
 
     /// The live row (TID and values) whose keys in an arbiter equal the proposed row's, in
@@ -263,13 +273,11 @@ impl<'s> Decider<'s> {
         let mut encoded = Vec::new();
         self.layout.encode(proposed, &mut encoded)?;
         for arbiter in &self.arbiters {
-            let Some(key) = arbiter.key(proposed) else { continue };
+            let Some((entry, Some(key))) = arbiter.entry(&encoded)? else { continue };
             if arbiter.written.contains(&key) {
                 return Err(Error::new(SqlState::CARDINALITY_VIOLATION, "ON CONFLICT DO UPDATE command cannot affect row a second time")
                     .with_hint("Ensure that no rows proposed for insertion within the same command have duplicate constrained values."));
             }
-            let mut entry = Vec::with_capacity(32);
-            arbiter.projector.project(&encoded, TidWord::new(Tid { block: 0, offset: 0 }, false), &mut entry)?;
             let tree = BTree::open(pool, arbiter.index.locator(), &arbiter.desc);
             let mut found = None;
             tree.visit_equal(&entry, |existing| {

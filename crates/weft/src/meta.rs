@@ -273,9 +273,11 @@ fn description_table(description: &RelationDescription, verbose: bool) -> Table 
     }
     let storage = |i: usize| description.storage.get(i).cloned();
     if description.kind == "index" {
-        let rows = description.columns.iter().enumerate().map(|(i, (column, type_name, _))| {
+        // For an index, the flag says whether the column is a key (not an INCLUDE column).
+        let rows = description.columns.iter().enumerate().map(|(i, (column, type_name, key))| {
             let definition = description.definitions.get(i).cloned().unwrap_or_else(|| column.clone());
-            let mut row = vec![Some(column.clone()), Some(type_name.clone()), Some("yes".to_string()), Some(definition)];
+            let key = if *key { "yes" } else { "no" };
+            let mut row = vec![Some(column.clone()), Some(type_name.clone()), Some(key.to_string()), Some(definition)];
             if verbose {
                 row.extend([storage(i), None]);
             }

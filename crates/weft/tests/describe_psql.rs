@@ -29,6 +29,11 @@ create index m_b on \"Mixed\" (b asc nulls first);
 create index m_n on \"Mixed\" (n desc nulls first, d nulls last);
 create index ts_sel on t_select (\"select\");
 create table keyed (k int primary key, v text unique, w int8, constraint keyed_vw unique (w, v));
+create table ex (a int, b int, name text, v int);
+create index on ex (lower(name));
+create index on ex ((a + b), name desc);
+create unique index ex_part on ex (a) where v is not null and b > 3;
+create index ex_inc on ex (a) include (name, v);
 ";
 
 /// Meta-commands whose output carries no sizes.
@@ -51,6 +56,11 @@ const DESCRIBE: &str = "\
 \\d keyed
 \\d keyed_pkey
 \\d keyed_v_key
+\\d ex
+\\d ex_lower_idx
+\\d ex_expr_name_idx
+\\d ex_part
+\\d ex_inc
 \\d U2_A
 \\d u2*
 \\d ?2

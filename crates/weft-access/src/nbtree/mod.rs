@@ -68,6 +68,8 @@ pub struct BTreeDesc {
 #[derive(Debug)]
 struct DescInner {
     columns: Vec<KeyColumn>,
+    /// INCLUDE columns: stored after the keys, neither ordered nor compared.
+    include: usize,
     layout: RowLayout,
     /// All keys, then the tid word: the order of entries.
     full: SortKeys,
@@ -87,6 +89,12 @@ impl DescInner {
 
 impl BTreeDesc {
     pub fn new(columns: &[KeyColumn]) -> Result<BTreeDesc> {
+        Self::with_include(columns, &[])
+    }
+
+    /// Keys, then INCLUDE columns of types `include` (payload of the entries: not part of
+    /// their order), then the tid word.
+    pub fn with_include(columns: &[KeyColumn], include: &[DataType]) -> Result<BTreeDesc> {
         if columns.is_empty() {
             return Err(Error::internal("an index needs at least one key column"));
         }
@@ -99,24 +107,40 @@ impl BTreeDesc {
             }
         }
         let mut types: Vec<DataType> = columns.iter().map(|c| c.data_type).collect();
+        types.extend_from_slice(include);
         types.push(DataType::Int8);
         let layout = RowLayout::new(&types);
+        let tid_column = columns.len() + include.len();
         let sort_columns: Vec<SortColumn> = columns
             .iter()
             .enumerate()
             .map(|(i, c)| SortColumn { column: i, descending: c.descending, nulls_first: c.nulls_first })
-            .chain(std::iter::once(SortColumn { column: columns.len(), descending: false, nulls_first: false }))
+            .chain(std::iter::once(SortColumn { column: tid_column, descending: false, nulls_first: false }))
             .collect();
         let full = SortKeys::new(layout.clone(), &sort_columns)?;
         let prefixes = (0..=columns.len())
             .map(|n| SortKeys::new(layout.clone(), &sort_columns[..n]))
             .collect::<Result<Vec<_>>>()?;
-        let tid_offset = layout.fixed_offset_of(columns.len()).expect("int8 is fixed-width");
-        Ok(BTreeDesc { inner: Arc::new(DescInner { columns: columns.to_vec(), layout, full, prefixes, tid_offset }) })
+        let tid_offset = layout.fixed_offset_of(tid_column).expect("int8 is fixed-width");
+        Ok(BTreeDesc {
+            inner: Arc::new(DescInner { columns: columns.to_vec(), include: include.len(), layout, full, prefixes, tid_offset }),
+        })
     }
 
     pub fn key_count(&self) -> usize {
         self.inner.columns.len()
+    }
+
+    /// INCLUDE columns, after the keys.
+    pub fn include_count(&self) -> usize {
+        self.inner.include
+    }
+
+    /// The key values of an entry, then its INCLUDE values.
+    pub fn entry_datums(&self, tuple: &[u8]) -> Result<Vec<Datum>> {
+        let mut row = self.inner.layout.decode(tuple)?;
+        row.truncate(self.key_count() + self.inner.include);
+        Ok(row)
     }
 
     pub fn columns(&self) -> &[KeyColumn] {
@@ -137,6 +161,7 @@ impl BTreeDesc {
             return Err(Error::internal(format!("index key has {} values, index {}", key.len(), self.key_count())));
         }
         let mut row: Vec<Datum> = key.to_vec();
+        row.resize(key.len() + self.inner.include, Datum::Null);
         row.push(Datum::Int8(tid.0));
         self.inner.layout.encode(&row, out)
     }
