@@ -305,6 +305,7 @@ fn storage_of(data_type: weft_common::DataType) -> &'static str {
     use weft_common::DataType;
     match data_type {
         DataType::Bool | DataType::Int4 | DataType::Int8 | DataType::Float8 => "plain",
+        DataType::Date | DataType::Time | DataType::Timestamp | DataType::TimestampTz | DataType::Interval => "plain",
         DataType::Numeric => "main",
         DataType::Text => "extended",
     }

@@ -243,7 +243,7 @@ pub fn signatures(name: &str) -> &'static [Signature] {
         "notlike" | "textnlike" => NOTLIKE,
         "texticlike" => ILIKE,
         "texticnlike" => NOTILIKE,
-        _ => &[],
+        _ => super::datetime::signatures(name),
     }
 }
 
@@ -293,6 +293,7 @@ impl ScalarFunction {
             F::NullIf => "nullif",
             F::Greatest => "greatest",
             F::Least => "least",
+            F::DateTime(f) => f.name(),
         }
     }
 
@@ -300,6 +301,7 @@ impl ScalarFunction {
     /// side effect), so the call must not be constant-folded or deduplicated.
     pub fn is_volatile(self) -> bool {
         matches!(self, F::Random | F::SetSeed | F::NextVal | F::CurrVal | F::SetVal)
+            || matches!(self, F::DateTime(f) if f.is_volatile())
     }
 
     /// Whether a NULL argument gives NULL without calling the function: every function
@@ -357,6 +359,7 @@ impl ScalarFunction {
             }
             (F::Replace | F::StrPos | F::Left | F::Right | F::BTrim | F::LTrim | F::RTrim | F::Reverse, _)
             | (F::LPad | F::RPad | F::SplitPart | F::StartsWith, _) => super::text::call(self, args),
+            (F::DateTime(f), _) => super::datetime::call(f, args),
             _ => Err(Error::internal(format!("{}() called with unresolved arguments {args:?}", self.name()))),
         }
     }
