@@ -86,3 +86,24 @@ fn restrict(iv: Interval, unit: IntervalUnit) -> Interval {
         Second | Millisecond | Microsecond => iv,
     }
 }
+
+/// `SET TimeZone`: weft prints and reads timestamptz in UTC only, so only the names of UTC
+/// (and a zero offset) are accepted; any other zone is refused rather than ignored.
+pub fn time_zone_setting(value: &str) -> Result<String> {
+    let plain = value.trim_matches('\'');
+    let lower = plain.to_ascii_lowercase();
+    if matches!(lower.as_str(), "utc" | "gmt" | "etc/utc" | "etc/gmt" | "uct" | "zulu" | "z" | "universal" | "0" | "+0" | "-0" | "00:00" | "+00:00" | "default" | "local") {
+        return Ok(if lower == "gmt" { "GMT".into() } else { "UTC".into() });
+    }
+    Err(Error::not_supported(format!("time zone \"{plain}\" is not supported yet: weft's sessions use UTC")))
+}
+
+/// `SET DateStyle`: output is ISO and input reads month before day, PostgreSQL's default;
+/// other styles are refused rather than ignored.
+pub fn date_style_setting(value: &str) -> Result<String> {
+    let parts: Vec<String> = value.split(',').map(|p| p.trim().trim_matches('\'').to_ascii_lowercase()).collect();
+    if parts.iter().all(|p| matches!(p.as_str(), "iso" | "mdy" | "us" | "noneuropean" | "default")) {
+        return Ok("ISO, MDY".into());
+    }
+    Err(Error::not_supported(format!("DateStyle \"{value}\" is not supported yet: weft uses ISO, MDY")))
+}

@@ -139,6 +139,8 @@ impl Session {
         for statement in &statements {
             let token = CancelToken::new();
             *self.cancel.lock() = token.clone();
+            // now() is read afresh for each statement.
+            self.eval.clock.reset();
             let mut outcome = match crate::transaction::control(self, statement) {
                 Some(outcome) => outcome,
                 None => self.check_not_failed().and_then(|()| self.execute_statement(statement, &token)),

@@ -318,13 +318,43 @@ pub fn signatures(name: &str) -> &'static [Signature] {
     }
 }
 
+/// The instant `now()` returns: read from the clock at its first use in a statement and
+/// kept until the session starts the next one ([`reset`](Self::reset)), so every call
+/// of one statement — in any participant — sees the same value, as PostgreSQL's
+/// statement and transaction timestamps do. Shared by clones of one `EvalContext`.
+#[derive(Clone, Debug, Default)]
+pub struct StatementClock(std::sync::Arc<std::sync::atomic::AtomicI64>);
+
+impl StatementClock {
+    const UNSET: i64 = i64::MIN;
+
+    pub fn reset(&self) {
+        self.0.store(Self::UNSET, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn now(&self) -> i64 {
+        use std::sync::atomic::Ordering;
+        let current = self.0.load(Ordering::Relaxed);
+        // A fresh clock holds 0 (Default); both it and UNSET mean "not read yet".
+        if current != Self::UNSET && current != 0 {
+            return current;
+        }
+        let now = dt::now_timestamp();
+        match self.0.compare_exchange(current, now, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => now,
+            Err(other) => other,
+        }
+    }
+}
+
 /// Calls a date/time function on non-null arguments of its signature's types.
-pub fn call(func: DateTimeFunction, args: &[Datum]) -> Result<Datum> {
+pub fn call(func: DateTimeFunction, args: &[Datum], clock: &StatementClock) -> Result<Datum> {
     use DateTimeFunction as F;
     match (func, args) {
-        (F::Now | F::ClockTimestamp, []) => Ok(Datum::TimestampTz(dt::now_timestamp())),
-        (F::CurrentDate, []) => Ok(Datum::Date(dt::now_timestamp().div_euclid(USECS_PER_DAY) as i32)),
-        (F::LocalTimestamp, []) => Ok(Datum::Timestamp(dt::now_timestamp())),
+        (F::Now, []) => Ok(Datum::TimestampTz(clock.now())),
+        (F::ClockTimestamp, []) => Ok(Datum::TimestampTz(dt::now_timestamp())),
+        (F::CurrentDate, []) => Ok(Datum::Date(clock.now().div_euclid(USECS_PER_DAY) as i32)),
+        (F::LocalTimestamp, []) => Ok(Datum::Timestamp(clock.now())),
         (F::Extract, [Datum::Text(field), value]) => match part(field, value)? {
             None => Ok(Datum::Null),
             Some(p) => p.numeric().map(Datum::Numeric),
@@ -337,7 +367,7 @@ pub fn call(func: DateTimeFunction, args: &[Datum]) -> Result<Datum> {
         (F::Age, [a, b]) => age(timestamp_of(a), timestamp_of(b)),
         (F::Age, [a]) => {
             // age(x) is measured from midnight today.
-            let today = dt::now_timestamp().div_euclid(USECS_PER_DAY) * USECS_PER_DAY;
+            let today = clock.now().div_euclid(USECS_PER_DAY) * USECS_PER_DAY;
             age(today, timestamp_of(a))
         }
         (F::MakeDate, [Datum::Int4(y), Datum::Int4(m), Datum::Int4(d)]) => make_date(*y, *m, *d).map(Datum::Date),

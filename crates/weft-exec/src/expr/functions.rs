@@ -40,6 +40,8 @@ pub struct EvalContext {
     /// (`Expr::Param`), empty elsewhere.
     params: Arc<[Datum]>,
     subplans: super::subplan::SubPlanSlot,
+    /// `now()` of the running statement (`datetime::StatementClock`).
+    pub clock: super::datetime::StatementClock,
 }
 
 impl Default for EvalContext {
@@ -64,6 +66,7 @@ impl EvalContext {
             session_sequences: Arc::default(),
             params: Arc::new([]),
             subplans: Default::default(),
+            clock: Default::default(),
         }
     }
 
@@ -359,7 +362,7 @@ impl ScalarFunction {
             }
             (F::Replace | F::StrPos | F::Left | F::Right | F::BTrim | F::LTrim | F::RTrim | F::Reverse, _)
             | (F::LPad | F::RPad | F::SplitPart | F::StartsWith, _) => super::text::call(self, args),
-            (F::DateTime(f), _) => super::datetime::call(f, args),
+            (F::DateTime(f), _) => super::datetime::call(f, args, &ctx.clock),
             _ => Err(Error::internal(format!("{}() called with unresolved arguments {args:?}", self.name()))),
         }
     }
