@@ -889,6 +889,14 @@ pub fn parse_interval(input: &str, default_unit: Option<IntervalUnit>) -> Result
     let mut acc = (0i64, 0i64, 0f64);
     let mut i = 0;
     let mut seen_time = false;
+    // Each unit may be given once; a `H:M:S` part counts as hours to microseconds
+    // (PostgreSQL's field mask).
+    let mut seen_units: u32 = 0;
+    const TIME_UNITS: u32 = (1 << IntervalUnit::Hour as u32)
+        | (1 << IntervalUnit::Minute as u32)
+        | (1 << IntervalUnit::Second as u32)
+        | (1 << IntervalUnit::Millisecond as u32)
+        | (1 << IntervalUnit::Microsecond as u32);
     while i < tokens.len() {
         let token = tokens[i];
         // A number glued to its unit: `5d`, `10min`.
@@ -897,10 +905,11 @@ pub fn parse_interval(input: &str, default_unit: Option<IntervalUnit>) -> Result
             .take_while(|(j, c)| c.is_ascii_digit() || *c == '.' || (*j == 0 && (*c == '+' || *c == '-')))
             .count();
         if token.contains(':') {
-            if seen_time {
+            if seen_time || seen_units & TIME_UNITS != 0 {
                 return Err(err(ParseError::BadFormat));
             }
             seen_time = true;
+            seen_units |= TIME_UNITS;
             let (negative, t) = match token.as_bytes()[0] {
                 b'-' => (true, &token[1..]),
                 b'+' => (false, &token[1..]),
@@ -958,6 +967,10 @@ pub fn parse_interval(input: &str, default_unit: Option<IntervalUnit>) -> Result
             None if i + 1 == tokens.len() => default_unit.unwrap_or(IntervalUnit::Second),
             None => return Err(err(ParseError::BadFormat)),
         };
+        if seen_units & (1 << unit as u32) != 0 {
+            return Err(err(ParseError::BadFormat));
+        }
+        seen_units |= 1 << unit as u32;
         add_interval_part(&mut acc, unit, value);
         i += 1;
     }

@@ -94,6 +94,12 @@ const QUERIES: &[&str] = &[
     "SELECT age(TIMESTAMP '2024-03-05', TIMESTAMP '2020-12-31 10:00'), age(TIMESTAMP '2020-12-31', TIMESTAMP '2024-03-05 10:00'), age(TIMESTAMP '2024-03-31', TIMESTAMP '2024-02-29')",
     "SELECT make_date(2024, 2, 29), make_timestamp(2024, 3, 5, 10, 11, 12.5), isfinite(DATE 'infinity'), isfinite(TIMESTAMP '2024-01-01'), isfinite(INTERVAL '1 day')",
     "SELECT to_char(ts, 'YYYY-MM-DD HH24:MI:SS'), to_char(ts, 'DD Mon YYYY HH12:MI AM'), to_char(ts, 'FMMonth FMDD, YYYY Dy'), to_char(tz, 'YYYY-MM-DD\"T\"HH24:MI:SS.MS') FROM ev WHERE id IN (1, 2, 3, 1000) ORDER BY id",
+    "SELECT TIMESTAMP '2024-03-05 10:11:12.999999' + INTERVAL '1 microsecond', TIMESTAMP '2024-03-05 10:00' - DATE '2024-03-04', DATE '2024-03-05' - TIMESTAMP '2024-03-04 12:00'",
+    "SELECT INTERVAL '1 day 25 hours', INTERVAL '-1 year -2 mons +3 days -04:05:06.789', '1 year 2 mons 3 days 04:05:06.789'::interval * 0.3",
+    "SELECT extract(epoch FROM INTERVAL '1 year 1 mon 1 day 1 hour'), date_part('epoch', INTERVAL '1 year 1 mon'), age(TIMESTAMP '2024-01-31', TIMESTAMP '2023-02-28')",
+    "SELECT '2024-3-5'::date, ' 2024-03-05 '::date, 'March 5 2024'::date, '5 Mar 2024'::date, '2024-03-05 BC'::date, '1/2/03'::date",
+    "SELECT '2024-03-05 10:11:12Z'::timestamptz, '2024-03-05 10:11:12.5+05:30'::timestamptz, '2024-03-05 10:11:12 UTC'::timestamptz, '2024-03-05 24:00:00'::timestamp, '2024-03-05 10:11:60'::timestamp",
+    "SELECT 'allballs'::time, '10:11:12.1234567'::time, '2024-03-05 10:11:12'::time, '1 week 2 days'::interval, '1.25 hours'::interval, '-1.5 years'::interval",
     "SELECT now() = current_timestamp, current_date = now()::date, localtimestamp <= clock_timestamp()::timestamp, now() > '2024-01-01'",
 ];
 
@@ -118,6 +124,11 @@ const ERRORS_WITH_SQLSTATE: &[&str] = &[
     "SELECT DATE '2024-01-01' * 2",
     "SELECT TIMESTAMP '2024-01-01' + DATE '2024-01-01'",
     "SELECT INTERVAL '1 day' / 0",
+    "SELECT '1 day 1 day'::interval",
+    "SELECT '1 hour 01:00:00'::interval",
+    "SELECT '294277-01-01'::timestamp",
+    "SELECT ''::date",
+    "SELECT '2024-03-05 10:11:12+16'::timestamptz",
 ];
 
 #[test]
