@@ -387,6 +387,18 @@ mod tests {
             DataType::Int8 => prop_oneof![any::<i64>(), -3i64..3, Just(i64::MIN), Just(i64::MAX)].prop_map(Datum::Int8).boxed(),
             DataType::Float8 => float_strategy().prop_map(Datum::Float8).boxed(),
             DataType::Text => "(abcdefgh){0,2}[a-c\u{e9}]{0,3}".prop_map(Datum::Text).boxed(),
+            DataType::Date => prop_oneof![any::<i32>(), -3i32..3, Just(i32::MIN), Just(i32::MAX)].prop_map(Datum::Date).boxed(),
+            DataType::Timestamp => prop_oneof![any::<i64>(), -3i64..3, Just(i64::MIN), Just(i64::MAX)].prop_map(Datum::Timestamp).boxed(),
+            DataType::TimestampTz => any::<i64>().prop_map(Datum::TimestampTz).boxed(),
+            DataType::Time => (0i64..=86_400_000_000).prop_map(Datum::Time).boxed(),
+            // Small fields collide often: `1 mon` against `30 days` against `720:00:00`.
+            DataType::Interval => prop_oneof![
+                (any::<i32>(), any::<i32>(), any::<i64>()),
+                (-2i32..2, (-2i32..2).prop_map(|d| d * 30), (-2i64..2).prop_map(|h| h * 86_400_000_000)),
+                (Just(0), Just(0), (-(1i64 << 40)..(1i64 << 40)).prop_map(|v| v << 20)),
+            ]
+            .prop_map(|(m, d, us)| Datum::Interval(weft_common::datetime::Interval::new(m, d, us)))
+            .boxed(),
             _ => unreachable!(),
         };
         prop_oneof![1 => Just(Datum::Null), 6 => value].boxed()
@@ -405,6 +417,16 @@ mod tests {
                     (Datum::Int8(x), Datum::Int8(y)) => x.cmp(y),
                     (Datum::Float8(x), Datum::Float8(y)) => compare_float8(*x, *y),
                     (Datum::Text(x), Datum::Text(y)) => x.as_bytes().cmp(y.as_bytes()),
+                    (Datum::Date(x), Datum::Date(y)) => x.cmp(y),
+                    (Datum::Time(x), Datum::Time(y))
+                    | (Datum::Timestamp(x), Datum::Timestamp(y))
+                    | (Datum::TimestampTz(x), Datum::TimestampTz(y)) => x.cmp(y),
+                    (Datum::Interval(x), Datum::Interval(y)) => {
+                        let span = |i: &weft_common::datetime::Interval| {
+                            (i.months as i128 * 30 + i.days as i128) * 86_400_000_000 + i.micros as i128
+                        };
+                        span(x).cmp(&span(y))
+                    }
                     _ => unreachable!(),
                 };
                 if descending { o.reverse() } else { o }
@@ -413,7 +435,18 @@ mod tests {
     }
 
     fn type_strategy() -> impl Strategy<Value = DataType> {
-        prop_oneof![Just(DataType::Bool), Just(DataType::Int4), Just(DataType::Int8), Just(DataType::Float8), Just(DataType::Text)]
+        prop_oneof![
+            Just(DataType::Bool),
+            Just(DataType::Int4),
+            Just(DataType::Int8),
+            Just(DataType::Float8),
+            Just(DataType::Text),
+            Just(DataType::Date),
+            Just(DataType::Time),
+            Just(DataType::Timestamp),
+            Just(DataType::TimestampTz),
+            Just(DataType::Interval)
+        ]
     }
 
     proptest! {
