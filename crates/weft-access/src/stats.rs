@@ -97,6 +97,17 @@ enum Tagged {
     Text(String),
     #[serde(rename = "null")]
     Null,
+    #[serde(rename = "date")]
+    Date(i32),
+    #[serde(rename = "time")]
+    Time(i64),
+    #[serde(rename = "ts")]
+    Timestamp(i64),
+    #[serde(rename = "tstz")]
+    TimestampTz(i64),
+    /// months, days, microseconds.
+    #[serde(rename = "iv")]
+    Interval(i32, i32, i64),
 }
 
 impl Serialize for StatValue {
@@ -109,6 +120,11 @@ impl Serialize for StatValue {
             Datum::Float8(v) => Tagged::Float8(format_float8(*v)),
             Datum::Numeric(n) => Tagged::Numeric(n.to_string()),
             Datum::Text(s) => Tagged::Text(s.clone()),
+            Datum::Date(v) => Tagged::Date(*v),
+            Datum::Time(v) => Tagged::Time(*v),
+            Datum::Timestamp(v) => Tagged::Timestamp(*v),
+            Datum::TimestampTz(v) => Tagged::TimestampTz(*v),
+            Datum::Interval(iv) => Tagged::Interval(iv.months, iv.days, iv.micros),
         };
         tagged.serialize(serializer)
     }
@@ -124,6 +140,11 @@ impl<'de> Deserialize<'de> for StatValue {
             Tagged::Float8(s) => Datum::Float8(parse_float8(&s).ok_or_else(|| D::Error::custom(format!("bad float8 {s:?}")))?),
             Tagged::Numeric(s) => Datum::Numeric(Numeric::parse(&s).map_err(|e| D::Error::custom(&e.message))?),
             Tagged::Text(s) => Datum::Text(s),
+            Tagged::Date(v) => Datum::Date(v),
+            Tagged::Time(v) => Datum::Time(v),
+            Tagged::Timestamp(v) => Datum::Timestamp(v),
+            Tagged::TimestampTz(v) => Datum::TimestampTz(v),
+            Tagged::Interval(m, d, us) => Datum::Interval(weft_common::datetime::Interval::new(m, d, us)),
         }))
     }
 }

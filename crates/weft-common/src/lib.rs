@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+pub mod datetime;
 pub mod error;
 pub mod hash;
 pub mod md5;

@@ -16,6 +16,7 @@
 //! Invariant: a tuple is produced only by [`RowLayout::encode`] for the same layout it
 //! is decoded with; decoding checks lengths and reports corruption as an error.
 
+use crate::datetime::Interval;
 use crate::numeric::Numeric;
 use crate::types::{DataType, Datum};
 use crate::{Error, Result, SqlState};
@@ -88,7 +89,15 @@ impl RowLayout {
             match (self.slots[col], datum) {
                 (Slot::Fixed(off), Datum::Bool(b)) => out[start + off] = *b as u8,
                 (Slot::Fixed(off), Datum::Int4(v)) => out[start + off..start + off + 4].copy_from_slice(&v.to_le_bytes()),
-                (Slot::Fixed(off), Datum::Int8(v)) => out[start + off..start + off + 8].copy_from_slice(&v.to_le_bytes()),
+                (Slot::Fixed(off), Datum::Int8(v) | Datum::Time(v) | Datum::Timestamp(v) | Datum::TimestampTz(v)) => {
+                    out[start + off..start + off + 8].copy_from_slice(&v.to_le_bytes())
+                }
+                (Slot::Fixed(off), Datum::Date(v)) => out[start + off..start + off + 4].copy_from_slice(&v.to_le_bytes()),
+                (Slot::Fixed(off), Datum::Interval(iv)) => {
+                    out[start + off..start + off + 8].copy_from_slice(&iv.micros.to_le_bytes());
+                    out[start + off + 8..start + off + 12].copy_from_slice(&iv.days.to_le_bytes());
+                    out[start + off + 12..start + off + 16].copy_from_slice(&iv.months.to_le_bytes());
+                }
                 (Slot::Fixed(off), Datum::Float8(v)) => {
                     out[start + off..start + off + 8].copy_from_slice(&v.to_bits().to_le_bytes())
                 }
@@ -183,6 +192,15 @@ impl RowLayout {
             (Slot::Fixed(off), DataType::Int4) => Datum::Int4(i32::from_le_bytes(fixed(tuple, off))),
             (Slot::Fixed(off), DataType::Int8) => Datum::Int8(i64::from_le_bytes(fixed(tuple, off))),
             (Slot::Fixed(off), DataType::Float8) => Datum::Float8(f64::from_bits(u64::from_le_bytes(fixed(tuple, off)))),
+            (Slot::Fixed(off), DataType::Date) => Datum::Date(i32::from_le_bytes(fixed(tuple, off))),
+            (Slot::Fixed(off), DataType::Time) => Datum::Time(i64::from_le_bytes(fixed(tuple, off))),
+            (Slot::Fixed(off), DataType::Timestamp) => Datum::Timestamp(i64::from_le_bytes(fixed(tuple, off))),
+            (Slot::Fixed(off), DataType::TimestampTz) => Datum::TimestampTz(i64::from_le_bytes(fixed(tuple, off))),
+            (Slot::Fixed(off), DataType::Interval) => Datum::Interval(Interval {
+                micros: i64::from_le_bytes(fixed(tuple, off)),
+                days: i32::from_le_bytes(fixed(tuple, off + 8)),
+                months: i32::from_le_bytes(fixed(tuple, off + 12)),
+            }),
             (Slot::Fixed(off), DataType::Numeric) => Datum::Numeric(Numeric {
                 mantissa: i128::from_le_bytes(fixed(tuple, off)),
                 scale: u16::from_le_bytes(fixed(tuple, off + 16)),
@@ -312,6 +330,13 @@ mod tests {
                 .prop_map(|(mantissa, scale)| Datum::Numeric(Numeric { mantissa, scale }))
                 .boxed(),
             DataType::Text => ".{0,40}".prop_map(Datum::Text).boxed(),
+            DataType::Date => any::<i32>().prop_map(Datum::Date).boxed(),
+            DataType::Time => any::<i64>().prop_map(Datum::Time).boxed(),
+            DataType::Timestamp => any::<i64>().prop_map(Datum::Timestamp).boxed(),
+            DataType::TimestampTz => any::<i64>().prop_map(Datum::TimestampTz).boxed(),
+            DataType::Interval => (any::<i32>(), any::<i32>(), any::<i64>())
+                .prop_map(|(m, d, us)| Datum::Interval(Interval::new(m, d, us)))
+                .boxed(),
         };
         prop_oneof![1 => Just(Datum::Null), 4 => value]
     }
@@ -323,7 +348,12 @@ mod tests {
             Just(DataType::Int8),
             Just(DataType::Float8),
             Just(DataType::Numeric),
-            Just(DataType::Text)
+            Just(DataType::Text),
+            Just(DataType::Date),
+            Just(DataType::Time),
+            Just(DataType::Timestamp),
+            Just(DataType::TimestampTz),
+            Just(DataType::Interval)
         ];
         prop::collection::vec(ty, 0..20).prop_flat_map(|types| {
             let row: Vec<_> = types.iter().map(|t| datum_for(*t)).collect();

@@ -1,5 +1,6 @@
 //! SQL data types and the in-memory value of one field (`Datum`).
 
+use crate::datetime::{self, Interval};
 use crate::numeric::Numeric;
 use crate::{Error, Result, SqlState};
 
@@ -12,6 +13,11 @@ pub enum DataType {
     Float8,
     Numeric,
     Text,
+    Date,
+    Time,
+    Timestamp,
+    TimestampTz,
+    Interval,
 }
 
 impl DataType {
@@ -24,6 +30,11 @@ impl DataType {
             DataType::Float8 => "double precision",
             DataType::Numeric => "numeric",
             DataType::Text => "text",
+            DataType::Date => "date",
+            DataType::Time => "time without time zone",
+            DataType::Timestamp => "timestamp without time zone",
+            DataType::TimestampTz => "timestamp with time zone",
+            DataType::Interval => "interval",
         }
     }
 
@@ -39,6 +50,11 @@ impl DataType {
             "text" | "varchar" | "character varying" | "char" | "character" | "bpchar" | "string" | "name" => {
                 DataType::Text
             }
+            "date" => DataType::Date,
+            "time" | "time without time zone" => DataType::Time,
+            "timestamp" | "timestamp without time zone" => DataType::Timestamp,
+            "timestamptz" | "timestamp with time zone" => DataType::TimestampTz,
+            "interval" => DataType::Interval,
             _ => {
                 return Err(Error::new(SqlState::UNDEFINED_OBJECT, format!("type \"{name}\" does not exist")))
             }
@@ -49,9 +65,10 @@ impl DataType {
     pub fn fixed_width(self) -> Option<usize> {
         match self {
             DataType::Bool => Some(1),
-            DataType::Int4 => Some(4),
-            DataType::Int8 | DataType::Float8 => Some(8),
+            DataType::Int4 | DataType::Date => Some(4),
+            DataType::Int8 | DataType::Float8 | DataType::Time | DataType::Timestamp | DataType::TimestampTz => Some(8),
             DataType::Numeric => Some(18),
+            DataType::Interval => Some(16),
             DataType::Text => None,
         }
     }
@@ -72,6 +89,15 @@ pub enum Datum {
     Float8(f64),
     Numeric(Numeric),
     Text(String),
+    /// Days since 2000-01-01 (`datetime`).
+    Date(i32),
+    /// Microseconds since midnight.
+    Time(i64),
+    /// Microseconds since 2000-01-01 00:00.
+    Timestamp(i64),
+    /// Microseconds since 2000-01-01 00:00 UTC.
+    TimestampTz(i64),
+    Interval(Interval),
 }
 
 impl Datum {
@@ -89,6 +115,11 @@ impl Datum {
             Datum::Float8(_) => DataType::Float8,
             Datum::Numeric(_) => DataType::Numeric,
             Datum::Text(_) => DataType::Text,
+            Datum::Date(_) => DataType::Date,
+            Datum::Time(_) => DataType::Time,
+            Datum::Timestamp(_) => DataType::Timestamp,
+            Datum::TimestampTz(_) => DataType::TimestampTz,
+            Datum::Interval(_) => DataType::Interval,
         })
     }
 
@@ -102,6 +133,11 @@ impl Datum {
             Datum::Float8(v) => format_float8(*v),
             Datum::Numeric(n) => n.to_string(),
             Datum::Text(s) => s.clone(),
+            Datum::Date(d) => datetime::format_date(*d),
+            Datum::Time(t) => datetime::format_time(*t),
+            Datum::Timestamp(t) => datetime::format_timestamp(*t, false),
+            Datum::TimestampTz(t) => datetime::format_timestamp(*t, true),
+            Datum::Interval(iv) => datetime::format_interval(iv),
         })
     }
 }

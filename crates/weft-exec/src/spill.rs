@@ -74,6 +74,24 @@ pub(crate) fn encode_datum(out: &mut Vec<u8>, d: &Datum) {
             encode_numeric(out, n);
         }
         Datum::Text(s) => encode_text(out, s),
+        Datum::Date(v) => {
+            out.push(7);
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        Datum::Time(v) | Datum::Timestamp(v) | Datum::TimestampTz(v) => {
+            out.push(match d {
+                Datum::Time(_) => 8,
+                Datum::Timestamp(_) => 9,
+                _ => 10,
+            });
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        Datum::Interval(iv) => {
+            out.push(11);
+            out.extend_from_slice(&iv.months.to_le_bytes());
+            out.extend_from_slice(&iv.days.to_le_bytes());
+            out.extend_from_slice(&iv.micros.to_le_bytes());
+        }
     }
 }
 
@@ -171,6 +189,15 @@ impl<'a> Decoder<'a> {
                 let bytes = self.buf.get(self.pos..self.pos + len).ok_or_else(corrupt)?;
                 self.pos += len;
                 Datum::Text(String::from_utf8(bytes.to_vec()).map_err(|_| corrupt())?)
+            }
+            7 => Datum::Date(i32::from_le_bytes(self.take()?)),
+            8 => Datum::Time(self.i64()?),
+            9 => Datum::Timestamp(self.i64()?),
+            10 => Datum::TimestampTz(self.i64()?),
+            11 => {
+                let months = i32::from_le_bytes(self.take()?);
+                let days = i32::from_le_bytes(self.take()?);
+                Datum::Interval(weft_common::datetime::Interval::new(months, days, self.i64()?))
             }
             _ => return Err(corrupt()),
         })

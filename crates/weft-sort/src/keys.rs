@@ -39,6 +39,8 @@ enum Access {
     Int8(usize),
     Float8(usize),
     Numeric(usize),
+    /// An interval, ordered by its linear span (`Interval::span`).
+    Interval(usize),
     /// Index among the variable-width columns.
     Text(usize),
 }
@@ -68,8 +70,13 @@ impl SortKeys {
             let fixed = layout.fixed_offset_of(c.column);
             let access = match (layout.types()[c.column], fixed) {
                 (DataType::Bool, Some(off)) => Access::Bool(off),
-                (DataType::Int4, Some(off)) => Access::Int4(off),
-                (DataType::Int8, Some(off)) => Access::Int8(off),
+                // A date is an i32 day count and times and timestamps are i64
+                // microsecond counts (infinities at the ends), ordered as the integers.
+                (DataType::Int4 | DataType::Date, Some(off)) => Access::Int4(off),
+                (DataType::Int8 | DataType::Time | DataType::Timestamp | DataType::TimestampTz, Some(off)) => {
+                    Access::Int8(off)
+                }
+                (DataType::Interval, Some(off)) => Access::Interval(off),
                 (DataType::Float8, Some(off)) => Access::Float8(off),
                 (DataType::Numeric, Some(off)) => Access::Numeric(off),
                 (DataType::Text, None) => Access::Text(layout.var_index_of(c.column).expect("variable-width column")),
@@ -221,6 +228,7 @@ impl SortKeys {
             Access::Int8(off) => read_i64(a, off).cmp(&read_i64(b, off)),
             Access::Float8(off) => compare_float8(read_f64(a, off), read_f64(b, off)),
             Access::Numeric(off) => read_numeric(a, off).cmp_value(&read_numeric(b, off)),
+            Access::Interval(off) => interval_span(a, off).cmp(&interval_span(b, off)),
             Access::Text(index) => text_bytes(layout, a, index).cmp(text_bytes(layout, b, index)),
         };
         if key.descending { ordering.reverse() } else { ordering }
@@ -248,6 +256,7 @@ impl SortKeys {
                 Access::Int8(off) => (read_i64(tuple, off) as u64) ^ (1 << 63),
                 Access::Float8(off) => float8_abbrev(read_f64(tuple, off)),
                 Access::Numeric(off) => float8_abbrev(read_numeric(tuple, off).to_f64()),
+                Access::Interval(off) => interval_abbrev(interval_span(tuple, off)),
                 Access::Text(index) => text_abbrev(text_bytes(&self.layout, tuple, index)),
             }
         };
@@ -261,6 +270,24 @@ impl SortKeys {
 }
 
 pub use weft_common::types::compare_float8;
+
+/// The linear span of an interval stored at `off` (micros, days, months).
+#[inline]
+fn interval_span(tuple: &[u8], off: usize) -> i128 {
+    let micros = read_i64(tuple, off);
+    let days = read_i32(tuple, off + 8);
+    let months = read_i32(tuple, off + 12);
+    weft_common::datetime::Interval::new(months, days, micros).span()
+}
+
+/// An interval span's abbreviation: the span shifted right so that every span fits in
+/// 64 bits, order-preserving but not injective; kept inside [1, MAX-1] for NULL.
+#[inline]
+fn interval_abbrev(span: i128) -> u64 {
+    // |span| < 2^31 * 30 * 86400e6 * 2 + 2^63 < 2^96: drop the low 32 bits.
+    let shifted = (span >> 32) as i64;
+    ((shifted as u64) ^ (1 << 63)).clamp(1, u64::MAX - 1)
+}
 
 /// An int4's abbreviation before direction is applied: order-preserving, leaving room at
 /// both ends so that NULL (0 or `u64::MAX`) never ties with a value.
@@ -360,6 +387,18 @@ mod tests {
             DataType::Int8 => prop_oneof![any::<i64>(), -3i64..3, Just(i64::MIN), Just(i64::MAX)].prop_map(Datum::Int8).boxed(),
             DataType::Float8 => float_strategy().prop_map(Datum::Float8).boxed(),
             DataType::Text => "(abcdefgh){0,2}[a-c\u{e9}]{0,3}".prop_map(Datum::Text).boxed(),
+            DataType::Date => prop_oneof![any::<i32>(), -3i32..3, Just(i32::MIN), Just(i32::MAX)].prop_map(Datum::Date).boxed(),
+            DataType::Timestamp => prop_oneof![any::<i64>(), -3i64..3, Just(i64::MIN), Just(i64::MAX)].prop_map(Datum::Timestamp).boxed(),
+            DataType::TimestampTz => any::<i64>().prop_map(Datum::TimestampTz).boxed(),
+            DataType::Time => (0i64..=86_400_000_000).prop_map(Datum::Time).boxed(),
+            // Small fields collide often: `1 mon` against `30 days` against `720:00:00`.
+            DataType::Interval => prop_oneof![
+                (any::<i32>(), any::<i32>(), any::<i64>()),
+                (-2i32..2, (-2i32..2).prop_map(|d| d * 30), (-2i64..2).prop_map(|h| h * 86_400_000_000)),
+                (Just(0), Just(0), (-(1i64 << 40)..(1i64 << 40)).prop_map(|v| v << 20)),
+            ]
+            .prop_map(|(m, d, us)| Datum::Interval(weft_common::datetime::Interval::new(m, d, us)))
+            .boxed(),
             _ => unreachable!(),
         };
         prop_oneof![1 => Just(Datum::Null), 6 => value].boxed()
@@ -378,6 +417,16 @@ mod tests {
                     (Datum::Int8(x), Datum::Int8(y)) => x.cmp(y),
                     (Datum::Float8(x), Datum::Float8(y)) => compare_float8(*x, *y),
                     (Datum::Text(x), Datum::Text(y)) => x.as_bytes().cmp(y.as_bytes()),
+                    (Datum::Date(x), Datum::Date(y)) => x.cmp(y),
+                    (Datum::Time(x), Datum::Time(y))
+                    | (Datum::Timestamp(x), Datum::Timestamp(y))
+                    | (Datum::TimestampTz(x), Datum::TimestampTz(y)) => x.cmp(y),
+                    (Datum::Interval(x), Datum::Interval(y)) => {
+                        let span = |i: &weft_common::datetime::Interval| {
+                            (i.months as i128 * 30 + i.days as i128) * 86_400_000_000 + i.micros as i128
+                        };
+                        span(x).cmp(&span(y))
+                    }
                     _ => unreachable!(),
                 };
                 if descending { o.reverse() } else { o }
@@ -386,7 +435,18 @@ mod tests {
     }
 
     fn type_strategy() -> impl Strategy<Value = DataType> {
-        prop_oneof![Just(DataType::Bool), Just(DataType::Int4), Just(DataType::Int8), Just(DataType::Float8), Just(DataType::Text)]
+        prop_oneof![
+            Just(DataType::Bool),
+            Just(DataType::Int4),
+            Just(DataType::Int8),
+            Just(DataType::Float8),
+            Just(DataType::Text),
+            Just(DataType::Date),
+            Just(DataType::Time),
+            Just(DataType::Timestamp),
+            Just(DataType::TimestampTz),
+            Just(DataType::Interval)
+        ]
     }
 
     proptest! {

@@ -501,6 +501,11 @@ impl<'a> Binder<'a> {
                     None => ex::coerce(literal, to, true),
                 }
             }
+            A::Extract { field, expr: inner, .. } => {
+                let field = Expr::Literal { value: Datum::Text(field.to_string().to_ascii_lowercase()), data_type: DataType::Text };
+                ex::resolve_function("extract", vec![field, self.bind(inner)?])
+            }
+            A::Interval(interval) => crate::datetime_bind::interval_literal(interval, |e| self.bind(e)),
             A::Subquery(query) => self.bind_subquery(query, SubqueryUse::Value),
             A::Exists { subquery, negated } => {
                 let exists = self.bind_subquery(subquery, SubqueryUse::Exists)?;
@@ -1331,6 +1336,7 @@ pub fn sql_type_modified(data_type: &ast::DataType) -> Result<(DataType, Option<
         T::String(Some(_)) => no_modifier("text"),
         T::String(None) => Ok((DataType::Text, None)),
         T::Boolean | T::Bool => Ok((DataType::Bool, None)),
+        T::Date | T::Timestamp(..) | T::Time(..) | T::Interval { .. } => crate::datetime_bind::sql_type(data_type),
         T::Custom(name, modifiers) => {
             let name = object_name(name)?;
             let data_type = DataType::from_sql_name(&name)?;
@@ -1443,6 +1449,9 @@ fn column_name_and_strength(expr: &ast::Expr) -> (String, u8) {
             _ => ("?column?".into(), 2),
         },
         A::Exists { negated: false, .. } => ("exists".into(), 2),
+        A::TypedString(ts) => (cast_type_name(&ts.data_type), 1),
+        A::Interval(_) => ("interval".into(), 1),
+        A::Extract { .. } => ("extract".into(), 2),
         A::Substring { .. } => ("substring".into(), 2),
         _ => ("?column?".into(), 0),
     }
@@ -1479,6 +1488,11 @@ fn pg_type_short_name(t: DataType) -> &'static str {
         DataType::Float8 => "float8",
         DataType::Numeric => "numeric",
         DataType::Text => "text",
+        DataType::Date => "date",
+        DataType::Time => "time",
+        DataType::Timestamp => "timestamp",
+        DataType::TimestampTz => "timestamptz",
+        DataType::Interval => "interval",
     }
 }
 

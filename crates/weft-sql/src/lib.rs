@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 #![forbid(unsafe_code)]
 
+mod datetime_bind;
 mod access_path;
 mod analyze;
 mod api;

@@ -465,6 +465,9 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
         // Outer references (a LATERAL function's) are parameters.
         bound.push(Binder::new(&scope).planning(ctx).bind(e)?);
     }
+    if bound.iter().any(|e| weft_exec::expr::datetime::is_datetime(e.data_type())) {
+        return Err(Error::not_supported("generate_series over date/time values is not supported yet"));
+    }
     if !(2..=3).contains(&bound.len()) || bound.iter().any(|e| !matches!(e.data_type(), DataType::Int4 | DataType::Int8) && !crate::bind::is_null_literal(e)) {
         let types: Vec<&str> = bound.iter().map(|e| e.data_type().name()).collect();
         return Err(Error::new(

@@ -139,6 +139,8 @@ impl Session {
         for statement in &statements {
             let token = CancelToken::new();
             *self.cancel.lock() = token.clone();
+            // now() is read afresh for each statement.
+            self.eval.clock.reset();
             let mut outcome = match crate::transaction::control(self, statement) {
                 Some(outcome) => outcome,
                 None => self.check_not_failed().and_then(|()| self.execute_statement(statement, &token)),
@@ -341,6 +343,7 @@ fn storage_of(data_type: weft_common::DataType) -> &'static str {
     use weft_common::DataType;
     match data_type {
         DataType::Bool | DataType::Int4 | DataType::Int8 | DataType::Float8 => "plain",
+        DataType::Date | DataType::Time | DataType::Timestamp | DataType::TimestampTz | DataType::Interval => "plain",
         DataType::Numeric => "main",
         DataType::Text => "extended",
     }

@@ -135,6 +135,8 @@ fn normalize(def: &Definition, value: &str) -> Result<String> {
                 ))
             }
         },
+        Kind::Text if def.name == "TimeZone" => crate::datetime_bind::time_zone_setting(trimmed)?,
+        Kind::Text if def.name == "DateStyle" => crate::datetime_bind::date_style_setting(trimmed)?,
         Kind::Text => trimmed.to_string(),
         Kind::IntegerList => {
             let items: Vec<&str> = trimmed.split(',').map(str::trim).filter(|item| !item.is_empty()).collect();

@@ -165,6 +165,10 @@ impl KeyPart {
                 KeyPart::Numeric(trimmed.to_string())
             }
             Datum::Text(s) => KeyPart::Text(s.clone()),
+            Datum::Date(v) => KeyPart::Integer(*v as i64),
+            Datum::Time(v) | Datum::Timestamp(v) | Datum::TimestampTz(v) => KeyPart::Integer(*v),
+            // Equal intervals (`1 mon` = `30 days`) are one key, as in the B-tree.
+            Datum::Interval(iv) => KeyPart::Numeric(iv.span().to_string()),
         })
     }
 }

@@ -355,7 +355,7 @@ fn frame_offset(binder: &Binder, e: &ast::Expr, units: ast::WindowFrameUnits, ra
                 Int8 => matches!(offset_type, Int4 | Int8).then_some(Int8),
                 Float8 => matches!(offset_type, Int4 | Int8 | Numeric | Float8).then_some(Float8),
                 Numeric => matches!(offset_type, Int4 | Int8 | Numeric).then_some(Numeric),
-                Bool | Text => {
+                Bool | Text | Date | Time | Timestamp | TimestampTz | Interval => {
                     return Err(Error::not_supported(format!(
                         "RANGE with offset PRECEDING/FOLLOWING is not supported for column type {}",
                         column.name()

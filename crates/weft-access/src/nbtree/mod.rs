@@ -55,7 +55,20 @@ impl TidWord {
 
 /// Types a B-tree key may have (the ones `weft_sort::SortKeys` compares in place).
 pub fn indexable(data_type: DataType) -> bool {
-    matches!(data_type, DataType::Int4 | DataType::Int8 | DataType::Float8 | DataType::Bool | DataType::Text | DataType::Numeric)
+    matches!(
+        data_type,
+        DataType::Int4
+            | DataType::Int8
+            | DataType::Float8
+            | DataType::Bool
+            | DataType::Text
+            | DataType::Numeric
+            | DataType::Date
+            | DataType::Time
+            | DataType::Timestamp
+            | DataType::TimestampTz
+            | DataType::Interval
+    )
 }
 
 /// How an index's tuples look and compare: `keys ++ [tid word]` in weft's tuple format,

@@ -28,6 +28,9 @@ pub fn cast_datum(value: Datum, to: DataType) -> Result<Datum> {
         Some(from) if from == to => return Ok(value),
         Some(from) => from,
     };
+    if let Some(result) = super::datetime::cast(&value, to) {
+        return result;
+    }
     match (value, to) {
         (Datum::Text(s), _) => parse_text(&s, to),
         (Datum::Bool(b), DataType::Text) => Ok(Datum::Text((if b { "true" } else { "false" }).to_string())),
@@ -64,6 +67,9 @@ pub fn parse_text(s: &str, to: DataType) -> Result<Datum> {
         DataType::Int8 => Datum::Int8(parse_int(s, i64::MIN as i128, i64::MAX as i128, "bigint")? as i64),
         DataType::Float8 => Datum::Float8(parse_float8(s)?),
         DataType::Numeric => Datum::Numeric(Numeric::parse(s)?),
+        DataType::Date | DataType::Time | DataType::Timestamp | DataType::TimestampTz | DataType::Interval => {
+            super::datetime::parse_text(s, to)?
+        }
     })
 }
 

@@ -31,6 +31,12 @@ pub fn compare_datums(a: &Datum, b: &Datum) -> Ordering {
         (Datum::Float8(x), Datum::Float8(y)) => compare_float8(*x, *y),
         (Datum::Numeric(x), Datum::Numeric(y)) => compare_numeric(x, y),
         (Datum::Text(x), Datum::Text(y)) => x.as_bytes().cmp(y.as_bytes()),
+        (Datum::Date(x), Datum::Date(y)) => x.cmp(y),
+        (Datum::Time(x), Datum::Time(y)) => x.cmp(y),
+        (Datum::Timestamp(x), Datum::Timestamp(y)) => x.cmp(y),
+        (Datum::TimestampTz(x), Datum::TimestampTz(y)) => x.cmp(y),
+        // Intervals by their linear span: `1 mon` = `30 days` = `720 hours`.
+        (Datum::Interval(x), Datum::Interval(y)) => x.cmp_value(y),
         _ => type_rank(a).cmp(&type_rank(b)),
     }
 }
@@ -67,7 +73,12 @@ fn type_rank(d: &Datum) -> u8 {
         Datum::Float8(_) => 3,
         Datum::Numeric(_) => 4,
         Datum::Text(_) => 5,
-        Datum::Null => 6,
+        Datum::Date(_) => 7,
+        Datum::Time(_) => 8,
+        Datum::Timestamp(_) => 9,
+        Datum::TimestampTz(_) => 10,
+        Datum::Interval(_) => 11,
+        Datum::Null => u8::MAX,
     }
 }
 
@@ -87,6 +98,9 @@ pub fn datum_hash<H: Hasher>(d: &Datum, h: &mut H) {
             normalized.scale.hash(h);
         }
         Datum::Text(s) => s.as_bytes().hash(h),
+        Datum::Date(v) => v.hash(h),
+        Datum::Time(v) | Datum::Timestamp(v) | Datum::TimestampTz(v) => v.hash(h),
+        Datum::Interval(iv) => iv.span().hash(h),
     }
 }
 

@@ -204,6 +204,10 @@ pub fn eval_binary(op: BinaryOp, left: Datum, right: Datum) -> Result<Datum> {
             Ok(Datum::Text(text))
         }
         Add | Sub | Mul | Div | Mod => match (left, right) {
+            (l, r) if l.data_type().is_some_and(super::datetime::is_datetime) || r.data_type().is_some_and(super::datetime::is_datetime) => {
+                super::datetime::eval_arith(op, &l, &r)
+                    .unwrap_or_else(|| Err(Error::internal(format!("unresolved operands for {op:?}: {l:?}, {r:?}"))))
+            }
             (Datum::Int4(a), Datum::Int4(b)) => int4_arith(op, a, b).map(Datum::Int4),
             (Datum::Int8(a), Datum::Int8(b)) => int8_arith(op, a, b).map(Datum::Int8),
             (Datum::Float8(a), Datum::Float8(b)) => float8_arith(op, a, b).map(Datum::Float8),
@@ -330,6 +334,7 @@ fn eval_unary(op: UnaryOp, value: Datum) -> Result<Datum> {
         (UnaryOp::Neg, Datum::Int8(v)) => v.checked_neg().map(Datum::Int8).ok_or_else(|| Error::out_of_range("bigint")),
         (UnaryOp::Neg, Datum::Float8(v)) => Ok(Datum::Float8(-v)),
         (UnaryOp::Neg, Datum::Numeric(n)) => n.neg().map(Datum::Numeric),
+        (UnaryOp::Neg, Datum::Interval(iv)) => iv.checked_neg().map(Datum::Interval),
         (op, v) => Err(Error::internal(format!("unresolved operand for {op:?}: {v:?}"))),
     }
 }

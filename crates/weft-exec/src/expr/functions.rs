@@ -40,6 +40,8 @@ pub struct EvalContext {
     /// (`Expr::Param`), empty elsewhere.
     params: Arc<[Datum]>,
     subplans: super::subplan::SubPlanSlot,
+    /// `now()` of the running statement (`datetime::StatementClock`).
+    pub clock: super::datetime::StatementClock,
 }
 
 impl Default for EvalContext {
@@ -64,6 +66,7 @@ impl EvalContext {
             session_sequences: Arc::default(),
             params: Arc::new([]),
             subplans: Default::default(),
+            clock: Default::default(),
         }
     }
 
@@ -360,7 +363,7 @@ pub fn signatures(name: &str) -> &'static [Signature] {
         "notlike" | "textnlike" => NOTLIKE,
         "texticlike" => ILIKE,
         "texticnlike" => NOTILIKE,
-        _ => &[],
+        _ => super::datetime::signatures(name),
     }
 }
 
@@ -463,6 +466,7 @@ impl ScalarFunction {
             F::ShiftLeft => "int_shl",
             F::ShiftRight => "int_shr",
             F::BitNot => "int_not",
+            F::DateTime(f) => f.name(),
         }
     }
 
@@ -470,6 +474,7 @@ impl ScalarFunction {
     /// side effect), so the call must not be constant-folded or deduplicated.
     pub fn is_volatile(self) -> bool {
         matches!(self, F::Random | F::SetSeed | F::NextVal | F::CurrVal | F::SetVal)
+            || matches!(self, F::DateTime(f) if f.is_volatile())
     }
 
     /// Whether a NULL argument gives NULL without calling the function: every function
@@ -542,6 +547,7 @@ impl ScalarFunction {
             | (F::QuoteIdent | F::QuoteLiteral | F::Overlay, _) => super::text::call(self, args),
             (F::Replace | F::StrPos | F::Left | F::Right | F::BTrim | F::LTrim | F::RTrim | F::Reverse, _)
             | (F::LPad | F::RPad | F::SplitPart | F::StartsWith, _) => super::text::call(self, args),
+            (F::DateTime(f), _) => super::datetime::call(f, args, &ctx.clock),
             _ => Err(Error::internal(format!("{}() called with unresolved arguments {args:?}", self.name()))),
         }
     }

@@ -48,6 +48,7 @@ use weft_common::{Coercion, DataType, Datum, TypeModifier};
 
 pub mod cast;
 pub mod compare;
+pub mod datetime;
 mod eval;
 pub mod functions;
 pub mod like;
@@ -239,4 +240,6 @@ pub enum ScalarFunction {
     ShiftLeft,
     ShiftRight,
     BitNot,
+    /// A date/time function (`datetime.rs`).
+    DateTime(datetime::DateTimeFunction),
 }

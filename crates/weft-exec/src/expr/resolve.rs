@@ -45,6 +45,9 @@ pub fn can_coerce(from: DataType, to: DataType, explicit: bool) -> bool {
     if from == to {
         return true;
     }
+    if super::datetime::implicit_cast(from, to) || (explicit && super::datetime::explicit_cast(from, to)) {
+        return true;
+    }
     match (numeric_rank(from), numeric_rank(to)) {
         (Some(f), Some(t)) => explicit || f < t,
         _ => {
@@ -94,6 +97,8 @@ pub fn common_type(types: &[DataType], context: &str) -> Result<DataType> {
                     chosen = next;
                 }
             }
+            _ if super::datetime::implicit_cast(chosen, next) => chosen = next,
+            _ if super::datetime::implicit_cast(next, chosen) => {}
             _ => {
                 return Err(Error::new(
                     SqlState::DATATYPE_MISMATCH,
@@ -230,6 +235,12 @@ pub fn resolve_binary(op: BinaryOp, left: Expr, right: Expr) -> Result<Expr> {
             let operand = operand_type(op, &left, &right)?;
             Ok(binary(coerce(left, operand, false)?, coerce(right, operand, false)?, DataType::Bool))
         }
+        Add | Sub | Mul | Div | Mod if !left.is_null_literal() && !right.is_null_literal() && (super::datetime::is_datetime(left.data_type()) || super::datetime::is_datetime(right.data_type())) => {
+            let Some((l, r, result)) = super::datetime::resolve_arith(op, left.data_type(), right.data_type()) else {
+                return Err(no_operator(binary_op_symbol(op), &left, &right));
+            };
+            Ok(binary(coerce(left, l, false)?, coerce(right, r, false)?, result))
+        }
         Add | Sub | Mul | Div | Mod => {
             let operand = operand_type(op, &left, &right)?;
             let arithmetic = numeric_rank(operand).is_some() && !(op == Mod && operand == DataType::Float8);
@@ -268,6 +279,8 @@ fn operand_type(op: BinaryOp, left: &Expr, right: &Expr) -> Result<DataType> {
             }
             match (numeric_rank(l), numeric_rank(r)) {
                 (Some(a), Some(b)) => Ok(if a >= b { l } else { r }),
+                _ if super::datetime::implicit_cast(l, r) => Ok(r),
+                _ if super::datetime::implicit_cast(r, l) => Ok(l),
                 _ => Err(no_operator(symbol, left, right)),
             }
         }
@@ -286,7 +299,7 @@ pub fn resolve_unary(op: UnaryOp, expr: Expr) -> Result<Expr> {
                 return Err(ambiguous_operator("- unknown".to_string()));
             }
             let data_type = expr.data_type();
-            if numeric_rank(data_type).is_none() {
+            if numeric_rank(data_type).is_none() && data_type != DataType::Interval {
                 return Err(Error::new(
                     SqlState::UNDEFINED_FUNCTION,
                     format!("operator does not exist: - {}", data_type.name()),
@@ -351,7 +364,10 @@ pub fn resolve_function(name: &str, args: Vec<Expr>) -> Result<Expr> {
             .args
             .iter()
             .zip(&args)
-            .filter(|(&p, a)| p == DataType::Float8 && (a.is_null_literal() || a.data_type() != p))
+            .filter(|(&p, a)| {
+                // timestamptz is the preferred type of the date/time category.
+                matches!(p, DataType::Float8 | DataType::TimestampTz) && (a.is_null_literal() || a.data_type() != p)
+            })
             .count();
         (exact, preferred)
     };
