@@ -747,15 +747,7 @@ impl<'a> Binder<'a> {
     /// (bound in this scope; the plan reads them as parameters in this order).
     fn plan_subquery(&self, query: &ast::Query, ctx: &PlanContext, settings: &crate::settings::Settings) -> Result<(crate::planner::PlannedQuery, Vec<Expr>)> {
         let outer = OuterQuery::new(self.scope, ctx.outer);
-        let inner = PlanContext {
-            catalog: ctx.catalog,
-            pool: ctx.pool,
-            snapshot: ctx.snapshot,
-            settings,
-            eval: ctx.eval,
-            init_plan_count: std::cell::Cell::new(ctx.init_plan_count.get()),
-            outer: Some(&outer),
-        };
+        let inner = PlanContext { settings, ..ctx.nested(Some(&outer)) };
         let planned = crate::planner::plan_query(query, &inner);
         ctx.init_plan_count.set(inner.init_plan_count.get());
         Ok((planned?, outer.params.into_inner()))

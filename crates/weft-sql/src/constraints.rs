@@ -751,26 +751,7 @@ fn check_text(table: &TableMeta, check: &CheckMeta) -> String {
     let Ok(bound) = bound_check(table, check) else { return check.expr.clone() };
     let columns: Vec<crate::deparse::ColumnText> = table.columns.iter().map(|c| crate::deparse::ColumnText::var(crate::deparse::quote_identifier(&c.name))).collect();
     let text = crate::deparse::deparse(&bound, &columns);
-    match text.strip_prefix('(').and_then(|t| t.strip_suffix(')')) {
-        Some(inner) if balanced(inner) => inner.to_string(),
-        _ => text,
-    }
-}
-
-/// Do the parentheses of `text` balance (so the pair around it can go)?
-fn balanced(text: &str) -> bool {
-    let mut depth = 0i32;
-    for c in text.chars() {
-        depth += match c {
-            '(' => 1,
-            ')' => -1,
-            _ => 0,
-        };
-        if depth < 0 {
-            return false;
-        }
-    }
-    depth == 0
+    crate::index_expr::strip_parens(&text).to_string()
 }
 
 /// `FOREIGN KEY (a) REFERENCES p(id) ON DELETE CASCADE`.

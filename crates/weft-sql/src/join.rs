@@ -482,15 +482,7 @@ pub(crate) fn keep_correlated_not_in(mut plain: Vec<ast::Expr>, subqueries: Vec<
             to_plain(&mut plain);
             continue;
         }
-        let standalone = PlanContext {
-            catalog: ctx.catalog,
-            pool: ctx.pool,
-            snapshot: ctx.snapshot,
-            settings: ctx.settings,
-            eval: ctx.eval,
-            init_plan_count: std::cell::Cell::new(ctx.init_plan_count.get()),
-            outer: None,
-        };
+        let standalone = ctx.nested(None);
         match crate::planner::plan_query(&condition.subquery, &standalone) {
             Err(e) if crate::subplan::is_unresolved(&e) => to_plain(&mut plain),
             _ => kept.push(condition),

@@ -183,15 +183,7 @@ fn collapse(current: Option<From>, pieces: Vec<Piece>, ctx: &PlanContext) -> Res
 /// `left` joined with the LATERAL item `factor`: a nested loop running the item per row.
 fn nest_loop(left: From, factor: &TableFactor, kind: Kind, constraint: &ast::JoinConstraint, ctx: &PlanContext) -> Result<From> {
     let outer = OuterQuery::new(&left.scope, ctx.outer);
-    let inner_ctx = PlanContext {
-        catalog: ctx.catalog,
-        pool: ctx.pool,
-        snapshot: ctx.snapshot,
-        settings: ctx.settings,
-        eval: ctx.eval,
-        init_plan_count: std::cell::Cell::new(ctx.init_plan_count.get()),
-        outer: Some(&outer),
-    };
+    let inner_ctx = ctx.nested(Some(&outer));
     let planned = plan_table_factor(factor, &inner_ctx);
     ctx.init_plan_count.set(inner_ctx.init_plan_count.get());
     let planned = planned?;

@@ -37,6 +37,23 @@ pub struct PlanContext<'a> {
     pub outer: Option<&'a crate::subplan::OuterQuery<'a>>,
 }
 
+impl<'a> PlanContext<'a> {
+    /// The context a nested query is planned in: under `outer` (whose columns it reads as
+    /// parameters), or on its own with `None`. Its init plans are numbered after this
+    /// context's; the caller copies `init_plan_count` back when it is done.
+    pub fn nested<'b>(&'b self, outer: Option<&'b crate::subplan::OuterQuery<'b>>) -> PlanContext<'b> {
+        PlanContext {
+            catalog: self.catalog,
+            pool: self.pool,
+            snapshot: self.snapshot,
+            settings: self.settings,
+            eval: self.eval,
+            init_plan_count: std::cell::Cell::new(self.init_plan_count.get()),
+            outer,
+        }
+    }
+}
+
 pub struct PlannedQuery {
     pub plan: Plan,
     pub columns: Vec<ColumnInfo>,

@@ -534,6 +534,11 @@ fn is_monotonic(field: Field) -> bool {
 }
 
 /// Seconds with their fraction: numeric scale 6, float `sec + fsec / 1e6`.
+/// A time of day's or an interval's time part as (hours, minutes, seconds, microseconds).
+fn clock_fields(micros: i64) -> (i64, i64, i64, i64) {
+    (micros / USECS_PER_HOUR, micros / USECS_PER_MINUTE % 60, micros / USECS_PER_SEC % 60, micros % USECS_PER_SEC)
+}
+
 fn seconds_part(second: i64, micros: i64) -> Part {
     Part::Fixed { value: (second * USECS_PER_SEC + micros) as i128, scale: 6, float: second as f64 + micros as f64 / 1_000_000.0 }
 }
@@ -597,8 +602,7 @@ fn part(unit_text: &str, value: &Datum) -> Result<Option<Part>> {
             }))
         }
         Datum::Time(t) => {
-            let (hour, minute, second, micros) =
-                (t / USECS_PER_HOUR, t / USECS_PER_MINUTE % 60, t / USECS_PER_SEC % 60, t % USECS_PER_SEC);
+            let (hour, minute, second, micros) = clock_fields(*t);
             Ok(Some(match field {
                 Field::Microseconds => Part::Int(second * USECS_PER_SEC + micros),
                 Field::Milliseconds => millis_part(second, micros),
@@ -613,8 +617,7 @@ fn part(unit_text: &str, value: &Datum) -> Result<Option<Part>> {
             let years = iv.months as i64 / 12;
             let months = iv.months as i64 % 12;
             let time = iv.micros;
-            let (hour, minute, second, micros) =
-                (time / USECS_PER_HOUR, time / USECS_PER_MINUTE % 60, time / USECS_PER_SEC % 60, time % USECS_PER_SEC);
+            let (hour, minute, second, micros) = clock_fields(time);
             Ok(Some(match field {
                 Field::Microseconds => Part::Int(second * USECS_PER_SEC + micros),
                 Field::Milliseconds => millis_part(second, micros),
