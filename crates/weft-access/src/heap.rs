@@ -4,7 +4,8 @@
 //! format of `weft_common::tuple`: the statement that inserted it and the one that deleted
 //! it (0: none). They make visibility a per-tuple check against the statement's
 //! [`Snapshot`] (see `snapshot.rs`). DELETE and UPDATE only stamp xmax, in place, under
-//! the page's exclusive lock; the space is not reclaimed.
+//! the page's exclusive lock; VACUUM reclaims the space by copying the live tuples into a
+//! new relation ([`LiveTupleCopier`]).
 //!
 //! Loading: each participant fills a private page in memory and, when it is full, extends
 //! the relation by one block and copies the page in. Participants never share a page, so a
@@ -506,6 +507,92 @@ pub fn set_xmax(pool: &BufferPool, rel: RelFileLocator, tids: &[Tid], xid: Xid) 
         }
     }
     Ok(())
+}
+
+/// What VACUUM finds in a heap: the tuples the latest snapshot sees, and the others,
+/// which no snapshot taken from now on will see (VACUUM runs while no writer is in
+/// progress, so every xid on disk is committed or aborted).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TupleCensus {
+    pub live: u64,
+    pub dead: u64,
+}
+
+/// Count the live and dead tuples of blocks `blocks` for `snapshot`.
+pub fn census_blocks(
+    pool: &BufferPool,
+    rel: RelFileLocator,
+    blocks: Range<BlockNumber>,
+    strategy: Option<&mut BufferAccessStrategy>,
+    snapshot: &Snapshot,
+) -> Result<TupleCensus> {
+    let mut census = TupleCensus::default();
+    for_each_page(pool, rel, blocks, strategy, |page, block| {
+        if page::is_new(page) {
+            return Ok(true);
+        }
+        for (offset, item) in page::items(page) {
+            let (header, _) = split_header(item, block, offset, rel)?;
+            if header.live_for(snapshot, None) {
+                census.live += 1;
+            } else {
+                census.dead += 1;
+            }
+        }
+        Ok(true)
+    })?;
+    Ok(census)
+}
+
+/// VACUUM's rewrite: the tuples `snapshot` sees, copied into a new relation in physical
+/// order with their xmin. Readers of the old relation are not disturbed: they keep
+/// reading the old file until they finish.
+pub struct LiveTupleCopier<'a> {
+    pool: &'a BufferPool,
+    from: RelFileLocator,
+    snapshot: Snapshot,
+    inserter: HeapInserter<'a>,
+    census: TupleCensus,
+}
+
+impl<'a> LiveTupleCopier<'a> {
+    pub fn new(pool: &'a BufferPool, from: RelFileLocator, to: RelFileLocator, snapshot: Snapshot) -> LiveTupleCopier<'a> {
+        // The inserter's xid is replaced by each tuple's own xmin.
+        LiveTupleCopier { pool, from, snapshot, inserter: HeapInserter::new(pool, to, 0), census: TupleCensus::default() }
+    }
+
+    /// Copy the live tuples of `blocks` (called with consecutive ranges, in order).
+    pub fn copy_blocks(&mut self, blocks: Range<BlockNumber>, strategy: Option<&mut BufferAccessStrategy>) -> Result<()> {
+        let LiveTupleCopier { pool, from, snapshot, inserter, census } = self;
+        for_each_page(pool, *from, blocks, strategy, |page, block| {
+            if page::is_new(page) {
+                return Ok(true);
+            }
+            for (offset, item) in page::items(page) {
+                let (header, row) = split_header(item, block, offset, *from)?;
+                if header.live_for(snapshot, None) {
+                    census.live += 1;
+                    // The tuple keeps its xmin (committed, so every later snapshot and the
+                    // index builds that follow see it); an aborted deleter's xmax goes.
+                    let scratch = inserter.scratch();
+                    scratch[..4].copy_from_slice(&item[..4]);
+                    scratch.extend_from_slice(row);
+                    inserter.insert_scratch()?;
+                } else {
+                    census.dead += 1;
+                }
+            }
+            Ok(true)
+        })?;
+        Ok(())
+    }
+
+    /// Write the last page; what was kept and what was left behind.
+    pub fn finish(self) -> Result<TupleCensus> {
+        let copied = self.inserter.finish()?;
+        debug_assert_eq!(copied, self.census.live);
+        Ok(self.census)
+    }
 }
 
 /// Who inserted a tuple and who deleted it (0 if nobody).

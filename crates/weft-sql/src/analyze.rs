@@ -36,7 +36,7 @@ use weft_access::catalog::{IndexMeta, TableMeta};
 use weft_access::heap::{scan_blocks_with_tids, Tid};
 use weft_access::index_build::btree_desc;
 use weft_access::stats::{ColumnStats, IndexStats, StatValue, TableStats};
-use weft_access::Snapshot;
+use weft_access::{Catalog, Snapshot};
 use weft_common::parallel::CancelToken;
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
@@ -45,6 +45,7 @@ use weft_storage::{BlockNumber, BufferAccessStrategy, BufferPool, ForkNumber};
 
 use crate::api::QueryResult;
 use crate::bind::{ident_name, object_name};
+use crate::database::{Database, WriteTxn};
 use crate::session::Session;
 
 /// PostgreSQL's `default_statistics_target`: MCV list length and histogram buckets.
@@ -67,35 +68,47 @@ pub(crate) fn analyze(session: &mut Session, statement: &ast::Analyze, cancel: &
         let names: Vec<String> = match &statement.table_name {
             Some(name) => {
                 let name = object_name(name)?;
-                let table = txn.catalog.table(&name)?;
-                for column in &statement.columns {
-                    let column = ident_name(column);
-                    if table.column_index(&column).is_none() {
-                        return Err(Error::new(
-                            SqlState::UNDEFINED_COLUMN,
-                            format!("column \"{column}\" of relation \"{name}\" does not exist"),
-                        ));
-                    }
-                }
+                let columns: Vec<String> = statement.columns.iter().map(ident_name).collect();
+                check_columns(&txn.catalog, &name, &columns)?;
                 vec![name]
             }
             None => txn.catalog.tables.keys().cloned().collect(),
         };
-        let snapshot = txn.catalog.snapshot();
-        for name in names {
-            let table = txn.catalog.table(&name)?.clone();
-            let indexes: Vec<IndexMeta> = txn.catalog.indexes_of(&name).cloned().collect();
-            let (stats, live) = gather(&db.pool, &table, &indexes, &snapshot, cancel)?;
-            if let Some(live) = live {
-                txn.catalog.table_mut(&name)?.row_count = live;
-            }
-            txn.catalog.statistics.insert(table.oid, stats);
-        }
-        let live: std::collections::BTreeSet<u32> = txn.catalog.tables.values().map(|t| t.oid).collect();
-        txn.catalog.statistics.retain(|oid, _| live.contains(oid));
-        Ok(())
+        analyze_tables(&db, txn, &names, cancel)
     })?;
     Ok(QueryResult::command("ANALYZE"))
+}
+
+/// Table `name` exists and has every column of `columns` (`ANALYZE t (columns)`).
+pub(crate) fn check_columns(catalog: &Catalog, name: &str, columns: &[String]) -> Result<()> {
+    let table = catalog.table(name)?;
+    for column in columns {
+        if table.column_index(column).is_none() {
+            return Err(Error::new(
+                SqlState::UNDEFINED_COLUMN,
+                format!("column \"{column}\" of relation \"{name}\" does not exist"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Gather the statistics of tables `names` into the transaction's catalog (and drop
+/// those of tables that no longer exist).
+pub(crate) fn analyze_tables(db: &Database, txn: &mut WriteTxn, names: &[String], cancel: &CancelToken) -> Result<()> {
+    let snapshot = txn.catalog.snapshot();
+    for name in names {
+        let table = txn.catalog.table(name)?.clone();
+        let indexes: Vec<IndexMeta> = txn.catalog.indexes_of(name).cloned().collect();
+        let (stats, live) = gather(&db.pool, &table, &indexes, &snapshot, cancel)?;
+        if let Some(live) = live {
+            txn.catalog.table_mut(name)?.row_count = live;
+        }
+        txn.catalog.statistics.insert(table.oid, stats);
+    }
+    let live: std::collections::BTreeSet<u32> = txn.catalog.tables.values().map(|t| t.oid).collect();
+    txn.catalog.statistics.retain(|oid, _| live.contains(oid));
+    Ok(())
 }
 
 /// A deterministic generator (xorshift64*) for the samples.

@@ -165,13 +165,12 @@ pub fn contains_aggregate(expr: &ast::Expr) -> bool {
 /// Does this AST contain a function call `is_wanted` accepts, at this query level (not
 /// inside a subquery)?
 pub fn contains_call(expr: &ast::Expr, is_wanted: impl Fn(&ast::Function) -> bool) -> bool {
-    use ast::Visit;
     /// Counts the queries it is inside; only calls at depth 0 are this level's.
-    struct Finder<F> {
+    struct Finder<'a> {
         query_depth: usize,
-        is_wanted: F,
+        is_wanted: &'a dyn Fn(&ast::Function) -> bool,
     }
-    impl<F: Fn(&ast::Function) -> bool> ast::Visitor for Finder<F> {
+    impl ast::Visitor for Finder<'_> {
         type Break = ();
         fn pre_visit_query(&mut self, _query: &ast::Query) -> ControlFlow<()> {
             self.query_depth += 1;
@@ -188,7 +187,7 @@ pub fn contains_call(expr: &ast::Expr, is_wanted: impl Fn(&ast::Function) -> boo
             }
         }
     }
-    expr.visit(&mut Finder { query_depth: 0, is_wanted }).is_break()
+    crate::ast_walk::walk(expr, &mut Finder { query_depth: 0, is_wanted: &is_wanted }).is_break()
 }
 
 pub struct Binder<'a> {

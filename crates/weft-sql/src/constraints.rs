@@ -194,7 +194,7 @@ fn unused_name(txn: &WriteTxn, table: &TableMeta, name: String, numbered: bool) 
 /// A CHECK expression bound over the table's columns, with PostgreSQL's refusals.
 fn bind_check(table: &TableMeta, expr: &ast::Expr) -> Result<Expr> {
     let mut subquery = false;
-    let _ = ast::visit_expressions(expr, |e| {
+    let _ = crate::ast_walk::expressions(expr, |e| {
         subquery |= matches!(e, ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. });
         std::ops::ControlFlow::<()>::Continue(())
     });

@@ -23,7 +23,7 @@ use std::cell::RefCell;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use sqlparser::ast::{self, SetExpr, TableAlias, TableFactor, VisitMut, VisitorMut};
+use sqlparser::ast::{self, SetExpr, TableAlias, TableFactor, VisitorMut};
 use weft_common::{DataType, Error, Result, SqlState};
 use weft_exec::expr::{self as ex};
 use weft_exec::plan::{Plan, RecursiveUnionPlan, ScanLabel, Source};
@@ -107,7 +107,7 @@ pub fn inline_with(query: &ast::Query) -> Result<(ast::Query, CteRegistration)> 
 
 /// Does `node` name the table `name` (unqualified) anywhere, nested queries included?
 fn references<V: ast::Visit>(node: &V, name: &str) -> bool {
-    let found = ast::visit_relations(node, |relation| {
+    let found = crate::ast_walk::relations(node, |relation| {
         if relation.0.len() == 1 && object_name(relation).is_ok_and(|n| n == name) {
             ControlFlow::Break(())
         } else {
@@ -122,7 +122,7 @@ fn replace_references(query: &mut ast::Query, ctes: &[(String, Definition)]) -> 
         return Ok(());
     }
     let mut rewriter = Rewriter { ctes, hidden: Vec::new(), error: None };
-    let _ = query.visit(&mut rewriter);
+    let _ = crate::ast_walk::walk_mut(query, &mut rewriter);
     match rewriter.error {
         Some(e) => Err(e),
         None => Ok(()),

@@ -20,7 +20,7 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use std::time::{Duration, Instant};
 
@@ -43,6 +43,9 @@ pub struct Database {
     pub(crate) pool: Arc<BufferPool>,
     pub(crate) workers: WorkerPool,
     catalog: RwLock<Arc<Catalog>>,
+    /// Every committed catalog version installed, while someone may hold it (pruned as
+    /// they are released): the readers a drop's [`Retirement`] waits for.
+    catalog_versions: Mutex<Vec<Weak<Catalog>>>,
     write_lock: Arc<WriteLock>,
     pub(crate) startup_settings: Settings,
     /// The sequences' current values, which move outside transactions; every commit
@@ -62,46 +65,91 @@ pub struct Database {
 /// fork) and the freeing of the file's blocks were most of a small DROP's time. Safe
 /// because the committed catalog no longer names the files and relation numbers are
 /// never reused; a crash before the removal leaves orphans, which start-up removes.
+///
+/// Readers never wait for writers, so a statement that started before the commit may
+/// still be reading a dropped relation (a TRUNCATE, REINDEX or VACUUM gives a table or
+/// index a new one) through the catalog it took. A [`Retirement`] keeps the files until
+/// every catalog version that was committed before the drop has been released.
 struct Unlinker {
-    sender: Option<std::sync::mpsc::Sender<Vec<RelFileLocator>>>,
+    sender: Option<std::sync::mpsc::Sender<Retirement>>,
     thread: Option<std::thread::JoinHandle<()>>,
-    smgr: Arc<StorageManager>,
+    pool: Arc<BufferPool>,
 }
 
+/// Relations to remove once no reader holds a catalog that names them.
+struct Retirement {
+    rels: Vec<RelFileLocator>,
+    /// The catalog versions alive when the drop committed (the readers that may still
+    /// use the relations).
+    readers: Vec<Weak<Catalog>>,
+}
+
+impl Retirement {
+    fn is_due(&self) -> bool {
+        self.readers.iter().all(|r| r.strong_count() == 0)
+    }
+
+    /// Remove the files. The buffers were dropped at the commit; a reader still running
+    /// then may have read some of them back.
+    fn carry_out(self, pool: &BufferPool) {
+        if !self.readers.is_empty() {
+            pool.drop_relations_buffers(&self.rels);
+        }
+        for rel in self.rels {
+            // If this fails the file stays an orphan until the next start-up.
+            let _ = pool.smgr().unlink(rel);
+        }
+    }
+}
+
+/// How often the unlinker looks again at retirements that wait for readers.
+const RETIREMENT_POLL: Duration = Duration::from_millis(5);
+
 impl Unlinker {
-    fn new(smgr: Arc<StorageManager>) -> Unlinker {
-        let (sender, receiver) = std::sync::mpsc::channel::<Vec<RelFileLocator>>();
-        let background = smgr.clone();
+    fn new(pool: Arc<BufferPool>) -> Unlinker {
+        let (sender, receiver) = std::sync::mpsc::channel::<Retirement>();
+        let background = pool.clone();
         let thread = std::thread::Builder::new()
             .name("weft-unlinker".into())
             .spawn(move || {
-                for rels in receiver {
-                    for rel in rels {
-                        // If this fails the file stays an orphan until the next start-up.
-                        let _ = background.unlink(rel);
+                use std::sync::mpsc::RecvTimeoutError;
+                let mut waiting: Vec<Retirement> = Vec::new();
+                loop {
+                    let received = if waiting.is_empty() {
+                        receiver.recv().map_err(|_| RecvTimeoutError::Disconnected)
+                    } else {
+                        receiver.recv_timeout(RETIREMENT_POLL)
+                    };
+                    match received {
+                        Ok(retirement) => waiting.push(retirement),
+                        Err(RecvTimeoutError::Timeout) => {}
+                        // The database is closing: no statement runs any more.
+                        Err(RecvTimeoutError::Disconnected) => break,
                     }
+                    let (due, still): (Vec<_>, Vec<_>) = waiting.drain(..).partition(Retirement::is_due);
+                    waiting = still;
+                    due.into_iter().for_each(|r| r.carry_out(&background));
                 }
+                waiting.into_iter().for_each(|r| r.carry_out(&background));
             })
             .ok();
         // Without a thread, unlink in the statement (`submit` sees no sender).
         let sender = thread.is_some().then_some(sender);
-        Unlinker { sender, thread, smgr }
+        Unlinker { sender, thread, pool }
     }
 
-    fn submit(&self, rels: Vec<RelFileLocator>) {
-        if rels.is_empty() {
+    fn submit(&self, retirement: Retirement) {
+        if retirement.rels.is_empty() {
             return;
         }
-        let rels = match &self.sender {
-            Some(sender) => match sender.send(rels) {
+        let retirement = match &self.sender {
+            Some(sender) => match sender.send(retirement) {
                 Ok(()) => return,
-                Err(std::sync::mpsc::SendError(rels)) => rels,
+                Err(std::sync::mpsc::SendError(retirement)) => retirement,
             },
-            None => rels,
+            None => retirement,
         };
-        for rel in rels {
-            let _ = self.smgr.unlink(rel);
-        }
+        retirement.carry_out(&self.pool);
     }
 }
 
@@ -243,8 +291,8 @@ impl Database {
         let mapping = BufferMappingKind::from_name(&mapping_name).ok_or_else(|| {
             Error::internal(format!("buffer_mapping \"{mapping_name}\" passed validation but is unknown"))
         })?;
-        let smgr_handle = smgr.clone();
         let pool = BufferPool::new(smgr, BufferPoolConfig { shared_buffers_bytes: shared_buffers, mapping });
+        let unlinker_pool = pool.clone();
         pool.set_drop_lookup_shortcut(settings.boolean("weft_buffer_drop_lookup"));
         let workers = WorkerPool::new(settings.integer("max_worker_processes").max(0) as usize);
         Ok(Arc::new(Database {
@@ -253,9 +301,10 @@ impl Database {
             workers,
             sequences: Arc::new(Sequences::new(&catalog.sequences)),
             catalog: RwLock::new(Arc::new(catalog)),
+            catalog_versions: Mutex::default(),
             write_lock: Arc::default(),
             startup_settings: settings,
-            unlinker: Unlinker::new(smgr_handle),
+            unlinker: Unlinker::new(unlinker_pool),
             _lock: lock,
         }))
     }
@@ -271,6 +320,24 @@ impl Database {
     /// The committed catalog.
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.read().clone()
+    }
+
+    /// Make `catalog` the committed one; the catalog versions that may still be in use.
+    fn install(&self, catalog: Catalog) -> Vec<Weak<Catalog>> {
+        let catalog = Arc::new(catalog);
+        let mut versions = self.catalog_versions.lock();
+        let previous = std::mem::replace(&mut *self.catalog.write(), catalog.clone());
+        versions.retain(|v| v.strong_count() > 0);
+        if versions.is_empty() {
+            versions.push(Arc::downgrade(&previous));
+        }
+        let mut in_use = versions.clone();
+        versions.push(Arc::downgrade(&catalog));
+        drop(versions);
+        drop(previous);
+        // Only versions someone still holds: once replaced, a version is not handed out.
+        in_use.retain(|v| v.strong_count() > 0);
+        in_use
     }
 
     pub fn snapshot(&self) -> Snapshot {
@@ -338,7 +405,7 @@ impl Database {
         let mut reserved = (*committed).clone();
         reserved.xid_reserved = xid + XID_RESERVE_CHUNK;
         reserved.publish(&self.data_dir, self.pool.smgr().fsync_enabled())?;
-        *self.catalog.write() = Arc::new(reserved);
+        self.install(reserved);
         Ok(())
     }
 
@@ -356,13 +423,14 @@ impl Database {
         self.sequences.record_into(&mut txn.catalog.sequences);
         txn.catalog.publish(&self.data_dir, self.pool.smgr().fsync_enabled())?;
         self.sequences.install(&txn.catalog.sequences);
-        *self.catalog.write() = Arc::new(txn.catalog.clone());
+        let readers = self.install(txn.catalog.clone());
         // One pass for all of them (a DROP of many tables visits the hash
         // mapping's descriptors once; the ART retires each relation's trees).
         let dropped: Vec<RelFileLocator> = txn.dropped.iter().copied().collect();
         self.pool.drop_relations_buffers(&dropped);
-        // The catalog no longer names the files: remove them off the statement's path.
-        self.unlinker.submit(dropped);
+        // The catalog no longer names the files: remove them off the statement's path,
+        // once the statements that started before are done with them.
+        self.unlinker.submit(Retirement { rels: dropped, readers });
         Ok(())
     }
 
@@ -379,7 +447,7 @@ impl Database {
         // start-up aborts it: the rows stay invisible either way.
         let _ = catalog.publish(&self.data_dir, self.pool.smgr().fsync_enabled());
         self.sequences.install(&catalog.sequences);
-        *self.catalog.write() = Arc::new(catalog);
+        self.install(catalog);
     }
 
     /// Drop the buffers of relations a failed transaction created and unlink their files.
@@ -397,7 +465,7 @@ impl Database {
         let mut catalog = (*self.catalog()).clone();
         self.sequences.record_into(&mut catalog.sequences);
         catalog.publish(&self.data_dir, self.pool.smgr().fsync_enabled())?;
-        *self.catalog.write() = Arc::new(catalog);
+        self.install(catalog);
         drop(lock);
         Ok(())
     }

@@ -62,7 +62,7 @@ fn not_immutable(clause: IndexClause) -> Error {
 pub(crate) fn bind_index_expr(table: &TableMeta, expr: &ast::Expr, clause: IndexClause) -> Result<Expr> {
     let mut subquery = false;
     let mut stable = false;
-    let _ = ast::visit_expressions(expr, |e| {
+    let _ = crate::ast_walk::expressions(expr, |e| {
         match e {
             ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. } => subquery = true,
             ast::Expr::Function(f) => {

@@ -581,13 +581,13 @@ pub(crate) fn truncate_indexes_of(db: &Database, txn: &mut WriteTxn, table: &Tab
     Ok(())
 }
 
-/// `REINDEX [ (VERBOSE) ] { INDEX | TABLE } name`, which sqlparser does not parse: the
-/// statement text is recognised here. `None` when `sql` is not a REINDEX.
 /// Is `sql` a REINDEX statement (which sqlparser does not know)?
 pub fn is_reindex(sql: &str) -> bool {
     sql.split_whitespace().next().is_some_and(|w| w.eq_ignore_ascii_case("reindex"))
 }
 
+/// `REINDEX [ (VERBOSE) ] { INDEX | TABLE } name`, read from the statement's text.
+/// `None` when `sql` is not a REINDEX.
 pub fn try_reindex(session: &mut Session, sql: &str, cancel: &CancelToken) -> Option<Result<QueryResult>> {
     let text = sql.trim().trim_end_matches(';').trim();
     let words: Vec<&str> = text.split_whitespace().collect();
@@ -619,7 +619,6 @@ pub fn try_reindex(session: &mut Session, sql: &str, cancel: &CancelToken) -> Op
 }
 
 fn reindex(session: &mut Session, index: Option<&str>, table: Option<&str>, cancel: &CancelToken) -> Result<QueryResult> {
-    let db = session.db.clone();
     let mut notices = Vec::new();
     let mut last = None;
     session.write(|txn| {
@@ -641,12 +640,7 @@ fn reindex(session: &mut Session, index: Option<&str>, table: Option<&str>, canc
             (None, None) => Vec::new(),
         };
         for name in names {
-            let index = txn.catalog.indexes[&name].clone();
-            let table = txn.catalog.table(&index.table)?.clone();
-            let rel = txn.create_relation(&db)?;
-            last = Some(build(session, txn, &table, &index, rel, "REINDEX", cancel, &mut notices)?);
-            txn.drop_relation(index.locator());
-            txn.catalog.indexes.get_mut(&name).expect("listed above").rel_number = rel.rel_number;
+            last = Some(rebuild_index(session, txn, &name, "REINDEX", cancel, &mut notices)?);
         }
         Ok(())
     })?;
@@ -656,6 +650,42 @@ fn reindex(session: &mut Session, index: Option<&str>, table: Option<&str>, canc
     let mut result = QueryResult::command("REINDEX");
     result.notices = notices;
     Ok(result)
+}
+
+/// Build index `name` anew into a new relation (REINDEX; VACUUM after rewriting its
+/// table); the old relation is dropped when the transaction commits.
+fn rebuild_index(
+    session: &Session,
+    txn: &mut WriteTxn,
+    name: &str,
+    command: &'static str,
+    cancel: &CancelToken,
+    notices: &mut Vec<String>,
+) -> Result<IndexBuildReport> {
+    let index = txn.catalog.indexes[name].clone();
+    let table = txn.catalog.table(&index.table)?.clone();
+    let rel = txn.create_relation(&session.db)?;
+    let report = build(session, txn, &table, &index, rel, command, cancel, notices)?;
+    txn.drop_relation(index.locator());
+    txn.catalog.indexes.get_mut(name).expect("cloned above").rel_number = rel.rel_number;
+    Ok(report)
+}
+
+/// Rebuild every index of table `table`; the last build's report, if there was one.
+pub(crate) fn rebuild_indexes_of(
+    session: &Session,
+    txn: &mut WriteTxn,
+    table: &str,
+    command: &'static str,
+    cancel: &CancelToken,
+    notices: &mut Vec<String>,
+) -> Result<Option<IndexBuildReport>> {
+    let names: Vec<String> = txn.catalog.indexes_of(table).map(|i| i.name.clone()).collect();
+    let mut last = None;
+    for name in names {
+        last = Some(rebuild_index(session, txn, &name, command, cancel, notices)?);
+    }
+    Ok(last)
 }
 
 /// `ALTER TABLE t SET (parallel_workers = n)` / `RESET (parallel_workers)`.

@@ -40,7 +40,7 @@ fn is_lateral(factor: &TableFactor) -> bool {
         TableFactor::Derived { lateral, .. } => *lateral,
         TableFactor::Table { args: Some(args), .. } => args.args.iter().any(|arg| {
             let mut names_column = false;
-            let _ = ast::visit_expressions(arg, |e| {
+            let _ = crate::ast_walk::expressions(arg, |e| {
                 if matches!(e, ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)) {
                     names_column = true;
                 }

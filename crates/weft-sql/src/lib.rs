@@ -3,6 +3,7 @@
 
 mod datetime_bind;
 mod access_path;
+mod ast_walk;
 mod analyze;
 mod api;
 mod array_literal;
@@ -35,6 +36,7 @@ mod subplan;
 mod transaction;
 mod unread_outputs;
 mod upsert;
+mod vacuum;
 mod window;
 
 pub use api::{CancelHandle, ColumnInfo, Database, ProgressHandle, QueryResult, RelationDescription, RelationInfo, Session};

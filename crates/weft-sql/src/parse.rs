@@ -17,7 +17,7 @@
 use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{self, Spanned, Statement, VisitMut, VisitorMut};
+use sqlparser::ast::{self, Spanned, Statement, VisitorMut};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
@@ -63,7 +63,7 @@ pub(crate) fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
         return Ok(statements);
     }
     let mut rewriter = SymmetricRewriter { betweens, symmetric };
-    let _ = statements.visit(&mut rewriter);
+    let _ = crate::ast_walk::walk_mut(&mut statements, &mut rewriter);
     if !rewriter.symmetric.is_empty() {
         return Err(Error::not_supported("BETWEEN SYMMETRIC is not supported in this position"));
     }

@@ -121,9 +121,16 @@ impl Session {
     /// statement commits on its own unless a transaction block is open (`BEGIN`); an error
     /// inside a block puts it in the failed state.
     pub fn execute(&mut self, sql: &str) -> Result<QueryResult> {
-        // sqlparser does not know REINDEX.
+        // sqlparser does not know REINDEX, and reads VACUUM in Redshift's form only.
         let token = CancelToken::new();
         *self.cancel.lock() = token.clone();
+        if crate::vacuum::is_vacuum(sql) {
+            self.check_not_failed()?;
+            let outcome = crate::vacuum::vacuum(self, sql, &token);
+            let mut result = self.after_statement(outcome)?;
+            result.notices.splice(0..0, self.pending_notices.lock().drain(..));
+            return Ok(result);
+        }
         if crate::indexes::is_reindex(sql) {
             self.check_not_failed()?;
             if let Some(outcome) = crate::indexes::try_reindex(self, sql, &token) {

@@ -9,7 +9,7 @@
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{self, VisitMut, VisitorMut};
+use sqlparser::ast::{self, VisitorMut};
 
 use crate::bind::column_name;
 
@@ -34,7 +34,7 @@ pub(crate) fn move_series_to_from(select: &ast::Select) -> Option<ast::Select> {
     }
     let mut finder = SeriesCalls::default();
     let mut projection = select.projection.clone();
-    let _ = projection.visit(&mut finder);
+    let _ = crate::ast_walk::walk_mut(&mut projection, &mut finder);
     let call = finder.call.filter(|_| !finder.refused)?;
     let ast::FunctionArguments::List(list) = &call.args else { return None };
     let args: Vec<String> = list.args.iter().map(|a| a.to_string()).collect();
@@ -106,7 +106,7 @@ fn is_series(f: &ast::Function) -> bool {
 /// Do the call's arguments read a column or run a subquery?
 fn reads_columns(f: &ast::Function) -> bool {
     let mut reads = false;
-    let _ = ast::visit_expressions(&f.args, |e| {
+    let _ = crate::ast_walk::expressions(&f.args, |e| {
         reads |= matches!(
             e,
             ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) | ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. }
