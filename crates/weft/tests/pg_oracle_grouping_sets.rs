@@ -56,6 +56,13 @@ const QUERIES: &[&str] = &[
     "SELECT count(*) FROM (SELECT a, b, count(*) FROM g GROUP BY CUBE (a, b)) s",
     "SELECT a, b, count(*) FROM g WHERE c > 2 GROUP BY GROUPING SETS (CUBE (a, b), ROLLUP (b))",
     "SELECT a, sum(c) FROM g GROUP BY ROLLUP (a) ORDER BY sum(c) DESC NULLS LAST, grouping(a), a",
+    "SELECT a, grouping(a), count(*), row_number() OVER (ORDER BY grouping(a), a), sum(grouping(a)) OVER () FROM g GROUP BY ROLLUP (a)",
+    "SELECT a, b, grouping(a, b) * 10 + count(*) % 7 AS mix, lag(count(*)) OVER (PARTITION BY grouping(a, b) ORDER BY a, b) FROM g GROUP BY CUBE (a, b)",
+    "WITH s AS (SELECT a, b, c FROM g WHERE id % 3 = 0) SELECT a, b, count(*), sum(c) FROM s GROUP BY ROLLUP (a, b)",
+    "SELECT s.a, count(*) FROM (SELECT a FROM g WHERE id > 500) s GROUP BY CUBE (s.a)",
+    "SELECT x.a, count(*), sum(y.c) FROM g x LEFT JOIN g y ON y.id = x.id * 2 GROUP BY GROUPING SETS ((x.a), ()) HAVING count(*) > 10",
+    "SELECT b, a, grouping(b), grouping(a), count(*) FROM g GROUP BY GROUPING SETS ((b), (a), (a, b)) ORDER BY grouping(b), grouping(a), b, a",
+    "SELECT count(*), grouping(a) FROM g WHERE a IS NULL GROUP BY ROLLUP (a)",
 ];
 
 const ERRORS_WITH_SQLSTATE: &[&str] = &[
@@ -73,6 +80,8 @@ const ERRORS_WITH_SQLSTATE: &[&str] = &[
     "SELECT 1 FROM g GROUP BY CUBE (a, b, c, d, e, id, a + 1, a + 2, a + 3, a + 4, a + 5, a + 6, a + 7)",
     "SELECT grouping(a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a, a) FROM g GROUP BY a",
     "SELECT 1 FROM g GROUP BY ROLLUP (sum(a))",
+    "SELECT a, b FROM g GROUP BY GROUPING SETS ((a), (b)) ORDER BY c",
+    "SELECT grouping(c) FROM g GROUP BY GROUPING SETS ((a), (b))",
 ];
 
 #[test]
