@@ -4,10 +4,10 @@
 //! duplicates kept, as PostgreSQL keeps them), each a list of positions among the query's
 //! distinct grouping expressions (its *keys*). Each set is planned as an aggregate of its
 //! own over the FROM clause, grouped by the set's keys; its output is first laid out as the
-//! whole query's (every key, then the calls) with NULL for the keys outside the set, so
-//! the select list, HAVING and ORDER BY are bound once per set against the same layout. A
-//! `GROUPING(...)` call is a constant within one set: it is replaced by that number before
-//! binding. The sets' aggregates are appended.
+//! whole query's (every key, one column per distinct `GROUPING(...)` call, then the calls)
+//! with NULL for the keys outside the set and the set's bitmask in each GROUPING column,
+//! so the select list, HAVING and ORDER BY are bound once, against that layout. The sets'
+//! aggregates are appended, and window functions run over the append.
 //!
 //! Reading the input once per set is simpler than expanding each row into one row per
 //! set (PostgreSQL's MixedAggregate): every set gets the aggregate's parallel and spilling
