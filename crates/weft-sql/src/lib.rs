@@ -17,6 +17,7 @@ mod deparse;
 mod distinct_on;
 mod explain;
 mod exprutil;
+mod grouping_sets;
 mod index_expr;
 mod indexes;
 mod join;

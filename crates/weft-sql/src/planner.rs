@@ -378,9 +378,18 @@ pub(crate) struct From {
 }
 
 /// The FROM clause: one relation, or relations to join (`join.rs`).
-enum FromPlan {
+pub(crate) enum FromPlan {
     Single(From),
     Joins(crate::join::FromClause),
+}
+
+impl FromPlan {
+    pub(crate) fn scope(&self) -> &Scope {
+        match self {
+            FromPlan::Single(single) => &single.scope,
+            FromPlan::Joins(joins) => &joins.scope,
+        }
+    }
 }
 
 fn plan_from(select: &ast::Select, ctx: &PlanContext) -> Result<From> {
@@ -549,17 +558,8 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     }
     let (where_plain, subqueries) = crate::join::split_where(select.selection.as_ref());
     let (where_plain, subqueries) = crate::join::keep_correlated_not_in(where_plain, subqueries, ctx);
-    let from = if crate::lateral::has_lateral(&select.from) {
-        FromPlan::Joins(crate::lateral::analyze_lateral_from(&select.from, ctx).map_err(|e| crate::lateral::invalid_reference(e, &select.from))?)
-    } else if crate::join::needs_join_planning(select) {
-        FromPlan::Joins(crate::join::analyze_from(&select.from, ctx).map_err(|e| crate::lateral::invalid_reference(e, &select.from))?)
-    } else {
-        FromPlan::Single(plan_from(select, ctx)?)
-    };
-    let scope = match &from {
-        FromPlan::Single(single) => &single.scope,
-        FromPlan::Joins(joins) => &joins.scope,
-    };
+    let from = analyze_from_clause(select, ctx)?;
+    let scope = from.scope();
 
     // Select list: expand `*`, keep (ast, output name).
     let mut items: Vec<(ast::Expr, String)> = Vec::new();
@@ -620,6 +620,9 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
 
     // WHERE without its subquery conditions (those become semi and anti joins).
     let where_plain: Vec<&ast::Expr> = if subqueries.is_empty() { select.selection.iter().collect() } else { where_plain.iter().collect() };
+    if select.selection.as_ref().is_some_and(crate::grouping_sets::contains_grouping) {
+        return Err(Error::new(SqlState::GROUPING_ERROR, "grouping operations are not allowed in WHERE"));
+    }
     let mut filter: Option<Expr> = None;
     for predicate in where_plain {
         if contains_aggregate(predicate) {
@@ -635,15 +638,25 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         });
     }
 
+    let mut grouping_sets = None;
     let (group_by_asts, has_group_by): (Vec<ast::Expr>, bool) = match &select.group_by {
         ast::GroupByExpr::Expressions(exprs, modifiers) => {
             if !modifiers.is_empty() {
                 return Err(Error::not_supported("GROUP BY modifiers"));
             }
+            if exprs.iter().any(crate::grouping_sets::contains_grouping) {
+                return Err(Error::new(SqlState::GROUPING_ERROR, "grouping operations are not allowed in GROUP BY"));
+            }
+            if let Some(sets) = crate::grouping_sets::GroupingSets::expand(exprs)? {
+                let keys = sets.keys.clone();
+                grouping_sets = Some(sets);
+                (keys, true)
+            } else {
             // `()` is the empty grouping set: it adds no key, but a GROUP BY of nothing
             // but `()` still makes one group of all rows (one row even over no rows).
             let keys = exprs.iter().filter(|e| !matches!(e, ast::Expr::Tuple(items) if items.is_empty())).cloned().collect();
             (keys, !exprs.is_empty())
+            }
         }
         ast::GroupByExpr::All(_) => return Err(Error::not_supported("GROUP BY ALL")),
     };
@@ -682,6 +695,11 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         choose_workers(source, ctx)
     };
 
+    let uses_grouping = items.iter().any(|(e, _)| crate::grouping_sets::contains_grouping(e))
+        || select.having.as_ref().is_some_and(crate::grouping_sets::contains_grouping);
+    if uses_grouping && !is_aggregate {
+        return Err(crate::grouping_sets::not_a_grouping_expression());
+    }
     if !is_aggregate {
         let mut exprs = Vec::with_capacity(items.len());
         let mut columns = Vec::with_capacity(items.len());
@@ -745,6 +763,15 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         }
         group_by.push(Binder::new(scope).planning(ctx).bind(&resolved)?);
     }
+    if grouping_sets.is_some() || uses_grouping {
+        let sets = grouping_sets.unwrap_or_else(|| crate::grouping_sets::GroupingSets::single(group_by.len()));
+        let query = crate::grouping_sets::GroupedQuery { select, from, filter, subqueries: &subqueries, items: &items, visible, hidden, windows, keys: group_by };
+        let planned = crate::grouping_sets::plan(query, sets, ctx)?;
+        return match distinct_on {
+            Some(on) => on.plan(planned),
+            None => Ok(planned),
+        };
+    }
     let mut aggregates = AggregateContext { group_by, calls: Vec::new() };
     let mut outputs = Vec::with_capacity(items.len());
     let mut columns = Vec::with_capacity(items.len());
@@ -767,14 +794,57 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         Some(h) => Some(require_bool(Binder::with_aggregates(scope, &mut aggregates).planning(ctx).bind(h)?, "HAVING")?),
         None => None,
     };
-    let AggregateContext { mut group_by, mut calls } = aggregates;
-    let outputs_volatile = outputs.iter().any(is_volatile);
+    let AggregateContext { group_by, calls } = aggregates;
+    let mut output = Vec::new();
+    if let Some(h) = having {
+        output.push(Step::Filter(h));
+    }
+    output.push(Step::Project(outputs));
+    let mut plan = plan_aggregate(from, filter, &subqueries, group_by, calls, output, ctx)?;
+    let hidden_types = columns.drain(visible..).map(|c| c.data_type).collect();
+    if let Some(pending) = pending {
+        plan = pending.plan(plan);
+    }
+    let planned = PlannedQuery { plan, columns, hidden, hidden_types, select_items: visible_asts(&items, visible) };
+    match distinct_on {
+        Some(on) => on.plan(planned),
+        None => Ok(planned),
+    }
+}
+
+/// The FROM clause analysed for planning: one relation, or joins (LATERAL items too).
+pub(crate) fn analyze_from_clause(select: &ast::Select, ctx: &PlanContext) -> Result<FromPlan> {
+    Ok(if crate::lateral::has_lateral(&select.from) {
+        FromPlan::Joins(crate::lateral::analyze_lateral_from(&select.from, ctx).map_err(|e| crate::lateral::invalid_reference(e, &select.from))?)
+    } else if crate::join::needs_join_planning(select) {
+        FromPlan::Joins(crate::join::analyze_from(&select.from, ctx).map_err(|e| crate::lateral::invalid_reference(e, &select.from))?)
+    } else {
+        FromPlan::Single(plan_from(select, ctx)?)
+    })
+}
+
+/// An aggregate over the FROM clause filtered by `filter`: rows grouped by `group_by`
+/// (scope expressions), with `calls`, then `output` over (keys, call values).
+pub(crate) fn plan_aggregate(
+    from: FromPlan,
+    mut filter: Option<Expr>,
+    subqueries: &[crate::join::SubqueryCondition],
+    mut group_by: Vec<Expr>,
+    mut calls: Vec<AggregateCall>,
+    output: Vec<Step>,
+    ctx: &PlanContext,
+) -> Result<Plan> {
+    let outputs_volatile = output.iter().any(|step| match step {
+        Step::Project(exprs) => exprs.iter().any(is_volatile),
+        Step::Filter(e) => is_volatile(e),
+        Step::HashJoin(_) => false,
+    });
     let (source, steps, workers) = match from {
         FromPlan::Joins(joins) => {
             let serial = outputs_volatile
                 || group_by.iter().chain(calls.iter().flat_map(AggregateCall::exprs)).any(is_volatile);
             let used = scope_columns_used(group_by.iter().chain(calls.iter().flat_map(AggregateCall::exprs)));
-            let input = crate::join::plan_joins(joins, filter.take(), &subqueries, &used, serial, ctx)?;
+            let input = crate::join::plan_joins(joins, filter.take(), subqueries, &used, serial, ctx)?;
             group_by.iter_mut().for_each(|e| remap_columns(e, &input.positions));
             calls.iter_mut().flat_map(AggregateCall::exprs_mut).for_each(|e| remap_columns(e, &input.positions));
             (input.source, input.steps, input.workers)
@@ -793,32 +863,18 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
             let volatile = group_by.iter().chain(filter.iter()).chain(calls.iter().flat_map(AggregateCall::exprs)).any(is_volatile)
                 || outputs_volatile;
             let steps: Vec<Step> = filter.take().map(Step::Filter).into_iter().collect();
-            let workers = workers_for(&source, volatile);
+            let workers = if volatile { 0 } else { choose_workers(&source, ctx) };
             (source, steps, workers)
         }
     };
-    let mut output = Vec::new();
-    if let Some(h) = having {
-        output.push(Step::Filter(h));
-    }
-    output.push(Step::Project(outputs));
-    let hidden_types = columns.drain(visible..).map(|c| c.data_type).collect();
-    let mut plan = match shared_distinct_argument(&calls) {
+    Ok(match shared_distinct_argument(&calls) {
         None => Plan::Aggregate { input: Pipeline { source, steps, workers }, group_by, aggregates: calls, output },
         Some(arg) => distinct_aggregate(Pipeline { source, steps, workers }, group_by, calls, arg, output),
-    };
-    if let Some(pending) = pending {
-        plan = pending.plan(plan);
-    }
-    let planned = PlannedQuery { plan, columns, hidden, hidden_types, select_items: visible_asts(&items, visible) };
-    match distinct_on {
-        Some(on) => on.plan(planned),
-        None => Ok(planned),
-    }
+    })
 }
 
 /// The expressions of the first `visible` select items.
-fn visible_asts(items: &[(ast::Expr, String)], visible: usize) -> Vec<ast::Expr> {
+pub(crate) fn visible_asts(items: &[(ast::Expr, String)], visible: usize) -> Vec<ast::Expr> {
     items[..visible].iter().map(|(e, _)| e.clone()).collect()
 }
 
