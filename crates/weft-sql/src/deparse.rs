@@ -628,6 +628,14 @@ mod tests {
         let key = |descending, nulls_first| weft_exec::plan::AggregateOrderKey { expr: col(0, Int4), descending, nulls_first };
         joined.order_by = vec![key(true, false), key(false, false)];
         assert_eq!(aggregate_call(&joined, &input), "string_agg(\"Mixed Case\", ','::text ORDER BY a DESC NULLS LAST, a)");
+        // A regression's implicit casts to float8 show, as in PostgreSQL.
+        let float = |e: Expr| Expr::Cast { expr: Box::new(e), to: Float8 };
+        let mut slope = AggregateCall::new(AggregateFunction::RegrSlope, Some(float(col(0, Int4))), Float8);
+        slope.arg2 = Some(float(col(1, Int8)));
+        let input2 = [ColumnText::var("a"), ColumnText::var("b")];
+        assert_eq!(aggregate_call(&slope, &input2), "regr_slope((a)::double precision, (b)::double precision)");
+        let stddev = AggregateCall::new(AggregateFunction::Stddev, Some(col(0, Int4)), Numeric);
+        assert_eq!(aggregate_call(&stddev, &input), "stddev(a)");
         let nullif = Expr::Function { func: ScalarFunction::NullIf, args: vec![col(0, Int4), lit(Datum::Int4(0), Int4)], data_type: Int4 };
         assert_eq!(deparse(&nullif, &input), "NULLIF(a, 0)");
     }
