@@ -487,6 +487,73 @@ impl Numeric {
     pub fn to_i32_rounded(&self) -> Result<i32> {
         self.rounded_integer().and_then(|v| i32::try_from(v).ok()).ok_or_else(|| Error::out_of_range("integer"))
     }
+
+    /// The square root rounded half up to `scale` digits after the point, computed exactly
+    /// (as PostgreSQL's `sqrt_var` at a given result scale: the variance aggregates' stddev).
+    /// A negative value is 2201F.
+    pub fn sqrt(&self, scale: u16) -> Result<Numeric> {
+        if self.mantissa < 0 {
+            return Err(Error::new(SqlState("2201F"), "cannot take square root of a negative number"));
+        }
+        // One digit past `scale`, truncated, then rounded: the truncated root decides the
+        // rounding as the exact one would (it is below it, and equal when exact).
+        let digits = 2 * (scale as i64 + 1) - self.scale as i64;
+        let mut radicand = Wide { high: 0, low: self.mantissa.unsigned_abs() };
+        if digits >= 0 {
+            for _ in 0..digits {
+                radicand = radicand.times_ten().ok_or_else(overflow)?;
+            }
+        } else {
+            // floor(sqrt(floor(x))) = floor(sqrt(x)): dropping digits below the last
+            // one the root needs changes nothing.
+            let dropped = (-digits) as u32;
+            radicand.low = match pow10(dropped) {
+                Some(divisor) => radicand.low / divisor,
+                None => 0,
+            };
+        }
+        let truncated = radicand.isqrt().ok_or_else(overflow)?;
+        let magnitude = truncated / 10 + u128::from(truncated % 10 >= 5);
+        Ok(Numeric { mantissa: signed(magnitude, false)?, scale })
+    }
+}
+
+/// An unsigned 256-bit integer, high·2^128 + low: square roots of numerics rescaled past
+/// 38 digits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Wide {
+    high: u128,
+    low: u128,
+}
+
+impl Wide {
+    fn times_ten(self) -> Option<Wide> {
+        let (carry, low) = mul_wide(self.low, 10);
+        let high = self.high.checked_mul(10)?.checked_add(carry)?;
+        Some(Wide { high, low })
+    }
+
+    /// floor(sqrt(self)), by Newton's iteration from above; `None` past 2^254 (whose
+    /// iterates would not fit).
+    fn isqrt(self) -> Option<u128> {
+        if self.high == 0 {
+            return Some(self.low.isqrt());
+        }
+        let bits = 256 - self.high.leading_zeros();
+        if bits > 254 {
+            return None;
+        }
+        let mut x: u128 = 1 << bits.div_ceil(2); // ≥ sqrt(self), which is < 2^bits
+        loop {
+            // x ≥ sqrt(self), so self / x ≤ x fits.
+            let (quotient, _) = div_wide(self.high, self.low, x)?;
+            let next = (x + quotient) / 2;
+            if next >= x {
+                return Some(x);
+            }
+            x = next;
+        }
+    }
 }
 
 #[cfg(test)]
@@ -495,6 +562,23 @@ mod tests {
 
     fn n(s: &str) -> Numeric {
         Numeric::parse(s).unwrap()
+    }
+
+    #[test]
+    fn square_roots_are_rounded_at_the_scale_asked() {
+        let root = |v: &str, scale: u16| n(v).sqrt(scale).unwrap().to_string();
+        assert_eq!(root("0.50000000000000000000", 20), "0.70710678118654752440");
+        assert_eq!(root("2", 0), "1");
+        assert_eq!(root("0.25", 0), "1"); // 0.5 exactly: half up
+        assert_eq!(root("0.25", 1), "0.5");
+        assert_eq!(root("0", 3), "0.000");
+        assert_eq!(root("16", 2), "4.00");
+        assert_eq!(root("1234.5678", 2), "35.14");
+        assert_eq!(root("0.0000000000000000000000000000012345", 40), "0.0000000000000011110805551354051124500444");
+        // A radicand past 128 bits: 10^30 at 20 digits needs 10^72.
+        assert_eq!(root("1000000000000000000000000000000", 20), "1000000000000000.00000000000000000000");
+        assert_eq!(root("99999999999999999999999999999999999998", 0), "10000000000000000000");
+        assert_eq!(n("-1").sqrt(2).unwrap_err().sqlstate, SqlState("2201F"));
     }
 
     fn quotient(a: &str, b: &str) -> String {

@@ -245,6 +245,86 @@ pub enum AggregateFunction {
     /// `string_agg(text, delimiter)`: the non-NULL values joined, each after its row's
     /// delimiter but the first.
     StringAgg,
+    /// The variance family over int4, int8, numeric (exact, numeric result) and float8
+    /// (Youngs-Cramer, float8 result). `stddev` and `variance` are the sample forms but
+    /// keep their own names for EXPLAIN.
+    Stddev,
+    StddevSamp,
+    StddevPop,
+    Variance,
+    VarSamp,
+    VarPop,
+    /// `bit_and`, `bit_or`, `bit_xor` over int4 / int8.
+    BitAnd,
+    BitOr,
+    BitXor,
+    /// The two-argument float8 aggregates `f(Y, X)`: `arg` is Y, `arg2` is X; rows where
+    /// either is NULL are skipped.
+    Corr,
+    CovarPop,
+    CovarSamp,
+    RegrCount,
+    RegrAvgX,
+    RegrAvgY,
+    RegrSlope,
+    RegrIntercept,
+    RegrR2,
+    RegrSxx,
+    RegrSyy,
+    RegrSxy,
+}
+
+impl AggregateFunction {
+    /// The SQL name (what EXPLAIN prints; `every` is shown as `bool_and`).
+    pub fn name(self) -> &'static str {
+        use AggregateFunction::*;
+        match self {
+            CountStar | Count => "count",
+            Sum => "sum",
+            Avg => "avg",
+            Min => "min",
+            Max => "max",
+            BoolAnd => "bool_and",
+            BoolOr => "bool_or",
+            StringAgg => "string_agg",
+            Stddev => "stddev",
+            StddevSamp => "stddev_samp",
+            StddevPop => "stddev_pop",
+            Variance => "variance",
+            VarSamp => "var_samp",
+            VarPop => "var_pop",
+            BitAnd => "bit_and",
+            BitOr => "bit_or",
+            BitXor => "bit_xor",
+            Corr => "corr",
+            CovarPop => "covar_pop",
+            CovarSamp => "covar_samp",
+            RegrCount => "regr_count",
+            RegrAvgX => "regr_avgx",
+            RegrAvgY => "regr_avgy",
+            RegrSlope => "regr_slope",
+            RegrIntercept => "regr_intercept",
+            RegrR2 => "regr_r2",
+            RegrSxx => "regr_sxx",
+            RegrSyy => "regr_syy",
+            RegrSxy => "regr_sxy",
+        }
+    }
+
+    /// Takes two arguments (string_agg's value and delimiter, a regression's Y and X).
+    pub fn arity(self) -> usize {
+        use AggregateFunction::*;
+        match self {
+            StringAgg | Corr | CovarPop | CovarSamp | RegrCount | RegrAvgX | RegrAvgY | RegrSlope | RegrIntercept | RegrR2
+            | RegrSxx | RegrSyy | RegrSxy => 2,
+            _ => 1,
+        }
+    }
+
+    /// One of the two-argument float8 regression aggregates.
+    pub fn is_regression(self) -> bool {
+        self.arity() == 2 && self != AggregateFunction::StringAgg
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -252,8 +332,9 @@ pub struct AggregateCall {
     pub function: AggregateFunction,
     /// `None` only for `count(*)`.
     pub arg: Option<Expr>,
-    /// string_agg's delimiter: like the argument, an expression over the input row.
-    pub delimiter: Option<Expr>,
+    /// The second argument, an expression over the input row like `arg`: string_agg's
+    /// delimiter, the X of a regression aggregate.
+    pub arg2: Option<Expr>,
     /// `FILTER (WHERE ...)`: only rows for which it is true reach the aggregate.
     pub filter: Option<Expr>,
     /// `ORDER BY` inside the call, kept only where the result depends on the order of the
@@ -276,22 +357,23 @@ pub struct AggregateOrderKey {
 }
 
 impl AggregateCall {
-    /// A call of `function` on `arg`, with no delimiter, FILTER or ORDER BY.
+    /// A call of `function` on `arg`, with no second argument, FILTER or ORDER BY.
     pub fn new(function: AggregateFunction, arg: Option<Expr>, result_type: DataType) -> AggregateCall {
-        AggregateCall { function, arg, delimiter: None, filter: None, order_by: Vec::new(), distinct: false, result_type }
+        AggregateCall { function, arg, arg2: None, filter: None, order_by: Vec::new(), distinct: false, result_type }
     }
 
     /// Every expression the call evaluates per input row.
     pub fn exprs(&self) -> impl Iterator<Item = &Expr> {
-        self.arg.iter().chain(&self.delimiter).chain(&self.filter).chain(self.order_by.iter().map(|k| &k.expr))
+        self.arg.iter().chain(&self.arg2).chain(&self.filter).chain(self.order_by.iter().map(|k| &k.expr))
     }
 
     pub fn exprs_mut(&mut self) -> impl Iterator<Item = &mut Expr> {
         let order = self.order_by.iter_mut().map(|k| &mut k.expr);
-        self.arg.iter_mut().chain(&mut self.delimiter).chain(&mut self.filter).chain(order)
+        self.arg.iter_mut().chain(&mut self.arg2).chain(&mut self.filter).chain(order)
     }
 
-    /// PostgreSQL's result type of `function(input)`.
+    /// PostgreSQL's result type of `function(input)` (for a regression aggregate, both
+    /// arguments are of type `input`).
     pub fn result_type_for(function: AggregateFunction, input: Option<DataType>) -> Option<DataType> {
         use AggregateFunction::*;
         use DataType::*;
@@ -307,6 +389,11 @@ impl AggregateCall {
             (Min, Some(t)) | (Max, Some(t)) => t,
             (BoolAnd, Some(Bool)) | (BoolOr, Some(Bool)) => Bool,
             (StringAgg, Some(Text)) => Text,
+            (Stddev | StddevSamp | StddevPop | Variance | VarSamp | VarPop, Some(Int4 | Int8 | Numeric)) => Numeric,
+            (Stddev | StddevSamp | StddevPop | Variance | VarSamp | VarPop, Some(Float8)) => Float8,
+            (BitAnd | BitOr | BitXor, Some(t @ (Int4 | Int8))) => t,
+            (RegrCount, Some(Float8)) => Int8,
+            (f, Some(Float8)) if f.is_regression() => Float8,
             _ => return None,
         })
     }

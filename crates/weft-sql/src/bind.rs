@@ -151,6 +151,27 @@ pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
         "bool_and" | "every" => AggregateFunction::BoolAnd,
         "bool_or" => AggregateFunction::BoolOr,
         "string_agg" => AggregateFunction::StringAgg,
+        "stddev" => AggregateFunction::Stddev,
+        "stddev_samp" => AggregateFunction::StddevSamp,
+        "stddev_pop" => AggregateFunction::StddevPop,
+        "variance" => AggregateFunction::Variance,
+        "var_samp" => AggregateFunction::VarSamp,
+        "var_pop" => AggregateFunction::VarPop,
+        "bit_and" => AggregateFunction::BitAnd,
+        "bit_or" => AggregateFunction::BitOr,
+        "bit_xor" => AggregateFunction::BitXor,
+        "corr" => AggregateFunction::Corr,
+        "covar_pop" => AggregateFunction::CovarPop,
+        "covar_samp" => AggregateFunction::CovarSamp,
+        "regr_count" => AggregateFunction::RegrCount,
+        "regr_avgx" => AggregateFunction::RegrAvgX,
+        "regr_avgy" => AggregateFunction::RegrAvgY,
+        "regr_slope" => AggregateFunction::RegrSlope,
+        "regr_intercept" => AggregateFunction::RegrIntercept,
+        "regr_r2" => AggregateFunction::RegrR2,
+        "regr_sxx" => AggregateFunction::RegrSxx,
+        "regr_syy" => AggregateFunction::RegrSyy,
+        "regr_sxy" => AggregateFunction::RegrSxy,
         _ => return None,
     })
 }
@@ -310,10 +331,18 @@ impl<'a> Binder<'a> {
                 other => return Err(Error::not_supported(format!("aggregate argument {other}"))),
             }
         }
-        let arity = if function == AggregateFunction::StringAgg { 2 } else { 1 };
-        let (function, arg, delimiter) = match (star, args.len()) {
+        if function.is_regression() {
+            // Only float8 versions exist: integers and numerics are cast implicitly.
+            let numeric = |a: &Expr| {
+                !is_unknown_literal(a) && matches!(a.data_type(), DataType::Int4 | DataType::Int8 | DataType::Numeric | DataType::Float8)
+            };
+            if !star && args.len() == 2 && args.iter().all(numeric) {
+                args = args.into_iter().map(|a| coerce_branch(a, DataType::Float8)).collect::<Result<_>>()?;
+            }
+        }
+        let (function, arg, arg2) = match (star, args.len()) {
             (true, 0) if list.args.len() == 1 => (AggregateFunction::CountStar, None, None),
-            (false, n) if n == arity => {
+            (false, n) if n == function.arity() => {
                 let mut args = args.into_iter();
                 (function, args.next(), args.next())
             }
@@ -321,8 +350,14 @@ impl<'a> Binder<'a> {
         };
         let input = arg.as_ref().map(|a| a.data_type());
         let result_type = AggregateCall::result_type_for(function, input)
-            .filter(|_| delimiter.as_ref().is_none_or(|d| d.data_type() == DataType::Text))
-            .ok_or_else(|| no_aggregate(&name, arg.iter().chain(&delimiter)))?;
+            .filter(|_| match function {
+                AggregateFunction::StringAgg => arg2.as_ref().is_some_and(|d| d.data_type() == DataType::Text),
+                _ => arg2.as_ref().is_none_or(|x| Some(x.data_type()) == input),
+            })
+            .ok_or_else(|| no_aggregate(&name, arg.iter().chain(&arg2)))?;
+        if distinct && function.is_regression() {
+            return Err(Error::not_supported(format!("{name}(DISTINCT ...) is not supported yet")));
+        }
         let filter = match &f.filter {
             Some(condition) => {
                 if contains_aggregate(condition) && !window {
@@ -341,7 +376,7 @@ impl<'a> Binder<'a> {
         if function != AggregateFunction::StringAgg {
             order_by.clear(); // the result does not depend on the order of the input
         }
-        let mut call = AggregateCall { function, arg, delimiter, filter, order_by, distinct, result_type };
+        let mut call = AggregateCall { function, arg, arg2, filter, order_by, distinct, result_type };
         crate::subplan::check_aggregate_level(&call)?;
         if distinct {
             distinct_call(&mut call)?;
@@ -1040,7 +1075,7 @@ fn distinct_call(call: &mut AggregateCall) -> Result<()> {
         call.arg = Some(folded);
     }
     let mut read = std::collections::BTreeSet::new();
-    call.delimiter.iter().for_each(|d| crate::exprutil::columns_used(d, &mut read));
+    call.arg2.iter().for_each(|d| crate::exprutil::columns_used(d, &mut read));
     if !read.is_empty() {
         return Err(Error::not_supported("string_agg(DISTINCT ...) with a delimiter that is not a constant is not supported yet"));
     }

@@ -18,7 +18,7 @@
 
 use weft_common::{DataType, Datum};
 use weft_exec::expr::{cast_datum, BinaryOp, EvalContext, Expr, ScalarFunction, UnaryOp};
-use weft_exec::plan::{AggregateCall, AggregateFunction};
+use weft_exec::plan::AggregateCall;
 
 /// A column of a node's input, as EXPLAIN names it.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,17 +58,7 @@ pub fn deparse(expr: &Expr, input: &[ColumnText]) -> String {
 
 /// `count(*)`, `sum(a)`, `avg((a + 1))`.
 pub fn aggregate_call(call: &AggregateCall, input: &[ColumnText]) -> String {
-    let name = match call.function {
-        AggregateFunction::CountStar | AggregateFunction::Count => "count",
-        AggregateFunction::Sum => "sum",
-        AggregateFunction::Avg => "avg",
-        AggregateFunction::Min => "min",
-        AggregateFunction::Max => "max",
-        AggregateFunction::BoolAnd => "bool_and",
-        AggregateFunction::BoolOr => "bool_or",
-        AggregateFunction::StringAgg => "string_agg",
-    };
-    let mut out = format!("{name}(");
+    let mut out = format!("{}(", call.function.name());
     if call.distinct {
         out.push_str("DISTINCT ");
     }
@@ -76,9 +66,9 @@ pub fn aggregate_call(call: &AggregateCall, input: &[ColumnText]) -> String {
         None => out.push('*'),
         Some(arg) => write_expr(arg, input, &mut out),
     }
-    if let Some(delimiter) = &call.delimiter {
+    if let Some(arg2) = &call.arg2 {
         out.push_str(", ");
-        write_expr(delimiter, input, &mut out);
+        write_expr(arg2, input, &mut out);
     }
     for (i, key) in call.order_by.iter().enumerate() {
         out.push_str(if i == 0 { " ORDER BY " } else { ", " });
@@ -515,6 +505,7 @@ fn flatten<'e>(expr: &'e Expr, op: BinaryOp, out: &mut Vec<&'e Expr>) {
 mod tests {
     use super::*;
     use weft_common::DataType::{Bool, Float8, Int4, Int8, Numeric, Text};
+    use weft_exec::plan::AggregateFunction;
 
     fn col(index: usize, data_type: DataType) -> Expr {
         Expr::Column { index, data_type }
@@ -633,10 +624,18 @@ mod tests {
         let filtered = AggregateCall { filter: Some(bin(BinaryOp::Gt, col(0, Int4), lit(Datum::Int4(1), Int4))), ..count };
         assert_eq!(aggregate_call(&filtered, &input), "count(*) FILTER (WHERE (a > 1))");
         let mut joined = AggregateCall::new(AggregateFunction::StringAgg, Some(col(2, Text)), Text);
-        joined.delimiter = Some(lit(Datum::Text(",".into()), Text));
+        joined.arg2 = Some(lit(Datum::Text(",".into()), Text));
         let key = |descending, nulls_first| weft_exec::plan::AggregateOrderKey { expr: col(0, Int4), descending, nulls_first };
         joined.order_by = vec![key(true, false), key(false, false)];
         assert_eq!(aggregate_call(&joined, &input), "string_agg(\"Mixed Case\", ','::text ORDER BY a DESC NULLS LAST, a)");
+        // A regression's implicit casts to float8 show, as in PostgreSQL.
+        let float = |e: Expr| Expr::Cast { expr: Box::new(e), to: Float8 };
+        let mut slope = AggregateCall::new(AggregateFunction::RegrSlope, Some(float(col(0, Int4))), Float8);
+        slope.arg2 = Some(float(col(1, Int8)));
+        let input2 = [ColumnText::var("a"), ColumnText::var("b")];
+        assert_eq!(aggregate_call(&slope, &input2), "regr_slope((a)::double precision, (b)::double precision)");
+        let stddev = AggregateCall::new(AggregateFunction::Stddev, Some(col(0, Int4)), Numeric);
+        assert_eq!(aggregate_call(&stddev, &input), "stddev(a)");
         let nullif = Expr::Function { func: ScalarFunction::NullIf, args: vec![col(0, Int4), lit(Datum::Int4(0), Int4)], data_type: Int4 };
         assert_eq!(deparse(&nullif, &input), "NULLIF(a, 0)");
     }

@@ -435,8 +435,8 @@ pub(crate) fn pre_window_projection(outputs: Vec<Expr>, windows: WindowContext) 
         let BoundCall { mut call, partition_by, order_by, frame } = bound;
         call.args = call.args.into_iter().map(&mut column_of).collect();
         if let WindowFunction::Aggregate(aggregate) = &mut call.function {
-            let AggregateCall { arg, delimiter, filter, .. } = aggregate;
-            for slot in [arg, delimiter, filter] {
+            let AggregateCall { arg, arg2, filter, .. } = aggregate;
+            for slot in [arg, arg2, filter] {
                 *slot = slot.take().map(&mut column_of);
             }
         }

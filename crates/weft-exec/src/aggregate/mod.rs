@@ -1,4 +1,5 @@
-//! Grouping and aggregation: count, sum, avg, min, max, bool_and/bool_or, string_agg
+//! Grouping and aggregation: count, sum, avg, min, max, bool_and/bool_or, string_agg,
+//! the variance family, bit_and/bit_or/bit_xor and the regression aggregates (`stats.rs`)
 //! with PostgreSQL's result types, each call with an optional FILTER; hash aggregation under a memory budget, spilling partial states to disk when the
 //! groups do not fit.
 //!
@@ -61,6 +62,7 @@
 
 mod distinct;
 mod spill;
+mod stats;
 mod table;
 #[cfg(test)]
 mod tests;
@@ -76,6 +78,7 @@ use weft_common::{DataType, Datum, Error, Result, SqlState};
 
 use self::distinct::DistinctValues;
 use self::spill::{partition_of, PartitionWriters, SpillDir, SpillFile};
+use self::stats::{bits_result, BitOp, ExactMoments, FloatMoments, RegrMoments, RegrOutput, Spread};
 use self::table::{datum_heap, hash_key, GroupTable, Groups};
 use crate::execute::{ExecContext, Sink};
 use crate::expr::compare::{compare_datums, compare_sort_keys};
@@ -103,6 +106,15 @@ pub(crate) enum Accumulator {
     StringAggSorted(SortedValues),
     /// `f(DISTINCT x)`: the distinct values so far (`distinct.rs`).
     Distinct(Box<DistinctValues>),
+    /// The variance family over integers and numerics: exact count, Σx, Σx² (boxed, to
+    /// keep every state small; the box is a fixed size per group, not counted as heap).
+    Moments { moments: Box<ExactMoments>, spread: Spread },
+    /// The variance family over float8 (Youngs-Cramer).
+    FloatMoments { moments: FloatMoments, spread: Spread },
+    /// bit_and / bit_or / bit_xor: the bits so far (an int4's sign-extended), or `None`.
+    Bits { value: Option<i64>, op: BitOp, result: DataType },
+    /// The two-argument regression aggregates.
+    Regr { moments: RegrMoments, output: RegrOutput },
 }
 
 /// The rows an ordered string_agg has seen.
@@ -159,6 +171,21 @@ impl Accumulator {
     fn new_plain(call: &AggregateCall) -> Result<Accumulator> {
         use AggregateFunction::*;
         let input = call.arg.as_ref().map(|a| a.data_type());
+        match (input, Spread::of(call.function), BitOp::of(call.function), RegrOutput::of(call.function)) {
+            (Some(DataType::Int4 | DataType::Int8 | DataType::Numeric), Some(spread), _, _) => {
+                return Ok(Accumulator::Moments { moments: Box::new(ExactMoments::EMPTY), spread })
+            }
+            (Some(DataType::Float8), Some(spread), _, _) => {
+                return Ok(Accumulator::FloatMoments { moments: FloatMoments::default(), spread })
+            }
+            (Some(DataType::Int4 | DataType::Int8), _, Some(op), _) => {
+                return Ok(Accumulator::Bits { value: None, op, result: call.result_type })
+            }
+            (Some(DataType::Float8), _, _, Some(output)) => {
+                return Ok(Accumulator::Regr { moments: RegrMoments::default(), output })
+            }
+            _ => {}
+        }
         Ok(match (call.function, input) {
             (CountStar, _) | (Count, _) => Accumulator::Count(0),
             (Sum, Some(DataType::Int4 | DataType::Int8)) => {
@@ -232,9 +259,19 @@ impl Accumulator {
                 }
             }
             Accumulator::Distinct(values) => return Ok(values.insert(value.clone())),
+            Accumulator::Moments { moments, .. } => moments.add(match value {
+                Datum::Numeric(v) => *v,
+                other => Numeric::from_i128(int_value(other)?),
+            })?,
+            Accumulator::FloatMoments { moments, .. } => moments.add(float_value(value)?)?,
+            Accumulator::Bits { value: bits, op, .. } => {
+                let v = int_value(value)? as i64; // int4 or int8: fits
+                *bits = Some(bits.map_or(v, |b| op.apply(b, v)));
+            }
             Accumulator::StringAgg(_) | Accumulator::StringAggSorted(_) => {
                 return Err(Error::internal("string_agg updated without its delimiter"))
             }
+            Accumulator::Regr { .. } => return Err(Error::internal("regression aggregate updated with one value")),
         }
         Ok(0)
     }
@@ -254,6 +291,14 @@ impl Accumulator {
             Accumulator::StringAggSorted(sorted) => Ok(sorted.push(keys, delimiter, value)),
             Accumulator::Distinct(values) => Ok(values.insert_text(value, delimiter)),
             other => Err(Error::internal(format!("string_agg value for {other:?}"))),
+        }
+    }
+
+    /// Add one (Y, X) pair of a regression aggregate, both non-NULL.
+    fn update_pair(&mut self, y: f64, x: f64) -> Result<()> {
+        match self {
+            Accumulator::Regr { moments, .. } => moments.add(y, x),
+            other => Err(Error::internal(format!("a (Y, X) pair for {other:?}"))),
         }
     }
 
@@ -387,6 +432,14 @@ impl Accumulator {
                 return Ok(b.bytes as isize);
             }
             (Accumulator::Distinct(a), Accumulator::Distinct(b)) => return Ok(a.merge(*b)),
+            (Accumulator::Moments { moments: a, .. }, Accumulator::Moments { moments: b, .. }) => a.merge(&b)?,
+            (Accumulator::FloatMoments { moments: a, .. }, Accumulator::FloatMoments { moments: b, .. }) => a.merge(&b)?,
+            (Accumulator::Bits { value: a, op, .. }, Accumulator::Bits { value: b, .. }) => {
+                if let Some(b) = b {
+                    *a = Some(a.map_or(b, |a| op.apply(a, b)));
+                }
+            }
+            (Accumulator::Regr { moments: a, .. }, Accumulator::Regr { moments: b, .. }) => a.merge(&b)?,
             (a, b) => return Err(Error::internal(format!("cannot merge {a:?} with {b:?}"))),
         }
         Ok(0)
@@ -429,6 +482,10 @@ impl Accumulator {
                 value
             }
             Accumulator::Distinct(values) => values.finish()?,
+            Accumulator::Moments { moments, spread } => moments.finish(spread)?,
+            Accumulator::FloatMoments { moments, spread } => moments.finish(spread),
+            Accumulator::Bits { value, result, .. } => bits_result(value, result),
+            Accumulator::Regr { moments, output } => moments.finish(output),
         })
     }
 }
@@ -517,9 +574,19 @@ pub(crate) fn update_call(acc: &mut Accumulator, call: &AggregateCall, row: &[Da
             acc.update_count_star();
             Ok(0)
         }
+        Some(arg) if call.function.is_regression() => {
+            let Datum::Float8(y) = arg.eval(row, eval)? else { return Ok(0) };
+            let x = match &call.arg2 {
+                Some(arg2) => arg2.eval(row, eval)?,
+                None => return Err(Error::internal("regression aggregate without its X")),
+            };
+            let Datum::Float8(x) = x else { return Ok(0) };
+            acc.update_pair(y, x)?;
+            Ok(0)
+        }
         Some(arg) if call.function == AggregateFunction::StringAgg => {
             let Datum::Text(value) = arg.eval(row, eval)? else { return Ok(0) };
-            let delimiter = match call.delimiter.as_ref().map(|d| d.eval(row, eval)).transpose()? {
+            let delimiter = match call.arg2.as_ref().map(|d| d.eval(row, eval)).transpose()? {
                 Some(Datum::Text(d)) => Some(d),
                 _ => None,
             };
@@ -1199,7 +1266,7 @@ impl Sink for AggregateSink<'_> {
         }
         let mut inputs = Vec::with_capacity(self.aggregates.len());
         for call in self.aggregates {
-            if call.filter.is_some() {
+            if call.filter.is_some() || call.arg2.is_some() {
                 return false;
             }
             match &call.arg {

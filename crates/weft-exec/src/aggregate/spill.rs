@@ -21,6 +21,7 @@ use weft_common::{Datum, Error, Result};
 use weft_sort::TempFileSet;
 
 use super::distinct::DistinctValues;
+use super::stats::{ExactMoments, FloatMoments, RegrMoments};
 use super::{Accumulator, SortedValues};
 pub(super) use crate::spill::{DiskCounters, Decoder};
 use crate::spill::{corrupt, encode_datum, encode_optional_numeric, encode_text, io_error};
@@ -281,7 +282,31 @@ fn encode_state(out: &mut Vec<u8>, s: &Accumulator) {
             out.extend_from_slice(&(distinct.values.len() as u64).to_le_bytes());
             distinct.values.iter().for_each(|v| encode_datum(out, &v.0));
         }
+        Accumulator::Moments { moments, .. } => {
+            out.push(12);
+            out.extend_from_slice(&moments.n.to_le_bytes());
+            encode_optional_numeric(out, &Some(moments.sum));
+            encode_optional_numeric(out, &Some(moments.sum_sq));
+        }
+        Accumulator::FloatMoments { moments, .. } => {
+            out.push(13);
+            encode_floats(out, &[moments.n, moments.sx, moments.sxx]);
+        }
+        Accumulator::Bits { value, .. } => {
+            out.push(14);
+            out.push(value.is_some() as u8);
+            out.extend_from_slice(&value.unwrap_or(0).to_le_bytes());
+        }
+        Accumulator::Regr { moments: m, .. } => {
+            out.push(15);
+            encode_floats(out, &[m.n, m.sx, m.sxx, m.sy, m.syy, m.sxy]);
+        }
     }
+}
+
+/// Floats by their bits: NaN and infinities of a spread come back as they went.
+fn encode_floats(out: &mut Vec<u8>, values: &[f64]) {
+    values.iter().for_each(|v| out.extend_from_slice(&v.to_bits().to_le_bytes()));
 }
 
 impl Decoder<'_> {
@@ -337,6 +362,33 @@ impl Decoder<'_> {
                 }
                 Accumulator::Distinct(Box::new(distinct))
             }
+            (12, Accumulator::Moments { spread, .. }) => {
+                let n = self.i64()?;
+                let (Some(sum), Some(sum_sq)) = (self.optional_numeric()?, self.optional_numeric()?) else {
+                    return Err(corrupt());
+                };
+                Accumulator::Moments { moments: Box::new(ExactMoments { n, sum, sum_sq }), spread: *spread }
+            }
+            (13, Accumulator::FloatMoments { spread, .. }) => Accumulator::FloatMoments {
+                moments: FloatMoments { n: self.f64()?, sx: self.f64()?, sxx: self.f64()? },
+                spread: *spread,
+            },
+            (14, Accumulator::Bits { op, result, .. }) => {
+                let present = self.bool()?;
+                let bits = self.i64()?;
+                Accumulator::Bits { value: present.then_some(bits), op: *op, result: *result }
+            }
+            (15, Accumulator::Regr { output, .. }) => Accumulator::Regr {
+                moments: RegrMoments {
+                    n: self.f64()?,
+                    sx: self.f64()?,
+                    sxx: self.f64()?,
+                    sy: self.f64()?,
+                    syy: self.f64()?,
+                    sxy: self.f64()?,
+                },
+                output: *output,
+            },
             _ => return Err(corrupt()),
         };
         Ok(state)

@@ -1,0 +1,354 @@
+//! The statistics aggregates' states: the variance family (`stddev`, `var_pop`, ...),
+//! the bitwise aggregates and the two-argument regression aggregates (`corr`,
+//! `regr_slope`, ...), with PostgreSQL 15's arithmetic so results match digit for digit.
+//!
+//! - Integers and numerics keep exact sums of x and x² (PostgreSQL's int128 and numeric
+//!   states); the result is `(n·Σx² − (Σx)²) / (n·(n−1))` (or `/ n²`) divided at
+//!   `select_div_scale`, and its square root taken at the same scale.
+//! - float8 keeps (n, Σx, Σ(x − mean)²) updated by the Youngs-Cramer formulas (float.c's
+//!   `float8_accum`), the regressions (n, Σx, Sxx, Σy, Syy, Sxy) likewise; two partial
+//!   states combine by the generalized formulas PostgreSQL's parallel aggregation uses.
+//!   Each update and combine does the same float operations in the same order as
+//!   PostgreSQL, so a serial result is PostgreSQL's to the last bit.
+
+use weft_common::numeric::Numeric;
+use weft_common::{DataType, Datum, Error, Result, SqlState};
+
+use crate::plan::AggregateFunction;
+
+/// Which statistic a variance-family state finishes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Spread {
+    VarSamp,
+    VarPop,
+    StddevSamp,
+    StddevPop,
+}
+
+impl Spread {
+    pub(super) fn of(function: AggregateFunction) -> Option<Spread> {
+        use AggregateFunction::*;
+        Some(match function {
+            Variance | VarSamp => Spread::VarSamp,
+            VarPop => Spread::VarPop,
+            Stddev | StddevSamp => Spread::StddevSamp,
+            StddevPop => Spread::StddevPop,
+            _ => return None,
+        })
+    }
+
+    fn sample(self) -> bool {
+        matches!(self, Spread::VarSamp | Spread::StddevSamp)
+    }
+
+    fn root(self) -> bool {
+        matches!(self, Spread::StddevSamp | Spread::StddevPop)
+    }
+
+    /// Too few values for a result: none, or one for the sample forms.
+    fn too_few(self, n: f64) -> bool {
+        n == 0.0 || (self.sample() && n <= 1.0)
+    }
+}
+
+fn float_overflow() -> Error {
+    Error::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow")
+}
+
+fn numeric_overflow() -> Error {
+    Error::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "value overflows numeric format")
+}
+
+/// `a + b` for float sums, with float8 `+`'s overflow check (finite operands, infinite sum).
+fn float_add(a: f64, b: f64) -> Result<f64> {
+    let sum = a + b;
+    if sum.is_infinite() && a.is_finite() && b.is_finite() {
+        return Err(float_overflow());
+    }
+    Ok(sum)
+}
+
+/// The exact moments of integer or numeric values: count, Σx, Σx². A numeric Σx keeps the
+/// largest input scale and Σx² twice it (each x² is exact), as PostgreSQL's sums do.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ExactMoments {
+    pub(super) n: i64,
+    pub(super) sum: Numeric,
+    pub(super) sum_sq: Numeric,
+}
+
+impl ExactMoments {
+    pub(super) const EMPTY: ExactMoments = ExactMoments { n: 0, sum: Numeric::ZERO, sum_sq: Numeric::ZERO };
+
+    pub(super) fn add(&mut self, x: Numeric) -> Result<()> {
+        self.sum = self.sum.add(&x)?;
+        self.sum_sq = self.sum_sq.add(&x.mul(&x)?)?;
+        self.n += 1;
+        Ok(())
+    }
+
+    pub(super) fn merge(&mut self, other: &ExactMoments) -> Result<()> {
+        self.sum = self.sum.add(&other.sum)?;
+        self.sum_sq = self.sum_sq.add(&other.sum_sq)?;
+        self.n += other.n;
+        Ok(())
+    }
+
+    /// PostgreSQL's `numeric_stddev_internal`: the numerator `n·Σx² − (Σx)²` is exact (its
+    /// scale is twice Σx's), a non-positive one gives 0, else it is divided by `n(n−1)` or
+    /// `n²` at `select_div_scale` and the root taken at that scale.
+    pub(super) fn finish(&self, spread: Spread) -> Result<Datum> {
+        if spread.too_few(self.n as f64) {
+            return Ok(Datum::Null);
+        }
+        let n = Numeric::from_i64(self.n);
+        let numerator = n.mul(&self.sum_sq)?.sub(&self.sum.mul(&self.sum)?)?;
+        if numerator.mantissa <= 0 {
+            return Ok(Datum::Numeric(Numeric::ZERO));
+        }
+        let pairs = if spread.sample() { self.n.checked_mul(self.n - 1) } else { self.n.checked_mul(self.n) };
+        let denominator = Numeric::from_i128(pairs.map(i128::from).ok_or_else(numeric_overflow)?);
+        let variance = numerator.div(&denominator)?;
+        Ok(Datum::Numeric(if spread.root() { variance.sqrt(variance.scale)? } else { variance }))
+    }
+}
+
+/// float8's (n, Σx, Sxx = Σ(x − mean)²), PostgreSQL's `float8_accum` state.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct FloatMoments {
+    pub(super) n: f64,
+    pub(super) sx: f64,
+    pub(super) sxx: f64,
+}
+
+impl FloatMoments {
+    pub(super) fn add(&mut self, x: f64) -> Result<()> {
+        let (old_n, old_sx) = (self.n, self.sx);
+        self.n += 1.0;
+        self.sx += x;
+        if old_n > 0.0 {
+            let deviation = x * self.n - self.sx;
+            self.sxx += deviation * deviation / (self.n * old_n);
+            // Infinite sums from finite inputs overflowed; an infinite input makes the
+            // spread undefined (NaN), never infinite.
+            if self.sx.is_infinite() || self.sxx.is_infinite() {
+                if old_sx.is_finite() && x.is_finite() {
+                    return Err(float_overflow());
+                }
+                self.sxx = f64::NAN;
+            }
+        } else if !x.is_finite() {
+            // A first Inf or NaN alone would otherwise show a spread of 0.
+            self.sxx = f64::NAN;
+        }
+        Ok(())
+    }
+
+    pub(super) fn merge(&mut self, other: &FloatMoments) -> Result<()> {
+        if other.n == 0.0 {
+            return Ok(());
+        }
+        if self.n == 0.0 {
+            *self = *other;
+            return Ok(());
+        }
+        let n = self.n + other.n;
+        let sx = float_add(self.sx, other.sx)?;
+        let gap = self.sx / self.n - other.sx / other.n;
+        let sxx = self.sxx + other.sxx + self.n * other.n * gap * gap / n;
+        if sxx.is_infinite() && self.sxx.is_finite() && other.sxx.is_finite() {
+            return Err(float_overflow());
+        }
+        *self = FloatMoments { n, sx, sxx };
+        Ok(())
+    }
+
+    pub(super) fn finish(&self, spread: Spread) -> Datum {
+        if spread.too_few(self.n) {
+            return Datum::Null;
+        }
+        let variance = self.sxx / if spread.sample() { self.n - 1.0 } else { self.n };
+        Datum::Float8(if spread.root() { variance.sqrt() } else { variance })
+    }
+}
+
+/// What a regression state finishes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RegrOutput {
+    Corr,
+    CovarPop,
+    CovarSamp,
+    Count,
+    AvgX,
+    AvgY,
+    Slope,
+    Intercept,
+    R2,
+    Sxx,
+    Syy,
+    Sxy,
+}
+
+impl RegrOutput {
+    pub(super) fn of(function: AggregateFunction) -> Option<RegrOutput> {
+        use AggregateFunction as F;
+        Some(match function {
+            F::Corr => RegrOutput::Corr,
+            F::CovarPop => RegrOutput::CovarPop,
+            F::CovarSamp => RegrOutput::CovarSamp,
+            F::RegrCount => RegrOutput::Count,
+            F::RegrAvgX => RegrOutput::AvgX,
+            F::RegrAvgY => RegrOutput::AvgY,
+            F::RegrSlope => RegrOutput::Slope,
+            F::RegrIntercept => RegrOutput::Intercept,
+            F::RegrR2 => RegrOutput::R2,
+            F::RegrSxx => RegrOutput::Sxx,
+            F::RegrSyy => RegrOutput::Syy,
+            F::RegrSxy => RegrOutput::Sxy,
+            _ => return None,
+        })
+    }
+}
+
+/// PostgreSQL's `float8_regr_accum` state: n, Σx, Sxx, Σy, Syy, Sxy (x is the second
+/// argument).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct RegrMoments {
+    pub(super) n: f64,
+    pub(super) sx: f64,
+    pub(super) sxx: f64,
+    pub(super) sy: f64,
+    pub(super) syy: f64,
+    pub(super) sxy: f64,
+}
+
+impl RegrMoments {
+    pub(super) fn add(&mut self, y: f64, x: f64) -> Result<()> {
+        let (old_n, old_sx, old_sy) = (self.n, self.sx, self.sy);
+        self.n += 1.0;
+        self.sx += x;
+        self.sy += y;
+        if old_n > 0.0 {
+            let dx = x * self.n - self.sx;
+            let dy = y * self.n - self.sy;
+            // One reciprocal multiplied in, not three divisions: PostgreSQL's rounding.
+            let scale = 1.0 / (self.n * old_n);
+            self.sxx += dx * dx * scale;
+            self.syy += dy * dy * scale;
+            self.sxy += dx * dy * scale;
+            if [self.sx, self.sxx, self.sy, self.syy, self.sxy].iter().any(|v| v.is_infinite()) {
+                let x_finite = old_sx.is_finite() && x.is_finite();
+                let y_finite = old_sy.is_finite() && y.is_finite();
+                if ((self.sx.is_infinite() || self.sxx.is_infinite()) && x_finite)
+                    || ((self.sy.is_infinite() || self.syy.is_infinite()) && y_finite)
+                    || (self.sxy.is_infinite() && x_finite && y_finite)
+                {
+                    return Err(float_overflow());
+                }
+                for v in [&mut self.sxx, &mut self.syy, &mut self.sxy] {
+                    if v.is_infinite() {
+                        *v = f64::NAN;
+                    }
+                }
+            }
+        } else {
+            if !x.is_finite() {
+                (self.sxx, self.sxy) = (f64::NAN, f64::NAN);
+            }
+            if !y.is_finite() {
+                (self.syy, self.sxy) = (f64::NAN, f64::NAN);
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn merge(&mut self, other: &RegrMoments) -> Result<()> {
+        if other.n == 0.0 {
+            return Ok(());
+        }
+        if self.n == 0.0 {
+            *self = *other;
+            return Ok(());
+        }
+        let (a, b) = (*self, *other);
+        let n = a.n + b.n;
+        let checked = |v: f64, parts: [f64; 2]| {
+            if v.is_infinite() && parts.iter().all(|p| p.is_finite()) { Err(float_overflow()) } else { Ok(v) }
+        };
+        let sx = float_add(a.sx, b.sx)?;
+        let gap_x = a.sx / a.n - b.sx / b.n;
+        let sxx = checked(a.sxx + b.sxx + a.n * b.n * gap_x * gap_x / n, [a.sxx, b.sxx])?;
+        let sy = float_add(a.sy, b.sy)?;
+        let gap_y = a.sy / a.n - b.sy / b.n;
+        let syy = checked(a.syy + b.syy + a.n * b.n * gap_y * gap_y / n, [a.syy, b.syy])?;
+        let sxy = checked(a.sxy + b.sxy + a.n * b.n * gap_x * gap_y / n, [a.sxy, b.sxy])?;
+        *self = RegrMoments { n, sx, sxx, sy, syy, sxy };
+        Ok(())
+    }
+
+    pub(super) fn finish(&self, output: RegrOutput) -> Datum {
+        let RegrMoments { n, sx, sxx, sy, syy, sxy } = *self;
+        if output == RegrOutput::Count {
+            return Datum::Int8(n as i64);
+        }
+        if n < 1.0 || (output == RegrOutput::CovarSamp && n < 2.0) {
+            return Datum::Null;
+        }
+        let value = match output {
+            RegrOutput::Sxx => sxx,
+            RegrOutput::Syy => syy,
+            RegrOutput::Sxy => sxy,
+            RegrOutput::AvgX => sx / n,
+            RegrOutput::AvgY => sy / n,
+            RegrOutput::CovarPop => sxy / n,
+            RegrOutput::CovarSamp => sxy / (n - 1.0),
+            // Undefined for a vertical line (Sxx = 0), and for a horizontal one in corr.
+            RegrOutput::Corr if sxx == 0.0 || syy == 0.0 => return Datum::Null,
+            RegrOutput::Corr => sxy / (sxx * syy).sqrt(),
+            RegrOutput::Slope | RegrOutput::Intercept | RegrOutput::R2 if sxx == 0.0 => return Datum::Null,
+            RegrOutput::R2 if syy == 0.0 => 1.0,
+            RegrOutput::R2 => (sxy * sxy) / (sxx * syy),
+            RegrOutput::Slope => sxy / sxx,
+            RegrOutput::Intercept => (sy - sx * sxy / sxx) / n,
+            RegrOutput::Count => unreachable!("handled above"),
+        };
+        Datum::Float8(value)
+    }
+}
+
+/// `bit_and`, `bit_or`, `bit_xor`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum BitOp {
+    And,
+    Or,
+    Xor,
+}
+
+impl BitOp {
+    pub(super) fn of(function: AggregateFunction) -> Option<BitOp> {
+        Some(match function {
+            AggregateFunction::BitAnd => BitOp::And,
+            AggregateFunction::BitOr => BitOp::Or,
+            AggregateFunction::BitXor => BitOp::Xor,
+            _ => return None,
+        })
+    }
+
+    pub(super) fn apply(self, a: i64, b: i64) -> i64 {
+        match self {
+            BitOp::And => a & b,
+            BitOp::Or => a | b,
+            BitOp::Xor => a ^ b,
+        }
+    }
+}
+
+/// A bitwise aggregate's result: NULL over no value, else of the input's type.
+pub(super) fn bits_result(value: Option<i64>, result: DataType) -> Datum {
+    match (value, result) {
+        (None, _) => Datum::Null,
+        // An int4 input's bits stay within 32 (sign-extended) under AND, OR and XOR.
+        (Some(v), DataType::Int4) => Datum::Int4(v as i32),
+        (Some(v), _) => Datum::Int8(v),
+    }
+}
