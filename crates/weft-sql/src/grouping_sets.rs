@@ -16,7 +16,7 @@
 
 use std::ops::ControlFlow;
 
-use sqlparser::ast::{self, VisitMut, VisitorMut};
+use sqlparser::ast::{self, VisitorMut};
 use weft_common::{Datum, Error, Result, SqlState};
 use weft_exec::expr::Expr;
 use weft_exec::plan::{Plan, SetOpPlan, SetOperator, Step};
@@ -189,21 +189,23 @@ fn replace_grouping(expr: &ast::Expr, replacement: &mut dyn FnMut(&ast::Function
         query_depth: usize,
         /// Aggregate calls entered: GROUPING may not be inside one.
         aggregate_depth: usize,
+        /// Why the walk stopped.
+        error: Option<Error>,
     }
     fn is_aggregate_call(f: &ast::Function) -> bool {
         f.over.is_none() && object_name(&f.name).is_ok_and(|name| aggregate_function(&name).is_some())
     }
     impl VisitorMut for Replacer<'_> {
-        type Break = Error;
-        fn pre_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<Error> {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
             self.query_depth += 1;
             ControlFlow::Continue(())
         }
-        fn post_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<Error> {
+        fn post_visit_query(&mut self, _: &mut ast::Query) -> ControlFlow<()> {
             self.query_depth -= 1;
             ControlFlow::Continue(())
         }
-        fn pre_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<Error> {
+        fn pre_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<()> {
             if let ast::Expr::Function(f) = expr {
                 if self.query_depth == 0 && is_aggregate_call(f) {
                     self.aggregate_depth += 1;
@@ -211,7 +213,7 @@ fn replace_grouping(expr: &ast::Expr, replacement: &mut dyn FnMut(&ast::Function
             }
             ControlFlow::Continue(())
         }
-        fn post_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<Error> {
+        fn post_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<()> {
             let ast::Expr::Function(f) = expr else { return ControlFlow::Continue(()) };
             if self.query_depth > 0 {
                 return ControlFlow::Continue(());
@@ -220,20 +222,26 @@ fn replace_grouping(expr: &ast::Expr, replacement: &mut dyn FnMut(&ast::Function
                 self.aggregate_depth -= 1;
             } else if is_grouping_call(f) {
                 if self.aggregate_depth > 0 {
-                    return ControlFlow::Break(Error::new(SqlState::GROUPING_ERROR, "aggregate function calls cannot be nested"));
+                    self.error = Some(Error::new(SqlState::GROUPING_ERROR, "aggregate function calls cannot be nested"));
+                    return ControlFlow::Break(());
                 }
                 match (self.replacement)(f) {
                     Ok(e) => *expr = e,
-                    Err(e) => return ControlFlow::Break(e),
+                    Err(e) => {
+                        self.error = Some(e);
+                        return ControlFlow::Break(());
+                    }
                 }
             }
             ControlFlow::Continue(())
         }
     }
     let mut rewritten = expr.clone();
-    match rewritten.visit(&mut Replacer { replacement, query_depth: 0, aggregate_depth: 0 }) {
-        ControlFlow::Break(e) => Err(e),
-        ControlFlow::Continue(()) => Ok(rewritten),
+    let mut replacer = Replacer { replacement, query_depth: 0, aggregate_depth: 0, error: None };
+    let _ = crate::ast_walk::walk_mut(&mut rewritten, &mut replacer);
+    match replacer.error {
+        Some(e) => Err(e),
+        None => Ok(rewritten),
     }
 }
 
