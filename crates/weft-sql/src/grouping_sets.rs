@@ -21,9 +21,8 @@ use weft_common::{Datum, Error, Result, SqlState};
 use weft_exec::expr::Expr;
 use weft_exec::plan::{Plan, SetOpPlan, SetOperator, Step};
 
-use crate::api::ColumnInfo;
-use crate::bind::{aggregate_function, contains_call, object_name, output_modifier, AggregateContext, Binder, Scope};
-use crate::planner::{analyze_from_clause, plan_aggregate, require_bool, visible_asts, FromPlan, PlanContext, PlannedQuery};
+use crate::bind::{aggregate_function, contains_call, object_name, AggregateContext, Binder, Scope};
+use crate::planner::{analyze_from_clause, bind_grouped_outputs, plan_aggregate, visible_asts, FromPlan, GroupedOutputs, PlanContext, PlannedQuery};
 use crate::window::WindowContext;
 
 /// PostgreSQL's limit on the number of grouping sets a GROUP BY expands to.
@@ -278,7 +277,7 @@ pub struct GroupedQuery<'q> {
 
 /// One aggregate per grouping set, appended (see the module's header).
 pub fn plan(query: GroupedQuery, sets: GroupingSets, ctx: &PlanContext) -> Result<PlannedQuery> {
-    let GroupedQuery { select, from, filter, subqueries, items, visible, hidden, mut windows, keys } = query;
+    let GroupedQuery { select, from, filter, subqueries, items, visible, hidden, windows, keys } = query;
     // Keys written differently but bound alike (`a`, `t.a`) are one key.
     let canonical: Vec<usize> = keys.iter().enumerate().map(|(i, k)| keys.iter().position(|o| o == k).unwrap_or(i)).collect();
     let sets: Vec<Vec<usize>> = sets
@@ -330,26 +329,9 @@ pub fn plan(query: GroupedQuery, sets: GroupingSets, ctx: &PlanContext) -> Resul
 
     let mut group_by = keys.clone();
     group_by.extend(markers.iter().cloned());
-    let mut aggregates = AggregateContext { group_by, calls: Vec::new() };
-    let mut outputs = Vec::with_capacity(items.len());
-    let mut columns: Vec<ColumnInfo> = Vec::with_capacity(items.len());
-    for (rewritten, (_, name)) in rewritten_items.iter().zip(items) {
-        let bound = Binder::with_aggregates(scope, &mut aggregates).planning(ctx).windowing(&mut windows).bind(rewritten)?;
-        let type_modifier = output_modifier(&bound, &Scope::default());
-        columns.push(ColumnInfo { name: name.clone(), data_type: bound.data_type(), type_modifier });
-        outputs.push(bound);
-    }
-    let pending = if windows.is_empty() {
-        None
-    } else {
-        let (pre, pending) = crate::window::pre_window_projection(std::mem::take(&mut outputs), windows);
-        outputs = pre;
-        Some(pending)
-    };
-    let having = match &having_ast {
-        Some(h) => Some(require_bool(Binder::with_aggregates(scope, &mut aggregates).planning(ctx).bind(h)?, "HAVING")?),
-        None => None,
-    };
+    let named = rewritten_items.iter().zip(items).map(|(rewritten, (_, name))| (rewritten, name));
+    let GroupedOutputs { outputs, mut columns, pending, having, aggregates } =
+        bind_grouped_outputs(scope, ctx, group_by, windows, named, having_ast.as_ref())?;
     let AggregateContext { calls, .. } = aggregates;
 
     let mut first_from = Some(from);

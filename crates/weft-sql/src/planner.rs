@@ -772,28 +772,8 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
             None => Ok(planned),
         };
     }
-    let mut aggregates = AggregateContext { group_by, calls: Vec::new() };
-    let mut outputs = Vec::with_capacity(items.len());
-    let mut columns = Vec::with_capacity(items.len());
-    for (ast_expr, name) in &items {
-        let bound = Binder::with_aggregates(scope, &mut aggregates).planning(ctx).windowing(&mut windows).bind(ast_expr)?;
-        // Over grouped rows a column is a group key, not the scope's: only casts keep a modifier.
-        let type_modifier = output_modifier(&bound, &Scope::default());
-        columns.push(ColumnInfo { name: name.clone(), data_type: bound.data_type(), type_modifier });
-        outputs.push(bound);
-    }
-    // With window functions the aggregate's output is their inputs (`window.rs`).
-    let pending = if windows.is_empty() {
-        None
-    } else {
-        let (pre, pending) = crate::window::pre_window_projection(std::mem::take(&mut outputs), windows);
-        outputs = pre;
-        Some(pending)
-    };
-    let having = match &select.having {
-        Some(h) => Some(require_bool(Binder::with_aggregates(scope, &mut aggregates).planning(ctx).bind(h)?, "HAVING")?),
-        None => None,
-    };
+    let GroupedOutputs { outputs, mut columns, pending, having, aggregates } =
+        bind_grouped_outputs(scope, ctx, group_by, windows, items.iter().map(|(e, name)| (e, name)), select.having.as_ref())?;
     let AggregateContext { group_by, calls } = aggregates;
     let mut output = Vec::new();
     if let Some(h) = having {
@@ -810,6 +790,53 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         Some(on) => on.plan(planned),
         None => Ok(planned),
     }
+}
+
+/// An aggregate query's select list and HAVING, bound over its groups.
+pub(crate) struct GroupedOutputs {
+    /// What the aggregate outputs: the select list, or with window functions their inputs.
+    pub outputs: Vec<Expr>,
+    pub columns: Vec<ColumnInfo>,
+    /// The window functions still to run over `outputs`.
+    pub pending: Option<crate::window::PendingWindows>,
+    pub having: Option<Expr>,
+    /// The group keys and the aggregate calls the expressions refer to.
+    pub aggregates: AggregateContext,
+}
+
+/// Bind the select list `items` (expression, output name) and `having` of a query grouped
+/// by `group_by` (plain GROUP BY, or every grouping set at once).
+pub(crate) fn bind_grouped_outputs<'a>(
+    scope: &Scope,
+    ctx: &PlanContext,
+    group_by: Vec<Expr>,
+    mut windows: WindowContext,
+    items: impl ExactSizeIterator<Item = (&'a ast::Expr, &'a String)>,
+    having: Option<&ast::Expr>,
+) -> Result<GroupedOutputs> {
+    let mut aggregates = AggregateContext { group_by, calls: Vec::new() };
+    let mut outputs = Vec::with_capacity(items.len());
+    let mut columns = Vec::with_capacity(items.len());
+    for (ast_expr, name) in items {
+        let bound = Binder::with_aggregates(scope, &mut aggregates).planning(ctx).windowing(&mut windows).bind(ast_expr)?;
+        // Over grouped rows a column is a group key, not the scope's: only casts keep a modifier.
+        let type_modifier = output_modifier(&bound, &Scope::default());
+        columns.push(ColumnInfo { name: name.clone(), data_type: bound.data_type(), type_modifier });
+        outputs.push(bound);
+    }
+    // With window functions the aggregate's output is their inputs (`window.rs`).
+    let pending = if windows.is_empty() {
+        None
+    } else {
+        let (pre, pending) = crate::window::pre_window_projection(std::mem::take(&mut outputs), windows);
+        outputs = pre;
+        Some(pending)
+    };
+    let having = match having {
+        Some(h) => Some(require_bool(Binder::with_aggregates(scope, &mut aggregates).planning(ctx).bind(h)?, "HAVING")?),
+        None => None,
+    };
+    Ok(GroupedOutputs { outputs, columns, pending, having, aggregates })
 }
 
 /// The FROM clause analysed for planning: one relation, or joins (LATERAL items too).
