@@ -124,16 +124,12 @@ impl Session {
         // sqlparser does not know REINDEX, and reads VACUUM in Redshift's form only.
         let token = CancelToken::new();
         *self.cancel.lock() = token.clone();
-        if crate::vacuum::is_vacuum(sql) {
+        let vacuum = crate::vacuum::is_vacuum(sql);
+        if vacuum || crate::indexes::is_reindex(sql) {
             self.check_not_failed()?;
-            let outcome = crate::vacuum::vacuum(self, sql, &token);
-            let mut result = self.after_statement(outcome)?;
-            result.notices.splice(0..0, self.pending_notices.lock().drain(..));
-            return Ok(result);
-        }
-        if crate::indexes::is_reindex(sql) {
-            self.check_not_failed()?;
-            if let Some(outcome) = crate::indexes::try_reindex(self, sql, &token) {
+            let outcome =
+                if vacuum { Some(crate::vacuum::vacuum(self, sql, &token)) } else { crate::indexes::try_reindex(self, sql, &token) };
+            if let Some(outcome) = outcome {
                 let mut result = self.after_statement(outcome)?;
                 result.notices.splice(0..0, self.pending_notices.lock().drain(..));
                 return Ok(result);
