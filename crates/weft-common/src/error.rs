@@ -46,6 +46,8 @@ impl SqlState {
     pub const UNDEFINED_FUNCTION: SqlState = SqlState("42883");
     pub const UNDEFINED_TABLE: SqlState = SqlState("42P01");
     pub const UNDEFINED_OBJECT: SqlState = SqlState("42704");
+    pub const INVALID_NAME: SqlState = SqlState("42602");
+    pub const INVALID_SCHEMA_NAME: SqlState = SqlState("3F000");
     pub const DUPLICATE_TABLE: SqlState = SqlState("42P07");
     pub const DUPLICATE_OBJECT: SqlState = SqlState("42710");
     pub const DUPLICATE_COLUMN: SqlState = SqlState("42701");

@@ -911,6 +911,16 @@ impl<'a> Binder<'a> {
         if let Some(clause) = clauses.first() {
             return Err(Error::not_supported(format!("{clause} in a function call")));
         }
+        if let Some(size) = crate::catalog_views::SizeFunction::by_name(&name) {
+            return self.bind_relation_size(&name, size, &f.args);
+        }
+        let no_arguments = match &f.args {
+            ast::FunctionArguments::List(list) => list.args.is_empty(),
+            _ => true,
+        };
+        if let (Some(value), true) = (crate::catalog_views::session_value(&name), no_arguments) {
+            return Ok(Expr::Literal { value: Datum::Text(value.to_string()), data_type: DataType::Text });
+        }
         let args = match &f.args {
             ast::FunctionArguments::List(list) => list
                 .args
@@ -952,6 +962,74 @@ impl<'a> Binder<'a> {
             return Err(Error::not_supported("generate_series outside FROM is supported only in a select list, with bounds that read no column and without aggregates"));
         }
         ex::resolve_function(&name, args)
+    }
+}
+
+impl Binder<'_> {
+    /// `pg_relation_size(rel [, fork])` and the other size functions. A relation given by
+    /// name (a string, or a `::regclass` cast of one) is looked up now, with PostgreSQL's
+    /// errors; an oid that is not a constant becomes a lookup over every relation's size as
+    /// of this statement (NULL for an oid that is no relation, as in PostgreSQL).
+    fn bind_relation_size(&mut self, name: &str, size: crate::catalog_views::SizeFunction, args: &ast::FunctionArguments) -> Result<Expr> {
+        let Some(ctx) = self.planner else {
+            return Err(Error::not_supported(format!("{name} is not supported here")));
+        };
+        let args: Vec<&ast::Expr> = match args {
+            ast::FunctionArguments::List(list) => list
+                .args
+                .iter()
+                .map(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Ok(e),
+                    other => Err(Error::not_supported(format!("function argument {other}"))),
+                })
+                .collect::<Result<_>>()?,
+            _ => Vec::new(),
+        };
+        let (relation, fork) = match (size, args.as_slice()) {
+            (_, [relation]) => (*relation, None),
+            (crate::catalog_views::SizeFunction::Relation, [relation, fork]) => (*relation, Some(*fork)),
+            _ => {
+                let bound: Vec<Expr> = args.iter().map(|a| self.bind(a)).collect::<Result<_>>()?;
+                return Err(no_aggregate(name, &bound));
+            }
+        };
+        // Forks other than the main one are empty in weft (no free space or visibility map).
+        let main_fork = match fork.map(|f| self.bind(f)).transpose()? {
+            None => true,
+            Some(Expr::Literal { value: Datum::Null, .. }) => return Ok(Expr::Literal { value: Datum::Null, data_type: DataType::Int8 }),
+            Some(Expr::Literal { value: Datum::Text(fork), .. }) => crate::catalog_views::is_main_fork(&fork)?,
+            Some(_) => return Err(Error::not_supported(format!("{name} with a fork that is not a constant"))),
+        };
+        let relation = match relation {
+            ast::Expr::Cast { expr, data_type: ast::DataType::Regclass, .. } => expr,
+            other => other,
+        };
+        let zero_unless_main = |bytes: i64| if main_fork { bytes } else { 0 };
+        match self.bind(relation)? {
+            Expr::Literal { value: Datum::Null, .. } => Ok(Expr::Literal { value: Datum::Null, data_type: DataType::Int8 }),
+            Expr::Literal { value: Datum::Text(text), .. } => {
+                let bytes = size.bytes_by_name(&text, ctx.catalog, ctx.pool)?;
+                Ok(Expr::Literal { value: Datum::Int8(zero_unless_main(bytes)), data_type: DataType::Int8 })
+            }
+            oid if matches!(oid.data_type(), DataType::Int4 | DataType::Int8) => {
+                let oid = ex::coerce(oid, DataType::Int8, false)?;
+                let whens = size
+                    .bytes_by_oid(ctx.catalog, ctx.pool)?
+                    .into_iter()
+                    .map(|(relation, bytes)| {
+                        let matches = Expr::Binary {
+                            op: ex::BinaryOp::Eq,
+                            left: Box::new(oid.clone()),
+                            right: Box::new(Expr::Literal { value: Datum::Int8(relation), data_type: DataType::Int8 }),
+                            data_type: DataType::Bool,
+                        };
+                        (matches, Expr::Literal { value: Datum::Int8(zero_unless_main(bytes)), data_type: DataType::Int8 })
+                    })
+                    .collect();
+                Ok(Expr::Case { whens, otherwise: None, data_type: DataType::Int8 })
+            }
+            other => Err(no_aggregate(name, [&other])),
+        }
     }
 }
 
@@ -1048,8 +1126,8 @@ fn null_if(args: Vec<Expr>) -> Result<Expr> {
     }
 }
 
-/// `function name(types) does not exist`, PostgreSQL's error for an aggregate without a
-/// matching signature.
+/// `function name(types) does not exist`, PostgreSQL's error for an aggregate (or another
+/// function bound here) without a matching signature.
 pub(crate) fn no_aggregate<'e>(name: &str, args: impl IntoIterator<Item = &'e Expr>) -> Error {
     let types: Vec<&str> = args.into_iter().map(|a| if is_unknown_literal(a) { "unknown" } else { a.data_type().name() }).collect();
     Error::new(SqlState::UNDEFINED_FUNCTION, format!("function {name}({}) does not exist", types.join(", ")))

@@ -8,6 +8,7 @@ mod analyze;
 mod api;
 mod array_literal;
 mod bind;
+mod catalog_views;
 mod constraints;
 mod copy;
 mod cost;

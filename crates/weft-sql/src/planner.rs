@@ -408,6 +408,14 @@ fn plan_from(select: &ast::Select, ctx: &PlanContext) -> Result<From> {
 pub(crate) fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Result<From> {
     match factor {
         TableFactor::Table { name, alias, args, .. } => {
+            if args.is_none() {
+                if let Some(view) = crate::catalog_views::lookup(name) {
+                    return plan_table_factor(&crate::catalog_views::derived_table(view, alias.as_ref(), ctx)?, ctx);
+                }
+                if let Some(error) = crate::catalog_views::undefined_system_relation(name) {
+                    return Err(error);
+                }
+            }
             let table_name = object_name(name)?;
             if let (Some(id), None) = (crate::cte::recursive_reference_id(&table_name), args) {
                 return crate::cte::plan_recursive_reference(id, alias.as_ref(), ctx);

@@ -374,15 +374,37 @@ fn options_line(options: &[(&str, String)]) -> Option<String> {
     })
 }
 
-/// What psql's `\d` prints after an index's name (`pg_get_indexdef` from `USING` on):
-/// `UNIQUE, btree (a DESC, "Col B" NULLS FIRST) WITH (fillfactor='70')`. DESC and NULLS are
-/// printed only when they differ from the defaults (ASC NULLS LAST, DESC NULLS FIRST).
+/// What psql's `\d` prints after an index's name: `UNIQUE, btree (a DESC, "Col B" NULLS
+/// FIRST) WITH (fillfactor='70')`.
 fn index_definition(table: &weft_access::TableMeta, index: &weft_access::IndexMeta) -> String {
+    let unique = match index.constraint {
+        Some(weft_access::IndexConstraint::PrimaryKey) => "PRIMARY KEY, ",
+        Some(weft_access::IndexConstraint::Unique) => "UNIQUE CONSTRAINT, ",
+        None if index.unique => "UNIQUE, ",
+        None => "",
+    };
+    format!("{unique}{}", index_method_definition(table, index, true))
+}
+
+/// `pg_get_indexdef` from `USING` on: `btree (a DESC, "Col B" NULLS FIRST) WITH
+/// (fillfactor='70')`. DESC and NULLS are printed only when they differ from the defaults
+/// (ASC NULLS LAST, DESC NULLS FIRST). `pretty` is psql's form; without it expressions
+/// keep all their parentheses, as `pg_indexes.indexdef` prints them.
+pub(crate) fn index_method_definition(table: &weft_access::TableMeta, index: &weft_access::IndexMeta, pretty: bool) -> String {
+    use crate::index_expr::{display, rebind, IndexClause};
+    use weft_exec::expr::Expr;
+    // The stored text bound again and printed in full, or the pretty form if it no longer binds.
+    let full = |text: &str, clause: IndexClause| rebind(table, &index.name, text, clause).ok();
     let columns: Vec<String> = index
         .columns
         .iter()
         .map(|c| {
             let mut text = match index.expression_of(table, c.column) {
+                Some(e) if !pretty => match full(&e.text, IndexClause::Expression) {
+                    Some(bound @ (Expr::Function { .. } | Expr::Coalesce { .. })) => display(table, &bound),
+                    Some(bound) => format!("({})", display(table, &bound)),
+                    None => e.display.clone(),
+                },
                 Some(e) => e.display.clone(),
                 None => crate::deparse::quote_identifier(&table.columns[c.column].name),
             };
@@ -397,12 +419,6 @@ fn index_definition(table: &weft_access::TableMeta, index: &weft_access::IndexMe
             text
         })
         .collect();
-    let unique = match index.constraint {
-        Some(weft_access::IndexConstraint::PrimaryKey) => "PRIMARY KEY, ",
-        Some(weft_access::IndexConstraint::Unique) => "UNIQUE CONSTRAINT, ",
-        None if index.unique => "UNIQUE, ",
-        None => "",
-    };
     let options = index_options(index);
     let with = if options.is_empty() {
         String::new()
@@ -410,9 +426,13 @@ fn index_definition(table: &weft_access::TableMeta, index: &weft_access::IndexMe
         let items: Vec<String> = options.iter().map(|(name, value)| format!("{name}='{value}'")).collect();
         format!(" WITH ({})", items.join(", "))
     };
-    let predicate = match &index.predicate_display {
-        Some(p) => format!(" WHERE {p}"),
-        None => String::new(),
+    let predicate = match (&index.predicate, &index.predicate_display) {
+        (Some(text), _) if !pretty => match full(text, IndexClause::Predicate) {
+            Some(bound) => format!(" WHERE {}", display(table, &bound)),
+            None => format!(" WHERE ({})", index.predicate_display.as_deref().unwrap_or(text)),
+        },
+        (_, Some(p)) => format!(" WHERE {p}"),
+        _ => String::new(),
     };
     let include = if index.include.is_empty() {
         String::new()
@@ -420,5 +440,5 @@ fn index_definition(table: &weft_access::TableMeta, index: &weft_access::IndexMe
         let names: Vec<String> = index.include.iter().map(|&c| crate::deparse::quote_identifier(&table.columns[c].name)).collect();
         format!(" INCLUDE ({})", names.join(", "))
     };
-    format!("{unique}btree ({}){include}{with}{predicate}", columns.join(", "))
+    format!("btree ({}){include}{with}{predicate}", columns.join(", "))
 }

@@ -766,7 +766,8 @@ pub(crate) fn insert_plan(session: &Session, catalog: &weft_access::Catalog, tab
             Ok(Plan::Pipeline(Pipeline { source: Source::Values(rows), steps: Vec::new(), workers: 0 }))
         });
     }
-    let planned = plan(session, catalog, source)?;
+    let typed_source = type_unknown_outputs(source, table, targets);
+    let planned = plan(session, catalog, typed_source.as_ref().unwrap_or(source))?;
     if planned.columns.len() != targets.len() {
         return Err(arity_error(planned.columns.len()));
     }
@@ -787,6 +788,42 @@ pub(crate) fn insert_plan(session: &Session, catalog: &weft_access::Catalog, tab
         }
     }
     Ok(append_step(plan, Step::Project(projection), label))
+}
+
+/// INSERT ... SELECT whose select list holds NULLs or quoted strings: PostgreSQL gives
+/// those outputs (of unknown type) their target column's type, where a SELECT on its own
+/// would make them text. The source with such outputs cast to the columns' types (without
+/// modifiers: the store applies those, as an assignment), or `None` if nothing changes.
+fn type_unknown_outputs(source: &ast::Query, table: &TableMeta, targets: &[usize]) -> Option<ast::Query> {
+    let ast::SetExpr::Select(select) = source.body.as_ref() else { return None };
+    let unknown = |e: &ast::Expr| {
+        matches!(e, ast::Expr::Value(v) if matches!(v.value, ast::Value::Null | ast::Value::SingleQuotedString(_)))
+    };
+    let outputs: Vec<&ast::Expr> = select
+        .projection
+        .iter()
+        .map(|item| match item {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
+            _ => None,
+        })
+        .collect::<Option<_>>()?;
+    if outputs.len() != targets.len() || !outputs.iter().any(|e| unknown(e)) {
+        return None;
+    }
+    let mut typed = source.clone();
+    let ast::SetExpr::Select(select) = typed.body.as_mut() else { return None };
+    for (item, &column) in select.projection.iter_mut().zip(targets) {
+        let (ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. }) = item else { continue };
+        if !unknown(e) {
+            continue;
+        }
+        let data_type = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+            .try_with_sql(table.columns[column].data_type.name())
+            .and_then(|mut parser| parser.parse_data_type())
+            .ok()?;
+        *e = ast::Expr::Cast { kind: ast::CastKind::DoubleColon, expr: Box::new(e.clone()), data_type, format: None };
+    }
+    Some(typed)
 }
 
 /// Add a final row step to a plan (`label` names the subquery scan it may need).

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use weft_sql::{Database, Datum, Session};
 
-mod common;
+use super::common;
 
 use common::Rng;
 

@@ -7,7 +7,7 @@
 
 use weft_sql::{Database, Datum, Session};
 
-mod common;
+use super::common;
 
 use common::Rng;
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use weft_sql::{Database, Datum, Session};
 
-mod common;
+use super::common;
 
 use common::Rng;
 

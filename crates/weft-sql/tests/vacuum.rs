@@ -4,7 +4,7 @@
 //! the table as it was or as it is, never a mix, and never lose the relation they read
 //! to a VACUUM, TRUNCATE or REINDEX that commits meanwhile; the statement's errors.
 
-mod common;
+use super::common;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -2,7 +2,7 @@
 //! row compared. Tables are built by the same SQL on both sides (the seed statement, and
 //! data derived from `hashint4`/`md5`, which are bit-exact), so any difference is a bug.
 
-mod oracle;
+use super::oracle;
 
 use oracle::{error_mismatches, query_mismatches};
 

@@ -10,7 +10,7 @@
 //! inputs have scale 2 here: weft's numeric holds 38 digits, and `var_pop` of values with
 //! 20 decimals would need 40 (PostgreSQL's numeric has no such limit).
 
-mod oracle;
+use super::oracle;
 
 use oracle::{error_mismatches, mismatches_in_modes};
 

@@ -6,7 +6,7 @@
 //! ALTER TABLE ADD / DROP CONSTRAINT over existing rows, DROP and TRUNCATE of referenced
 //! tables, and the errors of bad definitions.
 
-mod oracle;
+use super::oracle;
 
 use oracle::compare_script;
 

@@ -4,7 +4,7 @@
 //! keys, B-tree indexes with ranges, min/max; arithmetic; extract, date_part, date_trunc,
 //! age, to_char; and bad input refused with PostgreSQL's message and SQLSTATE.
 
-mod oracle;
+use super::oracle;
 
 use oracle::{error_mismatches, mismatches_in_modes};
 

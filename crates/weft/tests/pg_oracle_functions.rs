@@ -5,7 +5,7 @@
 //! bitwise operators; over a table with NULLs and in WHERE, GROUP BY and ORDER BY, serial,
 //! with parallel workers and at a tiny work_mem; and PostgreSQL's errors.
 
-mod oracle;
+use super::oracle;
 
 use oracle::{error_mismatches, mismatches_in_modes};
 

@@ -5,7 +5,7 @@
 //! nested sets; serial, with parallel workers and at a tiny work_mem; and PostgreSQL's
 //! errors. Queries without ORDER BY are compared as multisets.
 
-mod oracle;
+use super::oracle;
 
 use oracle::{error_mismatches, mismatches_in_modes};
 

@@ -4,7 +4,7 @@
 //! violations at build and at insert with PostgreSQL's message and detail. weft must plan
 //! index scans for many of them (checked with EXPLAIN) and agree with PostgreSQL on all.
 
-mod oracle;
+use super::oracle;
 
 use oracle::{compare_script, weft_lines, Rng};
 use weft_sql::Datum;

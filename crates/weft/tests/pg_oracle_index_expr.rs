@@ -3,7 +3,7 @@
 //! the indexes serve, UPDATEs moving rows into and out of a partial index, upserts with
 //! expression and partial unique indexes as arbiters, and the errors of bad definitions.
 
-mod oracle;
+use super::oracle;
 
 use oracle::compare_script;
 

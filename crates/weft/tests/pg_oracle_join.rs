@@ -6,7 +6,7 @@
 //! serial, parallel with each join shape, a tiny `work_mem` (many batches), and forced
 //! barrier attach phases; the multiset of rows must equal PostgreSQL's each time.
 
-mod oracle;
+use super::oracle;
 
 use std::sync::Arc;
 

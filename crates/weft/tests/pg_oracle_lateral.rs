@@ -5,7 +5,7 @@
 //! further joins, WHERE conditions and aggregates over the result; and PostgreSQL's
 //! errors for references a FROM item may not make.
 
-mod oracle;
+use super::oracle;
 
 use oracle::{error_mismatches, mismatches_in_modes};
 

@@ -4,7 +4,7 @@
 //! changing nothing; index and index-only queries after the changes agree, the indexes
 //! pass the checker, and everything survives reopening the data directory.
 
-mod oracle;
+use super::oracle;
 
 use oracle::{assert_same_error, compare_script, weft_lines, Rng};
 use weft::postgres::PgCluster;

@@ -5,7 +5,7 @@
 //! subquery and twice, a LIMIT ending an endless recursion; and PostgreSQL's errors for
 //! ill-formed recursion.
 
-mod oracle;
+use super::oracle;
 
 use oracle::{error_mismatches, mismatches_in_modes};
 

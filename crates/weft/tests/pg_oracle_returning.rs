@@ -3,7 +3,7 @@
 //! after every statement, errors by SQLSTATE, and the B-tree checker (heapallindexed)
 //! on every index at the end of each script.
 
-mod oracle;
+use super::oracle;
 
 use oracle::{assert_same_error, error_mismatches, weft_lines};
 use weft::postgres::PgCluster;

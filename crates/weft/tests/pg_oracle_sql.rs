@@ -3,7 +3,7 @@
 //! with parallel workers forced, and with a `work_mem` small enough that the hash
 //! aggregates spill (their partial states go through temp files and are combined).
 
-mod oracle;
+use super::oracle;
 
 use oracle::{error_mismatches, mismatches_in_modes};
 

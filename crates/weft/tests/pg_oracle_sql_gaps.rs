@@ -5,7 +5,7 @@
 //! PostgreSQL's errors (by SQLSTATE and message) included; each query serial, with
 //! parallel workers forced, and at a tiny work_mem.
 
-mod oracle;
+use super::oracle;
 
 use oracle::{error_mismatches, lines, mismatches_in_modes};
 

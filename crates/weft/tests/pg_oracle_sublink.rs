@@ -5,7 +5,7 @@
 //! subqueries, mixed types (the hashed and the row-by-row membership tests), each query
 //! serial, with parallel workers forced, and at a tiny work_mem.
 
-mod oracle;
+use super::oracle;
 
 use oracle::{compare_script, error_mismatches, mismatches_in_modes};
 

@@ -5,7 +5,7 @@
 //! failed block reporting ROLLBACK) and the same warnings (25001, 25P01). A fixed script
 //! covers the rules one by one; random scripts mix blocks, savepoints, errors and DDL.
 
-mod oracle;
+use super::oracle;
 
 use oracle::{lines, Rng};
 use weft::postgres::PgCluster;

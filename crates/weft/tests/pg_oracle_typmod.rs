@@ -7,7 +7,7 @@
 //! Known difference kept out of the scripts: `char(n)` is not blank-padded in weft, so a
 //! `char(n)` value shorter than `n` prints without the trailing spaces PostgreSQL shows.
 
-mod oracle;
+use super::oracle;
 
 use oracle::{assert_same_error, compare_script, error_mismatches, lines};
 

@@ -9,7 +9,7 @@
 //! peers (row_number, lag, a ROWS frame) is ordered by `id` as well, which is unique, so
 //! both systems must give the same value.
 
-mod oracle;
+use super::oracle;
 
 use oracle::{error_mismatches, mismatches_in_modes};
 

@@ -5,7 +5,7 @@
 //! work_mem small enough that the sort spills. Rows among ties come in no defined order,
 //! so each query's outer ORDER BY makes the order total.
 
-mod oracle;
+use super::oracle;
 
 use oracle::{error_mismatches, mismatches_in_modes};
 

@@ -157,6 +157,7 @@ use ScalarFunction as F;
 /// `substr`.
 pub fn signatures(name: &str) -> &'static [Signature] {
     const MD5: &[Signature] = &[sig(F::Md5, &[Text], Text)];
+    const PG_SIZE_PRETTY: &[Signature] = &[sig(F::PgSizePretty, &[Int8], Text), sig(F::PgSizePretty, &[Numeric], Text)];
     const HASHINT4: &[Signature] = &[sig(F::HashInt4, &[Int4], Int4)];
     const HASHINT8: &[Signature] = &[sig(F::HashInt8, &[Int8], Int4)];
     const HASHTEXT: &[Signature] = &[sig(F::HashText, &[Text], Int4)];
@@ -325,6 +326,7 @@ pub fn signatures(name: &str) -> &'static [Signature] {
         "int_shr" => SHIFT_RIGHT,
         "int_not" => BIT_NOT,
         "md5" => MD5,
+        "pg_size_pretty" => PG_SIZE_PRETTY,
         "hashint4" => HASHINT4,
         "hashint8" => HASHINT8,
         "hashtext" => HASHTEXT,
@@ -372,6 +374,7 @@ impl ScalarFunction {
     pub fn name(self) -> &'static str {
         match self {
             F::Md5 => "md5",
+            F::PgSizePretty => "pg_size_pretty",
             F::HashInt4 => "hashint4",
             F::HashInt8 => "hashint8",
             F::HashText => "hashtext",
@@ -502,6 +505,8 @@ impl ScalarFunction {
         }
         match (self, args) {
             (F::Md5, [Datum::Text(s)]) => Ok(Datum::Text(weft_common::md5::md5_hex(s.as_bytes()))),
+            (F::PgSizePretty, [Datum::Int8(bytes)]) => Ok(Datum::Text(size_pretty(i128::from(*bytes)))),
+            (F::PgSizePretty, [Datum::Numeric(bytes)]) => Ok(Datum::Text(size_pretty_numeric(bytes))),
             (F::HashInt4, [Datum::Int4(v)]) => Ok(Datum::Int4(weft_common::hash::hashint4(*v))),
             (F::HashInt8, [Datum::Int8(v)]) => Ok(Datum::Int4(weft_common::hash::hashint8(*v))),
             (F::HashText, [Datum::Text(s)]) => Ok(Datum::Int4(weft_common::hash::hashtext(s))),
@@ -571,6 +576,49 @@ fn extreme(args: &[Datum], greatest: bool) -> Datum {
     best.cloned().unwrap_or(Datum::Null)
 }
 
+/// `pg_size_pretty`'s units above bytes, each 1024 times the one before.
+const SIZE_UNITS: [&str; 5] = ["kB", "MB", "GB", "TB", "PB"];
+
+/// Below this many bytes (or units), `pg_size_pretty` keeps the unit it has.
+const SIZE_UNIT_LIMIT: i128 = 10 * 1024;
+
+/// `pg_size_pretty`: bytes below 10 kB, else the first unit that keeps the number below
+/// 10240 (PB at most), rounded half away from zero from the unit's halves.
+fn size_pretty(bytes: i128) -> String {
+    if bytes.abs() < SIZE_UNIT_LIMIT {
+        return format!("{bytes} bytes");
+    }
+    // Right shifts round toward minus infinity, as PostgreSQL's do.
+    let mut halves = bytes >> 9;
+    let mut unit = 0;
+    while halves.abs() >= 2 * SIZE_UNIT_LIMIT - 1 && unit + 1 < SIZE_UNITS.len() {
+        halves >>= 10;
+        unit += 1;
+    }
+    let rounded = (halves + if halves < 0 { -1 } else { 1 }) / 2;
+    format!("{rounded} {}", SIZE_UNITS[unit])
+}
+
+/// `pg_size_pretty(numeric)`: a number of bytes below 10 kB is printed as it is (`1.5
+/// bytes`); above, its fraction is dropped before the units are chosen, as PostgreSQL's
+/// truncating division drops it.
+fn size_pretty_numeric(bytes: &weft_common::Numeric) -> String {
+    let (mantissa, scale) = (bytes.mantissa, bytes.scale);
+    let whole = mantissa / 10i128.pow(u32::from(scale).min(38));
+    if whole.abs() < SIZE_UNIT_LIMIT {
+        return format!("{bytes} bytes");
+    }
+    // Divisions, not shifts: PostgreSQL's numeric path truncates toward zero.
+    let mut halves = whole / 512;
+    let mut unit = 0;
+    while halves.abs() >= 2 * SIZE_UNIT_LIMIT - 1 && unit + 1 < SIZE_UNITS.len() {
+        halves /= 1024;
+        unit += 1;
+    }
+    let rounded = (halves + if halves < 0 { -1 } else { 1 }) / 2;
+    format!("{rounded} {}", SIZE_UNITS[unit])
+}
+
 fn char_count_i32(s: &str) -> Result<i32> {
     i32::try_from(s.chars().count()).map_err(|_| Error::out_of_range("integer"))
 }
@@ -637,5 +685,31 @@ mod tests {
         assert_eq!(format_c_g(0.0001), "0.0001");
         assert_eq!(format_c_g(0.00001), "1e-05");
         assert_eq!(format_c_g(f64::NAN), "nan");
+    }
+
+    #[test]
+    fn size_pretty_matches_postgres() {
+        // Expected values printed by PostgreSQL 15.
+        for (bytes, expected) in [
+            (0, "0 bytes"),
+            (10239, "10239 bytes"),
+            (10240, "10 kB"),
+            (-10240, "-10 kB"),
+            (10 * 1024 * 1024 - 1, "10 MB"),
+            (10_485_247, "10239 kB"),
+            (-10_485_248, "-10 MB"),
+            (123_456_789, "118 MB"),
+            (1_234_567_890_123, "1150 GB"),
+            (i64::MAX, "8192 PB"),
+            (i64::MIN, "-8192 PB"),
+        ] {
+            assert_eq!(size_pretty(i128::from(bytes)), expected, "{bytes}");
+        }
+        for (bytes, expected) in
+            [("1.5", "1.5 bytes"), ("10239.6", "10239.6 bytes"), ("123456789012345678901234567890", "109651655766237 PB")]
+        {
+            let numeric = weft_common::Numeric::parse(bytes).unwrap();
+            assert_eq!(size_pretty_numeric(&numeric), expected, "{bytes}");
+        }
     }
 }

@@ -132,6 +132,8 @@ pub enum UnaryOp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ScalarFunction {
     Md5,
+    /// `pg_size_pretty(bigint | numeric)`.
+    PgSizePretty,
     HashInt4,
     HashInt8,
     HashText,

@@ -1,0 +1,674 @@
+//! PostgreSQL's catalog views over weft's catalog: `pg_tables`, `pg_indexes`, `pg_class`,
+//! `pg_namespace`, `information_schema.tables` and `information_schema.columns`, and the
+//! relation size functions (`pg_relation_size`, `pg_table_size`, `pg_indexes_size`,
+//! `pg_total_relation_size`).
+//!
+//! A view is not stored: a reference to one in FROM is planned as a `VALUES` list built
+//! from the statement's catalog snapshot, so it shows exactly the relations the statement
+//! sees. Only user relations (schema `public`) are listed; PostgreSQL's own catalogs are not
+//! relations in weft. Names resolve as in PostgreSQL, where `pg_catalog` is searched before
+//! `public`: `pg_class` is the view even if a table of that name exists (then reachable as
+//! `public.pg_class`), and `information_schema` must be named.
+//!
+//! Columns weft has no counterpart for keep PostgreSQL's value for a plain user table
+//! (`hasrules` false, `is_insertable_into` YES, ...). weft has one database and no roles:
+//! they are named as PostgreSQL's defaults, [`DATABASE_NAME`] and [`OWNER_NAME`].
+
+use sqlparser::ast::{self, TableAlias, TableFactor};
+use weft_access::{Catalog, IndexMeta, TableMeta};
+use weft_common::typmod::TypeModifier;
+use weft_common::{DataType, Datum, Error, Result, SqlState};
+use weft_exec::expr::{Expr, ScalarFunction};
+use weft_storage::{BufferPool, ForkNumber, RelFileLocator, PAGE_SIZE};
+
+use crate::deparse::quote_identifier;
+use crate::planner::PlanContext;
+
+/// What `current_database()` and the views' catalog columns name weft's one database.
+pub const DATABASE_NAME: &str = "postgres";
+/// The owner of every relation and schema, and `current_user`: weft has no roles.
+pub const OWNER_NAME: &str = "postgres";
+
+/// `pg_namespace.oid` of the schemas, as in PostgreSQL (`public` is 2200 in every cluster).
+const PG_CATALOG_OID: i64 = 11;
+const PG_TOAST_OID: i64 = 99;
+const PUBLIC_OID: i64 = 2200;
+const INFORMATION_SCHEMA_OID: i64 = 13207;
+/// `pg_am.oid` of heap and btree; `pg_authid.oid` of the bootstrap superuser.
+const HEAP_AM_OID: i64 = 2;
+const BTREE_AM_OID: i64 = 403;
+const OWNER_OID: i64 = 10;
+
+/// The catalog view `name` (`[schema.]view`) stands for, if it names one.
+pub(crate) fn lookup(name: &ast::ObjectName) -> Option<View> {
+    let parts: Vec<String> = name.0.iter().map(|p| p.as_ident().map(crate::bind::ident_name)).collect::<Option<_>>()?;
+    let (schema, view) = match parts.as_slice() {
+        [view] => ("pg_catalog", view.as_str()),
+        [schema, view] => (schema.as_str(), view.as_str()),
+        _ => return None,
+    };
+    Some(match (schema, view) {
+        ("pg_catalog", "pg_tables") => View::PgTables,
+        ("pg_catalog", "pg_indexes") => View::PgIndexes,
+        ("pg_catalog", "pg_class") => View::PgClass,
+        ("pg_catalog", "pg_namespace") => View::PgNamespace,
+        ("information_schema", "tables") => View::InformationSchemaTables,
+        ("information_schema", "columns") => View::InformationSchemaColumns,
+        _ => return None,
+    })
+}
+
+/// Is `name` qualified by a schema weft knows only through its views? Such a name that
+/// is not a view gets PostgreSQL's error for a missing relation, not "schema does not exist".
+pub(crate) fn undefined_system_relation(name: &ast::ObjectName) -> Option<Error> {
+    let parts: Vec<String> = name.0.iter().map(|p| p.as_ident().map(crate::bind::ident_name)).collect::<Option<_>>()?;
+    match parts.as_slice() {
+        [schema, relation] if schema == "pg_catalog" || schema == "information_schema" => {
+            Some(Error::new(SqlState::UNDEFINED_TABLE, format!("relation \"{schema}.{relation}\" does not exist")))
+        }
+        _ => None,
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum View {
+    PgTables,
+    PgIndexes,
+    PgClass,
+    PgNamespace,
+    InformationSchemaTables,
+    InformationSchemaColumns,
+}
+
+impl View {
+    /// The name a reference without an alias is qualified by.
+    fn name(self) -> &'static str {
+        match self {
+            View::PgTables => "pg_tables",
+            View::PgIndexes => "pg_indexes",
+            View::PgClass => "pg_class",
+            View::PgNamespace => "pg_namespace",
+            View::InformationSchemaTables => "tables",
+            View::InformationSchemaColumns => "columns",
+        }
+    }
+}
+
+/// The view as a derived table: `(VALUES ...) AS alias(columns)`, its rows read from the
+/// statement's catalog.
+pub(crate) fn derived_table(view: View, alias: Option<&TableAlias>, ctx: &PlanContext) -> Result<TableFactor> {
+    let (columns, rows) = match view {
+        View::PgTables => pg_tables(ctx.catalog),
+        View::PgIndexes => pg_indexes(ctx.catalog),
+        View::PgClass => pg_class(ctx.catalog, ctx.pool)?,
+        View::PgNamespace => pg_namespace(),
+        View::InformationSchemaTables => information_schema_tables(ctx.catalog),
+        View::InformationSchemaColumns => information_schema_columns(ctx.catalog, ctx),
+    };
+    let query = values_query(&columns, &rows)?;
+    let alias = alias.cloned().unwrap_or_else(|| TableAlias { explicit: false, at: None, name: ast::Ident::new(view.name()), columns: Vec::new() });
+    Ok(TableFactor::Derived { lateral: false, subquery: Box::new(query), alias: Some(alias), sample: None })
+}
+
+/// A column of a view: its name and the SQL type its values are cast to.
+type Column = (&'static str, &'static str);
+
+/// One value, as an SQL literal (`None`: NULL).
+type Value = Option<String>;
+
+fn text(value: &str) -> Value {
+    Some(format!("'{}'", value.replace('\'', "''")))
+}
+
+fn number(value: impl std::fmt::Display) -> Value {
+    Some(value.to_string())
+}
+
+fn boolean(value: bool) -> Value {
+    Some(value.to_string())
+}
+
+/// `SELECT * FROM (VALUES (v::type, ...), ...) v(columns)`, or the typed empty relation.
+fn values_query(columns: &[Column], rows: &[Vec<Value>]) -> Result<ast::Query> {
+    let cast = |value: &Value, sql_type: &str| format!("{}::{sql_type}", value.as_deref().unwrap_or("NULL"));
+    let sql = if rows.is_empty() {
+        let items: Vec<String> = columns.iter().map(|(name, sql_type)| format!("{} AS {name}", cast(&None, sql_type))).collect();
+        format!("SELECT {} WHERE false", items.join(", "))
+    } else {
+        let tuples: Vec<String> = rows
+            .iter()
+            .map(|row| {
+                let values: Vec<String> = row.iter().zip(columns).map(|(value, (_, sql_type))| cast(value, sql_type)).collect();
+                format!("({})", values.join(", "))
+            })
+            .collect();
+        let names: Vec<&str> = columns.iter().map(|(name, _)| *name).collect();
+        format!("SELECT * FROM (VALUES {}) v({})", tuples.join(", "), names.join(", "))
+    };
+    match crate::parse::parse_statements(&sql)?.pop() {
+        Some(ast::Statement::Query(query)) => Ok(*query),
+        _ => Err(Error::internal("a catalog view did not parse as a query")),
+    }
+}
+
+fn pg_tables(catalog: &Catalog) -> (Vec<Column>, Vec<Vec<Value>>) {
+    let columns = vec![
+        ("schemaname", "text"),
+        ("tablename", "text"),
+        ("tableowner", "text"),
+        ("tablespace", "text"),
+        ("hasindexes", "boolean"),
+        ("hasrules", "boolean"),
+        ("hastriggers", "boolean"),
+        ("rowsecurity", "boolean"),
+    ];
+    let rows = catalog
+        .tables
+        .values()
+        .map(|t| {
+            // Foreign keys are triggers in PostgreSQL, on both tables of the reference.
+            let triggers = !t.foreign_keys.is_empty() || catalog.tables.values().any(|o| o.foreign_keys.iter().any(|f| f.ref_table == t.name));
+            vec![
+                text("public"),
+                text(&t.name),
+                text(OWNER_NAME),
+                None,
+                boolean(catalog.indexes_of(&t.name).next().is_some()),
+                boolean(false),
+                boolean(triggers),
+                boolean(false),
+            ]
+        })
+        .collect();
+    (columns, rows)
+}
+
+fn pg_indexes(catalog: &Catalog) -> (Vec<Column>, Vec<Vec<Value>>) {
+    let columns = vec![("schemaname", "text"), ("tablename", "text"), ("indexname", "text"), ("tablespace", "text"), ("indexdef", "text")];
+    let rows = catalog
+        .indexes
+        .values()
+        .filter_map(|index| {
+            let table = catalog.tables.get(&index.table)?;
+            Some(vec![text("public"), text(&table.name), text(&index.name), None, text(&index_create_statement(table, index))])
+        })
+        .collect();
+    (columns, rows)
+}
+
+/// `pg_get_indexdef`: `CREATE UNIQUE INDEX t_pkey ON public.t USING btree (id)`.
+fn index_create_statement(table: &TableMeta, index: &IndexMeta) -> String {
+    format!(
+        "CREATE {}INDEX {} ON public.{} USING {}",
+        if index.unique { "UNIQUE " } else { "" },
+        quote_identifier(&index.name),
+        quote_identifier(&table.name),
+        crate::session::index_method_definition(table, index, false)
+    )
+}
+
+fn pg_class(catalog: &Catalog, pool: &BufferPool) -> Result<(Vec<Column>, Vec<Vec<Value>>)> {
+    let columns = vec![
+        ("oid", "bigint"),
+        ("relname", "text"),
+        ("relnamespace", "bigint"),
+        ("relowner", "bigint"),
+        ("relam", "bigint"),
+        ("relfilenode", "bigint"),
+        ("relpages", "integer"),
+        ("reltuples", "double precision"),
+        ("relhasindex", "boolean"),
+        ("relisshared", "boolean"),
+        ("relpersistence", "text"),
+        ("relkind", "text"),
+        ("relnatts", "smallint"),
+        ("relchecks", "smallint"),
+    ];
+    let mut rows = Vec::new();
+    for table in catalog.tables.values() {
+        rows.push(vec![
+            number(table.oid),
+            text(&table.name),
+            number(PUBLIC_OID),
+            number(OWNER_OID),
+            number(HEAP_AM_OID),
+            number(table.rel_number),
+            number(pool.nblocks(table.locator(), ForkNumber::Main)?),
+            number(table.row_count),
+            boolean(catalog.indexes_of(&table.name).next().is_some()),
+            boolean(false),
+            text("p"),
+            text("r"),
+            number(table.columns.len()),
+            number(table.checks.len()),
+        ]);
+    }
+    for index in catalog.indexes.values() {
+        let Some(table) = catalog.tables.get(&index.table) else { continue };
+        rows.push(vec![
+            number(index.oid),
+            text(&index.name),
+            number(PUBLIC_OID),
+            number(OWNER_OID),
+            number(BTREE_AM_OID),
+            number(index.rel_number),
+            number(pool.nblocks(index.locator(), ForkNumber::Main)?),
+            number(table.row_count),
+            boolean(false),
+            boolean(false),
+            text("p"),
+            text("i"),
+            number(index.columns.len() + index.include.len()),
+            number(0),
+        ]);
+    }
+    Ok((columns, rows))
+}
+
+fn pg_namespace() -> (Vec<Column>, Vec<Vec<Value>>) {
+    let columns = vec![("oid", "bigint"), ("nspname", "text"), ("nspowner", "bigint")];
+    let rows = [(PG_TOAST_OID, "pg_toast"), (PG_CATALOG_OID, "pg_catalog"), (PUBLIC_OID, "public"), (INFORMATION_SCHEMA_OID, "information_schema")]
+        .into_iter()
+        .map(|(oid, name)| vec![number(oid), text(name), number(OWNER_OID)])
+        .collect();
+    (columns, rows)
+}
+
+fn information_schema_tables(catalog: &Catalog) -> (Vec<Column>, Vec<Vec<Value>>) {
+    let columns = vec![
+        ("table_catalog", "text"),
+        ("table_schema", "text"),
+        ("table_name", "text"),
+        ("table_type", "text"),
+        ("self_referencing_column_name", "text"),
+        ("reference_generation", "text"),
+        ("user_defined_type_catalog", "text"),
+        ("user_defined_type_schema", "text"),
+        ("user_defined_type_name", "text"),
+        ("is_insertable_into", "text"),
+        ("is_typed", "text"),
+        ("commit_action", "text"),
+    ];
+    let rows = catalog
+        .tables
+        .values()
+        .map(|t| {
+            vec![text(DATABASE_NAME), text("public"), text(&t.name), text("BASE TABLE"), None, None, None, None, None, text("YES"), text("NO"), None]
+        })
+        .collect();
+    (columns, rows)
+}
+
+/// The 44 columns of PostgreSQL 15's `information_schema.columns`, in its order.
+const INFORMATION_SCHEMA_COLUMNS: [Column; 44] = [
+    ("table_catalog", "text"),
+    ("table_schema", "text"),
+    ("table_name", "text"),
+    ("column_name", "text"),
+    ("ordinal_position", "integer"),
+    ("column_default", "text"),
+    ("is_nullable", "text"),
+    ("data_type", "text"),
+    ("character_maximum_length", "integer"),
+    ("character_octet_length", "integer"),
+    ("numeric_precision", "integer"),
+    ("numeric_precision_radix", "integer"),
+    ("numeric_scale", "integer"),
+    ("datetime_precision", "integer"),
+    ("interval_type", "text"),
+    ("interval_precision", "integer"),
+    ("character_set_catalog", "text"),
+    ("character_set_schema", "text"),
+    ("character_set_name", "text"),
+    ("collation_catalog", "text"),
+    ("collation_schema", "text"),
+    ("collation_name", "text"),
+    ("domain_catalog", "text"),
+    ("domain_schema", "text"),
+    ("domain_name", "text"),
+    ("udt_catalog", "text"),
+    ("udt_schema", "text"),
+    ("udt_name", "text"),
+    ("scope_catalog", "text"),
+    ("scope_schema", "text"),
+    ("scope_name", "text"),
+    ("maximum_cardinality", "integer"),
+    ("dtd_identifier", "text"),
+    ("is_self_referencing", "text"),
+    ("is_identity", "text"),
+    ("identity_generation", "text"),
+    ("identity_start", "text"),
+    ("identity_increment", "text"),
+    ("identity_maximum", "text"),
+    ("identity_minimum", "text"),
+    ("identity_cycle", "text"),
+    ("is_generated", "text"),
+    ("generation_expression", "text"),
+    ("is_updatable", "text"),
+];
+
+fn information_schema_columns(catalog: &Catalog, ctx: &PlanContext) -> (Vec<Column>, Vec<Vec<Value>>) {
+    let mut rows = Vec::new();
+    for table in catalog.tables.values() {
+        for (i, column) in table.columns.iter().enumerate() {
+            let facts = TypeFacts::of(column.data_type, column.type_modifier);
+            let ordinal = i + 1;
+            let default = column.default.as_deref().map(|d| default_text(d, column.type_modifier, ctx));
+            let mut row = vec![
+                text(DATABASE_NAME),
+                text("public"),
+                text(&table.name),
+                text(&column.name),
+                number(ordinal),
+                default.as_deref().and_then(text),
+                text(if column.not_null { "NO" } else { "YES" }),
+                text(facts.data_type),
+                facts.character_maximum_length.and_then(number),
+                facts.character_octet_length.and_then(number),
+                facts.numeric_precision.and_then(number),
+                facts.numeric_precision_radix.and_then(number),
+                facts.numeric_scale.and_then(number),
+                facts.datetime_precision.and_then(number),
+            ];
+            // interval_type .. domain_name: nothing for weft's types.
+            row.extend(std::iter::repeat_n(None, 11));
+            row.extend([text(DATABASE_NAME), text("pg_catalog"), text(facts.udt_name)]);
+            // scope_* and maximum_cardinality.
+            row.extend(std::iter::repeat_n(None, 4));
+            row.extend([number(ordinal), text("NO"), text("NO")]);
+            // identity_generation .. identity_minimum.
+            row.extend(std::iter::repeat_n(None, 5));
+            row.extend([text("NO"), text("NEVER"), None, text("YES")]);
+            debug_assert_eq!(row.len(), INFORMATION_SCHEMA_COLUMNS.len());
+            rows.push(row);
+        }
+    }
+    (INFORMATION_SCHEMA_COLUMNS.to_vec(), rows)
+}
+
+/// A column default as PostgreSQL prints it (`pg_get_expr`): bound again and deparsed, so
+/// `'a'` reads `'a'::text`. (Binding folds constants: `'a' || 'b'` reads `'ab'::text`, where
+/// PostgreSQL keeps the expression.) (`'a'::character varying` in a varchar column, where PostgreSQL
+/// stores it coerced); the text as stored if it does not bind.
+fn default_text(stored: &str, modifier: Option<TypeModifier>, ctx: &PlanContext) -> String {
+    let parsed = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+        .try_with_sql(stored)
+        .and_then(|mut parser| parser.parse_expr());
+    let Ok(parsed) = parsed else { return stored.to_string() };
+    // A call without arguments (`now()`, `CURRENT_DATE`) is folded by binding; PostgreSQL
+    // prints the call.
+    if let ast::Expr::Function(call) = &parsed {
+        match &call.args {
+            ast::FunctionArguments::None => return call.name.to_string().to_uppercase(),
+            ast::FunctionArguments::List(list) if list.args.is_empty() => return format!("{}()", call.name.to_string().to_lowercase()),
+            _ => {}
+        }
+    }
+    let scope = crate::bind::Scope::default();
+    match crate::bind::Binder::new(&scope).planning(ctx).bind(&parsed) {
+        // A sequence is named through a regclass constant in PostgreSQL.
+        Ok(Expr::Function { func: ScalarFunction::NextVal, args, .. }) => match args.as_slice() {
+            [Expr::Literal { value: Datum::Text(sequence), .. }] => format!("nextval('{}'::regclass)", sequence.replace('\'', "''")),
+            _ => stored.to_string(),
+        },
+        Ok(bound) => {
+            let text = crate::deparse::deparse(&bound, &[]);
+            let character_type = match modifier {
+                Some(TypeModifier::Varchar { .. }) => "character varying",
+                Some(TypeModifier::Char { .. }) => "bpchar",
+                _ => return text,
+            };
+            match text.strip_suffix("::text") {
+                Some(literal) if literal.starts_with('\'') && literal.ends_with('\'') => format!("{literal}::{character_type}"),
+                _ => text,
+            }
+        }
+        Err(_) => stored.to_string(),
+    }
+}
+
+/// What `information_schema.columns` says of a column's type.
+#[derive(Default)]
+struct TypeFacts {
+    data_type: &'static str,
+    udt_name: &'static str,
+    character_maximum_length: Option<u32>,
+    character_octet_length: Option<u32>,
+    numeric_precision: Option<u32>,
+    numeric_precision_radix: Option<u32>,
+    numeric_scale: Option<u32>,
+    datetime_precision: Option<u32>,
+}
+
+impl TypeFacts {
+    fn of(data_type: DataType, modifier: Option<TypeModifier>) -> TypeFacts {
+        // PostgreSQL's largest field, in bytes, for a character type without a length.
+        const UNBOUNDED_OCTETS: u32 = 1 << 30;
+        let binary = |bits: u32| TypeFacts {
+            numeric_precision: Some(bits),
+            numeric_precision_radix: Some(2),
+            numeric_scale: Some(0),
+            ..TypeFacts::default()
+        };
+        let datetime = || TypeFacts { datetime_precision: Some(if data_type == DataType::Date { 0 } else { 6 }), ..TypeFacts::default() };
+        let facts = match (data_type, modifier) {
+            (_, Some(TypeModifier::SmallInt)) => TypeFacts { data_type: "smallint", udt_name: "int2", ..binary(16) },
+            (DataType::Int4, _) => TypeFacts { data_type: "integer", udt_name: "int4", ..binary(32) },
+            (DataType::Int8, _) => TypeFacts { data_type: "bigint", udt_name: "int8", ..binary(64) },
+            (DataType::Float8, _) => TypeFacts { numeric_scale: None, data_type: "double precision", udt_name: "float8", ..binary(53) },
+            (DataType::Numeric, Some(TypeModifier::Numeric { precision, scale })) => TypeFacts {
+                numeric_precision: Some(u32::from(precision)),
+                numeric_precision_radix: Some(10),
+                numeric_scale: u32::try_from(scale).ok(),
+                ..TypeFacts::default()
+            },
+            (DataType::Numeric, _) => TypeFacts { numeric_precision_radix: Some(10), ..TypeFacts::default() },
+            (DataType::Text, Some(TypeModifier::Varchar { max_chars })) => TypeFacts {
+                data_type: "character varying",
+                udt_name: "varchar",
+                character_maximum_length: max_chars,
+                character_octet_length: Some(max_chars.map_or(UNBOUNDED_OCTETS, |n| n * 4)),
+                ..TypeFacts::default()
+            },
+            (DataType::Text, Some(TypeModifier::Char { max_chars })) => TypeFacts {
+                data_type: "character",
+                udt_name: "bpchar",
+                character_maximum_length: max_chars,
+                character_octet_length: Some(max_chars.map_or(UNBOUNDED_OCTETS, |n| n * 4)),
+                ..TypeFacts::default()
+            },
+            (DataType::Text, _) => TypeFacts { character_octet_length: Some(UNBOUNDED_OCTETS), ..TypeFacts::default() },
+            (DataType::Bool, _) => TypeFacts::default(),
+            (DataType::Date | DataType::Time | DataType::Timestamp | DataType::TimestampTz | DataType::Interval, _) => datetime(),
+        };
+        TypeFacts {
+            data_type: if facts.data_type.is_empty() { data_type.name() } else { facts.data_type },
+            udt_name: if facts.udt_name.is_empty() { udt_name(data_type) } else { facts.udt_name },
+            ..facts
+        }
+    }
+}
+
+/// `pg_type.typname` of a type without a modifier.
+fn udt_name(data_type: DataType) -> &'static str {
+    match data_type {
+        DataType::Bool => "bool",
+        DataType::Int4 => "int4",
+        DataType::Int8 => "int8",
+        DataType::Float8 => "float8",
+        DataType::Numeric => "numeric",
+        DataType::Text => "text",
+        DataType::Date => "date",
+        DataType::Time => "time",
+        DataType::Timestamp => "timestamp",
+        DataType::TimestampTz => "timestamptz",
+        DataType::Interval => "interval",
+    }
+}
+
+/// The value of a function without arguments that describes the session:
+/// `current_database()`, `current_user`, `current_schema()`.
+pub(crate) fn session_value(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "current_database" => DATABASE_NAME,
+        "current_user" | "session_user" | "user" | "current_role" => OWNER_NAME,
+        "current_schema" => "public",
+        _ => return None,
+    })
+}
+
+/// Is `fork` the main fork? The others (`fsm`, `vm`, `init`) are valid names but empty in
+/// weft.
+pub(crate) fn is_main_fork(fork: &str) -> Result<bool> {
+    match fork {
+        "main" => Ok(true),
+        "fsm" | "vm" | "init" => Ok(false),
+        _ => Err(Error::new(SqlState::INVALID_PARAMETER_VALUE, "invalid fork name")
+            .with_hint("Valid fork names are \"main\", \"fsm\", \"vm\", and \"init\".")),
+    }
+}
+
+/// The relation size functions of PostgreSQL (`pg_relation_size` and friends).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SizeFunction {
+    /// The main fork of a table or an index.
+    Relation,
+    /// A table without its indexes (weft has no TOAST, free space or visibility map forks).
+    Table,
+    /// The indexes of a table.
+    Indexes,
+    /// A table with its indexes.
+    TotalRelation,
+}
+
+impl SizeFunction {
+    pub(crate) fn by_name(name: &str) -> Option<SizeFunction> {
+        Some(match name {
+            "pg_relation_size" => SizeFunction::Relation,
+            "pg_table_size" => SizeFunction::Table,
+            "pg_indexes_size" => SizeFunction::Indexes,
+            "pg_total_relation_size" => SizeFunction::TotalRelation,
+            _ => return None,
+        })
+    }
+
+    /// Bytes of the relation named `name` (as `regclass` input reads it: `t`, `public.t`,
+    /// `"T"`), or PostgreSQL's error for a relation that does not exist.
+    pub(crate) fn bytes_by_name(self, name: &str, catalog: &Catalog, pool: &BufferPool) -> Result<i64> {
+        let (schema, relation) = regclass_name(name)?;
+        let found = match schema.as_deref() {
+            None | Some("public") => self.bytes(&relation, catalog, pool)?,
+            // weft's own catalogs are not relations.
+            _ => None,
+        };
+        found.ok_or_else(|| {
+            let qualified = schema.map_or(relation.clone(), |s| format!("{s}.{relation}"));
+            Error::new(SqlState::UNDEFINED_TABLE, format!("relation \"{qualified}\" does not exist"))
+        })
+    }
+
+    /// Every relation's size by oid, for a call whose argument is not a constant (NULL for
+    /// an oid that is no relation, as in PostgreSQL).
+    pub(crate) fn bytes_by_oid(self, catalog: &Catalog, pool: &BufferPool) -> Result<Vec<(i64, i64)>> {
+        let names = catalog.tables.values().map(|t| (t.oid, &t.name)).chain(catalog.indexes.values().map(|i| (i.oid, &i.name)));
+        let mut sizes = Vec::new();
+        for (oid, name) in names {
+            if let Some(bytes) = self.bytes(name, catalog, pool)? {
+                sizes.push((i64::from(oid), bytes));
+            }
+        }
+        Ok(sizes)
+    }
+
+    /// Bytes of the table or index `name`, or `None` if there is none of that name.
+    fn bytes(self, name: &str, catalog: &Catalog, pool: &BufferPool) -> Result<Option<i64>> {
+        let main = |rel: RelFileLocator| -> Result<i64> { Ok(i64::from(pool.nblocks(rel, ForkNumber::Main)?) * PAGE_SIZE as i64) };
+        let indexes = |table: &str| -> Result<i64> { catalog.indexes_of(table).map(|i| main(i.locator())).sum() };
+        if let Some(table) = catalog.tables.get(name) {
+            return Ok(Some(match self {
+                SizeFunction::Relation | SizeFunction::Table => main(table.locator())?,
+                SizeFunction::Indexes => indexes(&table.name)?,
+                SizeFunction::TotalRelation => main(table.locator())? + indexes(&table.name)?,
+            }));
+        }
+        if let Some(index) = catalog.indexes.get(name) {
+            // An index has no indexes of its own.
+            return Ok(Some(if self == SizeFunction::Indexes { 0 } else { main(index.locator())? }));
+        }
+        Ok(None)
+    }
+}
+
+/// A relation name as `regclass` input reads it: `[[database.]schema.]name`, each part
+/// folded to lower case unless double-quoted. The schema is `public`, `pg_catalog` or absent.
+fn regclass_name(input: &str) -> Result<(Option<String>, String)> {
+    let invalid = || Error::new(SqlState::INVALID_NAME, "invalid name syntax");
+    let mut parts = Vec::new();
+    let mut rest = input.trim();
+    loop {
+        let part;
+        if let Some(quoted) = rest.strip_prefix('"') {
+            let mut value = String::new();
+            let mut chars = quoted.char_indices();
+            let mut end = None;
+            while let Some((i, c)) = chars.next() {
+                if c != '"' {
+                    value.push(c);
+                } else if quoted[i + 1..].starts_with('"') {
+                    value.push('"');
+                    chars.next();
+                } else {
+                    end = Some(i + 1);
+                    break;
+                }
+            }
+            let end = end.ok_or_else(invalid)?;
+            part = value;
+            rest = quoted[end..].trim_start();
+        } else {
+            let end = rest.find('.').unwrap_or(rest.len());
+            let word = rest[..end].trim();
+            if word.is_empty() {
+                return Err(invalid());
+            }
+            part = word.to_lowercase();
+            rest = &rest[end..];
+        }
+        parts.push(part);
+        match rest.strip_prefix('.') {
+            Some(after) => rest = after.trim_start(),
+            None if rest.is_empty() => break,
+            None => return Err(invalid()),
+        }
+    }
+    let (schema, name) = match parts.as_slice() {
+        [name] => return Ok((None, name.clone())),
+        [schema, name] => (schema, name),
+        [database, schema, name] if database == DATABASE_NAME => (schema, name),
+        [_, _, _] => {
+            return Err(Error::new(SqlState::FEATURE_NOT_SUPPORTED, format!("cross-database references are not implemented: {input}")))
+        }
+        _ => return Err(Error::new(SqlState::SYNTAX_ERROR, format!("improper relation name (too many dotted names): {input}"))),
+    };
+    if schema != "public" && schema != "pg_catalog" {
+        return Err(Error::new(SqlState::INVALID_SCHEMA_NAME, format!("schema \"{schema}\" does not exist")));
+    }
+    Ok((Some(schema.clone()), name.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regclass_names() {
+        let name = |input: &str| regclass_name(input).map_err(|e| e.message.clone());
+        assert_eq!(name("T"), Ok((None, "t".to_string())));
+        assert_eq!(name(" public . Tab "), Ok((Some("public".to_string()), "tab".to_string())));
+        assert_eq!(name("\"My \"\"T\"\"\""), Ok((None, "My \"T\"".to_string())));
+        assert_eq!(name("other.t"), Err("schema \"other\" does not exist".to_string()));
+        assert_eq!(name("a.b.c.d"), Err("improper relation name (too many dotted names): a.b.c.d".to_string()));
+        assert_eq!(name("\"open"), Err("invalid name syntax".to_string()));
+        assert_eq!(name(""), Err("invalid name syntax".to_string()));
+    }
+}
