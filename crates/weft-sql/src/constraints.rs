@@ -212,7 +212,7 @@ fn bind_check(table: &TableMeta, expr: &ast::Expr) -> Result<Expr> {
 }
 
 /// A stored CHECK bound again (its text was checked when it was added).
-fn bound_check(table: &TableMeta, check: &CheckMeta) -> Result<Expr> {
+pub(crate) fn bound_check(table: &TableMeta, check: &CheckMeta) -> Result<Expr> {
     let parsed = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
         .try_with_sql(&check.expr)
         .and_then(|mut parser| parser.parse_expr())
@@ -630,7 +630,7 @@ fn resolve_foreign_key(
 }
 
 /// Visit the rows of `table` live for the writer, decoded, with their TIDs.
-fn for_each_live_row(session: &Session, txn: &WriteTxn, table: &TableMeta, cancel: &CancelToken, visit: impl FnMut(Tid, &[Datum]) -> Result<()>) -> Result<()> {
+pub(crate) fn for_each_live_row(session: &Session, txn: &WriteTxn, table: &TableMeta, cancel: &CancelToken, visit: impl FnMut(Tid, &[Datum]) -> Result<()>) -> Result<()> {
     let snapshot = txn.catalog.snapshot();
     let xid = txn.xid;
     for_each_row_where(session, table, 0, |h| h.live_for(&snapshot, Some(xid)), cancel, visit)

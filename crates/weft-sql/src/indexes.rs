@@ -1,10 +1,10 @@
-//! Index statements: CREATE / DROP INDEX, REINDEX, `ALTER TABLE ... SET (parallel_workers)`,
+//! Index statements: CREATE / DROP INDEX, REINDEX,
 //! the index maintenance of writing statements, and `weft_index_check`.
 
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use sqlparser::ast::{self, Statement};
+use sqlparser::ast;
 use weft_access::btree::{self, BTree, BTreeDesc, BTreeWriter, TidWord};
 use weft_access::catalog::{IndexColumnMeta, IndexConstraint, IndexExpression, IndexMeta, TableMeta};
 use weft_access::heap::{self, scan_own_rows, Tid};
@@ -43,7 +43,7 @@ struct IndexOptions {
     parallel_workers: Option<u32>,
 }
 
-fn option_integer(name: &str, value: &ast::Expr, min: i64, max: i64) -> Result<i64> {
+pub(crate) fn option_integer(name: &str, value: &ast::Expr, min: i64, max: i64) -> Result<i64> {
     let text = match value {
         ast::Expr::Value(v) => match &v.value {
             ast::Value::Number(n, _) => n.clone(),
@@ -108,8 +108,10 @@ pub(crate) fn generated_name(catalog: &Catalog, table: &str, columns: &[String],
 }
 
 pub fn create_index(session: &mut Session, create: &ast::CreateIndex, cancel: &CancelToken) -> Result<QueryResult> {
-    if create.concurrently {
-        return Err(Error::not_supported("CREATE INDEX CONCURRENTLY is not supported yet"));
+    // weft's build never blocks readers, so CONCURRENTLY builds as usual; like
+    // PostgreSQL it refuses to run inside a transaction block.
+    if create.concurrently && session.in_transaction_block() {
+        return Err(Error::new(SqlState::ACTIVE_SQL_TRANSACTION, "CREATE INDEX CONCURRENTLY cannot run inside a transaction block"));
     }
     if let Some(using) = &create.using {
         check_access_method(&using.to_string())?;
@@ -603,22 +605,27 @@ pub fn try_reindex(session: &mut Session, sql: &str, cancel: &CancelToken) -> Op
         Some((kind, rest)) => (kind.to_lowercase(), rest),
         None => return Some(Err(Error::syntax("syntax error at end of input"))),
     };
-    let rest: Vec<&str> = rest.iter().copied().filter(|w| !w.eq_ignore_ascii_case("concurrently")).collect();
-    let name = match rest.as_slice() {
+    let concurrently = rest.first().is_some_and(|w| w.eq_ignore_ascii_case("concurrently"));
+    let rest = if concurrently { &rest[1..] } else { rest };
+    if concurrently && session.in_transaction_block() {
+        return Some(Err(Error::new(SqlState::ACTIVE_SQL_TRANSACTION, "REINDEX CONCURRENTLY cannot run inside a transaction block")));
+    }
+    let name = match rest {
         [name] => name.trim_matches('"').to_string(),
         [] => return Some(Err(Error::syntax("syntax error at end of input"))),
         [_, extra, ..] => return Some(Err(Error::syntax(format!("syntax error at or near \"{extra}\"")))),
     };
     let name = if rest[0].starts_with('"') { name } else { name.to_lowercase() };
     Some(match kind.as_str() {
-        "index" => reindex(session, Some(&name), None, cancel),
-        "table" => reindex(session, None, Some(&name), cancel),
+        "index" => reindex(session, Some(&name), None, concurrently, cancel),
+        "table" => reindex(session, None, Some(&name), concurrently, cancel),
+        "system" if concurrently => Err(Error::not_supported("cannot reindex system catalogs concurrently")),
         "schema" | "database" | "system" => Err(Error::not_supported(format!("REINDEX {} is not supported yet", kind.to_uppercase()))),
         other => Err(Error::syntax(format!("syntax error at or near \"{other}\""))),
     })
 }
 
-fn reindex(session: &mut Session, index: Option<&str>, table: Option<&str>, cancel: &CancelToken) -> Result<QueryResult> {
+fn reindex(session: &mut Session, index: Option<&str>, table: Option<&str>, concurrently: bool, cancel: &CancelToken) -> Result<QueryResult> {
     let mut notices = Vec::new();
     let mut last = None;
     session.write(|txn| {
@@ -635,7 +642,15 @@ fn reindex(session: &mut Session, index: Option<&str>, table: Option<&str>, canc
             }
             (None, Some(table)) => {
                 txn.catalog.table(table)?;
-                txn.catalog.indexes_of(table).map(|i| i.name.clone()).collect()
+                let names: Vec<String> = txn.catalog.indexes_of(table).map(|i| i.name.clone()).collect();
+                if names.is_empty() {
+                    notices.push(if concurrently {
+                        format!("NOTICE:  table \"{table}\" has no indexes that can be reindexed concurrently")
+                    } else {
+                        format!("NOTICE:  table \"{table}\" has no indexes to reindex")
+                    });
+                }
+                names
             }
             (None, None) => Vec::new(),
         };
@@ -686,93 +701,6 @@ pub(crate) fn rebuild_indexes_of(
         last = Some(rebuild_index(session, txn, &name, command, cancel, notices)?);
     }
     Ok(last)
-}
-
-/// `ALTER TABLE t SET (parallel_workers = n)` / `RESET (parallel_workers)`.
-pub fn alter_table(session: &mut Session, alter: &Statement, cancel: &CancelToken) -> Result<QueryResult> {
-    let Statement::AlterTable(alter) = alter else { return Err(Error::internal("not an ALTER TABLE")) };
-    let name = object_name(&alter.name)?;
-    let mut notices = Vec::new();
-    session.write(|txn| {
-        if !txn.catalog.tables.contains_key(&name) {
-            if alter.if_exists {
-                return Ok(());
-            }
-            return Err(weft_access::catalog::undefined_table(&name));
-        }
-        for operation in &alter.operations {
-            match operation {
-                ast::AlterTableOperation::SetOptionsParens { options } => {
-                    for option in options {
-                        let ast::SqlOption::KeyValue { key, value } = option else {
-                            return Err(Error::not_supported(format!("ALTER TABLE option {option}")));
-                        };
-                        let key = ident_name(key);
-                        match key.as_str() {
-                            "parallel_workers" => {
-                                let n = option_integer(&key, value, 0, 1024)? as u32;
-                                txn.catalog.table_mut(&name)?.parallel_workers = Some(n);
-                            }
-                            other => {
-                                return Err(Error::not_supported(format!("the table option \"{other}\" is not supported yet")))
-                            }
-                        }
-                    }
-                }
-                ast::AlterTableOperation::AddConstraint { constraint, not_valid: false } => {
-                    match crate::constraints::ConstraintDef::from_table_constraint(constraint)? {
-                        Some(constraint) => crate::constraints::add_constraints(session, txn, &name, vec![constraint], cancel)?,
-                        None => {
-                            let constraint = KeyConstraint::from_table_constraint(constraint)?;
-                            add_key_constraints(session, txn, &name, &[constraint], cancel, &mut notices)?;
-                        }
-                    }
-                }
-                ast::AlterTableOperation::DropConstraint { if_exists, name: constraint, drop_behavior } => {
-                    let constraint = ident_name(constraint);
-                    let found = txn.catalog.indexes.get(&constraint).is_some_and(|i| i.table == name && i.constraint.is_some());
-                    let dependents: Vec<(String, String)> = if found {
-                        crate::constraints::using_index(&txn.catalog, &constraint).into_iter().map(|(t, fk)| (t.name.clone(), fk.name.clone())).collect()
-                    } else {
-                        Vec::new()
-                    };
-                    if let Some((child, fk)) = dependents.first() {
-                        if !matches!(drop_behavior, Some(ast::DropBehavior::Cascade)) {
-                            return Err(Error::new(
-                                SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
-                                format!("cannot drop constraint {constraint} on table {name} because other objects depend on it"),
-                            )
-                            .with_detail(format!("constraint {fk} on table {child} depends on index {constraint}"))
-                            .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
-                        }
-                        for (child, fk) in &dependents {
-                            crate::constraints::drop_constraint(txn, child, fk)?;
-                            notices.push(format!("NOTICE:  drop cascades to constraint {fk} on table {child}"));
-                        }
-                    }
-                    if !found && crate::constraints::drop_constraint(txn, &name, &constraint)? {
-                        continue;
-                    }
-                    if found {
-                        let index = txn.catalog.indexes.remove(&constraint).expect("found above");
-                        txn.drop_relation(index.locator());
-                    } else if *if_exists {
-                        notices.push(format!("NOTICE:  constraint \"{constraint}\" of relation \"{name}\" does not exist, skipping"));
-                    } else {
-                        return Err(Error::new(
-                            SqlState::UNDEFINED_OBJECT,
-                            format!("constraint \"{constraint}\" of relation \"{name}\" does not exist"),
-                        ));
-                    }
-                }
-                other => return Err(Error::not_supported(format!("ALTER TABLE ... {other} is not supported yet"))),
-            }
-        }
-        Ok(())
-    })?;
-    let mut result = QueryResult::command("ALTER TABLE");
-    result.notices = notices;
-    Ok(result)
 }
 
 /// The index maintenance pass of an INSERT or COPY that wrote rows with `txn.xid` into

@@ -3,6 +3,8 @@
 
 mod datetime_bind;
 mod access_path;
+mod alter_column;
+mod alter_table;
 mod ast_walk;
 mod analyze;
 mod api;

@@ -125,10 +125,16 @@ impl Session {
         let token = CancelToken::new();
         *self.cancel.lock() = token.clone();
         let vacuum = crate::vacuum::is_vacuum(sql);
-        if vacuum || crate::indexes::is_reindex(sql) {
+        let reindex = crate::indexes::is_reindex(sql);
+        if vacuum || reindex || crate::alter_table::is_text_statement(sql) {
             self.check_not_failed()?;
-            let outcome =
-                if vacuum { Some(crate::vacuum::vacuum(self, sql, &token)) } else { crate::indexes::try_reindex(self, sql, &token) };
+            let outcome = if vacuum {
+                Some(crate::vacuum::vacuum(self, sql, &token))
+            } else if reindex {
+                crate::indexes::try_reindex(self, sql, &token)
+            } else {
+                crate::alter_table::try_text_statement(self, sql)
+            };
             if let Some(outcome) = outcome {
                 let mut result = self.after_statement(outcome)?;
                 result.notices.splice(0..0, self.pending_notices.lock().drain(..));

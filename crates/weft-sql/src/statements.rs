@@ -37,7 +37,8 @@ pub fn execute(session: &mut Session, statement: &Statement, cancel: &CancelToke
             crate::sequences::create_sequence(session, name, *if_not_exists, data_type.as_ref(), sequence_options)
         }
         Statement::CreateIndex(create) => crate::indexes::create_index(session, create, cancel),
-        Statement::AlterTable(_) => crate::indexes::alter_table(session, statement, cancel),
+        Statement::AlterTable(_) => crate::alter_table::alter_table(session, statement, cancel),
+        Statement::AlterIndex { name, operation } => crate::alter_table::alter_index(session, name, operation, false),
         Statement::Analyze(analyze) => crate::analyze::analyze(session, analyze, cancel),
         Statement::Drop { object_type, .. } => Err(Error::not_supported(format!("DROP {object_type} is not supported yet"))),
         Statement::Truncate(t) => truncate(session, &t.table_names, matches!(t.cascade, Some(ast::CascadeOption::Cascade))),
@@ -250,7 +251,7 @@ fn create_table(session: &mut Session, create: &ast::CreateTable, cancel: &Cance
 /// The columns of CREATE TABLE, the key constraints written on them, their CHECK and
 /// REFERENCES constraints and the positions of serial columns.
 #[allow(clippy::type_complexity)]
-fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<KeyConstraint>, Vec<ConstraintDef>, Vec<usize>)> {
+pub(crate) fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<KeyConstraint>, Vec<ConstraintDef>, Vec<usize>)> {
     let mut columns: Vec<ColumnMeta> = Vec::with_capacity(defs.len());
     let mut keys = Vec::new();
     let mut constraints = Vec::new();
@@ -277,10 +278,6 @@ fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<K
             }
             None => sql_type_modified(&def.data_type)?,
         };
-        let type_name = match type_modifier {
-            Some(modifier) => modifier.base_type_name(),
-            None => data_type.name(),
-        };
         let mut not_null = serial.is_some();
         let mut default = None;
         for option in &def.options {
@@ -297,34 +294,7 @@ fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<K
                         ));
                     }
                 }
-                ast::ColumnOption::Default(expr) => {
-                    // Checked now, as PostgreSQL does: it must bind without columns and
-                    // take the column's type.
-                    let bound = Binder::new(&Scope::default()).bind(expr).map_err(|e| match e.sqlstate {
-                        SqlState::UNDEFINED_COLUMN => Error::new(SqlState::FEATURE_NOT_SUPPORTED, "cannot use column reference in DEFAULT expression"),
-                        _ => e,
-                    })?;
-                    let from = bound.data_type();
-                    let coerced = assignment_coerce(bound, data_type, type_modifier, &name).map_err(|e| match e.sqlstate {
-                        SqlState::DATATYPE_MISMATCH => Error::new(
-                            SqlState::DATATYPE_MISMATCH,
-                            format!("column \"{name}\" is of type {type_name} but default expression is of type {}", from.name()),
-                        )
-                        .with_hint("You will need to rewrite or cast the expression."),
-                        _ => e,
-                    })?;
-                    // A quoted literal is read as the column's type now, as PostgreSQL does;
-                    // a length or precision is checked only when a row takes the default
-                    // (`smallint`, a type of its own in PostgreSQL, is read as one now).
-                    if matches!(expr, ast::Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_))) {
-                        let read = match &coerced {
-                            Expr::ApplyModifier { expr, modifier, .. } if *modifier != TypeModifier::SmallInt => expr.as_ref(),
-                            other => other,
-                        };
-                        read.eval(&[], &weft_exec::expr::EvalContext::default())?;
-                    }
-                    default = Some(expr.to_string());
-                }
+                ast::ColumnOption::Default(expr) => default = Some(checked_default(expr, &name, data_type, type_modifier)?),
                 ast::ColumnOption::PrimaryKey(_) => {
                     keys.push(KeyConstraint::for_column(IndexConstraint::PrimaryKey, option.name.as_ref().map(ident_name), &def.name))
                 }
@@ -350,9 +320,45 @@ fn column_definitions(defs: &[ast::ColumnDef]) -> Result<(Vec<ColumnMeta>, Vec<K
     Ok((columns, keys, constraints, serials))
 }
 
+/// A column's `DEFAULT` checked as PostgreSQL checks it when it is declared (CREATE TABLE,
+/// ALTER TABLE ... ADD COLUMN / SET DEFAULT / TYPE): it must bind without columns and take
+/// the column's type. Returns the text kept in the catalog.
+pub(crate) fn checked_default(expr: &ast::Expr, name: &str, data_type: DataType, type_modifier: Option<TypeModifier>) -> Result<String> {
+    let type_name = match type_modifier {
+        Some(modifier) => modifier.base_type_name(),
+        None => data_type.name(),
+    };
+    // Checked now, as PostgreSQL does: it must bind without columns and
+    // take the column's type.
+    let bound = Binder::new(&Scope::default()).bind(expr).map_err(|e| match e.sqlstate {
+        SqlState::UNDEFINED_COLUMN => Error::new(SqlState::FEATURE_NOT_SUPPORTED, "cannot use column reference in DEFAULT expression"),
+        _ => e,
+    })?;
+    let from = bound.data_type();
+    let coerced = assignment_coerce(bound, data_type, type_modifier, name).map_err(|e| match e.sqlstate {
+        SqlState::DATATYPE_MISMATCH => Error::new(
+            SqlState::DATATYPE_MISMATCH,
+            format!("column \"{name}\" is of type {type_name} but default expression is of type {}", from.name()),
+        )
+        .with_hint("You will need to rewrite or cast the expression."),
+        _ => e,
+    })?;
+    // A quoted literal is read as the column's type now, as PostgreSQL does;
+    // a length or precision is checked only when a row takes the default
+    // (`smallint`, a type of its own in PostgreSQL, is read as one now).
+    if matches!(expr, ast::Expr::Value(v) if matches!(v.value, ast::Value::SingleQuotedString(_))) {
+        let read = match &coerced {
+            Expr::ApplyModifier { expr, modifier, .. } if *modifier != TypeModifier::SmallInt => expr.as_ref(),
+            other => other,
+        };
+        read.eval(&[], &weft_exec::expr::EvalContext::default())?;
+    }
+    Ok(expr.to_string())
+}
+
 /// Give each serial column of the new table `name` its sequence (`table_column_seq`,
 /// numbered on a clash) and the default `nextval('that_sequence')`.
-fn add_serial_sequences(txn: &mut WriteTxn, name: &str, columns: &mut [ColumnMeta], serials: &[usize]) {
+pub(crate) fn add_serial_sequences(txn: &mut WriteTxn, name: &str, columns: &mut [ColumnMeta], serials: &[usize]) {
     for &i in serials {
         let column = &mut columns[i];
         let seq_name = crate::indexes::generated_name(&txn.catalog, name, std::slice::from_ref(&column.name), "seq");

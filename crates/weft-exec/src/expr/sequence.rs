@@ -147,7 +147,17 @@ impl Sequences {
         let mut state = self.state.lock();
         state.retain(|name, _| catalog.contains_key(name));
         for (name, seq) in catalog {
-            state.entry(name.clone()).or_insert_with(|| seq.clone());
+            // The owner follows the catalog (a rename, or the rollback of one).
+            state.entry(name.clone()).and_modify(|s| s.owned_by.clone_from(&seq.owned_by)).or_insert_with(|| seq.clone());
+        }
+    }
+
+    /// ALTER TABLE ... RENAME moved the owner of sequence `name` (a serial column's):
+    /// the next commit must still recognize it as the same sequence when it records its
+    /// value. A rollback puts the old owner back through [`install`](Self::install).
+    pub fn set_owner(&self, name: &str, owned_by: Option<(String, String)>) {
+        if let Some(seq) = self.state.lock().get_mut(name) {
+            seq.owned_by = owned_by;
         }
     }
 }
