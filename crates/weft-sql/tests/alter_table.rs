@@ -5,7 +5,7 @@
 //! readers running while ALTERs commit see the table before or after, never broken.
 
 #[allow(unused_imports)]
-mod common;
+use super::common;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};

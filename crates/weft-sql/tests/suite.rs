@@ -5,6 +5,7 @@
 
 mod common;
 
+mod alter_table;
 mod database;
 mod dml_concurrency;
 mod explain;

@@ -5,7 +5,7 @@
 //! columns, indexes and constraints (with the constraints, expression and partial indexes,
 //! foreign keys and serial sequences that refer to them), and ALTER TABLE's column actions.
 
-mod oracle;
+use super::oracle;
 
 use oracle::compare_script;
 

@@ -17,6 +17,7 @@ mod pg_oracle_aggregates;
 mod pg_oracle_catalog;
 mod pg_oracle_constraints;
 mod pg_oracle_datetime;
+mod pg_oracle_ddl;
 mod pg_oracle_functions;
 mod pg_oracle_grouping_sets;
 mod pg_oracle_index;
