@@ -376,7 +376,7 @@ impl<'a> Binder<'a> {
         if function != AggregateFunction::StringAgg {
             order_by.clear(); // the result does not depend on the order of the input
         }
-        let mut call = AggregateCall { function, arg, arg2, filter, order_by, distinct, result_type };
+        let mut call = AggregateCall { function, arg, arg2, filter, order_by, direct: Vec::new(), distinct, result_type };
         crate::subplan::check_aggregate_level(&call)?;
         if distinct {
             distinct_call(&mut call)?;
