@@ -272,6 +272,18 @@ pub enum AggregateFunction {
     RegrSxx,
     RegrSyy,
     RegrSxy,
+    /// The ordered-set aggregates `f(direct) WITHIN GROUP (ORDER BY x)` (`ordered_set.rs`):
+    /// `arg` is x, `order_by` its one key, `direct` the percentile's fraction (float8).
+    PercentileCont,
+    PercentileDisc,
+    Mode,
+    /// The hypothetical-set aggregates `f(h1, ..., hn) WITHIN GROUP (ORDER BY x1, ..., xn)`:
+    /// the rank the row (h1, ..., hn) would have among the group's rows. `order_by` holds
+    /// the xi, `direct` the hi (each pair of one type), `arg` is x1.
+    HypotheticalRank,
+    HypotheticalDenseRank,
+    HypotheticalPercentRank,
+    HypotheticalCumeDist,
 }
 
 impl AggregateFunction {
@@ -308,7 +320,26 @@ impl AggregateFunction {
             RegrSxx => "regr_sxx",
             RegrSyy => "regr_syy",
             RegrSxy => "regr_sxy",
+            PercentileCont => "percentile_cont",
+            PercentileDisc => "percentile_disc",
+            Mode => "mode",
+            HypotheticalRank => "rank",
+            HypotheticalDenseRank => "dense_rank",
+            HypotheticalPercentRank => "percent_rank",
+            HypotheticalCumeDist => "cume_dist",
         }
+    }
+
+    /// Written `f(...) WITHIN GROUP (ORDER BY ...)`: an ordered-set or hypothetical-set
+    /// aggregate.
+    pub fn is_ordered_set(self) -> bool {
+        use AggregateFunction::*;
+        matches!(self, PercentileCont | PercentileDisc | Mode) || self.is_hypothetical()
+    }
+
+    pub fn is_hypothetical(self) -> bool {
+        use AggregateFunction::*;
+        matches!(self, HypotheticalRank | HypotheticalDenseRank | HypotheticalPercentRank | HypotheticalCumeDist)
     }
 
     /// Takes two arguments (string_agg's value and delimiter, a regression's Y and X).
@@ -339,8 +370,13 @@ pub struct AggregateCall {
     pub filter: Option<Expr>,
     /// `ORDER BY` inside the call, kept only where the result depends on the order of the
     /// input (string_agg): its rows are sorted by these keys when the aggregate finishes,
-    /// so partial states of participants and spill files combine in any order.
+    /// so partial states of participants and spill files combine in any order. For an
+    /// ordered-set aggregate, its `WITHIN GROUP (ORDER BY ...)`.
     pub order_by: Vec<AggregateOrderKey>,
+    /// An ordered-set aggregate's direct arguments (`percentile_cont(0.5)`, `rank(3, 'x')`):
+    /// expressions over the input row that read only constants and group keys, so every
+    /// row of a group gives the same values. Empty for the other aggregates.
+    pub direct: Vec<Expr>,
     /// `f(DISTINCT x)`: each group's distinct non-NULL values of `arg` are collected and
     /// fed to `f` in ascending order when the group finishes (the order PostgreSQL's sort
     /// gives them). The binder has folded a FILTER into `arg`.
@@ -359,17 +395,27 @@ pub struct AggregateOrderKey {
 impl AggregateCall {
     /// A call of `function` on `arg`, with no second argument, FILTER or ORDER BY.
     pub fn new(function: AggregateFunction, arg: Option<Expr>, result_type: DataType) -> AggregateCall {
-        AggregateCall { function, arg, arg2: None, filter: None, order_by: Vec::new(), distinct: false, result_type }
+        AggregateCall {
+            function,
+            arg,
+            arg2: None,
+            filter: None,
+            order_by: Vec::new(),
+            direct: Vec::new(),
+            distinct: false,
+            result_type,
+        }
     }
 
     /// Every expression the call evaluates per input row.
     pub fn exprs(&self) -> impl Iterator<Item = &Expr> {
-        self.arg.iter().chain(&self.arg2).chain(&self.filter).chain(self.order_by.iter().map(|k| &k.expr))
+        let order = self.order_by.iter().map(|k| &k.expr);
+        self.arg.iter().chain(&self.arg2).chain(&self.filter).chain(order).chain(&self.direct)
     }
 
     pub fn exprs_mut(&mut self) -> impl Iterator<Item = &mut Expr> {
         let order = self.order_by.iter_mut().map(|k| &mut k.expr);
-        self.arg.iter_mut().chain(&mut self.arg2).chain(&mut self.filter).chain(order)
+        self.arg.iter_mut().chain(&mut self.arg2).chain(&mut self.filter).chain(order).chain(&mut self.direct)
     }
 
     /// PostgreSQL's result type of `function(input)` (for a regression aggregate, both
@@ -394,6 +440,10 @@ impl AggregateCall {
             (BitAnd | BitOr | BitXor, Some(t @ (Int4 | Int8))) => t,
             (RegrCount, Some(Float8)) => Int8,
             (f, Some(Float8)) if f.is_regression() => Float8,
+            (PercentileCont, Some(t @ (Float8 | Interval))) => t,
+            (PercentileDisc | Mode, Some(t)) => t,
+            (HypotheticalRank | HypotheticalDenseRank, _) => Int8,
+            (HypotheticalPercentRank | HypotheticalCumeDist, _) => Float8,
             _ => return None,
         })
     }

@@ -19,6 +19,7 @@ use weft_common::{Coercion, DataType, Datum, Error, Result, SqlState, TypeModifi
 use weft_exec::expr::{self as ex, BinaryOp, Expr, UnaryOp};
 use weft_exec::plan::{AggregateCall, AggregateFunction, AggregateOrderKey};
 
+use crate::ordered_set::{direct_argument_asts, within_group_required};
 use crate::planner::PlanContext;
 use crate::subplan::{is_unresolved, OuterQuery};
 
@@ -172,15 +173,37 @@ pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
         "regr_sxx" => AggregateFunction::RegrSxx,
         "regr_syy" => AggregateFunction::RegrSyy,
         "regr_sxy" => AggregateFunction::RegrSxy,
+        "percentile_cont" => AggregateFunction::PercentileCont,
+        "percentile_disc" => AggregateFunction::PercentileDisc,
+        "mode" => AggregateFunction::Mode,
         _ => return None,
     })
+}
+
+/// The hypothetical-set aggregates: `rank(...) WITHIN GROUP (ORDER BY ...)`; without
+/// WITHIN GROUP these names are window functions.
+fn hypothetical_function(name: &str) -> Option<AggregateFunction> {
+    Some(match name {
+        "rank" => AggregateFunction::HypotheticalRank,
+        "dense_rank" => AggregateFunction::HypotheticalDenseRank,
+        "percent_rank" => AggregateFunction::HypotheticalPercentRank,
+        "cume_dist" => AggregateFunction::HypotheticalCumeDist,
+        _ => return None,
+    })
+}
+
+/// The aggregate a call names: a plain or ordered-set aggregate, or a hypothetical-set
+/// one when written with WITHIN GROUP. Whether it has OVER is the caller's question.
+pub fn aggregate_of_call(f: &ast::Function) -> Option<AggregateFunction> {
+    let name = object_name(&f.name).ok()?;
+    aggregate_function(&name).or_else(|| if f.within_group.is_empty() { None } else { hypothetical_function(&name) })
 }
 
 /// Does this AST contain an aggregate call (outside subqueries)? An aggregate inside a
 /// `(SELECT ...)`, `EXISTS` or `IN (SELECT ...)` belongs to that subquery's level.
 pub fn contains_aggregate(expr: &ast::Expr) -> bool {
     // `sum(x) OVER (...)` is a window function; its arguments may hold aggregates.
-    contains_call(expr, |f| f.over.is_none() && object_name(&f.name).is_ok_and(|name| aggregate_function(&name).is_some()))
+    contains_call(expr, |f| f.over.is_none() && aggregate_of_call(f).is_some())
 }
 
 /// Does this AST contain a function call `is_wanted` accepts, at this query level (not
@@ -259,12 +282,12 @@ impl<'a> Binder<'a> {
     /// In aggregate mode: an aggregate call or a group key, else `None` (bind normally).
     fn bind_aggregate_node(&mut self, expr: &ast::Expr) -> Result<Option<Expr>> {
         if let ast::Expr::Function(f) = expr {
-            let name = object_name(&f.name)?;
-            if let Some(function) = aggregate_function(&name) {
+            if let Some(function) = aggregate_of_call(f) {
                 let call = {
                     let mut plain = Binder { scope: self.scope, aggregates: None, planner: self.planner, windows: None };
                     plain.bind_aggregate_call(function, f, false)?
                 };
+                self.check_direct_arguments(&call, f)?;
                 let aggregates = self.aggregates.as_mut().expect("aggregate mode");
                 let index = aggregates.group_by.len() + aggregates.calls.len();
                 let data_type = call.result_type;
@@ -297,11 +320,11 @@ impl<'a> Binder<'a> {
             ast::FunctionArguments::Subquery(_) => return Err(Error::not_supported("subquery as function argument")),
         };
         let distinct = list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct);
+        if function.is_ordered_set() {
+            return self.bind_ordered_set_call(function, f, &name, list, window);
+        }
         if !f.within_group.is_empty() {
-            return Err(Error::new(
-                SqlState::WRONG_OBJECT_TYPE,
-                format!("{name} is not an ordered-set aggregate, so it cannot have WITHIN GROUP"),
-            ));
+            return Err(self.within_group_of_plain_aggregate(function, f, &name, list));
         }
         let mut order_asts: &[ast::OrderByExpr] = &[];
         for clause in &list.clauses {
@@ -358,15 +381,7 @@ impl<'a> Binder<'a> {
         if distinct && function.is_regression() {
             return Err(Error::not_supported(format!("{name}(DISTINCT ...) is not supported yet")));
         }
-        let filter = match &f.filter {
-            Some(condition) => {
-                if contains_aggregate(condition) && !window {
-                    return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in FILTER"));
-                }
-                Some(crate::planner::require_bool(self.bind(condition)?, "FILTER")?)
-            }
-            None => None,
-        };
+        let filter = self.bind_aggregate_filter(f, window)?;
         let mut order_by = Vec::with_capacity(order_asts.len());
         for item in order_asts {
             nested(&item.expr)?;
@@ -376,12 +391,20 @@ impl<'a> Binder<'a> {
         if function != AggregateFunction::StringAgg {
             order_by.clear(); // the result does not depend on the order of the input
         }
-        let mut call = AggregateCall { function, arg, arg2, filter, order_by, distinct, result_type };
+        let mut call = AggregateCall { function, arg, arg2, filter, order_by, direct: Vec::new(), distinct, result_type };
         crate::subplan::check_aggregate_level(&call)?;
         if distinct {
             distinct_call(&mut call)?;
         }
         Ok(call)
+    }
+
+    pub(crate) fn bind_aggregate_filter(&mut self, f: &ast::Function, window: bool) -> Result<Option<Expr>> {
+        let Some(condition) = &f.filter else { return Ok(None) };
+        if contains_aggregate(condition) && !window {
+            return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in FILTER"));
+        }
+        Ok(Some(crate::planner::require_bool(self.bind(condition)?, "FILTER")?))
     }
 
     fn bind_node(&mut self, expr: &ast::Expr) -> Result<Expr> {
@@ -884,7 +907,7 @@ impl<'a> Binder<'a> {
 
     fn bind_function(&mut self, f: &ast::Function) -> Result<Expr> {
         let name = object_name(&f.name)?;
-        if aggregate_function(&name).is_some() {
+        if aggregate_of_call(f).is_some() {
             return Err(Error::new(
                 SqlState::GROUPING_ERROR,
                 if self.aggregates.is_none() && !self.scope.columns.is_empty() {
@@ -894,8 +917,21 @@ impl<'a> Binder<'a> {
                 },
             ));
         }
+        let has_args = matches!(&f.args, ast::FunctionArguments::List(l) if !l.args.is_empty());
+        if hypothetical_function(&name).is_some() && has_args {
+            return Err(within_group_required(&name));
+        }
         if crate::window::is_window_function(&name) {
             return Err(Error::new(SqlState::WRONG_OBJECT_TYPE, format!("window function {name} requires an OVER clause")));
+        }
+        if !f.within_group.is_empty() {
+            // PostgreSQL looks for a function taking the direct and ordering arguments.
+            let (direct, _) = direct_argument_asts(f)?;
+            let mut args = direct.into_iter().map(|e| self.bind(e)).collect::<Result<Vec<_>>>()?;
+            for item in &f.within_group {
+                args.push(self.bind(&item.expr)?);
+            }
+            return Err(no_aggregate(&name, &args));
         }
         let clauses = match &f.args {
             ast::FunctionArguments::List(list) => list.clauses.as_slice(),

@@ -56,23 +56,42 @@ pub fn deparse(expr: &Expr, input: &[ColumnText]) -> String {
     out
 }
 
-/// `count(*)`, `sum(a)`, `avg((a + 1))`.
+/// `count(*)`, `sum(a)`, `avg((a + 1))`, `percentile_cont('0.5'::double precision) WITHIN
+/// GROUP (ORDER BY b)`.
 pub fn aggregate_call(call: &AggregateCall, input: &[ColumnText]) -> String {
     let mut out = format!("{}(", call.function.name());
-    if call.distinct {
-        out.push_str("DISTINCT ");
-    }
-    match &call.arg {
-        None => out.push('*'),
-        Some(arg) => write_expr(arg, input, &mut out),
-    }
-    if let Some(arg2) = &call.arg2 {
-        out.push_str(", ");
-        write_expr(arg2, input, &mut out);
+    if call.function.is_ordered_set() {
+        for (i, direct) in call.direct.iter().enumerate() {
+            if i > 0 {
+                out.push_str(", ");
+            }
+            write_expr(direct, input, &mut out);
+        }
+        out.push_str(") WITHIN GROUP (");
+    } else {
+        if call.distinct {
+            out.push_str("DISTINCT ");
+        }
+        match &call.arg {
+            None => out.push('*'),
+            Some(arg) => write_expr(arg, input, &mut out),
+        }
+        if let Some(arg2) = &call.arg2 {
+            out.push_str(", ");
+            write_expr(arg2, input, &mut out);
+        }
     }
     for (i, key) in call.order_by.iter().enumerate() {
-        out.push_str(if i == 0 { " ORDER BY " } else { ", " });
+        out.push_str(if i == 0 { if call.function.is_ordered_set() { "ORDER BY " } else { " ORDER BY " } } else { ", " });
+        // PostgreSQL's `get_rule_sortgroupclause` parenthesizes function calls (casts).
+        let function_call = matches!(key.expr, Expr::Cast { .. } | Expr::Function { .. }) && !is_constant(&key.expr);
+        if function_call {
+            out.push('(');
+        }
         write_expr(&key.expr, input, &mut out);
+        if function_call {
+            out.push(')');
+        }
         match (key.descending, key.nulls_first) {
             (false, false) => {}
             (false, true) => out.push_str(" NULLS FIRST"),
@@ -175,7 +194,7 @@ pub fn constant(value: &Datum, data_type: DataType) -> String {
 
 /// Does the expression read no column and call nothing volatile (so the planner would
 /// have folded it to a constant)?
-fn is_constant(expr: &Expr) -> bool {
+pub(crate) fn is_constant(expr: &Expr) -> bool {
     match expr {
         // Its value is known only once the statement runs (EXPLAIN prints `$n`).
         Expr::Column { .. } | Expr::ScalarSubquery(_) | Expr::SubPlan { .. } | Expr::Param { .. } => false,
@@ -636,6 +655,18 @@ mod tests {
         assert_eq!(aggregate_call(&slope, &input2), "regr_slope((a)::double precision, (b)::double precision)");
         let stddev = AggregateCall::new(AggregateFunction::Stddev, Some(col(0, Int4)), Numeric);
         assert_eq!(aggregate_call(&stddev, &input), "stddev(a)");
+        // Ordered-set calls: direct arguments, then WITHIN GROUP; a cast key in parentheses.
+        let mut percentile = AggregateCall::new(AggregateFunction::PercentileCont, Some(float(col(0, Int4))), Float8);
+        percentile.direct = vec![lit(Datum::Float8(0.5), Float8)];
+        percentile.order_by = vec![weft_exec::plan::AggregateOrderKey { expr: float(col(0, Int4)), descending: true, nulls_first: true }];
+        assert_eq!(
+            aggregate_call(&percentile, &input2),
+            "percentile_cont('0.5'::double precision) WITHIN GROUP (ORDER BY ((a)::double precision) DESC)"
+        );
+        let mut mode = AggregateCall::new(AggregateFunction::Mode, Some(col(1, Int8)), Int8);
+        mode.order_by = vec![weft_exec::plan::AggregateOrderKey { expr: col(1, Int8), descending: false, nulls_first: true }];
+        mode.filter = Some(bin(BinaryOp::Gt, col(0, Int4), lit(Datum::Int4(1), Int4)));
+        assert_eq!(aggregate_call(&mode, &input2), "mode() WITHIN GROUP (ORDER BY b NULLS FIRST) FILTER (WHERE (a > 1))");
         let nullif = Expr::Function { func: ScalarFunction::NullIf, args: vec![col(0, Int4), lit(Datum::Int4(0), Int4)], data_type: Int4 };
         assert_eq!(deparse(&nullif, &input), "NULLIF(a, 0)");
     }

@@ -21,7 +21,7 @@ use weft_common::{Datum, Error, Result, SqlState};
 use weft_exec::expr::Expr;
 use weft_exec::plan::{Plan, SetOpPlan, SetOperator, Step};
 
-use crate::bind::{aggregate_function, contains_call, object_name, AggregateContext, Binder, Scope};
+use crate::bind::{contains_call, object_name, AggregateContext, Binder, Scope};
 use crate::planner::{analyze_from_clause, bind_grouped_outputs, plan_aggregate, visible_asts, FromPlan, GroupedOutputs, PlanContext, PlannedQuery};
 use crate::window::WindowContext;
 
@@ -192,7 +192,7 @@ fn replace_grouping(expr: &ast::Expr, replacement: &mut dyn FnMut(&ast::Function
         error: Option<Error>,
     }
     fn is_aggregate_call(f: &ast::Function) -> bool {
-        f.over.is_none() && object_name(&f.name).is_ok_and(|name| aggregate_function(&name).is_some())
+        f.over.is_none() && crate::bind::aggregate_of_call(f).is_some()
     }
     impl VisitorMut for Replacer<'_> {
         type Break = ();

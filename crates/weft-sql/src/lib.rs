@@ -26,6 +26,7 @@ mod indexes;
 mod join;
 mod lateral;
 mod modify;
+mod ordered_set;
 mod parse;
 mod planner;
 mod returning;

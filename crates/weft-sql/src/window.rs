@@ -167,6 +167,11 @@ pub(crate) fn bind_window_call(binder: &mut Binder, f: &ast::Function) -> Result
 
 fn bind_call(binder: &mut Binder, f: &ast::Function, windows: &WindowContext) -> Result<BoundCall> {
     let name = object_name(&f.name)?;
+    // WITHIN GROUP, or an ordered-set aggregate: PostgreSQL's errors, OVER's last.
+    if let Some(function) = crate::bind::aggregate_of_call(f).filter(|a| a.is_ordered_set() || !f.within_group.is_empty()) {
+        binder.bind_aggregate_call(function, f, true)?;
+        return Err(Error::internal(format!("{name} bound as a window aggregate")));
+    }
     let list = match &f.args {
         ast::FunctionArguments::List(list) => Some(list),
         ast::FunctionArguments::None => None,

@@ -61,6 +61,7 @@
 //! aggregates over fixed-width columns read heap tuples directly.
 
 mod distinct;
+mod ordered_set;
 mod spill;
 mod stats;
 mod table;
@@ -77,6 +78,7 @@ use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 
 use self::distinct::DistinctValues;
+use self::ordered_set::{HypotheticalCounts, OrderedValues};
 use self::spill::{partition_of, PartitionWriters, SpillDir, SpillFile};
 use self::stats::{bits_result, BitOp, ExactMoments, FloatMoments, RegrMoments, RegrOutput, Spread};
 use self::table::{datum_heap, hash_key, GroupTable, Groups};
@@ -115,6 +117,11 @@ pub(crate) enum Accumulator {
     Bits { value: Option<i64>, op: BitOp, result: DataType },
     /// The two-argument regression aggregates.
     Regr { moments: RegrMoments, output: RegrOutput },
+    /// percentile_cont / percentile_disc / mode: every non-NULL value (`ordered_set.rs`).
+    OrderedSet(Box<OrderedValues>),
+    /// rank / dense_rank / percent_rank / cume_dist WITHIN GROUP: counts around the
+    /// hypothetical row (`ordered_set.rs`).
+    Hypothetical(Box<HypotheticalCounts>),
 }
 
 /// The rows an ordered string_agg has seen.
@@ -170,6 +177,12 @@ impl Accumulator {
     /// The state of `call` without its DISTINCT.
     fn new_plain(call: &AggregateCall) -> Result<Accumulator> {
         use AggregateFunction::*;
+        if call.function.is_hypothetical() {
+            return Ok(Accumulator::Hypothetical(Box::new(HypotheticalCounts::new(call)?)));
+        }
+        if call.function.is_ordered_set() {
+            return Ok(Accumulator::OrderedSet(Box::new(OrderedValues::new(call)?)));
+        }
         let input = call.arg.as_ref().map(|a| a.data_type());
         match (input, Spread::of(call.function), BitOp::of(call.function), RegrOutput::of(call.function)) {
             (Some(DataType::Int4 | DataType::Int8 | DataType::Numeric), Some(spread), _, _) => {
@@ -215,6 +228,8 @@ impl Accumulator {
             Accumulator::StringAgg(Some((text, _))) => text.capacity(),
             Accumulator::StringAggSorted(sorted) => sorted.bytes,
             Accumulator::Distinct(values) => values.bytes,
+            Accumulator::OrderedSet(values) => values.bytes,
+            Accumulator::Hypothetical(rank) => rank.bytes,
             _ => 0,
         }
     }
@@ -272,6 +287,9 @@ impl Accumulator {
                 return Err(Error::internal("string_agg updated without its delimiter"))
             }
             Accumulator::Regr { .. } => return Err(Error::internal("regression aggregate updated with one value")),
+            Accumulator::OrderedSet(_) | Accumulator::Hypothetical(_) => {
+                return Err(Error::internal("ordered-set aggregate updated without its direct arguments"))
+            }
         }
         Ok(0)
     }
@@ -440,6 +458,8 @@ impl Accumulator {
                 }
             }
             (Accumulator::Regr { moments: a, .. }, Accumulator::Regr { moments: b, .. }) => a.merge(&b)?,
+            (Accumulator::OrderedSet(a), Accumulator::OrderedSet(b)) => return Ok(a.merge(*b)),
+            (Accumulator::Hypothetical(a), Accumulator::Hypothetical(b)) => return Ok(a.merge(*b)),
             (a, b) => return Err(Error::internal(format!("cannot merge {a:?} with {b:?}"))),
         }
         Ok(0)
@@ -486,6 +506,8 @@ impl Accumulator {
             Accumulator::FloatMoments { moments, spread } => moments.finish(spread),
             Accumulator::Bits { value, result, .. } => bits_result(value, result),
             Accumulator::Regr { moments, output } => moments.finish(output),
+            Accumulator::OrderedSet(values) => values.finish()?,
+            Accumulator::Hypothetical(rank) => rank.finish(),
         })
     }
 }
@@ -569,6 +591,9 @@ pub(crate) fn update_call(acc: &mut Accumulator, call: &AggregateCall, row: &[Da
             return Ok(0);
         }
     }
+    if call.function.is_ordered_set() {
+        return update_ordered_set(acc, call, row, eval);
+    }
     match &call.arg {
         None => {
             acc.update_count_star();
@@ -595,6 +620,33 @@ pub(crate) fn update_call(acc: &mut Accumulator, call: &AggregateCall, row: &[Da
         }
         Some(Expr::Column { index, .. }) => acc.update_ref(&row[*index]),
         Some(arg) => acc.update_owned(arg.eval(row, eval)?),
+    }
+}
+
+/// Feed one row (past the FILTER) to an ordered-set or hypothetical-set state; the
+/// direct arguments are evaluated on the group's first row when they are not constants.
+fn update_ordered_set(acc: &mut Accumulator, call: &AggregateCall, row: &[Datum], eval: &EvalContext) -> Result<isize> {
+    let direct = |eval_direct: bool| -> Result<Option<Vec<Datum>>> {
+        eval_direct.then(|| call.direct.iter().map(|e| e.eval(row, eval)).collect()).transpose()
+    };
+    match acc {
+        Accumulator::OrderedSet(set) => {
+            let mut grew = 0;
+            if let Some(values) = direct(set.needs_direct())? {
+                grew += set.set_direct(values);
+            }
+            let Some(arg) = &call.arg else { return Err(Error::internal("ordered-set aggregate without its argument")) };
+            Ok(grew + set.push(arg.eval(row, eval)?))
+        }
+        Accumulator::Hypothetical(rank) => {
+            let mut grew = 0;
+            if let Some(values) = direct(rank.needs_direct())? {
+                grew += rank.set_direct(values);
+            }
+            let keys = call.order_by.iter().map(|k| k.expr.eval(row, eval)).collect::<Result<Vec<_>>>()?;
+            Ok(grew + rank.push(keys)?)
+        }
+        other => Err(Error::internal(format!("{other:?} is not an ordered-set state"))),
     }
 }
 
@@ -1266,7 +1318,7 @@ impl Sink for AggregateSink<'_> {
         }
         let mut inputs = Vec::with_capacity(self.aggregates.len());
         for call in self.aggregates {
-            if call.filter.is_some() || call.arg2.is_some() {
+            if call.filter.is_some() || call.arg2.is_some() || call.function.is_ordered_set() {
                 return false;
             }
             match &call.arg {

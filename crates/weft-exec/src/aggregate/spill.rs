@@ -301,7 +301,29 @@ fn encode_state(out: &mut Vec<u8>, s: &Accumulator) {
             out.push(15);
             encode_floats(out, &[m.n, m.sx, m.sxx, m.sy, m.syy, m.sxy]);
         }
+        // The kind, direction and order come from the call (the template); the direct
+        // arguments are written, as they may have come from the group's first row.
+        Accumulator::OrderedSet(set) => {
+            out.push(16);
+            encode_direct(out, set.direct.as_deref());
+            out.extend_from_slice(&(set.values.len() as u64).to_le_bytes());
+            set.values.iter().for_each(|v| encode_datum(out, v));
+        }
+        Accumulator::Hypothetical(rank) => {
+            out.push(17);
+            encode_direct(out, rank.row.as_deref());
+            for n in [rank.before, rank.peers, rank.total, rank.earlier.len() as i64] {
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+            rank.earlier.iter().flatten().for_each(|v| encode_datum(out, v));
+        }
     }
+}
+
+/// Direct arguments: their count (−1: not known yet), then the values.
+fn encode_direct(out: &mut Vec<u8>, direct: Option<&[Datum]>) {
+    out.extend_from_slice(&direct.map_or(-1, |d| d.len() as i64).to_le_bytes());
+    direct.unwrap_or_default().iter().for_each(|v| encode_datum(out, v));
 }
 
 /// Floats by their bits: NaN and infinities of a spread come back as they went.
@@ -310,6 +332,14 @@ fn encode_floats(out: &mut Vec<u8>, values: &[f64]) {
 }
 
 impl Decoder<'_> {
+    fn direct(&mut self) -> Result<Option<Vec<Datum>>> {
+        match self.i64()? {
+            -1 => Ok(None),
+            n if n >= 0 => (0..n).map(|_| self.datum()).collect::<Result<Vec<_>>>().map(Some),
+            _ => Err(corrupt()),
+        }
+    }
+
     fn text(&mut self) -> Result<String> {
         match self.datum()? {
             Datum::Text(text) => Ok(text),
@@ -389,6 +419,29 @@ impl Decoder<'_> {
                 },
                 output: *output,
             },
+            (16, Accumulator::OrderedSet(template)) => {
+                let mut set = template.emptied();
+                if let Some(direct) = self.direct()? {
+                    set.set_direct(direct);
+                }
+                for _ in 0..self.i64()? {
+                    set.push(self.datum()?);
+                }
+                Accumulator::OrderedSet(Box::new(set))
+            }
+            (17, Accumulator::Hypothetical(template)) => {
+                let mut rank = template.emptied();
+                if let Some(row) = self.direct()? {
+                    rank.set_direct(row);
+                }
+                (rank.before, rank.peers, rank.total) = (self.i64()?, self.i64()?, self.i64()?);
+                let width = rank.order.len();
+                for _ in 0..self.i64()? {
+                    let keys = (0..width).map(|_| self.datum()).collect::<Result<Vec<_>>>()?;
+                    rank.push_earlier(keys);
+                }
+                Accumulator::Hypothetical(Box::new(rank))
+            }
             _ => return Err(corrupt()),
         };
         Ok(state)

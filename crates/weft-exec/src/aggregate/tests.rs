@@ -1042,3 +1042,230 @@ fn regression_aggregates_match_postgresql() {
     let horizontal: Vec<Row> = flat.iter().map(|r| vec![r[1].clone(), r[0].clone()]).collect();
     assert_eq!(finish(RegrR2, &horizontal), Datum::Float8(1.0));
 }
+
+// ---------------------------------------------------------------------------------------
+// Ordered-set and hypothetical-set aggregates.
+
+/// Over a row of one int4 key and the `ARG_TYPES` columns (1 int4, 2 int8, 3 numeric,
+/// 4 float8, 5 text): percentile_cont(0.37) WITHIN GROUP (ORDER BY float8 DESC),
+/// percentile_disc(0.5) (ORDER BY text), mode() (ORDER BY int4 % 5), rank(0) (ORDER BY
+/// int4 DESC NULLS LAST) FILTER (WHERE numeric IS NULL), dense_rank('8', 0.0) (ORDER BY
+/// text NULLS FIRST, float8), cume_dist(100) (ORDER BY int8) and percent_rank(key) (ORDER
+/// BY int4 % 7): a hypothetical row read from the group key, as `rank(k)` with GROUP BY k.
+fn ordered_set_calls() -> Vec<AggregateCall> {
+    use crate::plan::AggregateOrderKey;
+    use AggregateFunction::*;
+    let column = |i: usize| Expr::Column { index: 1 + i, data_type: ARG_TYPES[i] };
+    let key = |expr: Expr, descending: bool, nulls_first: bool| AggregateOrderKey { expr, descending, nulls_first };
+    let lit = |value: Datum, data_type: DataType| Expr::Literal { value, data_type };
+    let modulo = |m: i64| binary(BinaryOp::Mod, column(0), Expr::Literal { value: Datum::Int4(m as i32), data_type: DataType::Int4 }, DataType::Int4);
+    let call = |function, order_by: Vec<AggregateOrderKey>, direct: Vec<Expr>, result_type| {
+        let mut c = AggregateCall::new(function, Some(order_by[0].expr.clone()), result_type);
+        c.order_by = order_by;
+        c.direct = direct;
+        c
+    };
+    let fraction = |f: f64| lit(Datum::Float8(f), DataType::Float8);
+    let mut rank = call(HypotheticalRank, vec![key(column(0), true, false)], vec![lit(Datum::Int4(0), DataType::Int4)], DataType::Int8);
+    rank.filter = Some(Expr::IsNull { expr: Box::new(column(2)), negated: false });
+    vec![
+        call(PercentileCont, vec![key(column(3), true, true)], vec![fraction(0.37)], DataType::Float8),
+        call(PercentileDisc, vec![key(column(4), false, false)], vec![fraction(0.5)], DataType::Text),
+        call(Mode, vec![key(modulo(5), false, false)], Vec::new(), DataType::Int4),
+        rank,
+        call(
+            HypotheticalDenseRank,
+            vec![key(column(4), false, true), key(column(3), false, false)],
+            vec![lit(Datum::Text("8".into()), DataType::Text), fraction(0.0)],
+            DataType::Int8,
+        ),
+        call(HypotheticalCumeDist, vec![key(column(1), false, false)], vec![lit(Datum::Int8(100), DataType::Int8)], DataType::Float8),
+        call(HypotheticalPercentRank, vec![key(modulo(7), false, false)], vec![col(0, DataType::Int4)], DataType::Float8),
+    ]
+}
+
+/// The calls of `ordered_set_calls` computed from each group's rows by definition.
+fn ordered_set_oracle(rows: &[Row]) -> Vec<Row> {
+    use crate::expr::compare::compare_sort_keys;
+    let mut groups: BTreeMap<GroupKey, Vec<&Row>> = BTreeMap::new();
+    for row in rows {
+        groups.entry(GroupKey(row[..1].to_vec())).or_default().push(row);
+    }
+    let sorted = |members: &[&Row], i: usize, descending: bool| -> Vec<Datum> {
+        let mut v: Vec<Datum> = members.iter().map(|r| r[i].clone()).filter(|d| !d.is_null()).collect();
+        v.sort_by(|a, b| if descending { compare_datums(b, a) } else { compare_datums(a, b) });
+        v
+    };
+    let modulo = |d: &Datum, m: i32| match d {
+        Datum::Int4(v) => Datum::Int4(v % m),
+        _ => Datum::Null,
+    };
+    // Rows before the hypothetical row, rows equal to it, all rows.
+    let counts = |keys: &[Vec<Datum>], row: &[Datum], order: &[(bool, bool)]| {
+        let before = keys.iter().filter(|k| compare_sort_keys(k, row, order).is_lt()).count();
+        let peers = keys.iter().filter(|k| compare_sort_keys(k, row, order).is_eq()).count();
+        (before as i64, peers as i64, keys.len() as i64)
+    };
+    groups
+        .into_iter()
+        .map(|(key, members)| {
+            let floats = sorted(&members, 4, true);
+            let cont = match floats.len() {
+                0 => Datum::Null,
+                n => {
+                    let at = 0.37 * (n - 1) as f64;
+                    let (lo, hi) = (at.floor() as usize, at.ceil() as usize);
+                    let (Datum::Float8(x), Datum::Float8(y)) = (&floats[lo], &floats[hi]) else { unreachable!() };
+                    Datum::Float8(if lo == hi { *x } else { x + (y - x) * (at - lo as f64) })
+                }
+            };
+            let texts = sorted(&members, 5, false);
+            let disc = match texts.len() {
+                0 => Datum::Null,
+                n => texts[((0.5 * n as f64).ceil() as usize).max(1) - 1].clone(),
+            };
+            let mut fives: BTreeMap<i32, usize> = BTreeMap::new();
+            for r in &members {
+                if let Datum::Int4(v) = modulo(&r[1], 5) {
+                    *fives.entry(v).or_default() += 1;
+                }
+            }
+            let most = fives.values().copied().max();
+            let mode = fives.iter().find(|(_, &n)| Some(n) == most).map_or(Datum::Null, |(v, _)| Datum::Int4(*v));
+            let filtered: Vec<Vec<Datum>> = members.iter().filter(|r| r[3].is_null()).map(|r| vec![r[1].clone()]).collect();
+            let rank = Datum::Int8(counts(&filtered, &[Datum::Int4(0)], &[(true, false)]).0 + 1);
+            let pairs: Vec<Vec<Datum>> = members.iter().map(|r| vec![r[5].clone(), r[4].clone()]).collect();
+            let pair_order = [(false, true), (false, false)];
+            let hypothetical = [Datum::Text("8".into()), Datum::Float8(0.0)];
+            let mut before: Vec<&Vec<Datum>> = pairs.iter().filter(|k| compare_sort_keys(k, &hypothetical, &pair_order).is_lt()).collect();
+            before.sort_by(|a, b| compare_sort_keys(a, b, &pair_order));
+            before.dedup_by(|a, b| compare_sort_keys(a, b, &pair_order).is_eq());
+            let dense = Datum::Int8(before.len() as i64 + 1);
+            let int8s: Vec<Vec<Datum>> = members.iter().map(|r| vec![r[2].clone()]).collect();
+            let (b, p, t) = counts(&int8s, &[Datum::Int8(100)], &[(false, false)]);
+            let cume = Datum::Float8((b + p + 1) as f64 / (t + 1) as f64);
+            let sevens: Vec<Vec<Datum>> = members.iter().map(|r| vec![modulo(&r[1], 7)]).collect();
+            let (b, _, t) = counts(&sevens, &key.0, &[(false, false)]);
+            let percent = Datum::Float8(if t == 0 { 0.0 } else { b as f64 / t as f64 });
+            let mut out = key.0;
+            out.extend([cont, disc, mode, rank, dense, cume, percent]);
+            out
+        })
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Ordered-set and hypothetical-set calls give each group's answer whatever the
+    /// budget (spilled partial states, repartitioned) and the participants (partial
+    /// states merged in any order).
+    #[test]
+    fn ordered_set_calls_match_oracle(
+        domain in prop_oneof![Just(3u32), 1u32..40, 40u32..3000],
+        raw in prop::collection::vec((any::<u32>(), any::<u32>(), any::<u64>()), 0..1500),
+        participants in 1usize..=6,
+        parallel_combine in any::<bool>(),
+        budget in prop_oneof![Just(4usize << 10), Just(48 << 10), Just(1 << 30)],
+    ) {
+        let calls = ordered_set_calls();
+        one_key_case(KeyType::Int4, domain, &raw, &calls, ordered_set_oracle, participants, parallel_combine, budget);
+    }
+
+    /// A state split in pieces merged in any order, and sent through a spill record,
+    /// finishes as the whole does.
+    #[test]
+    fn ordered_set_states_merge_in_any_order(
+        raw in prop::collection::vec((any::<u32>(), any::<u32>(), any::<u64>()), 0..300),
+        cuts in prop::collection::vec(0usize..300, 0..4),
+        reversed in any::<bool>(),
+    ) {
+        let env = Env::new();
+        let calls = ordered_set_calls();
+        let rows = make_rows(&[KeyType::Int4], 1, &raw); // one group: every key NULL
+        let state_of = |rows: &[Row]| -> Vec<Accumulator> {
+            let mut states: Vec<Accumulator> = calls.iter().map(|c| Accumulator::new(c).unwrap()).collect();
+            for row in rows {
+                for (s, c) in states.iter_mut().zip(&calls) {
+                    super::update_call(s, c, row, &env.eval).unwrap();
+                }
+            }
+            states
+        };
+        let whole = state_of(&rows);
+        let mut bounds: Vec<usize> = cuts.iter().map(|c| c % (rows.len() + 1)).collect();
+        bounds.extend([0, rows.len()]);
+        bounds.sort_unstable();
+        let mut pieces: Vec<Vec<Accumulator>> = bounds.windows(2).map(|w| state_of(&rows[w[0]..w[1]])).collect();
+        if reversed {
+            pieces.reverse();
+        }
+        let mut merged = state_of(&[]);
+        for piece in pieces {
+            // Each piece goes through a spill record first.
+            let bytes = encode_for_test(&[], &piece);
+            let mut decoder = Decoder::new(&bytes);
+            for (m, template) in merged.iter_mut().zip(state_of(&[])) {
+                m.merge(decoder.state(&template).unwrap()).unwrap();
+            }
+            prop_assert!(decoder.at_end());
+        }
+        for (w, m) in whole.into_iter().zip(merged) {
+            let (w, m) = (w.finish(), m.finish());
+            match (w, m) {
+                (Ok(w), Ok(m)) => prop_assert!(same(&w, &m), "{w:?} vs {m:?}"),
+                (w, m) => prop_assert!(false, "{w:?} vs {m:?}"),
+            }
+        }
+    }
+}
+
+/// PostgreSQL's results on small inputs (checked against PostgreSQL 15), and a fraction
+/// out of range failing even over no rows.
+#[test]
+fn ordered_set_edge_cases() {
+    use AggregateFunction::*;
+    let f8 = |v: f64| Datum::Float8(v);
+    let finish = |function, fraction: Datum, order: (bool, bool), values: &[Datum]| -> Result<Datum> {
+        let t = values.iter().find(|v| !v.is_null()).and_then(|v| v.data_type()).unwrap_or(DataType::Float8);
+        let mut call = AggregateCall::new(function, Some(col(0, t)), DataType::Float8);
+        call.order_by = vec![crate::plan::AggregateOrderKey { expr: col(0, t), descending: order.0, nulls_first: order.1 }];
+        if function.is_hypothetical() {
+            call.direct = vec![Expr::Literal { value: fraction, data_type: t }];
+        } else if function != Mode {
+            call.direct = vec![Expr::Literal { value: fraction, data_type: DataType::Float8 }];
+        }
+        let eval = EvalContext::default();
+        let mut state = Accumulator::new(&call)?;
+        for v in values {
+            super::update_call(&mut state, &call, std::slice::from_ref(v), &eval)?;
+        }
+        state.finish()
+    };
+    let asc = (false, false);
+    let ints = [Datum::Int4(1), Datum::Int4(2), Datum::Null, Datum::Int4(2)];
+    let floats: Vec<Datum> = [1.0, 2.0, 3.0, 4.0].map(f8).to_vec();
+    assert_eq!(finish(PercentileCont, f8(0.5), asc, &floats).unwrap(), f8(2.5));
+    assert_eq!(finish(PercentileCont, f8(1.0), asc, &floats).unwrap(), f8(4.0));
+    assert_eq!(finish(PercentileCont, f8(0.5), (true, true), &floats).unwrap(), f8(2.5));
+    assert_eq!(finish(PercentileDisc, f8(0.5), asc, &floats).unwrap(), f8(2.0));
+    assert_eq!(finish(PercentileDisc, f8(0.0), (true, true), &floats).unwrap(), f8(4.0));
+    assert_eq!(finish(PercentileCont, Datum::Null, asc, &floats).unwrap(), Datum::Null);
+    assert_eq!(finish(Mode, Datum::Null, asc, &ints).unwrap(), Datum::Int4(2));
+    let out_of_range = finish(PercentileCont, f8(1.5), asc, &[]).unwrap_err();
+    assert_eq!((out_of_range.sqlstate, out_of_range.message.as_str()), (SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "percentile value 1.5 is not between 0 and 1"));
+    let nan = finish(PercentileDisc, f8(f64::NAN), asc, &floats).unwrap_err();
+    assert_eq!(nan.message, "percentile value NaN is not between 0 and 1");
+    // rank(2), dense_rank(2), percent_rank(2), cume_dist(2) over 1, 2, NULL, 2 (NULLs last).
+    let two = Datum::Int4(2);
+    assert_eq!(finish(HypotheticalRank, two.clone(), asc, &ints).unwrap(), Datum::Int8(2));
+    assert_eq!(finish(HypotheticalRank, two.clone(), (true, true), &ints).unwrap(), Datum::Int8(2));
+    assert_eq!(finish(HypotheticalDenseRank, two.clone(), asc, &ints).unwrap(), Datum::Int8(2));
+    assert_eq!(finish(HypotheticalPercentRank, two.clone(), asc, &ints).unwrap(), f8(0.25));
+    assert_eq!(finish(HypotheticalCumeDist, two.clone(), asc, &ints).unwrap(), f8(0.8));
+    assert_eq!(finish(HypotheticalRank, Datum::Null, asc, &ints).unwrap(), Datum::Int8(4));
+    assert_eq!(finish(HypotheticalRank, Datum::Null, (false, true), &ints).unwrap(), Datum::Int8(1));
+    assert_eq!(finish(HypotheticalCumeDist, Datum::Null, asc, &ints).unwrap(), f8(1.0));
+    assert_eq!(finish(HypotheticalPercentRank, two.clone(), asc, &[]).unwrap(), f8(0.0));
+    assert_eq!(finish(HypotheticalCumeDist, two, asc, &[]).unwrap(), f8(1.0));
+}
