@@ -10,7 +10,7 @@
 //! only when they are the same value, and percentile_disc of text or numeric never lands
 //! on two values that compare equal but print differently.
 
-mod oracle;
+use super::oracle;
 
 use oracle::{error_mismatches, mismatches_in_modes};
 
