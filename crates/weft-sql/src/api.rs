@@ -63,6 +63,9 @@ pub struct RelationDescription {
     /// Per column, `\d+`'s Storage (`pg_type.typstorage`): `plain` (fixed width), `main`
     /// (numeric) or `extended` (text).
     pub storage: Vec<String>,
+    /// For a table, per column, its default as `\d`'s Default column prints it. Empty for an
+    /// index.
+    pub defaults: Vec<Option<String>>,
     /// For an index, per key column, the Definition column: the column name as
     /// `pg_get_indexdef(index, n, true)` prints it (quoted when it must be). Empty for a table.
     pub definitions: Vec<String>,

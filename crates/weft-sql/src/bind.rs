@@ -1620,7 +1620,8 @@ fn cast_type_name(data_type: &ast::DataType) -> String {
     name.to_string()
 }
 
-fn pg_type_short_name(t: DataType) -> &'static str {
+/// `pg_type.typname` of a type without a modifier.
+pub(crate) fn pg_type_short_name(t: DataType) -> &'static str {
     match t {
         DataType::Bool => "bool",
         DataType::Int4 => "int4",

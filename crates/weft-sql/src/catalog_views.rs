@@ -103,7 +103,7 @@ pub(crate) fn derived_table(view: View, alias: Option<&TableAlias>, ctx: &PlanCo
         View::PgClass => pg_class(ctx.catalog, ctx.pool)?,
         View::PgNamespace => pg_namespace(),
         View::InformationSchemaTables => information_schema_tables(ctx.catalog),
-        View::InformationSchemaColumns => information_schema_columns(ctx.catalog, ctx),
+        View::InformationSchemaColumns => information_schema_columns(ctx.catalog),
     };
     let query = values_query(&columns, &rows)?;
     let alias = alias.cloned().unwrap_or_else(|| TableAlias { explicit: false, at: None, name: ast::Ident::new(view.name()), columns: Vec::new() });
@@ -347,13 +347,13 @@ const INFORMATION_SCHEMA_COLUMNS: [Column; 44] = [
     ("is_updatable", "text"),
 ];
 
-fn information_schema_columns(catalog: &Catalog, ctx: &PlanContext) -> (Vec<Column>, Vec<Vec<Value>>) {
+fn information_schema_columns(catalog: &Catalog) -> (Vec<Column>, Vec<Vec<Value>>) {
     let mut rows = Vec::new();
     for table in catalog.tables.values() {
         for (i, column) in table.columns.iter().enumerate() {
             let facts = TypeFacts::of(column.data_type, column.type_modifier);
             let ordinal = i + 1;
-            let default = column.default.as_deref().map(|d| default_text(d, column.type_modifier, ctx));
+            let default = column.default.as_deref().map(|d| default_text(d, column.type_modifier));
             let mut row = vec![
                 text(DATABASE_NAME),
                 text("public"),
@@ -386,11 +386,11 @@ fn information_schema_columns(catalog: &Catalog, ctx: &PlanContext) -> (Vec<Colu
     (INFORMATION_SCHEMA_COLUMNS.to_vec(), rows)
 }
 
-/// A column default as PostgreSQL prints it (`pg_get_expr`): bound again and deparsed, so
+/// A column default as PostgreSQL prints it (`pg_get_expr`, psql's `\d`): bound again and deparsed, so
 /// `'a'` reads `'a'::text`. (Binding folds constants: `'a' || 'b'` reads `'ab'::text`, where
 /// PostgreSQL keeps the expression.) (`'a'::character varying` in a varchar column, where PostgreSQL
 /// stores it coerced); the text as stored if it does not bind.
-fn default_text(stored: &str, modifier: Option<TypeModifier>, ctx: &PlanContext) -> String {
+pub(crate) fn default_text(stored: &str, modifier: Option<TypeModifier>) -> String {
     let parsed = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
         .try_with_sql(stored)
         .and_then(|mut parser| parser.parse_expr());
@@ -405,7 +405,7 @@ fn default_text(stored: &str, modifier: Option<TypeModifier>, ctx: &PlanContext)
         }
     }
     let scope = crate::bind::Scope::default();
-    match crate::bind::Binder::new(&scope).planning(ctx).bind(&parsed) {
+    match crate::bind::Binder::new(&scope).bind(&parsed) {
         // A sequence is named through a regclass constant in PostgreSQL.
         Ok(Expr::Function { func: ScalarFunction::NextVal, args, .. }) => match args.as_slice() {
             [Expr::Literal { value: Datum::Text(sequence), .. }] => format!("nextval('{}'::regclass)", sequence.replace('\'', "''")),
@@ -483,26 +483,9 @@ impl TypeFacts {
         };
         TypeFacts {
             data_type: if facts.data_type.is_empty() { data_type.name() } else { facts.data_type },
-            udt_name: if facts.udt_name.is_empty() { udt_name(data_type) } else { facts.udt_name },
+            udt_name: if facts.udt_name.is_empty() { crate::bind::pg_type_short_name(data_type) } else { facts.udt_name },
             ..facts
         }
-    }
-}
-
-/// `pg_type.typname` of a type without a modifier.
-fn udt_name(data_type: DataType) -> &'static str {
-    match data_type {
-        DataType::Bool => "bool",
-        DataType::Int4 => "int4",
-        DataType::Int8 => "int8",
-        DataType::Float8 => "float8",
-        DataType::Numeric => "numeric",
-        DataType::Text => "text",
-        DataType::Date => "date",
-        DataType::Time => "time",
-        DataType::Timestamp => "timestamp",
-        DataType::TimestampTz => "timestamptz",
-        DataType::Interval => "interval",
     }
 }
 

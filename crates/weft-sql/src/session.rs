@@ -300,6 +300,7 @@ impl Session {
                 // Key columns are never shown as nullable or not: psql has no such column for an index.
                 columns: key_columns.iter().enumerate().map(|(i, c)| (c.0.clone(), c.1.clone(), i < keys)).collect(),
                 storage: key_columns.iter().map(|c| c.2.clone()).collect(),
+                defaults: Vec::new(),
                 definitions: key_columns.iter().map(|c| c.3.clone()).collect(),
                 footer: vec![footer],
                 verbose_footer: options_line(&options).into_iter().collect(),
@@ -330,6 +331,11 @@ impl Session {
                 .map(|c| (c.name.clone(), c.type_name(), !c.not_null))
                 .collect(),
             storage: table.columns.iter().map(|c| storage_of(c.data_type).to_string()).collect(),
+            defaults: table
+                .columns
+                .iter()
+                .map(|c| c.default.as_deref().map(|d| crate::catalog_views::default_text(d, c.type_modifier)))
+                .collect(),
             definitions: Vec::new(),
             footer,
             verbose_footer,

@@ -292,7 +292,8 @@ fn description_table(description: &RelationDescription, verbose: bool) -> Table 
     } else {
         let rows = description.columns.iter().enumerate().map(|(i, (column, type_name, nullable))| {
             let nullable = if *nullable { None } else { Some("not null".to_string()) };
-            let mut row = vec![Some(column.clone()), Some(type_name.clone()), None, nullable, None];
+            let default = description.defaults.get(i).cloned().flatten();
+            let mut row = vec![Some(column.clone()), Some(type_name.clone()), None, nullable, default];
             if verbose {
                 row.extend([storage(i), None, None, None]);
             }
