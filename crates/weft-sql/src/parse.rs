@@ -26,6 +26,42 @@ use weft_common::{Error, Result};
 
 /// Parse SQL text holding statements separated by `;`.
 pub(crate) fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
+    let mut statements = parse_with_symmetric(sql)?;
+    if sql.to_ascii_lowercase().contains("lateral") {
+        let _ = crate::ast_walk::walk_mut(&mut statements, &mut LateralFunctionRewriter);
+    }
+    Ok(statements)
+}
+
+/// `LATERAL f(...)` in FROM is read as `f(...)`: a function in FROM may read the columns
+/// of earlier FROM items with or without the keyword, as in PostgreSQL (`lateral.rs`).
+struct LateralFunctionRewriter;
+
+impl VisitorMut for LateralFunctionRewriter {
+    type Break = ();
+
+    fn post_visit_table_factor(&mut self, factor: &mut ast::TableFactor) -> ControlFlow<()> {
+        if let ast::TableFactor::Function { name, args, with_ordinality, alias, .. } = factor {
+            *factor = ast::TableFactor::Table {
+                name: name.clone(),
+                alias: alias.take(),
+                args: Some(ast::TableFunctionArgs { args: std::mem::take(args), settings: None }),
+                with_hints: Vec::new(),
+                version: None,
+                with_ordinality: *with_ordinality,
+                partitions: Vec::new(),
+                json_path: None,
+                sample: None,
+                index_hints: Vec::new(),
+            };
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// [`parse_statements`] before rewrites other than BETWEEN SYMMETRIC, which sqlparser does
+/// not read: its keyword is taken out of the tokens and the BETWEEN rewritten after.
+fn parse_with_symmetric(sql: &str) -> Result<Vec<Statement>> {
     let dialect = PostgreSqlDialect {};
     if !sql.to_ascii_lowercase().contains("symmetric") {
         return Parser::parse_sql(&dialect, sql).map_err(syntax_error);

@@ -42,6 +42,11 @@ const QUERIES: &[&str] = &[
     "SELECT g.id, x FROM g CROSS JOIN generate_series(g.k, g.k + 2, 2) AS x WHERE g.id BETWEEN 10 AND 20 ORDER BY 1, 2",
     "SELECT count(*), sum(gs) FROM g, generate_series(g.id, 100) gs",
     "SELECT g.id, gs FROM g, generate_series(g.n, 3) gs WHERE g.id < 15 ORDER BY 1, 2",
+    // The same with the (optional) LATERAL keyword.
+    "SELECT g.id, gs FROM g, LATERAL generate_series(1, g.n) gs ORDER BY g.id, gs",
+    "SELECT g.id, x FROM g CROSS JOIN LATERAL generate_series(g.k, g.k + 2, 2) AS x WHERE g.id BETWEEN 10 AND 20 ORDER BY 1, 2",
+    "SELECT g.id, s.y FROM g LEFT JOIN LATERAL generate_series(1, g.n) AS s(y) ON s.y > 2 WHERE g.id < 12 ORDER BY 1, 2",
+    "SELECT count(*), sum(gs) FROM g, lateral generate_series(g.id, 60) gs WHERE g.k = 3",
     // Joins before and after a LATERAL item.
     "SELECT g.id, c.label, s.x FROM g JOIN c ON c.k = g.n, LATERAL (SELECT max(x) AS x FROM v WHERE v.k = c.k AND v.g_id = g.id) s ORDER BY 1",
     "SELECT g.id, s.x, c.label FROM g, LATERAL (SELECT x, k FROM v WHERE v.g_id = g.id ORDER BY x LIMIT 1) s JOIN c ON c.k = s.k ORDER BY 1",
