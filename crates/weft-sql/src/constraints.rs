@@ -42,8 +42,6 @@ pub(crate) enum ConstraintDef {
     Check {
         name: Option<String>,
         expr: ast::Expr,
-        /// The column it was written on, for a column constraint.
-        column: Option<String>,
     },
     ForeignKey {
         name: Option<String>,
@@ -61,7 +59,7 @@ impl ConstraintDef {
     pub(crate) fn from_column_option(option: &ast::ColumnOptionDef, column: &str) -> Result<Option<ConstraintDef>> {
         let option_name = option.name.as_ref().map(ident_name);
         match &option.option {
-            ast::ColumnOption::Check(check) => Ok(Some(ConstraintDef::check(check, option_name, Some(column.to_string()))?)),
+            ast::ColumnOption::Check(check) => Ok(Some(ConstraintDef::check(check, option_name)?)),
             ast::ColumnOption::ForeignKey(fk) => {
                 let mut def = ConstraintDef::foreign_key(fk, option_name)?;
                 if let ConstraintDef::ForeignKey { columns, .. } = &mut def {
@@ -76,18 +74,18 @@ impl ConstraintDef {
     /// A table constraint that is a CHECK or a FOREIGN KEY; `None` for other kinds.
     pub(crate) fn from_table_constraint(constraint: &ast::TableConstraint) -> Result<Option<ConstraintDef>> {
         match constraint {
-            ast::TableConstraint::Check(check) => Ok(Some(ConstraintDef::check(check, None, None)?)),
+            ast::TableConstraint::Check(check) => Ok(Some(ConstraintDef::check(check, None)?)),
             ast::TableConstraint::ForeignKey(fk) => Ok(Some(ConstraintDef::foreign_key(fk, None)?)),
             _ => Ok(None),
         }
     }
 
-    fn check(check: &ast::CheckConstraint, option_name: Option<String>, column: Option<String>) -> Result<ConstraintDef> {
+    fn check(check: &ast::CheckConstraint, option_name: Option<String>) -> Result<ConstraintDef> {
         if check.no_inherit || check.enforced == Some(false) {
             return Err(Error::not_supported("CHECK ... NO INHERIT and NOT ENFORCED are not supported"));
         }
         let name = check.name.as_ref().map(ident_name).or(option_name);
-        Ok(ConstraintDef::Check { name, expr: (*check.expr).clone(), column })
+        Ok(ConstraintDef::Check { name, expr: (*check.expr).clone() })
     }
 
     fn foreign_key(fk: &ast::ForeignKeyConstraint, option_name: Option<String>) -> Result<ConstraintDef> {
@@ -127,7 +125,7 @@ pub(crate) fn add_constraints(session: &Session, txn: &mut WriteTxn, table_name:
     for def in checks.into_iter().chain(keys) {
         let table = txn.catalog.table(table_name)?.clone();
         match def {
-            ConstraintDef::Check { name, expr, column } => {
+            ConstraintDef::Check { name, expr } => {
                 let bound = bind_check(&table, &expr)?;
                 if let Some(twice) = name.as_ref().filter(|n| table.checks[checks_before..].iter().any(|c| &c.name == *n)) {
                     return Err(Error::new(SqlState::DUPLICATE_OBJECT, format!("check constraint \"{twice}\" already exists")));
@@ -135,9 +133,11 @@ pub(crate) fn add_constraints(session: &Session, txn: &mut WriteTxn, table_name:
                 let name = match name {
                     Some(name) => unused_name(txn, &table, name, false)?,
                     None => {
+                        // Named after the one column it reads, wherever it was written, as
+                        // in PostgreSQL (`c int CHECK (c > a)` is `t_check`).
                         let mut used = BTreeSet::new();
                         crate::exprutil::columns_used(&bound, &mut used);
-                        let column = column.or_else(|| (used.len() == 1).then(|| table.columns[*used.first().expect("one")].name.clone()));
+                        let column = (used.len() == 1).then(|| table.columns[*used.first().expect("one")].name.clone());
                         let base = match column {
                             Some(column) => format!("{table_name}_{column}_check"),
                             None => format!("{table_name}_check"),

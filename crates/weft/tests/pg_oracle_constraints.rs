@@ -28,6 +28,11 @@ const SCRIPT: &[&str] = &[
     "INSERT INTO c2 VALUES (1, 0)",
     "INSERT INTO c2 VALUES (5, 200)",
     "INSERT INTO c2 VALUES (NULL, NULL), (2, NULL), (3, 4)",
+    // A CHECK is named after the one column it reads, whichever column it is written on.
+    "CREATE TABLE c3 (a int, c int CHECK (c > a), d int CHECK (true), e int CHECK (a > 0))",
+    "INSERT INTO c3 VALUES (1, 0, 1, 1)",
+    "INSERT INTO c3 VALUES (0, 5, 1, 1)",
+    "INSERT INTO c3 VALUES (2, 5, 1, 1)",
     "UPDATE c2 SET b = 1 WHERE a = 3",
     "UPDATE c2 SET b = 9 WHERE a = 3",
     "SELECT * FROM c2 ORDER BY a NULLS FIRST, b",
