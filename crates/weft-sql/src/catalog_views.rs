@@ -386,10 +386,10 @@ fn information_schema_columns(catalog: &Catalog) -> (Vec<Column>, Vec<Vec<Value>
     (INFORMATION_SCHEMA_COLUMNS.to_vec(), rows)
 }
 
-/// A column default as PostgreSQL prints it (`pg_get_expr`, psql's `\d`): bound again and deparsed, so
-/// `'a'` reads `'a'::text`. (Binding folds constants: `'a' || 'b'` reads `'ab'::text`, where
-/// PostgreSQL keeps the expression.) (`'a'::character varying` in a varchar column, where PostgreSQL
-/// stores it coerced); the text as stored if it does not bind.
+/// A column default as PostgreSQL prints it (`pg_get_expr`, psql's `\d`): bound again and
+/// deparsed, so `'a'` reads `'a'::text` (`'a'::character varying` in a varchar column,
+/// where PostgreSQL stores it coerced); the text as stored if it does not bind. Binding
+/// folds constants: `'a' || 'b'` reads `'ab'::text`, where PostgreSQL keeps the expression.
 pub(crate) fn default_text(stored: &str, modifier: Option<TypeModifier>) -> String {
     let parsed = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
         .try_with_sql(stored)
