@@ -43,7 +43,7 @@ impl QueryResult {
 #[derive(Clone, Debug)]
 pub struct RelationInfo {
     pub name: String,
-    /// "table" or "index".
+    /// "table", "index" or "sequence".
     pub kind: String,
     /// For an index: its table.
     pub table: Option<String>,
@@ -55,7 +55,7 @@ pub struct RelationInfo {
 #[derive(Clone, Debug)]
 pub struct RelationDescription {
     pub name: String,
-    /// "table" or "index".
+    /// "table", "index" or "sequence".
     pub kind: String,
     /// (column name, type name as `format_type` prints it, nullable); for an index, its key
     /// columns in key order, then its INCLUDE columns, the flag telling keys (true) apart.
@@ -66,6 +66,9 @@ pub struct RelationDescription {
     /// For a table, per column, its default as `\d`'s Default column prints it. Empty for an
     /// index.
     pub defaults: Vec<Option<String>>,
+    /// For a sequence, psql's one row: Type, Start, Minimum, Maximum, Increment, Cycles?,
+    /// Cache. Empty for a table or an index.
+    pub sequence: Vec<String>,
     /// For an index, per key column, the Definition column: the column name as
     /// `pg_get_indexdef(index, n, true)` prints it (quoted when it must be). Empty for a table.
     pub definitions: Vec<String>,

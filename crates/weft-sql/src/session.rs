@@ -224,7 +224,7 @@ impl Session {
         &self.settings
     }
 
-    /// The tables and indexes for `\d`, `\dt` and `\di` (and their `+` forms), sorted by
+    /// The tables, indexes and sequences for `\d`, `\dt`, `\di` and `\ds` (and their `+` forms), sorted by
     /// name (bytewise, as PostgreSQL sorts `name`).
     pub fn list_relations(&self) -> Vec<RelationInfo> {
         let catalog = self.catalog();
@@ -240,14 +240,39 @@ impl Session {
             table: Some(i.table.clone()),
             size_bytes: self.relation_file_bytes(i.locator()),
         });
-        let mut out: Vec<RelationInfo> = tables.chain(indexes).collect();
+        // A sequence's state lives in the catalog, not in a relation file of its own.
+        let sequences = catalog.sequences.values().map(|s| RelationInfo { name: s.name.clone(), kind: "sequence".into(), table: None, size_bytes: 0 });
+        let mut out: Vec<RelationInfo> = tables.chain(indexes).chain(sequences).collect();
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out
     }
 
-    /// `\d NAME` (NAME exact, as stored): a table with its indexes, or an index.
+    /// `\d NAME` (NAME exact, as stored): a table with its indexes, an index, or a sequence.
     pub fn describe(&self, name: &str) -> Result<RelationDescription> {
         let catalog = self.catalog();
+        if let Some(sequence) = catalog.sequences.get(name) {
+            let footer = sequence.owned_by.iter().map(|(table, column)| format!("Owned by: public.{table}.{column}")).collect();
+            return Ok(RelationDescription {
+                name: sequence.name.clone(),
+                kind: "sequence".into(),
+                columns: Vec::new(),
+                storage: Vec::new(),
+                defaults: Vec::new(),
+                sequence: vec![
+                    sequence.data_type.name().to_string(),
+                    sequence.start.to_string(),
+                    sequence.min_value.to_string(),
+                    sequence.max_value.to_string(),
+                    sequence.increment.to_string(),
+                    // weft's sequences neither cycle nor cache.
+                    "no".to_string(),
+                    "1".to_string(),
+                ],
+                definitions: Vec::new(),
+                footer,
+                verbose_footer: Vec::new(),
+            });
+        }
         let not_found = || Error::new(SqlState::UNDEFINED_TABLE, format!("Did not find any relation named \"{name}\"."));
         if let Some(index) = catalog.indexes.get(name) {
             let table = catalog.tables.get(&index.table).ok_or_else(not_found)?;
@@ -301,6 +326,7 @@ impl Session {
                 columns: key_columns.iter().enumerate().map(|(i, c)| (c.0.clone(), c.1.clone(), i < keys)).collect(),
                 storage: key_columns.iter().map(|c| c.2.clone()).collect(),
                 defaults: Vec::new(),
+                sequence: Vec::new(),
                 definitions: key_columns.iter().map(|c| c.3.clone()).collect(),
                 footer: vec![footer],
                 verbose_footer: options_line(&options).into_iter().collect(),
@@ -336,6 +362,7 @@ impl Session {
                 .iter()
                 .map(|c| c.default.as_deref().map(|d| crate::catalog_views::default_text(d, c.type_modifier)))
                 .collect(),
+            sequence: Vec::new(),
             definitions: Vec::new(),
             footer,
             verbose_footer,

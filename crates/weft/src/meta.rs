@@ -21,7 +21,7 @@ use weft_common::SqlState;
 
 use weft_sql::{RelationDescription, RelationInfo};
 
-use crate::output::{format_table, Footer, Table};
+use crate::output::{format_table, Align, Footer, Table};
 use crate::runner::{parse_bool, Location, Outcome, Runner};
 
 /// The owner `\d` shows: weft has no roles.
@@ -131,12 +131,15 @@ fn log(runner: &Runner, level: Level, text: &str, location: Location<'_>) {
     runner.print_error(&format!("{level}{text}"), location);
 }
 
-/// `\d`, `\dt`, `\di`, `\dti` (`\dit`), each with an optional `+`.
+/// `\d`, and `\d` followed by any of `t` (tables), `i` (indexes) and `s` (sequences), each
+/// letter at most once, with an optional `+`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct RelationCommand {
     tables: bool,
     indexes: bool,
-    /// `\d` without letters: with a pattern it describes, without one it lists tables.
+    sequences: bool,
+    /// `\d` without letters: with a pattern it describes, without one it lists tables and
+    /// sequences.
     describe: bool,
     verbose: bool,
 }
@@ -148,15 +151,18 @@ impl RelationCommand {
             Some(letters) => (letters, true),
             None => (rest, false),
         };
-        if !letters.chars().all(|c| c == 't' || c == 'i') || letters.len() > 2 {
+        let count = |letter: char| letters.chars().filter(|&c| c == letter).count();
+        if !letters.chars().all(|c| matches!(c, 't' | 'i' | 's')) || ['t', 'i', 's'].iter().any(|&c| count(c) > 1) {
             return None;
         }
-        let tables = letters.is_empty() || letters.contains('t');
-        let indexes = letters.contains('i');
-        if letters.len() == 2 && !(tables && indexes) {
-            return None;
-        }
-        Some(RelationCommand { tables, indexes, describe: letters.is_empty(), verbose })
+        let describe = letters.is_empty();
+        Some(RelationCommand {
+            tables: describe || count('t') == 1,
+            indexes: count('i') == 1,
+            sequences: describe || count('s') == 1,
+            describe,
+            verbose,
+        })
     }
 }
 
@@ -179,6 +185,7 @@ fn relations(runner: &mut Runner, name: &str, command: RelationCommand, argument
         _ => {
             let shown = |relation: &RelationInfo| match relation.kind.as_str() {
                 "index" => command.indexes,
+                "sequence" => command.sequences,
                 _ => command.tables,
             };
             let relations: Vec<RelationInfo> =
@@ -223,8 +230,12 @@ fn list_relations(
                 row.push(relation.table.clone());
             }
             if command.verbose {
-                let access_method = if relation.kind == "index" { "btree" } else { "heap" };
-                row.extend([cell("permanent"), cell(access_method), Some(size_pretty(relation.size_bytes)), None]);
+                let access_method = match relation.kind.as_str() {
+                    "index" => cell("btree"),
+                    "sequence" => None,
+                    _ => cell("heap"),
+                };
+                row.extend([cell("permanent"), access_method, Some(size_pretty(relation.size_bytes)), None]);
             }
             row
         })
@@ -272,6 +283,14 @@ fn description_table(description: &RelationDescription, verbose: bool) -> Table 
         footer.extend(description.verbose_footer.iter().cloned());
     }
     let storage = |i: usize| description.storage.get(i).cloned();
+    if description.kind == "sequence" {
+        let headers = ["Type", "Start", "Minimum", "Maximum", "Increment", "Cycles?", "Cache"];
+        let title = format!("Sequence \"{SCHEMA}.{}\"", description.name);
+        let mut table = Table::text(Some(&title), &headers, vec![description.sequence.iter().cloned().map(Some).collect()], Footer::Lines(footer));
+        // psql right-aligns the bigint columns.
+        table.aligns = headers.iter().map(|h| if matches!(*h, "Type" | "Cycles?") { Align::Left } else { Align::Right }).collect();
+        return table;
+    }
     if description.kind == "index" {
         // For an index, the flag says whether the column is a key (not an INCLUDE column).
         let rows = description.columns.iter().enumerate().map(|(i, (column, type_name, key))| {
@@ -443,14 +462,16 @@ mod tests {
 
     #[test]
     fn commands_parse() {
-        let c = |tables, indexes, describe, verbose| Some(RelationCommand { tables, indexes, describe, verbose });
-        assert_eq!(RelationCommand::parse("d"), c(true, false, true, false));
-        assert_eq!(RelationCommand::parse("d+"), c(true, false, true, true));
-        assert_eq!(RelationCommand::parse("dt"), c(true, false, false, false));
-        assert_eq!(RelationCommand::parse("di+"), c(false, true, false, true));
-        assert_eq!(RelationCommand::parse("dti"), c(true, true, false, false));
-        assert_eq!(RelationCommand::parse("dit+"), c(true, true, false, true));
-        for bad in ["dtt", "dii", "dx", "d++", "dv", "x"] {
+        let c = |tables, indexes, sequences, describe, verbose| Some(RelationCommand { tables, indexes, sequences, describe, verbose });
+        assert_eq!(RelationCommand::parse("d"), c(true, false, true, true, false));
+        assert_eq!(RelationCommand::parse("d+"), c(true, false, true, true, true));
+        assert_eq!(RelationCommand::parse("dt"), c(true, false, false, false, false));
+        assert_eq!(RelationCommand::parse("di+"), c(false, true, false, false, true));
+        assert_eq!(RelationCommand::parse("dti"), c(true, true, false, false, false));
+        assert_eq!(RelationCommand::parse("dit+"), c(true, true, false, false, true));
+        assert_eq!(RelationCommand::parse("ds"), c(false, false, true, false, false));
+        assert_eq!(RelationCommand::parse("dsti+"), c(true, true, true, false, true));
+        for bad in ["dtt", "dii", "dss", "dx", "d++", "dv", "x"] {
             assert_eq!(RelationCommand::parse(bad), None, "{bad}");
         }
     }

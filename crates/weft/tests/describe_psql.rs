@@ -34,6 +34,7 @@ create index on ex (lower(name));
 create index on ex ((a + b), name desc);
 create unique index ex_part on ex (a) where v is not null and b > 3;
 create index ex_inc on ex (a) include (name, v);
+create table sq (id serial, b bigserial, c int);
 create table defs (s text default 'x', v varchar(5) default 'ab', n numeric(6,2) default 1.5 not null, t timestamptz default now(), i int default -1);
 ";
 
@@ -59,6 +60,11 @@ const DESCRIBE: &str = "\
 \\d keyed_v_key
 \\d ex
 \\d defs
+\\d sq
+\\ds
+\\dts
+\\d sq_id_seq
+\\d sq_b_seq
 \\d ex_lower_idx
 \\d ex_expr_name_idx
 \\d ex_part
