@@ -206,12 +206,7 @@ impl ColumnChanges {
         let scope = crate::modify::table_scope(&self.original, &self.original.name);
         let source = match using {
             Some(expr) => {
-                let mut subquery = false;
-                let _ = crate::ast_walk::expressions(expr, |e| {
-                    subquery |= matches!(e, ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. });
-                    std::ops::ControlFlow::<()>::Continue(())
-                });
-                if subquery {
+                if crate::bind::contains_subquery(expr) {
                     return Err(Error::not_supported("cannot use subquery in transform expression"));
                 }
                 if crate::bind::contains_aggregate(expr) {

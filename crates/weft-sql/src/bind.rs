@@ -199,6 +199,16 @@ pub fn aggregate_of_call(f: &ast::Function) -> Option<AggregateFunction> {
     aggregate_function(&name).or_else(|| if f.within_group.is_empty() { None } else { hypothetical_function(&name) })
 }
 
+/// Does the expression hold a subquery (`(SELECT ...)`, EXISTS, IN (SELECT ...))?
+pub(crate) fn contains_subquery(expr: &ast::Expr) -> bool {
+    let mut subquery = false;
+    let _ = crate::ast_walk::expressions(expr, |e| {
+        subquery |= matches!(e, ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. });
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    subquery
+}
+
 /// Does this AST contain an aggregate call (outside subqueries)? An aggregate inside a
 /// `(SELECT ...)`, `EXISTS` or `IN (SELECT ...)` belongs to that subquery's level.
 pub fn contains_aggregate(expr: &ast::Expr) -> bool {

@@ -193,12 +193,7 @@ fn unused_name(txn: &WriteTxn, table: &TableMeta, name: String, numbered: bool) 
 
 /// A CHECK expression bound over the table's columns, with PostgreSQL's refusals.
 fn bind_check(table: &TableMeta, expr: &ast::Expr) -> Result<Expr> {
-    let mut subquery = false;
-    let _ = crate::ast_walk::expressions(expr, |e| {
-        subquery |= matches!(e, ast::Expr::Subquery(_) | ast::Expr::Exists { .. } | ast::Expr::InSubquery { .. });
-        std::ops::ControlFlow::<()>::Continue(())
-    });
-    if subquery {
+    if crate::bind::contains_subquery(expr) {
         return Err(Error::not_supported("cannot use subquery in check constraint"));
     }
     if contains_aggregate(expr) {
