@@ -1,5 +1,7 @@
 //! PostgreSQL's catalog views over weft's catalog: `pg_tables`, `pg_indexes`, `pg_class`,
-//! `pg_namespace`, `information_schema.tables` and `information_schema.columns`, and the
+//! `pg_namespace`, `information_schema.tables` and `information_schema.columns`; the
+//! progress view `pg_stat_progress_create_index` over every session's running index build
+//! (also named `weft_stat_progress_create_index`); and the
 //! relation size functions (`pg_relation_size`, `pg_table_size`, `pg_indexes_size`,
 //! `pg_total_relation_size`).
 //!
@@ -38,6 +40,8 @@ const INFORMATION_SCHEMA_OID: i64 = 13207;
 const HEAP_AM_OID: i64 = 2;
 const BTREE_AM_OID: i64 = 403;
 const OWNER_OID: i64 = 10;
+/// `pg_database.oid` of the `postgres` database in every PostgreSQL 15 cluster.
+const DATABASE_OID: i64 = 5;
 
 /// The catalog view `name` (`[schema.]view`) stands for, if it names one.
 pub(crate) fn lookup(name: &ast::ObjectName) -> Option<View> {
@@ -52,6 +56,8 @@ pub(crate) fn lookup(name: &ast::ObjectName) -> Option<View> {
         ("pg_catalog", "pg_indexes") => View::PgIndexes,
         ("pg_catalog", "pg_class") => View::PgClass,
         ("pg_catalog", "pg_namespace") => View::PgNamespace,
+        ("pg_catalog", "pg_stat_progress_create_index") => View::PgStatProgressCreateIndex,
+        ("pg_catalog", "weft_stat_progress_create_index") => View::WeftStatProgressCreateIndex,
         ("information_schema", "tables") => View::InformationSchemaTables,
         ("information_schema", "columns") => View::InformationSchemaColumns,
         _ => return None,
@@ -76,6 +82,8 @@ pub(crate) enum View {
     PgIndexes,
     PgClass,
     PgNamespace,
+    PgStatProgressCreateIndex,
+    WeftStatProgressCreateIndex,
     InformationSchemaTables,
     InformationSchemaColumns,
 }
@@ -88,6 +96,8 @@ impl View {
             View::PgIndexes => "pg_indexes",
             View::PgClass => "pg_class",
             View::PgNamespace => "pg_namespace",
+            View::PgStatProgressCreateIndex => "pg_stat_progress_create_index",
+            View::WeftStatProgressCreateIndex => "weft_stat_progress_create_index",
             View::InformationSchemaTables => "tables",
             View::InformationSchemaColumns => "columns",
         }
@@ -102,6 +112,7 @@ pub(crate) fn derived_table(view: View, alias: Option<&TableAlias>, ctx: &PlanCo
         View::PgIndexes => pg_indexes(ctx.catalog),
         View::PgClass => pg_class(ctx.catalog, ctx.pool)?,
         View::PgNamespace => pg_namespace(),
+        View::PgStatProgressCreateIndex | View::WeftStatProgressCreateIndex => pg_stat_progress_create_index(ctx.progress),
         View::InformationSchemaTables => information_schema_tables(ctx.catalog),
         View::InformationSchemaColumns => information_schema_columns(ctx.catalog),
     };
@@ -263,6 +274,49 @@ fn pg_class(catalog: &Catalog, pool: &BufferPool) -> Result<(Vec<Column>, Vec<Ve
         ]);
     }
     Ok((columns, rows))
+}
+
+/// One row per session building an index, with PostgreSQL 15's columns. weft takes no
+/// locks to wait for and has no partitions: those counters are 0, as PostgreSQL shows
+/// them for a plain CREATE INDEX.
+fn pg_stat_progress_create_index(registry: &crate::session::ProgressRegistry) -> (Vec<Column>, Vec<Vec<Value>>) {
+    let columns = vec![
+        ("pid", "integer"),
+        ("datid", "bigint"),
+        ("datname", "text"),
+        ("relid", "bigint"),
+        ("index_relid", "bigint"),
+        ("command", "text"),
+        ("phase", "text"),
+        ("lockers_total", "bigint"),
+        ("lockers_done", "bigint"),
+        ("current_locker_pid", "bigint"),
+        ("blocks_total", "bigint"),
+        ("blocks_done", "bigint"),
+        ("tuples_total", "bigint"),
+        ("tuples_done", "bigint"),
+        ("partitions_total", "bigint"),
+        ("partitions_done", "bigint"),
+    ];
+    let rows = registry
+        .running()
+        .into_iter()
+        .map(|(pid, build)| {
+            let now = build.progress.snapshot();
+            let mut row = vec![
+                number(pid),
+                number(DATABASE_OID),
+                text(DATABASE_NAME),
+                number(build.table_oid),
+                number(build.index_oid),
+                text(now.command),
+                text(now.phase.name()),
+            ];
+            row.extend([0, 0, 0, now.blocks_total, now.blocks_done, now.tuples_total, now.tuples_done, 0, 0].map(number));
+            row
+        })
+        .collect();
+    (columns, rows)
 }
 
 fn pg_namespace() -> (Vec<Column>, Vec<Vec<Value>>) {
@@ -653,5 +707,43 @@ mod tests {
         assert_eq!(name("a.b.c.d"), Err("improper relation name (too many dotted names): a.b.c.d".to_string()));
         assert_eq!(name("\"open"), Err("invalid name syntax".to_string()));
         assert_eq!(name(""), Err("invalid name syntax".to_string()));
+    }
+
+    /// A build published by one session is a row of the view in every session, with the
+    /// builder's pid and the relations' oids, and leaves the view when its guard drops.
+    #[test]
+    fn progress_view_shows_every_sessions_build() {
+        use weft_common::progress::{CreateIndexPhase, IndexBuildProgress};
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::Database::open(dir.path(), &[]).unwrap();
+        let builder = db.session();
+        let mut watcher = db.session();
+        assert_ne!(builder.backend_pid(), watcher.backend_pid());
+        let query = "SELECT pid, datname, relid, index_relid, command, phase, blocks_total, blocks_done, tuples_total, \
+                     lockers_total FROM pg_stat_progress_create_index";
+        assert!(watcher.execute(query).unwrap().rows.is_empty());
+
+        let progress = std::sync::Arc::new(IndexBuildProgress::new("CREATE INDEX", "i", "t"));
+        progress.set_phase(CreateIndexPhase::ScanningTable, 40, 0);
+        progress.add_blocks_done(15);
+        let guard = builder.progress.publish(progress.clone(), 16_400, 16_403);
+        let rows = watcher.execute(query).unwrap().rows;
+        let expected = vec![
+            Datum::Int4(builder.backend_pid()),
+            Datum::Text("postgres".into()),
+            Datum::Int8(16_400),
+            Datum::Int8(16_403),
+            Datum::Text("CREATE INDEX".into()),
+            Datum::Text("building index: scanning table".into()),
+            Datum::Int8(40),
+            Datum::Int8(15),
+            Datum::Int8(0),
+            Datum::Int8(0),
+        ];
+        assert_eq!(rows, vec![expected]);
+        let pid = watcher.execute("SELECT pid FROM weft_stat_progress_create_index WHERE pid <> pg_backend_pid()").unwrap().rows;
+        assert_eq!(pid, vec![vec![Datum::Int4(builder.backend_pid())]]);
+        drop(guard);
+        assert!(watcher.execute(query).unwrap().rows.is_empty());
     }
 }

@@ -51,6 +51,10 @@ pub struct Database {
     /// The sequences' current values, which move outside transactions; every commit
     /// records them in the catalog it publishes.
     pub(crate) sequences: Arc<Sequences>,
+    /// The number the next session gets (`Session::backend_pid`).
+    pub(crate) next_backend_pid: std::sync::atomic::AtomicI32,
+    /// Every session's running index build (`pg_stat_progress_create_index`).
+    pub(crate) progress: Arc<crate::session::ProgressRegistry>,
     /// Removes the files of dropped relations after their statements commit. Declared
     /// before the lock file: dropping it waits for the removals, so they are done when
     /// the directory's lock is released.
@@ -304,6 +308,10 @@ impl Database {
             catalog_versions: Mutex::default(),
             write_lock: Arc::default(),
             startup_settings: settings,
+            // Numbered from the process id, so a session's number looks like the backend
+            // pid PostgreSQL reports.
+            next_backend_pid: std::sync::atomic::AtomicI32::new(std::process::id().min(i32::MAX as u32 / 2) as i32),
+            progress: Arc::default(),
             unlinker: Unlinker::new(unlinker_pool),
             _lock: lock,
         }))

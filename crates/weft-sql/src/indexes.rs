@@ -153,7 +153,8 @@ pub fn create_index(session: &mut Session, create: &ast::CreateIndex, cancel: &C
             return Err(Error::new(SqlState::DUPLICATE_TABLE, format!("relation \"{name}\" already exists")));
         }
         let new = NewIndex { name, columns, unique: create.unique, constraint: None, options, expressions, predicate, predicate_display, include };
-        report = Some(add_index(session, txn, &table, new, "CREATE INDEX", cancel, &mut notices)?);
+        let command = if create.concurrently { "CREATE INDEX CONCURRENTLY" } else { "CREATE INDEX" };
+        report = Some(add_index(session, txn, &table, new, command, cancel, &mut notices)?);
         Ok(())
     })?;
     if report.is_some() {
@@ -480,7 +481,7 @@ fn build(
     let db = &session.db;
     let heap_blocks = db.pool.nblocks(table.locator(), ForkNumber::Main)?;
     let progress = Arc::new(IndexBuildProgress::new(command, &index.name, &table.name));
-    let _published = session.progress.publish(progress.clone());
+    let _published = session.progress.publish(progress.clone(), table.oid, index.oid);
     let trace_lines: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
     let trace: Option<weft_sort::TraceFn> = session.settings.boolean("trace_sort").then(|| {
         let lines = trace_lines.clone();
@@ -655,7 +656,8 @@ fn reindex(session: &mut Session, index: Option<&str>, table: Option<&str>, conc
             (None, None) => Vec::new(),
         };
         for name in names {
-            last = Some(rebuild_index(session, txn, &name, "REINDEX", cancel, &mut notices)?);
+            let command = if concurrently { "REINDEX CONCURRENTLY" } else { "REINDEX" };
+            last = Some(rebuild_index(session, txn, &name, command, cancel, &mut notices)?);
         }
         Ok(())
     })?;

@@ -30,6 +30,8 @@ pub struct PlanContext<'a> {
     pub snapshot: &'a Snapshot,
     pub settings: &'a Settings,
     pub eval: &'a EvalContext,
+    /// Every session's running index build, for `pg_stat_progress_create_index`.
+    pub progress: &'a crate::session::ProgressRegistry,
     /// Init plans (scalar subqueries) numbered so far in this statement.
     pub init_plan_count: std::cell::Cell<usize>,
     /// While planning a subquery: the query around it, whose columns become parameters
@@ -48,6 +50,7 @@ impl<'a> PlanContext<'a> {
             snapshot: self.snapshot,
             settings: self.settings,
             eval: self.eval,
+            progress: self.progress,
             init_plan_count: std::cell::Cell::new(self.init_plan_count.get()),
             outer,
         }

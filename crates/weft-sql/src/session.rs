@@ -33,6 +33,8 @@ pub struct Session {
     pub(crate) progress: ProgressHandle,
     /// The open transaction block, if any (`transaction.rs`).
     pub(crate) block: Mutex<Option<crate::transaction::Block>>,
+    /// The session's number among the database's sessions, as `pg_backend_pid()` gives it.
+    backend_pid: i32,
 }
 
 impl Drop for Session {
@@ -44,9 +46,12 @@ impl Drop for Session {
 
 /// Reads the progress of the statement a session is running, from another thread (the
 /// shell's progress bar). `None` between statements and for statements without progress.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct ProgressHandle {
     current: Arc<Mutex<Option<Arc<IndexBuildProgress>>>>,
+    /// Where the database lists every session's running build (`pg_stat_progress_create_index`).
+    registry: Arc<ProgressRegistry>,
+    backend_pid: i32,
 }
 
 impl ProgressHandle {
@@ -54,9 +59,11 @@ impl ProgressHandle {
         self.current.lock().as_ref().map(|p| p.snapshot())
     }
 
-    /// Publish `progress` until the returned guard is dropped.
-    pub(crate) fn publish(&self, progress: Arc<IndexBuildProgress>) -> ProgressGuard<'_> {
-        *self.current.lock() = Some(progress);
+    /// Publish `progress` of building index `index_oid` on table `table_oid`, to this
+    /// session's handle and to the database's registry, until the guard is dropped.
+    pub(crate) fn publish(&self, progress: Arc<IndexBuildProgress>, table_oid: u32, index_oid: u32) -> ProgressGuard<'_> {
+        *self.current.lock() = Some(progress.clone());
+        self.registry.builds.lock().insert(self.backend_pid, RunningBuild { progress, table_oid, index_oid });
         ProgressGuard { handle: self }
     }
 }
@@ -68,6 +75,28 @@ pub(crate) struct ProgressGuard<'a> {
 impl Drop for ProgressGuard<'_> {
     fn drop(&mut self) {
         *self.handle.current.lock() = None;
+        self.handle.registry.builds.lock().remove(&self.handle.backend_pid);
+    }
+}
+
+/// The index builds running in every session of a database, by backend pid: what
+/// `pg_stat_progress_create_index` shows to any session.
+#[derive(Default)]
+pub(crate) struct ProgressRegistry {
+    builds: Mutex<std::collections::BTreeMap<i32, RunningBuild>>,
+}
+
+#[derive(Clone)]
+pub(crate) struct RunningBuild {
+    pub progress: Arc<IndexBuildProgress>,
+    pub table_oid: u32,
+    pub index_oid: u32,
+}
+
+impl ProgressRegistry {
+    /// The running builds, by backend pid, in pid order.
+    pub(crate) fn running(&self) -> Vec<(i32, RunningBuild)> {
+        self.builds.lock().iter().map(|(pid, build)| (*pid, build.clone())).collect()
     }
 }
 
@@ -86,15 +115,17 @@ impl CancelHandle {
 
 impl Database {
     pub fn session(self: &Arc<Self>) -> Session {
+        let backend_pid = self.next_backend_pid.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Session {
             db: self.clone(),
             settings: self.startup_settings.clone(),
-            eval: EvalContext::new().with_sequences(self.sequences.clone()),
+            eval: EvalContext::new().with_sequences(self.sequences.clone()).with_backend_pid(backend_pid),
             cancel: Arc::new(Mutex::new(CancelToken::new())),
             last_pipeline_stats: Vec::new(),
             pending_notices: Mutex::new(Vec::new()),
             last_sort_reports: Mutex::new(Vec::new()),
-            progress: ProgressHandle::default(),
+            progress: ProgressHandle { current: Arc::default(), registry: self.progress.clone(), backend_pid },
+            backend_pid,
             last_index_build: Mutex::new(None),
             block: Mutex::new(None),
         }
@@ -114,6 +145,12 @@ pub(crate) fn panic_error(panic: Box<dyn std::any::Any + Send>) -> Error {
 impl Session {
     pub fn database(&self) -> &Arc<Database> {
         &self.db
+    }
+
+    /// The session's number, unique among the database's sessions: `pg_backend_pid()`, and
+    /// the process id a wire protocol client is told.
+    pub fn backend_pid(&self) -> i32 {
+        self.backend_pid
     }
 
     /// Run SQL text holding one statement (or several separated by `;`, in which case the

@@ -162,6 +162,7 @@ pub(crate) fn with_plan_context<R>(session: &Session, catalog: &weft_access::Cat
         snapshot: &snapshot,
         settings: &session.settings,
         eval: &session.eval,
+        progress: &session.db.progress,
         init_plan_count: Default::default(),
         outer: None,
     };

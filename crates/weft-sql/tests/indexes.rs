@@ -322,3 +322,65 @@ fn a_cancelled_build_leaves_no_index_and_no_temp_file() {
     let files = db.catalog().live_rel_numbers().len();
     assert_eq!(files, db.catalog().tables.len() + db.catalog().indexes.len());
 }
+
+/// A running CREATE INDEX is a row of `pg_stat_progress_create_index` in another session:
+/// the builder's pid, the table's oid, one of PostgreSQL's phase names. The watcher polls
+/// until it sees the build, then cancels it; a build that ended before it was seen is
+/// tried again on a table twice the size.
+#[test]
+fn another_session_sees_a_running_build_in_the_progress_view() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut builder = db.session();
+    let mut watcher = db.session();
+    builder.execute("CREATE TABLE p (k text)").unwrap();
+    let table_oid = match &watcher.execute("SELECT oid FROM pg_class WHERE relname = 'p'").unwrap().rows[0][0] {
+        Datum::Int8(oid) => *oid,
+        other => panic!("{other:?}"),
+    };
+    let builder_pid = builder.backend_pid();
+    let mut rows_loaded = 0;
+    let mut batch = 200_000;
+    for _attempt in 0..6 {
+        builder
+            .execute(&format!("INSERT INTO p SELECT md5(i::text) FROM generate_series({}, {}) i", rows_loaded + 1, rows_loaded + batch))
+            .unwrap();
+        rows_loaded += batch;
+        batch = rows_loaded;
+        let cancel = builder.cancel_handle();
+        let build = std::thread::spawn(move || {
+            let result = builder.execute("CREATE INDEX p_k ON p (k) WITH (parallel_workers = 0)");
+            (builder, result)
+        });
+        let mut seen = None;
+        while seen.is_none() && !build.is_finished() {
+            let rows = watcher.execute("SELECT pid, relid, command, phase FROM pg_stat_progress_create_index").unwrap().rows;
+            seen = rows.into_iter().next();
+        }
+        if seen.is_some() {
+            cancel.cancel();
+        }
+        let (returned, result) = build.join().unwrap();
+        builder = returned;
+        match seen {
+            Some(row) => {
+                assert_eq!(row[0], Datum::Int4(builder_pid));
+                assert_eq!(row[1], Datum::Int8(table_oid));
+                assert_eq!(row[2], Datum::Text("CREATE INDEX".into()));
+                let phases = ["initializing", "building index: scanning table", "building index: sorting live tuples", "building index: loading tuples in tree"];
+                assert!(matches!(&row[3], Datum::Text(p) if phases.contains(&p.as_str())), "{row:?}");
+                // Cancelled, or finished between the last look and the cancel.
+                if let Err(e) = result {
+                    assert_eq!(e.sqlstate, SqlState::QUERY_CANCELED);
+                }
+                assert!(watcher.execute("SELECT * FROM pg_stat_progress_create_index").unwrap().rows.is_empty());
+                return;
+            }
+            None => {
+                result.unwrap();
+                builder.execute("DROP INDEX p_k").unwrap();
+            }
+        }
+    }
+    panic!("no build of up to {rows_loaded} rows lasted long enough to be seen");
+}

@@ -42,6 +42,8 @@ pub struct EvalContext {
     subplans: super::subplan::SubPlanSlot,
     /// `now()` of the running statement (`datetime::StatementClock`).
     pub clock: super::datetime::StatementClock,
+    /// `pg_backend_pid()`: the session's number among the database's sessions.
+    backend_pid: i32,
 }
 
 impl Default for EvalContext {
@@ -67,7 +69,14 @@ impl EvalContext {
             params: Arc::new([]),
             subplans: Default::default(),
             clock: Default::default(),
+            backend_pid: 0,
         }
+    }
+
+    /// This context in the session numbered `pid` (`pg_backend_pid()`).
+    pub fn with_backend_pid(mut self, pid: i32) -> EvalContext {
+        self.backend_pid = pid;
+        self
     }
 
     /// This context drawing from the database's `sequences`.
@@ -173,6 +182,7 @@ pub fn signatures(name: &str) -> &'static [Signature] {
         sig(F::Abs, &[Float8], Float8),
     ];
     const RANDOM: &[Signature] = &[sig(F::Random, &[], Float8)];
+    const PG_BACKEND_PID: &[Signature] = &[sig(F::PgBackendPid, &[], Int4)];
     const NEXTVAL: &[Signature] = &[sig(F::NextVal, &[Text], Int8)];
     const CURRVAL: &[Signature] = &[sig(F::CurrVal, &[Text], Int8)];
     const SETVAL: &[Signature] = &[sig(F::SetVal, &[Text, Int8], Int8), sig(F::SetVal, &[Text, Int8, Bool], Int8)];
@@ -337,6 +347,7 @@ pub fn signatures(name: &str) -> &'static [Signature] {
         "substr" | "substring" => SUBSTR,
         "abs" => ABS,
         "random" => RANDOM,
+        "pg_backend_pid" => PG_BACKEND_PID,
         "nextval" => NEXTVAL,
         "currval" => CURRVAL,
         "setval" => SETVAL,
@@ -385,6 +396,7 @@ impl ScalarFunction {
             F::Substr => "substr",
             F::Abs => "abs",
             F::Random => "random",
+            F::PgBackendPid => "pg_backend_pid",
             F::SetSeed => "setseed",
             F::NextVal => "nextval",
             F::CurrVal => "currval",
@@ -521,6 +533,7 @@ impl ScalarFunction {
             }
             (F::Abs, [v]) => abs(v),
             (F::Random, []) => Ok(Datum::Float8(ctx.random())),
+            (F::PgBackendPid, []) => Ok(Datum::Int4(ctx.backend_pid)),
             (F::SetSeed, [Datum::Float8(seed)]) => ctx.set_seed(*seed).map(|()| Datum::Null),
             (F::NextVal, [Datum::Text(name)]) => ctx.sequences.next_value(name, &ctx.session_sequences).map(Datum::Int8),
             (F::CurrVal, [Datum::Text(name)]) => ctx.sequences.current_value(name, &ctx.session_sequences).map(Datum::Int8),

@@ -134,6 +134,8 @@ pub enum ScalarFunction {
     Md5,
     /// `pg_size_pretty(bigint | numeric)`.
     PgSizePretty,
+    /// `pg_backend_pid()`: the session's number (`EvalContext::with_backend_pid`).
+    PgBackendPid,
     HashInt4,
     HashInt8,
     HashText,
