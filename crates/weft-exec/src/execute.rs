@@ -533,6 +533,10 @@ pub(crate) enum SourceState<'p> {
     Single(AtomicBool),
     Heap { source: &'p crate::plan::HeapSource, cursor: HeapScanCursor },
     Series { next_index: AtomicI64, count: i64, start: i64, step: i64, data_type: DataType },
+    /// `generate_series` over timestamps, stepped by an interval: made by the first
+    /// participant to come, since a step of months makes each value depend on the last
+    /// (January 31st plus a month is February 29th, plus another is March 29th).
+    TimeSeries { start: i64, stop: i64, step: weft_common::datetime::Interval, data_type: DataType, taken: AtomicBool },
     Rows { rows: Vec<Row>, next: AtomicUsize },
     /// A subquery that is one sort (`plan`): run whole by the first participant to come,
     /// its rows streamed from the sort's merge into the pipeline, never collected (10M
@@ -584,6 +588,19 @@ impl<'p> SourceState<'p> {
                 None => SourceState::Rows { rows: execute(plan, ctx)?, next: AtomicUsize::new(0) },
             },
             Source::Index(index) => SourceState::Index { source: index, taken: AtomicBool::new(false), heap_fetches: AtomicU64::new(0) },
+            Source::SeriesExprs { args, data_type: data_type @ (DataType::Timestamp | DataType::TimestampTz), .. } => {
+                let values = args.iter().map(|arg| arg.eval(&[], ctx.eval)).collect::<Result<Vec<_>>>()?;
+                match values.as_slice() {
+                    [Datum::Timestamp(start) | Datum::TimestampTz(start), Datum::Timestamp(stop) | Datum::TimestampTz(stop), Datum::Interval(step)] => {
+                        if step.span() == 0 {
+                            return Err(Error::new(weft_common::SqlState::INVALID_PARAMETER_VALUE, "step size cannot equal zero"));
+                        }
+                        SourceState::TimeSeries { start: *start, stop: *stop, step: *step, data_type: *data_type, taken: AtomicBool::new(false) }
+                    }
+                    // A NULL argument: no rows (the function is strict).
+                    _ => SourceState::Rows { rows: Vec::new(), next: AtomicUsize::new(0) },
+                }
+            }
             Source::SeriesExprs { args, data_type, .. } => {
                 let mut values = Vec::with_capacity(3);
                 for arg in args {
@@ -711,6 +728,27 @@ impl<'p> SourceState<'p> {
                     }
                 }
             },
+            SourceState::TimeSeries { start, stop, step, data_type, taken } => {
+                if taken.swap(true, Ordering::Relaxed) {
+                    return Ok(());
+                }
+                let ascending = step.span() > 0;
+                let mut at = *start;
+                let mut made = 0u64;
+                while if ascending { at <= *stop } else { at >= *stop } {
+                    made += 1;
+                    if made % SERIES_CHUNK as u64 == 0 {
+                        ctx.cancel.check()?;
+                    }
+                    let datum = if *data_type == DataType::Timestamp { Datum::Timestamp(at) } else { Datum::TimestampTz(at) };
+                    if !emit(std::slice::from_ref(&datum))? {
+                        return Ok(());
+                    }
+                    // As PostgreSQL, the step after the last value must be in range too.
+                    at = weft_common::datetime::timestamp_add_interval(at, step)?;
+                }
+                Ok(())
+            }
             SourceState::Rows { rows, next } => loop {
                 ctx.cancel.check()?;
                 let first = next.fetch_add(ROW_CHUNK, Ordering::Relaxed);

@@ -979,6 +979,26 @@ impl<'a> Binder<'a> {
             ast::FunctionArguments::None => Vec::new(),
             ast::FunctionArguments::Subquery(_) => return Err(Error::not_supported("subquery as function argument")),
         };
+        // `pg_typeof(x)`: the argument's type, known when the call is bound (its value is
+        // never computed, as in PostgreSQL, where the result is a regtype printed as text).
+        if name == "pg_typeof" && args.len() == 1 {
+            let written_untyped = match &f.args {
+                ast::FunctionArguments::List(list) => matches!(
+                    list.args.first(),
+                    Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(v))))
+                        if matches!(v.value, ast::Value::SingleQuotedString(_) | ast::Value::Null)
+                ),
+                _ => false,
+            };
+            let type_name = match output_modifier(&args[0], self.scope) {
+                _ if written_untyped => "unknown",
+                // regtype's output: `format_type` without the modifier.
+                Some(TypeModifier::Char { .. }) => "character",
+                Some(modifier) => modifier.base_type_name(),
+                None => args[0].data_type().name(),
+            };
+            return Ok(Expr::Literal { value: Datum::Text(type_name.to_string()), data_type: DataType::Text });
+        }
         if name == "coalesce" {
             if args.is_empty() {
                 return Err(Error::syntax("syntax error at or near \")\""));

@@ -502,8 +502,17 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
         // Outer references (a LATERAL function's) are parameters.
         bound.push(Binder::new(&scope).planning(ctx).bind(e)?);
     }
-    if bound.iter().any(|e| weft_exec::expr::datetime::is_datetime(e.data_type())) {
-        return Err(Error::not_supported("generate_series over date/time values is not supported yet"));
+    let label_and_scope = |data_type: DataType| {
+        let column = alias.map(|a| a.columns.first().map(|c| ident_name(&c.name)).unwrap_or_else(|| ident_name(&a.name)));
+        let qualifier = alias.map(|a| ident_name(&a.name)).unwrap_or_else(|| "generate_series".to_string());
+        let column = column.unwrap_or_else(|| "generate_series".to_string());
+        let label = ScanLabel { alias: alias.map(|a| ident_name(&a.name)), columns: vec![column.clone()] };
+        (label, Scope::new(vec![ScopeColumn { table: Some(qualifier), name: column, data_type, type_modifier: None }]))
+    };
+    if bound.iter().any(|e| weft_exec::expr::datetime::is_datetime(e.data_type()) && !crate::bind::is_unknown_literal(e)) {
+        let (args, data_type) = datetime_series_arguments(bound)?;
+        let (label, scope) = label_and_scope(data_type);
+        return Ok(From { source: Source::SeriesExprs { args, data_type, label }, scope });
     }
     if !(2..=3).contains(&bound.len()) || bound.iter().any(|e| !matches!(e.data_type(), DataType::Int4 | DataType::Int8) && !crate::bind::is_null_literal(e)) {
         let types: Vec<&str> = bound.iter().map(|e| e.data_type().name()).collect();
@@ -519,11 +528,7 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
         crate::exprutil::walk(e, &mut |e| at_run_time |= matches!(e, Expr::ScalarSubquery(_) | Expr::SubPlan { .. } | Expr::Param { .. }));
     }
     if at_run_time {
-        let column = alias.map(|a| a.columns.first().map(|c| ident_name(&c.name)).unwrap_or_else(|| ident_name(&a.name)));
-        let qualifier = alias.map(|a| ident_name(&a.name)).unwrap_or_else(|| "generate_series".to_string());
-        let column = column.unwrap_or_else(|| "generate_series".to_string());
-        let label = ScanLabel { alias: alias.map(|a| ident_name(&a.name)), columns: vec![column.clone()] };
-        let scope = Scope::new(vec![ScopeColumn { table: Some(qualifier), name: column, data_type, type_modifier: None }]);
+        let (label, scope) = label_and_scope(data_type);
         let args = bound.into_iter().map(|e| if e.data_type() == data_type { Ok(e) } else { ex::coerce(e, data_type, false) }).collect::<Result<Vec<_>>>()?;
         return Ok(From { source: Source::SeriesExprs { args, data_type, label }, scope });
     }
@@ -535,13 +540,7 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
             _ => None,
         });
     }
-    let column = alias.map(|a| {
-        a.columns.first().map(|c| ident_name(&c.name)).unwrap_or_else(|| ident_name(&a.name))
-    });
-    let qualifier = alias.map(|a| ident_name(&a.name)).unwrap_or_else(|| "generate_series".to_string());
-    let column = column.unwrap_or_else(|| "generate_series".to_string());
-    let label = ScanLabel { alias: alias.map(|a| ident_name(&a.name)), columns: vec![column.clone()] };
-    let scope = Scope::new(vec![ScopeColumn { table: Some(qualifier), name: column, data_type, type_modifier: None }]);
+    let (label, scope) = label_and_scope(data_type);
     // A NULL bound yields no rows, as the strict function returns nothing.
     let source = match (values[0], values[1], values.get(2).copied().unwrap_or(Some(1))) {
         (Some(start), Some(stop), Some(step)) => {
@@ -553,6 +552,27 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
         _ => Source::Values(Vec::new()),
     };
     Ok(From { source, scope })
+}
+
+/// `generate_series(start, stop, step interval)` over timestamps: PostgreSQL's two
+/// overloads, `timestamp` when the bounds are, else `timestamptz` (a date or a quoted
+/// literal beside a typed interval is read as the preferred `timestamptz`). The arguments
+/// coerced, and the element type.
+fn datetime_series_arguments(bound: Vec<Expr>) -> Result<(Vec<Expr>, DataType)> {
+    use crate::bind::{coerce_branch, is_unknown_literal};
+    let bounds: Vec<DataType> = bound.iter().take(2).filter(|e| !is_unknown_literal(e)).map(|e| e.data_type()).collect();
+    let fits = bound.len() == 3
+        && bounds.iter().all(|t| matches!(t, DataType::Timestamp | DataType::TimestampTz | DataType::Date))
+        && (is_unknown_literal(&bound[2]) || bound[2].data_type() == DataType::Interval);
+    if !fits {
+        let types: Vec<&str> = bound.iter().map(|a| if is_unknown_literal(a) { "unknown" } else { a.data_type().name() }).collect();
+        return Err(Error::new(SqlState::UNDEFINED_FUNCTION, format!("function generate_series({}) does not exist", types.join(", ")))
+            .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
+    }
+    let data_type = if !bounds.is_empty() && bounds.iter().all(|t| *t == DataType::Timestamp) { DataType::Timestamp } else { DataType::TimestampTz };
+    let mut args = bound.into_iter();
+    let mut next = |to: DataType| coerce_branch(args.next().expect("three arguments"), to);
+    Ok((vec![next(data_type)?, next(data_type)?, next(DataType::Interval)?], data_type))
 }
 
 fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanContext) -> Result<PlannedQuery> {

@@ -101,6 +101,17 @@ const QUERIES: &[&str] = &[
     "SELECT '2024-03-05 10:11:12Z'::timestamptz, '2024-03-05 10:11:12.5+05:30'::timestamptz, '2024-03-05 10:11:12 UTC'::timestamptz, '2024-03-05 24:00:00'::timestamp, '2024-03-05 10:11:60'::timestamp",
     "SELECT 'allballs'::time, '10:11:12.1234567'::time, '2024-03-05 10:11:12'::time, '1 week 2 days'::interval, '1.25 hours'::interval, '-1.5 years'::interval",
     "SELECT now() = current_timestamp, current_date = now()::date, localtimestamp <= clock_timestamp()::timestamp, now() > '2024-01-01'",
+    "SELECT pg_typeof(g), g FROM generate_series(DATE '2024-02-27', DATE '2024-03-02', '1 day') g",
+    "SELECT pg_typeof(g), g FROM generate_series('2024-01-01', '2024-01-02', INTERVAL '5 hours') g",
+    "SELECT g FROM generate_series(TIMESTAMP '2024-01-31', '2024-06-01', '1 month') g",
+    "SELECT g FROM generate_series(TIMESTAMP '2024-01-03 12:00', '2024-01-01', '-7 hours 30 minutes') g",
+    "SELECT generate_series(TIMESTAMPTZ '2024-03-05 10:00+02', '2024-03-05 12:00', '45 minutes')",
+    "SELECT g FROM generate_series(TIMESTAMP '2024-01-01', NULL, '1 day') g",
+    "SELECT count(*), min(g), max(g) FROM generate_series(TIMESTAMP '2024-01-01', '2024-12-31 23:59', '1 minute') g",
+    "SELECT d::date, count(*) FROM generate_series(TIMESTAMP '2024-02-27', '2024-03-02', '6 hours') d GROUP BY 1 ORDER BY 1",
+    "SELECT g::date, count(ev.id) FROM generate_series(TIMESTAMP '2023-11-20', '2023-12-20', '1 day') g LEFT JOIN ev ON ev.d = g::date GROUP BY 1 ORDER BY 1",
+    "SELECT x.n, g FROM (VALUES (1), (3)) x(n), LATERAL generate_series(TIMESTAMP '2024-01-01' + x.n * INTERVAL '1 day', '2024-01-05', '1 day') g ORDER BY 1, 2",
+    "SELECT pg_typeof(id), pg_typeof(d), pg_typeof(ts), pg_typeof(tz), pg_typeof(iv), pg_typeof(t), pg_typeof('x'), pg_typeof(NULL), pg_typeof(id::bigint + 1) FROM ev LIMIT 1",
 ];
 
 const ERRORS_WITH_SQLSTATE: &[&str] = &[
@@ -129,6 +140,11 @@ const ERRORS_WITH_SQLSTATE: &[&str] = &[
     "SELECT '294277-01-01'::timestamp",
     "SELECT ''::date",
     "SELECT '2024-03-05 10:11:12+16'::timestamptz",
+    "SELECT * FROM generate_series(TIMESTAMP '2024-01-01', '2024-01-02', '0 days')",
+    "SELECT * FROM generate_series(TIMESTAMPTZ '2024-01-01', '2024-01-02', '1 mon -30 days')",
+    "SELECT * FROM generate_series(TIMESTAMP '2024-01-01', TIMESTAMP '2024-01-02')",
+    "SELECT * FROM generate_series(TIMESTAMP '2024-01-01', TIMESTAMP '2024-01-02', 1)",
+    "SELECT * FROM generate_series(TIMESTAMP '2024-01-01', '2024-01-02'::text, '1 day')",
 ];
 
 #[test]
