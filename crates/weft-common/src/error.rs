@@ -23,6 +23,7 @@ impl SqlState {
     pub const NUMERIC_VALUE_OUT_OF_RANGE: SqlState = SqlState("22003");
     pub const SEQUENCE_GENERATOR_LIMIT_EXCEEDED: SqlState = SqlState("2200H");
     pub const DATETIME_FIELD_OVERFLOW: SqlState = SqlState("22008");
+    pub const INVALID_DATETIME_FORMAT: SqlState = SqlState("22007");
     pub const DIVISION_BY_ZERO: SqlState = SqlState("22012");
     pub const INVALID_PARAMETER_VALUE: SqlState = SqlState("22023");
     pub const INVALID_ROW_COUNT_IN_LIMIT_CLAUSE: SqlState = SqlState("2201W");

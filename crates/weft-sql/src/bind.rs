@@ -538,6 +538,7 @@ impl<'a> Binder<'a> {
             }
             A::Case { operand, conditions, else_result, .. } => self.bind_case(operand.as_deref(), conditions, else_result.as_deref()),
             A::Function(f) => self.bind_function(f),
+            A::AtTimeZone { timestamp, time_zone } => self.bind_at_time_zone(timestamp, time_zone),
             A::Substring { expr: inner, substring_from, substring_for, .. } => {
                 let mut args = vec![self.bind(inner)?];
                 args.push(match substring_from {
@@ -968,6 +969,11 @@ impl<'a> Binder<'a> {
             return Ok(Expr::Literal { value: Datum::Text(value.to_string()), data_type: DataType::Text });
         }
         let args = match &f.args {
+            ast::FunctionArguments::List(list)
+                if list.args.iter().any(|a| matches!(a, ast::FunctionArg::Named { .. } | ast::FunctionArg::ExprNamed { .. })) =>
+            {
+                self.bind_named_arguments(&name, &list.args)?
+            }
             ast::FunctionArguments::List(list) => list
                 .args
                 .iter()
@@ -1031,7 +1037,73 @@ impl<'a> Binder<'a> {
     }
 }
 
+/// Parameter names of the functions weft accepts named arguments for (`name => value`),
+/// and how many of the last ones have a default (0).
+const NAMED_PARAMETERS: &[(&str, &[&str], usize)] = &[
+    ("make_interval", &["years", "months", "weeks", "days", "hours", "mins", "secs"], 7),
+    ("make_date", &["year", "month", "day"], 0),
+    ("make_timestamp", &["year", "month", "mday", "hour", "min", "sec"], 0),
+];
+
 impl Binder<'_> {
+    /// The arguments of a call that names some of them, in parameter order: positional ones
+    /// first, then each named one in its place, defaults (0) in the gaps PostgreSQL fills.
+    fn bind_named_arguments(&mut self, function: &str, args: &[ast::FunctionArg]) -> Result<Vec<Expr>> {
+        let mut slots: Vec<Option<Expr>> = Vec::new();
+        let mut named: Vec<(String, Expr)> = Vec::new();
+        for arg in args {
+            match arg {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) if named.is_empty() => slots.push(Some(self.bind(e)?)),
+                ast::FunctionArg::Unnamed(_) => {
+                    return Err(Error::syntax("positional argument cannot follow named argument"));
+                }
+                ast::FunctionArg::Named { name, arg: ast::FunctionArgExpr::Expr(e), .. } => named.push((ident_name(name), self.bind(e)?)),
+                ast::FunctionArg::ExprNamed { name: ast::Expr::Identifier(name), arg: ast::FunctionArgExpr::Expr(e), .. } => {
+                    named.push((ident_name(name), self.bind(e)?))
+                }
+                other => return Err(Error::not_supported(format!("function argument {other}"))),
+            }
+        }
+        let undefined = |slots: &[Option<Expr>], named: &[(String, Expr)]| {
+            let mut shown: Vec<String> = slots.iter().flatten().map(|a| a.data_type().name().to_string()).collect();
+            shown.extend(named.iter().map(|(n, a)| format!("{n} => {}", a.data_type().name())));
+            Error::new(SqlState::UNDEFINED_FUNCTION, format!("function {function}({}) does not exist", shown.join(", ")))
+                .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")
+        };
+        let Some((_, parameters, defaults)) = NAMED_PARAMETERS.iter().find(|(f, _, _)| *f == function) else {
+            return Err(undefined(&slots, &named));
+        };
+        slots.resize_with(parameters.len().max(slots.len()), || None);
+        for (name, value) in &named {
+            match parameters.iter().position(|p| p == name) {
+                Some(at) if slots[at].is_none() => slots[at] = Some(value.clone()),
+                _ => return Err(undefined(&slots, &named)),
+            }
+        }
+        let required = parameters.len() - defaults;
+        let last = slots.iter().rposition(Option::is_some).map_or(0, |i| i + 1);
+        let mut bound = Vec::with_capacity(last);
+        for (at, slot) in slots.into_iter().take(last).enumerate() {
+            bound.push(match slot {
+                Some(value) => value,
+                None if at >= required => {
+                    let zero = if parameters[at] == "secs" { Datum::Float8(0.0) } else { Datum::Int4(0) };
+                    let data_type = zero.data_type().unwrap_or(DataType::Int4);
+                    Expr::Literal { value: zero, data_type }
+                }
+                None => return Err(undefined(&[], &named)),
+            });
+        }
+        Ok(bound)
+    }
+
+    /// `value AT TIME ZONE zone`: PostgreSQL's `timezone(zone, value)`.
+    fn bind_at_time_zone(&mut self, value: &ast::Expr, zone: &ast::Expr) -> Result<Expr> {
+        let zone = self.bind(zone)?;
+        let value = self.bind(value)?;
+        ex::resolve_function("timezone", vec![zone, value])
+    }
+
     /// `pg_relation_size(rel [, fork])` and the other size functions. A relation given by
     /// name (a string, or a `::regclass` cast of one) is looked up now, with PostgreSQL's
     /// errors; an oid that is not a constant becomes a lookup over every relation's size as
@@ -1622,6 +1694,7 @@ fn column_name_and_strength(expr: &ast::Expr) -> (String, u8) {
         A::TypedString(ts) => (cast_type_name(&ts.data_type), 1),
         A::Interval(_) => ("interval".into(), 1),
         A::Extract { .. } => ("extract".into(), 2),
+        A::AtTimeZone { .. } => ("timezone".into(), 2),
         A::Substring { .. } => ("substring".into(), 2),
         _ => ("?column?".into(), 0),
     }

@@ -11,8 +11,10 @@
 //!    time = timestamp`, `time ± interval = time`, `time - time = interval`.
 //! 3. Functions: `now()` and its SQL spellings, `clock_timestamp()`, `extract` (numeric,
 //!    PostgreSQL 14+) and `date_part` (float8), `date_trunc`, `age`, `make_date`,
-//!    `make_timestamp`, `isfinite`, `to_char` with the common patterns. The session's time
-//!    zone is UTC, so timestamptz fields are those of the UTC instant.
+//!    `make_timestamp`, `isfinite`, `to_char` with the common patterns; and, in
+//!    `datetime_fns`, `localtime`, `justify_*`, `make_interval`, `date_bin`,
+//!    `to_timestamp`, `to_date` and `timezone` (`AT TIME ZONE`). The session's time zone
+//!    is UTC, so timestamptz fields are those of the UTC instant.
 
 use weft_common::datetime::{
     self as dt, Interval, DATE_NEG_INFINITY, DATE_POS_INFINITY, TS_NEG_INFINITY, TS_POS_INFINITY, USECS_PER_DAY,
@@ -20,6 +22,7 @@ use weft_common::datetime::{
 };
 use weft_common::{DataType, Datum, Error, Numeric, Result, SqlState};
 
+use super::datetime_fns as fns;
 use super::functions::Signature;
 use super::BinaryOp;
 
@@ -226,6 +229,18 @@ pub enum DateTimeFunction {
     MakeTimestamp,
     IsFinite,
     ToChar,
+    /// `localtime`: the time of day of `now()`.
+    LocalTime,
+    JustifyHours,
+    JustifyDays,
+    JustifyInterval,
+    MakeInterval,
+    DateBin,
+    /// `to_timestamp(float8)` and `to_timestamp(text, text)`.
+    ToTimestamp,
+    ToDate,
+    /// `timezone(zone, value)`: `value AT TIME ZONE zone`.
+    TimeZone,
 }
 
 impl DateTimeFunction {
@@ -243,6 +258,15 @@ impl DateTimeFunction {
             DateTimeFunction::MakeTimestamp => "make_timestamp",
             DateTimeFunction::IsFinite => "isfinite",
             DateTimeFunction::ToChar => "to_char",
+            DateTimeFunction::LocalTime => "localtime",
+            DateTimeFunction::JustifyHours => "justify_hours",
+            DateTimeFunction::JustifyDays => "justify_days",
+            DateTimeFunction::JustifyInterval => "justify_interval",
+            DateTimeFunction::MakeInterval => "make_interval",
+            DateTimeFunction::DateBin => "date_bin",
+            DateTimeFunction::ToTimestamp => "to_timestamp",
+            DateTimeFunction::ToDate => "to_date",
+            DateTimeFunction::TimeZone => "timezone",
         }
     }
 
@@ -301,7 +325,42 @@ pub fn signatures(name: &str) -> &'static [Signature] {
         sig(F::ToChar, &[TimestampTz, Text], Text),
         sig(F::ToChar, &[Interval, Text], Text),
     ];
+    const LOCALTIME: &[Signature] = &[sig(F::LocalTime, &[], Time)];
+    const JUSTIFY_HOURS: &[Signature] = &[sig(F::JustifyHours, &[Interval], Interval)];
+    const JUSTIFY_DAYS: &[Signature] = &[sig(F::JustifyDays, &[Interval], Interval)];
+    const JUSTIFY_INTERVAL: &[Signature] = &[sig(F::JustifyInterval, &[Interval], Interval)];
+    // Every argument has a default (0): the shorter forms are PostgreSQL's defaults.
+    const MAKE_INTERVAL: &[Signature] = &[
+        sig(F::MakeInterval, &[], Interval),
+        sig(F::MakeInterval, &[Int4], Interval),
+        sig(F::MakeInterval, &[Int4, Int4], Interval),
+        sig(F::MakeInterval, &[Int4, Int4, Int4], Interval),
+        sig(F::MakeInterval, &[Int4, Int4, Int4, Int4], Interval),
+        sig(F::MakeInterval, &[Int4, Int4, Int4, Int4, Int4], Interval),
+        sig(F::MakeInterval, &[Int4, Int4, Int4, Int4, Int4, Int4], Interval),
+        sig(F::MakeInterval, &[Int4, Int4, Int4, Int4, Int4, Int4, Float8], Interval),
+    ];
+    const DATE_BIN: &[Signature] =
+        &[sig(F::DateBin, &[Interval, Timestamp, Timestamp], Timestamp), sig(F::DateBin, &[Interval, TimestampTz, TimestampTz], TimestampTz)];
+    const TO_TIMESTAMP: &[Signature] = &[sig(F::ToTimestamp, &[Float8], TimestampTz), sig(F::ToTimestamp, &[Text, Text], TimestampTz)];
+    const TO_DATE: &[Signature] = &[sig(F::ToDate, &[Text, Text], Date)];
+    // The timestamptz forms first: a date argument resolves to them, as in PostgreSQL.
+    const TIMEZONE: &[Signature] = &[
+        sig(F::TimeZone, &[Text, TimestampTz], Timestamp),
+        sig(F::TimeZone, &[Text, Timestamp], TimestampTz),
+        sig(F::TimeZone, &[Interval, TimestampTz], Timestamp),
+        sig(F::TimeZone, &[Interval, Timestamp], TimestampTz),
+    ];
     match name {
+        "localtime" => LOCALTIME,
+        "justify_hours" => JUSTIFY_HOURS,
+        "justify_days" => JUSTIFY_DAYS,
+        "justify_interval" => JUSTIFY_INTERVAL,
+        "make_interval" => MAKE_INTERVAL,
+        "date_bin" => DATE_BIN,
+        "to_timestamp" => TO_TIMESTAMP,
+        "to_date" => TO_DATE,
+        "timezone" => TIMEZONE,
         "now" | "current_timestamp" | "transaction_timestamp" | "statement_timestamp" => NOW,
         "clock_timestamp" => CLOCK,
         "current_date" => CURRENT_DATE,
@@ -380,6 +439,37 @@ pub fn call(func: DateTimeFunction, args: &[Datum], clock: &StatementClock) -> R
             _ => true,
         })),
         (F::ToChar, [value, Datum::Text(format)]) => to_char(value, format),
+        (F::LocalTime, []) => Ok(Datum::Time(clock.now().rem_euclid(USECS_PER_DAY))),
+        (F::JustifyHours, [Datum::Interval(iv)]) => fns::justify_hours(iv).map(Datum::Interval),
+        (F::JustifyDays, [Datum::Interval(iv)]) => fns::justify_days(iv).map(Datum::Interval),
+        (F::JustifyInterval, [Datum::Interval(iv)]) => fns::justify_interval(iv).map(Datum::Interval),
+        (F::MakeInterval, parts) => {
+            let mut fields = [0i32; 6];
+            for (field, part) in fields.iter_mut().zip(parts) {
+                if let Datum::Int4(v) = part {
+                    *field = *v;
+                }
+            }
+            let seconds = match parts.get(6) {
+                Some(Datum::Float8(s)) => *s,
+                _ => 0.0,
+            };
+            fns::make_interval(fields, seconds).map(Datum::Interval)
+        }
+        (F::DateBin, [Datum::Interval(stride), Datum::Timestamp(source), Datum::Timestamp(origin)]) => {
+            fns::date_bin(stride, *source, *origin).map(Datum::Timestamp)
+        }
+        (F::DateBin, [Datum::Interval(stride), Datum::TimestampTz(source), Datum::TimestampTz(origin)]) => {
+            fns::date_bin(stride, *source, *origin).map(Datum::TimestampTz)
+        }
+        (F::ToTimestamp, [Datum::Float8(seconds)]) => fns::to_timestamp_from_epoch(*seconds).map(Datum::TimestampTz),
+        (F::ToTimestamp, [Datum::Text(input), Datum::Text(format)]) => {
+            fns::to_timestamp_formatted(input, format, true).map(Datum::TimestampTz)
+        }
+        (F::ToDate, [Datum::Text(input), Datum::Text(format)]) => {
+            fns::to_timestamp_formatted(input, format, false).map(|d| Datum::Date(d as i32))
+        }
+        (F::TimeZone, [zone, value]) => fns::timezone(zone, value),
         _ => Err(Error::internal(format!("{}() called with unresolved arguments {args:?}", func.name()))),
     }
 }

@@ -49,6 +49,7 @@ use weft_common::{Coercion, DataType, Datum, TypeModifier};
 pub mod cast;
 pub mod compare;
 pub mod datetime;
+mod datetime_fns;
 mod eval;
 pub mod functions;
 pub mod like;

@@ -349,11 +349,15 @@ pub fn resolve_like(expr: Expr, pattern: Expr, escape: Option<Expr>, negated: bo
 /// `function md5(integer) does not exist` (42883) with PostgreSQL's hint.
 pub fn resolve_function(name: &str, args: Vec<Expr>) -> Result<Expr> {
     let lower = name.to_lowercase();
+    // A quoted literal is read by a date/time parameter's input function, as PostgreSQL
+    // reads an `unknown` constant (`date_bin('15 minutes', ...)`).
+    let read_as_datetime =
+        |a: &Expr, p: DataType| super::datetime::is_datetime(p) && matches!(a, Expr::Literal { value: Datum::Text(_), .. });
     let candidates: Vec<&Signature> = signatures(&lower)
         .iter()
         .filter(|s| {
             s.args.len() == args.len()
-                && s.args.iter().zip(&args).all(|(&p, a)| a.is_null_literal() || can_coerce(a.data_type(), p, false))
+                && s.args.iter().zip(&args).all(|(&p, a)| a.is_null_literal() || can_coerce(a.data_type(), p, false) || read_as_datetime(a, p))
         })
         .collect();
     let score = |s: &Signature| {
@@ -385,6 +389,13 @@ pub fn resolve_function(name: &str, args: Vec<Expr>) -> Result<Expr> {
                 .with_hint("Could not choose a best candidate function. You might need to add explicit type casts."))
         }
     };
-    let args = args.into_iter().zip(signature.args).map(|(a, &p)| coerce(a, p, false)).collect::<Result<_>>()?;
+    let args = args
+        .into_iter()
+        .zip(signature.args)
+        .map(|(a, &p)| {
+            let literal = read_as_datetime(&a, p);
+            coerce(a, p, literal)
+        })
+        .collect::<Result<_>>()?;
     Ok(Expr::Function { func: signature.func, args, data_type: signature.result })
 }
