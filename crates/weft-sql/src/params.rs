@@ -1,0 +1,260 @@
+//! Bind parameters (`$1`, `$2`, ...) for the wire protocol's extended queries.
+//!
+//! weft's SQL layer has no parameter nodes: a statement with parameters is parsed, each
+//! `$n` is replaced in the AST by a string literal of the parameter's text (untyped, as
+//! PostgreSQL's `unknown`, which the binder coerces by context) or by NULL, wrapped in a
+//! cast when the client declared the parameter's type, and the statement is run as the
+//! SQL text the rewritten AST prints. A statement without parameters runs as written.
+//!
+//! Parameter types are found as PostgreSQL finds the simple cases: a declared type, else
+//! the type of a cast written on the parameter (`$1::int`), else the target column of an
+//! `INSERT ... VALUES` row; anything else is text.
+
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{self, Expr, Statement, Value, VisitorMut};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+use weft_common::{DataType, Error, Result, SqlState};
+
+use crate::api::{ColumnInfo, QueryResult};
+use crate::session::Session;
+
+/// The `$n` of a placeholder token, if it is one (1-based).
+fn placeholder_index(value: &Value) -> Option<usize> {
+    match value {
+        Value::Placeholder(text) => text.strip_prefix('$')?.parse().ok().filter(|n| *n > 0),
+        _ => None,
+    }
+}
+
+fn placeholder_of(expr: &Expr) -> Option<usize> {
+    match expr {
+        Expr::Value(value) => placeholder_index(&value.value),
+        Expr::Nested(inner) => placeholder_of(inner),
+        _ => None,
+    }
+}
+
+/// Finds the highest `$n` and the types casts give parameters.
+struct Scan {
+    count: usize,
+    cast_types: Vec<Option<DataType>>,
+}
+
+impl VisitorMut for Scan {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Value(value) = expr {
+            if let Some(n) = placeholder_index(&value.value) {
+                self.count = self.count.max(n);
+            }
+        }
+        if let Expr::Cast { expr: inner, data_type, .. } = expr {
+            if let (Some(n), Ok(data_type)) = (placeholder_of(inner), crate::bind::sql_type(data_type)) {
+                if self.cast_types.len() < n {
+                    self.cast_types.resize(n, None);
+                }
+                self.cast_types[n - 1].get_or_insert(data_type);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Replaces each `$n` by its parameter.
+struct Substitute<'a> {
+    replacements: &'a [Expr],
+    missing: Option<usize>,
+}
+
+impl VisitorMut for Substitute<'_> {
+    type Break = ();
+
+    fn post_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        if let Expr::Value(value) = expr {
+            if let Some(n) = placeholder_index(&value.value) {
+                match self.replacements.get(n - 1) {
+                    Some(replacement) => *expr = replacement.clone(),
+                    None => {
+                        self.missing = Some(n);
+                        return ControlFlow::Break(());
+                    }
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// The SQL expression a parameter becomes: `'text'`, NULL, or either cast to its type.
+fn parameter_expr(value: Option<&str>, data_type: Option<DataType>) -> Result<Expr> {
+    let literal = match value {
+        Some(text) => format!("'{}'", text.replace('\'', "''")),
+        None => "NULL".to_string(),
+    };
+    let text = match data_type {
+        Some(data_type) => format!("CAST({literal} AS {})", data_type.name()),
+        None => literal,
+    };
+    Parser::new(&PostgreSqlDialect {})
+        .try_with_sql(&text)
+        .and_then(|mut parser| parser.parse_expr())
+        .map_err(|e| Error::internal(format!("could not build parameter expression: {e}")))
+}
+
+/// One statement, as the extended protocol allows (PostgreSQL: 42601).
+fn single_statement(sql: &str) -> Result<Statement> {
+    let mut statements = crate::parse::parse_statements(sql)?;
+    match statements.len() {
+        1 => Ok(statements.remove(0)),
+        0 => Err(Error::syntax("empty statement")),
+        _ => Err(Error::new(SqlState::SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")),
+    }
+}
+
+impl Session {
+    /// The parameters of a statement about to be prepared: one entry per `$n` up to the
+    /// highest used, with the type found for it (`None`: text/unknown). Text that does not
+    /// parse yet holds no `$` (REINDEX, VACUUM) has none; its errors come when it runs.
+    /// A statement that does not parse fails an open transaction block, as in PostgreSQL.
+    pub fn parameter_types(&mut self, sql: &str) -> Result<Vec<Option<DataType>>> {
+        let mut statement = match single_statement(sql) {
+            Ok(statement) => statement,
+            Err(_) if !sql.contains('$') => return Ok(Vec::new()),
+            Err(e) => {
+                self.fail_block();
+                return Err(e);
+            }
+        };
+        let mut scan = Scan { count: 0, cast_types: Vec::new() };
+        let _ = crate::ast_walk::walk_mut(&mut statement, &mut scan);
+        let mut types = scan.cast_types;
+        types.resize(scan.count, None);
+        if let Statement::Insert(insert) = &statement {
+            self.insert_parameter_types(insert, &mut types);
+        }
+        Ok(types)
+    }
+
+    /// `INSERT INTO t (cols) VALUES ($1, ...)`: a bare parameter takes its column's type.
+    fn insert_parameter_types(&self, insert: &ast::Insert, types: &mut [Option<DataType>]) {
+        let Some(ast::SetExpr::Values(values)) = insert.source.as_ref().map(|q| q.body.as_ref()) else { return };
+        let Ok(name) = crate::statements::insert_table_name(insert) else { return };
+        let catalog = self.catalog();
+        let Some(table) = catalog.tables.get(&name) else { return };
+        let Ok(names) = insert.columns.iter().map(crate::bind::object_name).collect::<Result<Vec<_>>>() else { return };
+        let Ok(targets) = crate::statements::target_columns(table, &names) else { return };
+        for row in &values.rows {
+            for (expr, &column) in row.iter().zip(&targets) {
+                if let Some(n) = placeholder_of(expr) {
+                    if let Some(slot) = types.get_mut(n - 1) {
+                        slot.get_or_insert(table.columns[column].data_type);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Run one statement with its parameters' texts (`None`: NULL). See the module header.
+    pub fn execute_with_params(&mut self, sql: &str, params: &[Option<String>]) -> Result<QueryResult> {
+        self.execute_with_typed_params(sql, params, &[])
+    }
+
+    /// [`Session::execute_with_params`] with the types the client declared, by parameter
+    /// (`None`, or none given: untyped): each such parameter is cast to its type.
+    pub fn execute_with_typed_params(&mut self, sql: &str, params: &[Option<String>], types: &[Option<DataType>]) -> Result<QueryResult> {
+        match self.substituted(sql, params, types) {
+            Ok(Some(text)) => self.execute(&text),
+            Ok(None) => self.execute(sql),
+            Err(e) => {
+                self.fail_block();
+                Err(e)
+            }
+        }
+    }
+
+    /// The SQL text with the parameters in place; `None` when it has no parameters (it then
+    /// runs as written, also when sqlparser cannot read it: REINDEX, VACUUM).
+    fn substituted(&self, sql: &str, params: &[Option<String>], types: &[Option<DataType>]) -> Result<Option<String>> {
+        if params.is_empty() && !sql.contains('$') {
+            return Ok(None);
+        }
+        let mut statement = match single_statement(sql) {
+            Ok(statement) => statement,
+            Err(_) if params.is_empty() => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut scan = Scan { count: 0, cast_types: Vec::new() };
+        let _ = crate::ast_walk::walk_mut(&mut statement, &mut scan);
+        if scan.count == 0 && params.is_empty() {
+            return Ok(None);
+        }
+        if scan.count > params.len() {
+            return Err(Error::new(SqlState("08P01"), format!("bind message supplies {} parameters, but prepared statement requires {}", params.len(), scan.count)));
+        }
+        let replacements = params
+            .iter()
+            .enumerate()
+            .map(|(i, value)| parameter_expr(value.as_deref(), types.get(i).copied().flatten()))
+            .collect::<Result<Vec<_>>>()?;
+        let mut substitute = Substitute { replacements: &replacements, missing: None };
+        let _ = crate::ast_walk::walk_mut(&mut statement, &mut substitute);
+        if let Some(n) = substitute.missing {
+            return Err(Error::new(SqlState("42P02"), format!("there is no parameter ${n}")));
+        }
+        Ok(Some(statement.to_string()))
+    }
+
+    /// The result columns a statement would return, without running it: `Some` for a query
+    /// (planned with the parameters given, `None` ones as NULL), SHOW, EXPLAIN and an
+    /// INSERT with RETURNING; `None` for a statement that returns no rows (or whose
+    /// RETURNING columns weft cannot find before running it: UPDATE, DELETE).
+    pub fn describe_with_params(&mut self, sql: &str, params: &[Option<String>], types: &[Option<DataType>]) -> Result<Option<Vec<ColumnInfo>>> {
+        let text = self.substituted(sql, params, types)?;
+        let Ok(statement) = single_statement(text.as_deref().unwrap_or(sql)) else { return Ok(None) };
+        let text_column = |name: &str| ColumnInfo { name: name.to_string(), data_type: DataType::Text, type_modifier: None };
+        Ok(match &statement {
+            Statement::Query(query) => Some(crate::statements::plan(self, &self.catalog(), query)?.columns),
+            Statement::Explain { .. } => Some(vec![text_column("QUERY PLAN")]),
+            Statement::ShowVariable { variable } => {
+                let name = variable.iter().map(|i| i.value.clone()).collect::<Vec<_>>().join(" ");
+                if name.eq_ignore_ascii_case("all") {
+                    Some(["name", "setting", "description"].iter().map(|n| text_column(n)).collect())
+                } else {
+                    Some(vec![text_column(&name.to_lowercase())])
+                }
+            }
+            Statement::Insert(insert) if insert.returning.is_some() => {
+                let catalog = self.catalog();
+                let name = crate::statements::insert_table_name(insert)?;
+                let Some(table) = catalog.tables.get(&name) else { return Ok(None) };
+                let scope = crate::statements::insert_scope(table, insert);
+                crate::statements::with_plan_context(self, &catalog, |ctx| {
+                    crate::returning::Returning::bind(insert.returning.as_ref(), &scope, ctx)
+                })?
+                .map(|returning| returning.columns)
+            }
+            _ => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_become_literals() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = crate::Database::open(dir.path(), &[]).unwrap();
+        let mut session = db.session();
+        let result = session.execute_with_params("SELECT $1::int + 1, $2 || 'b', $3 IS NULL", &[Some("41".into()), Some("a'".into()), None]).unwrap();
+        let row: Vec<_> = result.rows[0].iter().map(|d| d.to_pg_text()).collect();
+        assert_eq!(row, [Some("42".into()), Some("a'b".into()), Some("t".into())]);
+        assert_eq!(session.parameter_types("SELECT $2::bigint, $1").unwrap(), [None, Some(DataType::Int8)]);
+        let err = session.execute_with_params("SELECT $2", &[Some("1".into())]).unwrap_err();
+        assert_eq!(err.sqlstate, SqlState("08P01"));
+    }
+}
