@@ -208,9 +208,10 @@ impl Session {
     }
 
     /// The result columns a statement would return, without running it: `Some` for a query
-    /// (planned with the parameters given, `None` ones as NULL), SHOW, EXPLAIN and an
-    /// INSERT with RETURNING; `None` for a statement that returns no rows (or whose
-    /// RETURNING columns weft cannot find before running it: UPDATE, DELETE).
+    /// (planned with the parameters given, `None` ones as NULL), SHOW, EXPLAIN, an
+    /// INSERT / UPDATE / DELETE with RETURNING; `None` for a statement that returns no rows
+    /// (or whose RETURNING columns are not found before running it: UPDATE ... FROM,
+    /// DELETE ... USING).
     pub fn describe_with_params(&mut self, sql: &str, params: &[Option<String>], types: &[Option<DataType>]) -> Result<Option<Vec<ColumnInfo>>> {
         let text = self.substituted(sql, params, types)?;
         let Ok(statement) = single_statement(text.as_deref().unwrap_or(sql)) else { return Ok(None) };
@@ -231,13 +232,39 @@ impl Session {
                 let name = crate::statements::insert_table_name(insert)?;
                 let Some(table) = catalog.tables.get(&name) else { return Ok(None) };
                 let scope = crate::statements::insert_scope(table, insert);
-                crate::statements::with_plan_context(self, &catalog, |ctx| {
-                    crate::returning::Returning::bind(insert.returning.as_ref(), &scope, ctx)
-                })?
-                .map(|returning| returning.columns)
+                self.returning_columns(insert.returning.as_ref(), &scope)?
+            }
+            Statement::Update(update) if update.returning.is_some() && update.from.is_none() => {
+                self.target_returning_columns(&update.table, update.returning.as_ref())?
+            }
+            Statement::Delete(delete) if delete.returning.is_some() && delete.using.is_none() => {
+                let (ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from)) = &delete.from;
+                match from.as_slice() {
+                    [target] => self.target_returning_columns(target, delete.returning.as_ref())?,
+                    _ => None,
+                }
             }
             _ => None,
         })
+    }
+
+    fn returning_columns(&self, items: Option<&Vec<ast::SelectItem>>, scope: &crate::bind::Scope) -> Result<Option<Vec<ColumnInfo>>> {
+        let catalog = self.catalog();
+        let returning = crate::statements::with_plan_context(self, &catalog, |ctx| crate::returning::Returning::bind(items, scope, ctx))?;
+        Ok(returning.map(|r| r.columns))
+    }
+
+    /// RETURNING of an UPDATE / DELETE of one table without FROM / USING: over its columns.
+    fn target_returning_columns(&self, target: &ast::TableWithJoins, items: Option<&Vec<ast::SelectItem>>) -> Result<Option<Vec<ColumnInfo>>> {
+        let ast::TableFactor::Table { name, alias, args: None, .. } = &target.relation else { return Ok(None) };
+        if !target.joins.is_empty() {
+            return Ok(None);
+        }
+        let name = crate::bind::object_name(name)?;
+        let alias = alias.as_ref().map_or_else(|| name.clone(), |a| crate::bind::ident_name(&a.name));
+        let catalog = self.catalog();
+        let Some(table) = catalog.tables.get(&name) else { return Ok(None) };
+        self.returning_columns(items, &crate::modify::table_scope(table, &alias))
     }
 }
 

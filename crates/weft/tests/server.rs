@@ -281,6 +281,42 @@ async fn parameters_of_the_extended_protocol() {
     server.stop();
 }
 
+#[test]
+fn a_client_that_goes_away_mid_query_ends_only_its_connection() {
+    let (_dir, data) = data_dir();
+    let server = Server::start(&data);
+    let mut raw = RawConnection::connect(server.port);
+    let sql = "SELECT count(*) FROM generate_series(1, 50000000)";
+    let mut message = vec![b'Q'];
+    message.extend_from_slice(&((sql.len() + 5) as i32).to_be_bytes());
+    message.extend_from_slice(sql.as_bytes());
+    message.push(0);
+    raw.stream.write_all(&message).unwrap();
+    drop(raw);
+    let mut other = RawConnection::connect(server.port);
+    assert_eq!(other.query("SELECT 1"), ('I', vec![]));
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(other.query("SELECT 2"), ('I', vec![]));
+    server.stop();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn returning_rows_through_the_extended_protocol() {
+    let (_dir, data) = data_dir();
+    let server = Server::start(&data);
+    let client = server.connect().await;
+    client.batch_execute("CREATE TABLE r (id serial, v text)").await.unwrap();
+    let inserted = client.query("INSERT INTO r (v) VALUES ($1), ($2) RETURNING id, v", &[&"a", &"b"]).await.unwrap();
+    let inserted: Vec<(i32, String)> = inserted.iter().map(|r| (r.get("id"), r.get("v"))).collect();
+    assert_eq!(inserted, [(1, "a".to_string()), (2, "b".to_string())]);
+    let updated = client.query("UPDATE r SET v = v || $1 WHERE id = $2 RETURNING v", &[&"!", &"2"]).await.unwrap();
+    assert_eq!(updated.iter().map(|r| r.get::<_, String>(0)).collect::<Vec<_>>(), ["b!"]);
+    let deleted = client.query("DELETE FROM r AS x WHERE x.id = 1 RETURNING x.id", &[]).await.unwrap();
+    assert_eq!(deleted.iter().map(|r| r.get::<_, i32>(0)).collect::<Vec<_>>(), [1]);
+    assert_eq!(client.execute("UPDATE r SET v = 'c'", &[]).await.unwrap(), 1);
+    server.stop();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_have_their_own_sessions() {
     let (_dir, data) = data_dir();
