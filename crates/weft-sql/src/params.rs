@@ -7,8 +7,9 @@
 //! SQL text the rewritten AST prints. A statement without parameters runs as written.
 //!
 //! Parameter types are found as PostgreSQL finds the simple cases: a declared type, else
-//! the type of a cast written on the parameter (`$1::int`), else the target column of an
-//! `INSERT ... VALUES` row; anything else is text.
+//! the type of a cast written on the parameter (`$1::int`), bigint for LIMIT / OFFSET, the
+//! target column of an `INSERT ... VALUES` row or of `UPDATE ... SET`, or the column a
+//! parameter is compared with (`col = $1`, `IN`, `BETWEEN`); anything else is text.
 
 use std::ops::ControlFlow;
 
@@ -36,16 +37,79 @@ fn placeholder_of(expr: &Expr) -> Option<usize> {
     }
 }
 
-/// Finds the highest `$n` and the types casts give parameters.
+/// A column's name as written (`a`, `t.a`: `a`).
+fn column_of(expr: &Expr) -> Option<String> {
+    match expr {
+        Expr::Identifier(ident) => Some(crate::bind::ident_name(ident)),
+        Expr::CompoundIdentifier(idents) => idents.last().map(crate::bind::ident_name),
+        Expr::Nested(inner) => column_of(inner),
+        _ => None,
+    }
+}
+
+/// Finds the highest `$n`, the types casts give parameters, and the columns parameters are
+/// compared with or assigned to.
+#[derive(Default)]
 struct Scan {
     count: usize,
     cast_types: Vec<Option<DataType>>,
+    /// (parameter, column name): `col = $1`, `col IN ($1)`, `col BETWEEN $1 AND $2`, `SET col = $1`.
+    columns: Vec<(usize, String)>,
+    /// LIMIT / OFFSET parameters: bigint.
+    counts: Vec<usize>,
+}
+
+impl Scan {
+    fn pair(&mut self, column: &Expr, parameter: &Expr) {
+        if let (Some(column), Some(n)) = (column_of(column), placeholder_of(parameter)) {
+            self.columns.push((n, column));
+        }
+    }
+
+    fn set_type(&mut self, n: usize, data_type: DataType) {
+        if self.cast_types.len() < n {
+            self.cast_types.resize(n, None);
+        }
+        self.cast_types[n - 1].get_or_insert(data_type);
+    }
 }
 
 impl VisitorMut for Scan {
     type Break = ();
 
+    fn pre_visit_query(&mut self, query: &mut ast::Query) -> ControlFlow<()> {
+        if let Some(ast::LimitClause::LimitOffset { limit, offset, .. }) = &query.limit_clause {
+            self.counts.extend(limit.iter().chain(offset.iter().map(|o| &o.value)).filter_map(placeholder_of));
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_statement(&mut self, statement: &mut Statement) -> ControlFlow<()> {
+        if let Statement::Update(update) = statement {
+            for assignment in &update.assignments {
+                if let (ast::AssignmentTarget::ColumnName(name), Some(n)) = (&assignment.target, placeholder_of(&assignment.value)) {
+                    if let Some(column) = name.0.last().and_then(|part| part.as_ident()) {
+                        self.columns.push((n, crate::bind::ident_name(column)));
+                    }
+                }
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
     fn pre_visit_expr(&mut self, expr: &mut Expr) -> ControlFlow<()> {
+        match expr {
+            Expr::BinaryOp { left, right, .. } => {
+                self.pair(left, right);
+                self.pair(right, left);
+            }
+            Expr::InList { expr: column, list, .. } => list.iter().for_each(|item| self.pair(column, item)),
+            Expr::Between { expr: column, low, high, .. } => {
+                self.pair(column, low);
+                self.pair(column, high);
+            }
+            _ => {}
+        }
         if let Expr::Value(value) = expr {
             if let Some(n) = placeholder_index(&value.value) {
                 self.count = self.count.max(n);
@@ -53,10 +117,7 @@ impl VisitorMut for Scan {
         }
         if let Expr::Cast { expr: inner, data_type, .. } = expr {
             if let (Some(n), Ok(data_type)) = (placeholder_of(inner), crate::bind::sql_type(data_type)) {
-                if self.cast_types.len() < n {
-                    self.cast_types.resize(n, None);
-                }
-                self.cast_types[n - 1].get_or_insert(data_type);
+                self.set_type(n, data_type);
             }
         }
         ControlFlow::Continue(())
@@ -128,14 +189,44 @@ impl Session {
                 return Err(e);
             }
         };
-        let mut scan = Scan { count: 0, cast_types: Vec::new() };
+        let mut scan = Scan::default();
         let _ = crate::ast_walk::walk_mut(&mut statement, &mut scan);
-        let mut types = scan.cast_types;
+        for n in std::mem::take(&mut scan.counts) {
+            scan.set_type(n, DataType::Int8);
+        }
+        let mut types = std::mem::take(&mut scan.cast_types);
         types.resize(scan.count, None);
         if let Statement::Insert(insert) = &statement {
             self.insert_parameter_types(insert, &mut types);
         }
+        self.column_parameter_types(&statement, &scan.columns, &mut types);
         Ok(types)
+    }
+
+    /// A parameter compared with or assigned to a column takes the column's type when every
+    /// table the statement names that has such a column agrees on it. A guess (the binder
+    /// still coerces the untyped literal by context): it only tells the client how to send.
+    fn column_parameter_types(&self, statement: &Statement, columns: &[(usize, String)], types: &mut [Option<DataType>]) {
+        if columns.is_empty() {
+            return;
+        }
+        let catalog = self.catalog();
+        let mut tables = Vec::new();
+        let _ = crate::ast_walk::relations(statement, |name| {
+            if let Some(table) = crate::bind::object_name(name).ok().and_then(|name| catalog.tables.get(&name)) {
+                tables.push(table);
+            }
+            ControlFlow::Continue(())
+        });
+        for (n, column) in columns {
+            let Some(slot @ None) = types.get_mut(n - 1) else { continue };
+            let mut found = tables.iter().filter_map(|t| t.column_index(column).map(|i| t.columns[i].data_type));
+            if let Some(first) = found.next() {
+                if found.all(|t| t == first) {
+                    *slot = Some(first);
+                }
+            }
+        }
     }
 
     /// `INSERT INTO t (cols) VALUES ($1, ...)`: a bare parameter takes its column's type.
@@ -186,7 +277,7 @@ impl Session {
             Err(_) if params.is_empty() => return Ok(None),
             Err(e) => return Err(e),
         };
-        let mut scan = Scan { count: 0, cast_types: Vec::new() };
+        let mut scan = Scan::default();
         let _ = crate::ast_walk::walk_mut(&mut statement, &mut scan);
         if scan.count == 0 && params.is_empty() {
             return Ok(None);
@@ -281,6 +372,11 @@ mod tests {
         let row: Vec<_> = result.rows[0].iter().map(|d| d.to_pg_text()).collect();
         assert_eq!(row, [Some("42".into()), Some("a'b".into()), Some("t".into())]);
         assert_eq!(session.parameter_types("SELECT $2::bigint, $1").unwrap(), [None, Some(DataType::Int8)]);
+        session.execute("CREATE TABLE t (a int, b text, c float8)").unwrap();
+        let types = session.parameter_types("SELECT * FROM t AS x WHERE x.a = $1 AND $2 < c OR b IN ($3) LIMIT $4").unwrap();
+        assert_eq!(types, [Some(DataType::Int4), Some(DataType::Float8), Some(DataType::Text), Some(DataType::Int8)]);
+        let types = session.parameter_types("UPDATE t SET c = $1 WHERE a BETWEEN $2 AND $3").unwrap();
+        assert_eq!(types, [Some(DataType::Float8), Some(DataType::Int4), Some(DataType::Int4)]);
         let err = session.execute_with_params("SELECT $2", &[Some("1".into())]).unwrap_err();
         assert_eq!(err.sqlstate, SqlState("08P01"));
     }

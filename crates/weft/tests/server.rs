@@ -266,7 +266,7 @@ async fn parameters_of_the_extended_protocol() {
     assert_eq!(types, [23, 25, 701, 16], "INSERT parameters take their columns' types");
     assert_eq!(client.execute(&insert, &[&1i32, &"one", &1.5f64, &true]).await.unwrap(), 1);
     assert_eq!(client.execute(&insert, &[&2i32, &"two; DROP TABLE p", &-0.25f64, &false]).await.unwrap(), 1);
-    let found = client.query("SELECT name, score FROM p WHERE id >= $1 ORDER BY id", &[&"1"]).await.unwrap();
+    let found = client.query("SELECT name, score FROM p WHERE id >= $1 ORDER BY id LIMIT $2", &[&1i32, &10i64]).await.unwrap();
     let found: Vec<(String, f64)> = found.iter().map(|r| (r.get(0), r.get(1))).collect();
     assert_eq!(found, [("one".to_string(), 1.5), ("two; DROP TABLE p".to_string(), -0.25)]);
     // Typed at Parse: the literal is cast to the declared type.
@@ -309,7 +309,7 @@ async fn returning_rows_through_the_extended_protocol() {
     let inserted = client.query("INSERT INTO r (v) VALUES ($1), ($2) RETURNING id, v", &[&"a", &"b"]).await.unwrap();
     let inserted: Vec<(i32, String)> = inserted.iter().map(|r| (r.get("id"), r.get("v"))).collect();
     assert_eq!(inserted, [(1, "a".to_string()), (2, "b".to_string())]);
-    let updated = client.query("UPDATE r SET v = v || $1 WHERE id = $2 RETURNING v", &[&"!", &"2"]).await.unwrap();
+    let updated = client.query("UPDATE r SET v = v || $1 WHERE id = $2 RETURNING v", &[&"!", &2i32]).await.unwrap();
     assert_eq!(updated.iter().map(|r| r.get::<_, String>(0)).collect::<Vec<_>>(), ["b!"]);
     let deleted = client.query("DELETE FROM r AS x WHERE x.id = 1 RETURNING x.id", &[]).await.unwrap();
     assert_eq!(deleted.iter().map(|r| r.get::<_, i32>(0)).collect::<Vec<_>>(), [1]);
