@@ -303,7 +303,17 @@ impl Session {
     /// INSERT / UPDATE / DELETE with RETURNING; `None` for a statement that returns no rows
     /// (or whose RETURNING columns are not found before running it: UPDATE ... FROM,
     /// DELETE ... USING).
+    /// An error (the statement does not plan) fails an open block, as PostgreSQL's analysis
+    /// at Parse does.
     pub fn describe_with_params(&mut self, sql: &str, params: &[Option<String>], types: &[Option<DataType>]) -> Result<Option<Vec<ColumnInfo>>> {
+        let outcome = self.describe_substituted(sql, params, types);
+        if outcome.is_err() {
+            self.fail_block();
+        }
+        outcome
+    }
+
+    fn describe_substituted(&self, sql: &str, params: &[Option<String>], types: &[Option<DataType>]) -> Result<Option<Vec<ColumnInfo>>> {
         let text = self.substituted(sql, params, types)?;
         let Ok(statement) = single_statement(text.as_deref().unwrap_or(sql)) else { return Ok(None) };
         let text_column = |name: &str| ColumnInfo { name: name.to_string(), data_type: DataType::Text, type_modifier: None };

@@ -12,8 +12,8 @@
 //!   before the error stay committed.
 //! - Extended query: parameters are substituted into the statement by the engine
 //!   (`Session::execute_with_typed_params`); Describe plans the statement without running
-//!   it (`Session::describe_with_params`). Results in text, or binary for the types whose
-//!   binary form is a plain integer / float / bytes.
+//!   it (`Session::describe_with_params`). Results in text, or binary for every type but
+//!   numeric (weft stores the others as PostgreSQL's binary form holds them).
 //! - ReadyForQuery reports the session's transaction block: idle, open or failed.
 //! - CancelRequest cancels the running statement through the session's `CancelHandle`.
 //! - A panic in a statement is an XX000 error to its client; the server goes on.
@@ -286,9 +286,11 @@ fn type_size(data_type: DataType) -> i16 {
     }
 }
 
-/// Types whose binary form is sent: the plain integers, float8, bool and text.
+/// Types whose binary form is sent: those stored as PostgreSQL's binary form holds them
+/// (integers, float8, bool, text; dates, times and intervals in the same units and epoch,
+/// infinities included). Not numeric.
 fn binary_supported(data_type: DataType) -> bool {
-    matches!(data_type, DataType::Bool | DataType::Int4 | DataType::Int8 | DataType::Float8 | DataType::Text)
+    data_type != DataType::Numeric
 }
 
 fn row_description(columns: &[ColumnInfo], formats: &[FieldFormat]) -> RowDescription {
@@ -343,6 +345,11 @@ fn data_row(row: &[Datum], formats: &[FieldFormat]) -> DataRow {
             (FieldFormat::Binary, Datum::Int4(v)) => Some(v.to_be_bytes().to_vec()),
             (FieldFormat::Binary, Datum::Int8(v)) => Some(v.to_be_bytes().to_vec()),
             (FieldFormat::Binary, Datum::Float8(v)) => Some(v.to_be_bytes().to_vec()),
+            (FieldFormat::Binary, Datum::Date(d)) => Some(d.to_be_bytes().to_vec()),
+            (FieldFormat::Binary, Datum::Time(t) | Datum::Timestamp(t) | Datum::TimestampTz(t)) => Some(t.to_be_bytes().to_vec()),
+            (FieldFormat::Binary, Datum::Interval(iv)) => {
+                Some([&iv.micros.to_be_bytes()[..], &iv.days.to_be_bytes(), &iv.months.to_be_bytes()].concat())
+            }
             (_, datum) => datum.to_pg_text().map(String::into_bytes),
         };
         match value {
@@ -407,6 +414,18 @@ fn parameter_text(value: Option<&Bytes>, wire_type: &Type, binary: bool, index: 
         700 => float_text(f32::from_be_bytes(fixed(4)?.try_into().unwrap()) as f64),
         701 => float_text(f64::from_be_bytes(fixed(8)?.try_into().unwrap())),
         25 | 1042 | 1043 | 19 | 705 => String::from_utf8(bytes.to_vec()).map_err(|_| invalid())?,
+        // Dates and times as weft prints them (ISO), which it reads back exactly.
+        1082 => text_of(Datum::Date(i32::from_be_bytes(fixed(4)?.try_into().unwrap()))),
+        1083 => text_of(Datum::Time(i64::from_be_bytes(fixed(8)?.try_into().unwrap()))),
+        1114 => text_of(Datum::Timestamp(i64::from_be_bytes(fixed(8)?.try_into().unwrap()))),
+        1184 => text_of(Datum::TimestampTz(i64::from_be_bytes(fixed(8)?.try_into().unwrap()))),
+        1186 => {
+            let b = fixed(16)?;
+            let micros = i64::from_be_bytes(b[0..8].try_into().unwrap());
+            let days = i32::from_be_bytes(b[8..12].try_into().unwrap());
+            let months = i32::from_be_bytes(b[12..16].try_into().unwrap());
+            text_of(Datum::Interval(weft_common::datetime::Interval::new(months, days, micros)))
+        }
         _ => {
             return Err(user_error(&Error::not_supported(format!(
                 "binary format for parameter ${} of type {} is not supported",
@@ -416,6 +435,10 @@ fn parameter_text(value: Option<&Bytes>, wire_type: &Type, binary: bool, index: 
         }
     };
     Ok(Some(text))
+}
+
+fn text_of(datum: Datum) -> String {
+    datum.to_pg_text().unwrap_or_default()
 }
 
 /// A float as float8 input reads it back exactly.
@@ -748,7 +771,10 @@ mod tests {
         assert_eq!(text(&[1], &Type::BOOL), "t");
         assert_eq!(text(b"hi", &Type::TEXT), "hi");
         assert_eq!(text(&0.1f64.to_be_bytes(), &Type::FLOAT8).parse::<f64>().unwrap(), 0.1);
-        assert!(parameter_text(Some(&Bytes::from_static(&[0; 4])), &Type::DATE, true, 0).is_err());
+        assert_eq!(text(&0i32.to_be_bytes(), &Type::DATE), "2000-01-01");
+        assert_eq!(text(&[&3_600_000_000i64.to_be_bytes()[..], &1i32.to_be_bytes(), &2i32.to_be_bytes()].concat(), &Type::INTERVAL), "2 mons 1 day 01:00:00");
+        assert!(parameter_text(Some(&Bytes::from_static(&[0; 4])), &Type::NUMERIC, true, 0).is_err());
+        assert!(parameter_text(Some(&Bytes::from_static(&[0; 3])), &Type::INT4, true, 0).is_err());
         assert_eq!(tag_without_count("INSERT 0 3"), "INSERT 0");
         assert_eq!(tag_without_count("SELECT 1"), "SELECT");
     }

@@ -130,7 +130,12 @@ async fn every_type_round_trips_as_text() {
     assert_eq!(row.get::<_, i64>(2), 9_000_000_000);
     assert_eq!(row.get::<_, f64>(3), 0.1);
     assert_eq!(row.get::<_, &str>(4), "héllo");
-    // Other types have no binary form here: 0A000.
+    let row = client.query_one("SELECT ts, tz FROM t WHERE i = $1", &[&1i32]).await.unwrap();
+    let at = std::time::UNIX_EPOCH + Duration::from_secs(1_709_214_300);
+    assert_eq!((row.get::<_, std::time::SystemTime>(0), row.get::<_, std::time::SystemTime>(1)), (at, at));
+    let row = client.query_one("SELECT $1::timestamptz + interval '1 hour'", &[&at]).await.unwrap();
+    assert_eq!(row.get::<_, std::time::SystemTime>(0), at + Duration::from_secs(3600));
+    // numeric has no binary form here: 0A000.
     let error = client.query("SELECT n FROM t", &[]).await.unwrap_err();
     assert_eq!(db_error(&error).code().code(), "0A000");
     server.stop();
@@ -278,6 +283,11 @@ async fn parameters_of_the_extended_protocol() {
     let error = client.query_one("SELECT $1::int", &[&"x"]).await.unwrap_err();
     assert!(error.as_db_error().is_none(), "text for an int4 parameter is refused by the driver");
     assert_eq!(client.query_one("SELECT count(*) FROM p", &[]).await.unwrap().get::<_, i64>(0), 2);
+    // Describe plans without running: a sequence moves once per execution.
+    client.batch_execute("CREATE SEQUENCE s").await.unwrap();
+    for expected in [1i64, 2] {
+        assert_eq!(client.query_one("SELECT nextval('s')", &[]).await.unwrap().get::<_, i64>(0), expected);
+    }
     server.stop();
 }
 
