@@ -764,6 +764,20 @@ mod tests {
     }
 
     #[test]
+    fn a_panic_is_an_internal_error_and_the_session_goes_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let database = Database::open(dir.path(), &[]).unwrap();
+        let backend = Arc::new(Backend { database: database.clone(), keys: RandomPidSecretKeyGenerator::default(), connections: Mutex::default() });
+        let connection = Connection { session: Arc::new(Mutex::new(database.session())), backend, key: (1, Bytes::new()) };
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let error = runtime.block_on(connection.run(|_| -> weft_sql::Result<()> { panic!("boom") })).unwrap_err();
+        assert_eq!(error.sqlstate, SqlState::INTERNAL_ERROR);
+        assert_eq!(error.message, "internal error: boom");
+        let result = runtime.block_on(connection.run(|session| session.execute("SELECT 1"))).unwrap();
+        assert_eq!(result.rows.len(), 1);
+    }
+
+    #[test]
     fn binary_parameters_become_text() {
         let text = |bytes: &[u8], t: &Type| parameter_text(Some(&Bytes::copy_from_slice(bytes)), t, true, 0).unwrap().unwrap();
         assert_eq!(text(&5i32.to_be_bytes(), &Type::INT4), "5");
