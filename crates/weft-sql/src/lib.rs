@@ -27,6 +27,7 @@ mod join;
 mod lateral;
 mod modify;
 mod ordered_set;
+mod params;
 mod parse;
 mod planner;
 mod returning;

@@ -4,6 +4,7 @@
 //! ```text
 //! weft [-D DIR] [-c SQL]... [-f FILE]... [-A] [-t] [-F SEP] [--csv] [-q]
 //!      [-v NAME=VALUE]... [--set SETTING=VALUE]...
+//! weft serve [-D DIR] [--listen ADDRESS] [--port PORT]
 //! weft demo [--rows N]
 //! weft bench load [--rows N] [--runs K] [--no-postgres]
 //! weft bench sort [--rows N] [--runs K] [--no-postgres] [--no-duckdb] [--strategies S,S]
@@ -39,6 +40,7 @@ mod output;
 mod progress;
 mod runner;
 mod script;
+mod server;
 mod shell;
 
 use std::io::IsTerminal;
@@ -115,6 +117,18 @@ enum Command {
         /// generate_series(0, ROWS): the table gets ROWS + 1 rows
         #[arg(long, default_value_t = 100_000)]
         rows: u64,
+    },
+    /// Serve the database over the PostgreSQL wire protocol (psql, drivers) until SIGINT/SIGTERM
+    Serve {
+        /// Data directory (created on first use) [default: the -D before `serve`, weft-data]
+        #[arg(short = 'D', long = "data-dir", value_name = "DIR")]
+        data_dir: Option<String>,
+        /// Address to listen on
+        #[arg(long, value_name = "ADDRESS", default_value = "127.0.0.1")]
+        listen: String,
+        /// TCP port (0: any free port, printed in the `listening on` line)
+        #[arg(long, default_value_t = 5432)]
+        port: u16,
     },
     /// Benchmarks, run on weft and on a throwaway PostgreSQL 15 cluster
     Bench {
@@ -244,6 +258,11 @@ fn real_main() -> i32 {
         Ok(settings) => settings,
         Err(message) => return usage_error(&message),
     };
+    // The server handles its own signals: no Ctrl-C handler of the shell's.
+    if let Some(Command::Serve { data_dir, listen, port }) = &cli.subcommand {
+        let data_dir = data_dir.clone().unwrap_or_else(|| cli.data_dir.clone());
+        return server::run(&server::ServeOptions { data_dir, listen: listen.clone(), port: *port, settings });
+    }
     cancel::install();
     match &cli.subcommand {
         Some(Command::Demo { rows }) => return demo::run(*rows, &settings),
@@ -304,7 +323,7 @@ fn real_main() -> i32 {
             };
             return bench_buffers::buffers(&options);
         }
-        None => {}
+        Some(Command::Serve { .. }) | None => {}
     }
     let variables = match parse_variables(&cli.variable) {
         Ok(variables) => variables,

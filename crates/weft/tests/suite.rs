@@ -38,3 +38,4 @@ mod pg_oracle_window;
 mod pg_oracle_with_ties;
 mod postgres_harness;
 mod progress_bar;
+mod server;
