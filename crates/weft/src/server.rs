@@ -547,9 +547,12 @@ impl StartupHandler for Handlers {
         let PgWireFrontendMessage::Startup(startup) = message else { return Ok(()) };
         protocol_negotiation(client, &startup).await?;
         save_startup_parameters_to_metadata(client, &startup);
-        let (pid, secret_key) = self.0.keys.generate(client);
-        client.set_pid_and_secret_key(pid, secret_key.clone());
         let session = self.0.database.session();
+        // The process id a client is told is the session's number, which
+        // `pg_backend_pid()` and `pg_stat_progress_create_index.pid` show too.
+        let (_, secret_key) = self.0.keys.generate(client);
+        let pid = session.backend_pid();
+        client.set_pid_and_secret_key(pid, secret_key.clone());
         let key = (pid, secret_key.to_bytes());
         lock(&self.0.connections).insert(key.clone(), session.cancel_handle());
         client.session_extensions().insert(Connection { session: Arc::new(Mutex::new(session)), backend: self.0.clone(), key });

@@ -347,6 +347,8 @@ async fn connections_have_their_own_sessions() {
     a.batch_execute("SET work_mem = '8MB'").await.unwrap();
     assert_eq!(rows(&a, "SHOW work_mem").await, [[Some("8MB".to_string())]]);
     assert_ne!(rows(&b, "SHOW work_mem").await, [[Some("8MB".to_string())]]);
+    // Each connection is its own backend, as `pg_stat_progress_create_index.pid` tells.
+    assert_ne!(rows(&a, "SELECT pg_backend_pid()").await, rows(&b, "SELECT pg_backend_pid()").await);
     server.stop();
 }
 
