@@ -15,18 +15,28 @@ fn interval_out_of_range() -> Error {
     Error::new(SqlState::DATETIME_FIELD_OVERFLOW, "interval out of range")
 }
 
+/// Whole 24-hour periods of the time moved into the days.
+fn carry_days(iv: &Interval) -> Result<(i32, i64)> {
+    let whole_days = iv.micros / USECS_PER_DAY;
+    let days = i32::try_from(iv.days as i64 + whole_days).map_err(|_| interval_out_of_range())?;
+    Ok((days, iv.micros - whole_days * USECS_PER_DAY))
+}
+
+/// Days and time given one sign, borrowing a day where they differ.
+fn agree_days_and_time(days: i32, micros: i64) -> (i32, i64) {
+    if days > 0 && micros < 0 {
+        (days - 1, micros + USECS_PER_DAY)
+    } else if days < 0 && micros > 0 {
+        (days + 1, micros - USECS_PER_DAY)
+    } else {
+        (days, micros)
+    }
+}
+
 /// `justify_hours`: whole 24-hour periods of the time become days, the signs made to agree.
 pub(crate) fn justify_hours(iv: &Interval) -> Result<Interval> {
-    let whole_days = iv.micros / USECS_PER_DAY;
-    let mut micros = iv.micros - whole_days * USECS_PER_DAY;
-    let mut days = i32::try_from(iv.days as i64 + whole_days).map_err(|_| interval_out_of_range())?;
-    if days > 0 && micros < 0 {
-        micros += USECS_PER_DAY;
-        days -= 1;
-    } else if days < 0 && micros > 0 {
-        micros -= USECS_PER_DAY;
-        days += 1;
-    }
+    let (days, micros) = carry_days(iv)?;
+    let (days, micros) = agree_days_and_time(days, micros);
     Ok(Interval::new(iv.months, days, micros))
 }
 
@@ -49,9 +59,7 @@ pub(crate) fn justify_days(iv: &Interval) -> Result<Interval> {
 /// `justify_interval`: both of the above, with one sign for the whole value.
 pub(crate) fn justify_interval(iv: &Interval) -> Result<Interval> {
     let per_month = DAYS_PER_MONTH as i32;
-    let whole_days = iv.micros / USECS_PER_DAY;
-    let mut micros = iv.micros - whole_days * USECS_PER_DAY;
-    let days = i32::try_from(iv.days as i64 + whole_days).map_err(|_| interval_out_of_range())?;
+    let (days, micros) = carry_days(iv)?;
     let whole_months = days / per_month;
     let mut days = days - whole_months * per_month;
     let mut months = iv.months.checked_add(whole_months).ok_or_else(interval_out_of_range)?;
@@ -62,13 +70,7 @@ pub(crate) fn justify_interval(iv: &Interval) -> Result<Interval> {
         days -= per_month;
         months += 1;
     }
-    if days > 0 && micros < 0 {
-        micros += USECS_PER_DAY;
-        days -= 1;
-    } else if days < 0 && micros > 0 {
-        micros -= USECS_PER_DAY;
-        days += 1;
-    }
+    let (days, micros) = agree_days_and_time(days, micros);
     Ok(Interval::new(months, days, micros))
 }
 
