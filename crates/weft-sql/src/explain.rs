@@ -207,7 +207,7 @@ pub(crate) fn explain(
             let table = catalog.table(&table_name)?.clone();
             let names = insert.columns.iter().map(object_name).collect::<Result<Vec<_>>>()?;
             let targets = statements::target_columns(&table, &names)?;
-            (statements::insert_plan(session, &catalog, &table, &targets, source)?, Some(table_name))
+            (statements::insert_plan(session, &catalog, &table, &targets, !names.is_empty(), source)?, Some(table_name))
         }
         _ => return Err(Error::not_supported("EXPLAIN is supported for SELECT, INSERT and CREATE TABLE AS only")),
     };

@@ -656,7 +656,7 @@ pub(crate) fn insert_source_plan(session: &Session, txn: &WriteTxn, table: &Tabl
     let names = insert.columns.iter().map(object_name).collect::<Result<Vec<_>>>()?;
     let targets = target_columns(table, &names)?;
     match insert.source.as_ref() {
-        Some(source) => insert_plan(session, &txn.catalog, table, &targets, source),
+        Some(source) => insert_plan(session, &txn.catalog, table, &targets, !names.is_empty(), source),
         // INSERT ... DEFAULT VALUES: one row of defaults.
         None => with_plan_context(session, &txn.catalog, |ctx| {
             let row = table.columns.iter().map(|c| column_default(ctx, c)).collect::<Result<Vec<_>>>()?;
@@ -740,8 +740,18 @@ pub(crate) fn maintain_indexes(
     Ok(skipped)
 }
 
-/// The plan whose rows are full table rows for an INSERT.
-pub(crate) fn insert_plan(session: &Session, catalog: &weft_access::Catalog, table: &TableMeta, targets: &[usize], source: &ast::Query) -> Result<Plan> {
+/// The plan whose rows are full table rows for an INSERT. `targets` are the columns named
+/// (`columns_named`), or else all of the table's: then, as in PostgreSQL, a source with
+/// fewer columns fills the first ones and the rest take their defaults.
+pub(crate) fn insert_plan(
+    session: &Session,
+    catalog: &weft_access::Catalog,
+    table: &TableMeta,
+    targets: &[usize],
+    columns_named: bool,
+    source: &ast::Query,
+) -> Result<Plan> {
+    let fewer = |width: usize| if columns_named || width > targets.len() { targets } else { &targets[..width] };
     let arity_error = |values: usize| {
         if values > targets.len() {
             Error::syntax("INSERT has more expressions than target columns")
@@ -752,6 +762,11 @@ pub(crate) fn insert_plan(session: &Session, catalog: &weft_access::Catalog, tab
     // VALUES binds each value against its column's type, so quoted strings and NULLs
     // take the column's type as in PostgreSQL.
     if let (ast::SetExpr::Values(values), None, None) = (source.body.as_ref(), &source.order_by, &source.limit_clause) {
+        let width = values.rows.first().map_or(0, |row| row.len());
+        if values.rows.iter().any(|row| row.len() != width) {
+            return Err(Error::syntax("VALUES lists must all be the same length"));
+        }
+        let targets = fewer(width);
         return with_plan_context(session, catalog, |ctx| {
             let scope = Scope::default();
             let mut rows = Vec::with_capacity(values.rows.len());
@@ -773,8 +788,13 @@ pub(crate) fn insert_plan(session: &Session, catalog: &weft_access::Catalog, tab
             Ok(Plan::Pipeline(Pipeline { source: Source::Values(rows), steps: Vec::new(), workers: 0 }))
         });
     }
-    let typed_source = type_unknown_outputs(source, table, targets);
+    let select_width = match source.body.as_ref() {
+        ast::SetExpr::Select(select) => select.projection.len(),
+        _ => targets.len(),
+    };
+    let typed_source = type_unknown_outputs(source, table, fewer(select_width));
     let planned = plan(session, catalog, typed_source.as_ref().unwrap_or(source))?;
+    let targets = fewer(planned.columns.len());
     if planned.columns.len() != targets.len() {
         return Err(arity_error(planned.columns.len()));
     }

@@ -153,6 +153,20 @@ const SCRIPT: &[&str] = &[
     "CREATE TABLE bad (a int CHECK (count(*) > 0))",
     "CREATE TABLE bad (a int CHECK (nope > 0))",
     "CREATE TABLE bad (a int CONSTRAINT x CHECK (a > 0), b int CONSTRAINT x CHECK (b > 0))",
+    // Without a column list, a shorter row fills the first columns; the rest take defaults.
+    "CREATE TABLE short_rows (a int, b text DEFAULT 'x', c int NOT NULL DEFAULT 7, d float8)",
+    "INSERT INTO short_rows VALUES (1)",
+    "INSERT INTO short_rows VALUES (2, 'y'), (3, NULL)",
+    "INSERT INTO short_rows SELECT 4",
+    "INSERT INTO short_rows SELECT 5, 'q' UNION ALL SELECT 6, 'r'",
+    "INSERT INTO short_rows SELECT * FROM (VALUES (7, 'v', 70)) v",
+    "INSERT INTO short_rows VALUES (8, DEFAULT, DEFAULT) RETURNING *",
+    "INSERT INTO short_rows VALUES (1, 2, 3, 4, 5)",
+    "INSERT INTO short_rows VALUES (9), (10, 'z')",
+    "INSERT INTO short_rows (a, b) VALUES (11)",
+    "INSERT INTO short_rows (a) VALUES (12, 'w')",
+    "INSERT INTO short_rows VALUES (13, 'n', NULL)",
+    "SELECT * FROM short_rows ORDER BY a",
 ];
 
 #[test]
