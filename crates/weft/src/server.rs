@@ -532,6 +532,12 @@ impl ServerParameterProvider for ServerParameters {
     }
 }
 
+/// Does `sql` begin, end or mark a transaction (`BEGIN`, `COMMIT`, `SAVEPOINT`, ...)?
+fn is_transaction_control(sql: &str) -> bool {
+    let first = sql.trim_start().split(|c: char| !c.is_ascii_alphabetic()).next().unwrap_or("").to_ascii_lowercase();
+    matches!(first.as_str(), "begin" | "start" | "commit" | "end" | "rollback" | "abort" | "savepoint" | "release" | "prepare")
+}
+
 /// The handlers of every connection: the backend behind an `Arc` a connection keeps.
 struct Handlers(Arc<Backend>);
 
@@ -589,12 +595,22 @@ impl SimpleQueryHandler for Handlers {
         if items.is_empty() {
             client.feed(PgWireBackendMessage::EmptyQueryResponse(EmptyQueryResponse::new())).await?;
         }
+        // Several statements run as one transaction, an implicit block, as in PostgreSQL:
+        // an error undoes the ones before it. Not when the string manages transactions
+        // itself or a block is already open.
+        let manages_transactions = items.iter().any(|item| matches!(item, ScriptItem::Statement { sql, .. } if is_transaction_control(sql)));
+        let implicit_block = items.len() > 1
+            && !manages_transactions
+            && connection.run(|session| Ok(session.in_transaction_block())).await.is_ok_and(|open| !open)
+            && connection.run(|session| session.execute("BEGIN")).await.is_ok();
+        let mut failed = false;
         for item in items {
             let sql = match item {
                 ScriptItem::Statement { sql, .. } => sql,
                 ScriptItem::Meta { .. } => {
                     let error = Error::syntax("syntax error at or near \"\\\"");
                     client.feed(PgWireBackendMessage::ErrorResponse(ErrorResponse::from(error_info(&error)))).await?;
+                    failed = true;
                     break;
                 }
             };
@@ -612,8 +628,15 @@ impl SimpleQueryHandler for Handlers {
                 }
                 Err(error) => {
                     client.feed(PgWireBackendMessage::ErrorResponse(ErrorResponse::from(error_info(&error)))).await?;
+                    failed = true;
                     break;
                 }
+            }
+        }
+        if implicit_block {
+            let end = if failed { "ROLLBACK" } else { "COMMIT" };
+            if let Err(error) = connection.run(move |session| session.execute(end)).await {
+                client.feed(PgWireBackendMessage::ErrorResponse(ErrorResponse::from(error_info(&error)))).await?;
             }
         }
         client.set_state(PgWireConnectionState::ReadyForQuery);

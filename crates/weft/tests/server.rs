@@ -158,11 +158,19 @@ async fn a_query_string_runs_its_statements_in_turn_and_stops_at_an_error() {
         .collect();
     assert_eq!(summary, ["complete 0", "complete 2", "columns 1", "row 1", "row 2", "complete 2"]);
 
-    // The error ends the string; statements before it ran.
+    // The error ends the string and, as the statements ran in one implicit transaction,
+    // undoes the ones before it.
     let error = client.simple_query("INSERT INTO m VALUES (3); SELECT 1/0; INSERT INTO m VALUES (4)").await.unwrap_err();
     let db = db_error(&error);
     assert_eq!((db.code().code(), db.message(), db.severity()), ("22012", "division by zero", "ERROR"));
+    assert_eq!(rows(&client, "SELECT count(*) FROM m").await, [[Some("2".to_string())]]);
+    // A string that manages its own transactions keeps what it committed.
+    let error = client.simple_query("BEGIN; INSERT INTO m VALUES (3); COMMIT; INSERT INTO m VALUES (1)").await.unwrap_err();
+    assert_eq!(db_error(&error).code().code(), "23505");
     assert_eq!(rows(&client, "SELECT count(*) FROM m").await, [[Some("3".to_string())]]);
+    // What cannot run in a transaction block cannot run among other statements either.
+    let error = client.simple_query("SELECT 1; VACUUM m").await.unwrap_err();
+    assert_eq!(db_error(&error).message(), "VACUUM cannot run inside a transaction block");
 
     // Detail and the connection going on after an error.
     let error = client.simple_query("INSERT INTO m VALUES (1)").await.unwrap_err();
