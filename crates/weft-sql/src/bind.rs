@@ -135,6 +135,17 @@ pub fn object_name(name: &ast::ObjectName) -> Result<String> {
     }
 }
 
+/// A function's name: built-in functions are also reached qualified by `pg_catalog`, their
+/// schema in PostgreSQL (psql writes `pg_catalog.pg_get_userbyid(...)`).
+fn function_name(name: &ast::ObjectName) -> Result<String> {
+    match name.0.as_slice() {
+        [schema, function] if schema.as_ident().is_some_and(|s| ident_name(s) == "pg_catalog") => {
+            function.as_ident().map(ident_name).ok_or_else(|| Error::syntax(format!("unexpected name {function}")))
+        }
+        _ => object_name(name),
+    }
+}
+
 /// The aggregate-mode state: group keys bound in the input scope, and the aggregate
 /// calls collected so far.
 pub struct AggregateContext {
@@ -430,6 +441,18 @@ impl<'a> Binder<'a> {
             },
             A::Value(v) => literal(&v.value),
             A::Nested(inner) => self.bind(inner),
+            A::BinaryOp { left, op: BinaryOperator::PGCustomBinaryOperator(parts), right } => {
+                // `OPERATOR(pg_catalog.~)`, as psql writes operators: the built-in operator.
+                let op = match parts.as_slice() {
+                    [schema, op] if schema == "pg_catalog" => builtin_operator(op),
+                    [op] => builtin_operator(op),
+                    _ => None,
+                };
+                let Some(op) = op else {
+                    return Err(Error::new(SqlState::UNDEFINED_FUNCTION, format!("operator does not exist: {}", parts.join("."))));
+                };
+                self.bind(&A::BinaryOp { left: left.clone(), op, right: right.clone() })
+            }
             A::BinaryOp { left, op, right } => {
                 match (row_fields(left), row_fields(right)) {
                     (None, None) => {}
@@ -484,7 +507,7 @@ impl<'a> Binder<'a> {
             }
             A::Collate { expr: inner, collation } => {
                 let name = collation.to_string();
-                let plain = name.trim_matches('"');
+                let plain = name.strip_prefix("pg_catalog.").unwrap_or(&name).trim_matches('"');
                 if !matches!(plain, "C" | "POSIX" | "default" | "ucs_basic") {
                     return Err(Error::new(
                         SqlState::UNDEFINED_OBJECT,
@@ -917,7 +940,7 @@ impl<'a> Binder<'a> {
     }
 
     fn bind_function(&mut self, f: &ast::Function) -> Result<Expr> {
-        let name = object_name(&f.name)?;
+        let name = function_name(&f.name)?;
         if aggregate_of_call(f).is_some() {
             return Err(Error::new(
                 SqlState::GROUPING_ERROR,
@@ -965,6 +988,16 @@ impl<'a> Binder<'a> {
             ast::FunctionArguments::List(list) => list.args.is_empty(),
             _ => true,
         };
+        // psql's catalog functions: every relation is owned by weft's one role and visible
+        // on the search path (the argument is an oid; NULL gives NULL).
+        if let (Some(value), ast::FunctionArguments::List(list)) = (crate::catalog_views::oid_function_value(&name), &f.args) {
+            if let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))] = list.args.as_slice() {
+                let is_null = Expr::IsNull { expr: Box::new(self.bind(arg)?), negated: false };
+                let data_type = value.data_type().unwrap_or(DataType::Text);
+                let null = Expr::Literal { value: Datum::Null, data_type };
+                return Ok(Expr::Case { whens: vec![(is_null, null)], otherwise: Some(Box::new(Expr::Literal { value, data_type })), data_type });
+            }
+        }
         if let (Some(value), true) = (crate::catalog_views::session_value(&name), no_arguments) {
             return Ok(Expr::Literal { value: Datum::Text(value.to_string()), data_type: DataType::Text });
         }
@@ -1200,6 +1233,33 @@ fn variadic_any_call(name: &str, func: ex::ScalarFunction, args: Vec<Expr>) -> R
     }
     let data_type = if matches!(func, F::NumNulls | F::NumNonNulls) { DataType::Int4 } else { DataType::Text };
     Ok(Expr::Function { func, args, data_type })
+}
+
+/// The operator a symbol names.
+fn builtin_operator(symbol: &str) -> Option<BinaryOperator> {
+    Some(match symbol {
+        "=" => BinaryOperator::Eq,
+        "<>" | "!=" => BinaryOperator::NotEq,
+        "<" => BinaryOperator::Lt,
+        "<=" => BinaryOperator::LtEq,
+        ">" => BinaryOperator::Gt,
+        ">=" => BinaryOperator::GtEq,
+        "+" => BinaryOperator::Plus,
+        "-" => BinaryOperator::Minus,
+        "*" => BinaryOperator::Multiply,
+        "/" => BinaryOperator::Divide,
+        "%" => BinaryOperator::Modulo,
+        "||" => BinaryOperator::StringConcat,
+        "~" => BinaryOperator::PGRegexMatch,
+        "~*" => BinaryOperator::PGRegexIMatch,
+        "!~" => BinaryOperator::PGRegexNotMatch,
+        "!~*" => BinaryOperator::PGRegexNotIMatch,
+        "~~" => BinaryOperator::PGLikeMatch,
+        "!~~" => BinaryOperator::PGNotLikeMatch,
+        "~~*" => BinaryOperator::PGILikeMatch,
+        "!~~*" => BinaryOperator::PGNotILikeMatch,
+        _ => return None,
+    })
 }
 
 /// The built-in function behind an operator weft evaluates as a function call.

@@ -56,6 +56,8 @@ pub(crate) fn lookup(name: &ast::ObjectName) -> Option<View> {
         ("pg_catalog", "pg_indexes") => View::PgIndexes,
         ("pg_catalog", "pg_class") => View::PgClass,
         ("pg_catalog", "pg_namespace") => View::PgNamespace,
+        ("pg_catalog", "pg_am") => View::PgAm,
+        ("pg_catalog", "pg_index") => View::PgIndex,
         ("pg_catalog", "pg_stat_progress_create_index") => View::PgStatProgressCreateIndex,
         ("pg_catalog", "weft_stat_progress_create_index") => View::WeftStatProgressCreateIndex,
         ("information_schema", "tables") => View::InformationSchemaTables,
@@ -82,6 +84,8 @@ pub(crate) enum View {
     PgIndexes,
     PgClass,
     PgNamespace,
+    PgAm,
+    PgIndex,
     PgStatProgressCreateIndex,
     WeftStatProgressCreateIndex,
     InformationSchemaTables,
@@ -96,6 +100,8 @@ impl View {
             View::PgIndexes => "pg_indexes",
             View::PgClass => "pg_class",
             View::PgNamespace => "pg_namespace",
+            View::PgAm => "pg_am",
+            View::PgIndex => "pg_index",
             View::PgStatProgressCreateIndex => "pg_stat_progress_create_index",
             View::WeftStatProgressCreateIndex => "weft_stat_progress_create_index",
             View::InformationSchemaTables => "tables",
@@ -112,6 +118,8 @@ pub(crate) fn derived_table(view: View, alias: Option<&TableAlias>, ctx: &PlanCo
         View::PgIndexes => pg_indexes(ctx.catalog),
         View::PgClass => pg_class(ctx.catalog, ctx.pool)?,
         View::PgNamespace => pg_namespace(),
+        View::PgAm => pg_am(),
+        View::PgIndex => pg_index(ctx.catalog),
         View::PgStatProgressCreateIndex | View::WeftStatProgressCreateIndex => pg_stat_progress_create_index(ctx.progress),
         View::InformationSchemaTables => information_schema_tables(ctx.catalog),
         View::InformationSchemaColumns => information_schema_columns(ctx.catalog),
@@ -316,6 +324,62 @@ fn pg_stat_progress_create_index(registry: &crate::session::ProgressRegistry) ->
             row
         })
         .collect();
+    (columns, rows)
+}
+
+/// The access methods of PostgreSQL 15 (weft builds heap tables and B-trees only).
+fn pg_am() -> (Vec<Column>, Vec<Vec<Value>>) {
+    let columns = vec![("oid", "bigint"), ("amname", "text"), ("amhandler", "text"), ("amtype", "text")];
+    let methods = [
+        (HEAP_AM_OID, "heap", "heap_tableam_handler", "t"),
+        (BTREE_AM_OID, "btree", "bthandler", "i"),
+        (405, "hash", "hashhandler", "i"),
+        (783, "gist", "gisthandler", "i"),
+        (2742, "gin", "ginhandler", "i"),
+        (4000, "spgist", "spghandler", "i"),
+        (3580, "brin", "brinhandler", "i"),
+    ];
+    let rows = methods.iter().map(|(oid, name, handler, kind)| vec![number(oid), text(name), text(handler), text(kind)]).collect();
+    (columns, rows)
+}
+
+/// One row per index: the columns psql and most tools read.
+fn pg_index(catalog: &Catalog) -> (Vec<Column>, Vec<Vec<Value>>) {
+    let columns = vec![
+        ("indexrelid", "bigint"),
+        ("indrelid", "bigint"),
+        ("indnatts", "smallint"),
+        ("indnkeyatts", "smallint"),
+        ("indisunique", "boolean"),
+        ("indisprimary", "boolean"),
+        ("indisexclusion", "boolean"),
+        ("indimmediate", "boolean"),
+        ("indisclustered", "boolean"),
+        ("indisvalid", "boolean"),
+        ("indisready", "boolean"),
+        ("indislive", "boolean"),
+        ("indisreplident", "boolean"),
+    ];
+    let mut rows = Vec::new();
+    for index in catalog.indexes.values() {
+        let Some(table) = catalog.tables.get(&index.table) else { continue };
+        let primary = matches!(index.constraint, Some(weft_access::catalog::IndexConstraint::PrimaryKey));
+        rows.push(vec![
+            number(index.oid),
+            number(table.oid),
+            number(index.columns.len() + index.include.len()),
+            number(index.columns.len()),
+            boolean(index.unique),
+            boolean(primary),
+            boolean(false),
+            boolean(true),
+            boolean(false),
+            boolean(true),
+            boolean(true),
+            boolean(true),
+            boolean(false),
+        ]);
+    }
     (columns, rows)
 }
 
@@ -550,6 +614,16 @@ pub(crate) fn session_value(name: &str) -> Option<&'static str> {
         "current_database" => DATABASE_NAME,
         "current_user" | "session_user" | "user" | "current_role" => OWNER_NAME,
         "current_schema" => "public",
+        _ => return None,
+    })
+}
+
+/// The value of psql's catalog functions of one oid, for any relation: `pg_get_userbyid`
+/// (weft's one role) and `pg_table_is_visible` (every relation is in `public`).
+pub(crate) fn oid_function_value(name: &str) -> Option<Datum> {
+    Some(match name {
+        "pg_get_userbyid" => Datum::Text(OWNER_NAME.to_string()),
+        "pg_table_is_visible" => Datum::Bool(true),
         _ => return None,
     })
 }

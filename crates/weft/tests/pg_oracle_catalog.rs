@@ -37,6 +37,10 @@ const QUERIES: &[&str] = &[
      WHERE relnamespace = 2200 ORDER BY relname",
     "SELECT c.relname, n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND c.relnamespace = 2200 ORDER BY 1",
     "SELECT oid, nspname FROM pg_namespace WHERE nspname IN ('public', 'pg_catalog', 'pg_toast') ORDER BY oid",
+    "SELECT oid, amname, amtype FROM pg_catalog.pg_am ORDER BY oid",
+    "SELECT c.relname, t.relname, i.indnatts, i.indnkeyatts, i.indisunique, i.indisprimary, i.indisvalid, am.amname      FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indexrelid JOIN pg_catalog.pg_class t ON t.oid = i.indrelid      JOIN pg_catalog.pg_am am ON am.oid = c.relam WHERE t.relnamespace = 2200 ORDER BY 1",
+    "SELECT c.relname, pg_catalog.pg_get_userbyid(c.relowner), pg_catalog.pg_table_is_visible(c.oid) FROM pg_catalog.pg_class c      WHERE c.relname OPERATOR(pg_catalog.~) '^(it|em)' COLLATE pg_catalog.default AND c.relnamespace = 2200 ORDER BY 1",
+    "SELECT pg_get_userbyid(NULL), pg_table_is_visible(NULL), 2 OPERATOR(pg_catalog.+) 3, 'ab' OPERATOR(pg_catalog.~~) 'a%'",
     "SELECT * FROM public.pg_class",
     "SELECT current_database(), current_user, current_schema()",
     // Sizes: what holds in both systems.

@@ -444,5 +444,18 @@ fn psql_runs_commands_and_scripts() {
     assert_eq!(output.status.code(), Some(1));
     // weft's errors carry no position: psql prints no `LINE 1:` excerpt.
     assert_eq!(String::from_utf8_lossy(&output.stderr), "ERROR:  relation \"missing\" does not exist\n");
+
+    // psql's relation lists, from its own catalog queries (pg_class, pg_namespace, pg_am,
+    // pg_index, pg_get_userbyid, pg_table_is_visible, OPERATOR(pg_catalog.~)).
+    psql(server.port, &["-c", "CREATE TABLE t2 (k int PRIMARY KEY); CREATE INDEX s_b ON s (b)"]);
+    let output = psql(server.port, &["-c", "\\dt"]);
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "        List of relations\n Schema | Name | Type  |  Owner   \n--------+------+-------+----------\n public | s    | table | postgres\n public | t2   | table | postgres\n(2 rows)\n\n"
+    );
+    let output = psql(server.port, &["-A", "-t", "-c", "\\di"]);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "public|s_b|index|postgres|s\npublic|t2_pkey|index|postgres|t2\n");
+    let output = psql(server.port, &["-A", "-t", "-c", "\\dt t*"]);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "public|t2|table|postgres\n");
     server.stop();
 }
