@@ -565,9 +565,7 @@ fn datetime_series_arguments(bound: Vec<Expr>) -> Result<(Vec<Expr>, DataType)> 
         && bounds.iter().all(|t| matches!(t, DataType::Timestamp | DataType::TimestampTz | DataType::Date))
         && (is_unknown_literal(&bound[2]) || bound[2].data_type() == DataType::Interval);
     if !fits {
-        let types: Vec<&str> = bound.iter().map(|a| if is_unknown_literal(a) { "unknown" } else { a.data_type().name() }).collect();
-        return Err(Error::new(SqlState::UNDEFINED_FUNCTION, format!("function generate_series({}) does not exist", types.join(", ")))
-            .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
+        return Err(crate::bind::no_aggregate("generate_series", &bound));
     }
     let data_type = if !bounds.is_empty() && bounds.iter().all(|t| *t == DataType::Timestamp) { DataType::Timestamp } else { DataType::TimestampTz };
     let mut args = bound.into_iter();

@@ -601,8 +601,10 @@ impl SimpleQueryHandler for Handlers {
         let manages_transactions = items.iter().any(|item| matches!(item, ScriptItem::Statement { sql, .. } if is_transaction_control(sql)));
         let implicit_block = items.len() > 1
             && !manages_transactions
-            && connection.run(|session| Ok(session.in_transaction_block())).await.is_ok_and(|open| !open)
-            && connection.run(|session| session.execute("BEGIN")).await.is_ok();
+            && connection
+                .run(|session| Ok(!session.in_transaction_block() && session.execute("BEGIN").is_ok()))
+                .await
+                .unwrap_or(false);
         let mut failed = false;
         for item in items {
             let sql = match item {
