@@ -16,7 +16,7 @@ pub mod types;
 pub mod units;
 pub mod xorshift;
 
-pub use error::{Error, Result, SqlState};
+pub use error::{Cursor, Error, Result, SqlState};
 pub use numeric::Numeric;
 pub use types::{DataType, Datum};
 pub use typmod::{Coercion, TypeModifier};

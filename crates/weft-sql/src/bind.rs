@@ -286,7 +286,12 @@ impl<'a> Binder<'a> {
         self
     }
 
+    /// Bind `expr`; an error points at the innermost expression that raised it.
     pub fn bind(&mut self, expr: &ast::Expr) -> Result<Expr> {
+        self.bind_placed(expr).map_err(|e| crate::error_cursor::place(e, expr))
+    }
+
+    fn bind_placed(&mut self, expr: &ast::Expr) -> Result<Expr> {
         if let ast::Expr::Function(f) = expr {
             if f.over.is_some() {
                 return crate::window::bind_window_call(self, f);

@@ -23,7 +23,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use sqlparser::ast::{self, TableFactor};
+use sqlparser::ast::{self, Spanned, TableFactor};
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_exec::expr::{self as ex, BinaryOp, Expr};
 use weft_exec::plan::{HashJoin, HashJoinMode, JoinType, Pipeline, Plan, ScanLabel, Source, Step};
@@ -1186,7 +1186,7 @@ impl SemiJoin {
                 })
                 .collect();
             let outer_items = crate::bind::row_items(outer_expr);
-            check_in_width(select.projection.len().max(items.len()), outer_items.len())?;
+            check_in_width(select.projection.len().max(items.len()), outer_items.len(), outer_expr)?;
             let outer_scope = outer.scope.clone();
             for (outer_item, item) in outer_items.into_iter().zip(items) {
                 let o = substitute_columns(&Binder::new(&outer_scope).planning(ctx).bind(outer_item)?, &outer.values);
@@ -1275,7 +1275,7 @@ impl SemiJoin {
             return Ok(SemiJoin { build, keys: Vec::new(), filter: None, join_type, null_aware: false, inner_positions: BTreeMap::new(), inner_width: width, rows: UNKNOWN_ROWS });
         };
         let outer_items = crate::bind::row_items(outer_expr);
-        check_in_width(planned.columns.len(), outer_items.len())?;
+        check_in_width(planned.columns.len(), outer_items.len(), outer_expr)?;
         let shift = outer.raw_width();
         let outer_scope = outer.scope.clone();
         let mut keys = Vec::with_capacity(outer_items.len());
@@ -1299,13 +1299,15 @@ impl SemiJoin {
     }
 }
 
-/// PostgreSQL's errors for an IN whose subquery's width is not its left-hand side's.
-fn check_in_width(subquery_columns: usize, lhs_width: usize) -> Result<()> {
-    match subquery_columns.cmp(&lhs_width) {
-        std::cmp::Ordering::Greater => Err(Error::new(SqlState::SYNTAX_ERROR, "subquery has too many columns")),
-        std::cmp::Ordering::Less => Err(Error::new(SqlState::SYNTAX_ERROR, "subquery has too few columns")),
-        std::cmp::Ordering::Equal => Ok(()),
-    }
+/// PostgreSQL's errors for an IN whose subquery's width is not its left-hand side's
+/// (`lhs`), pointed at the IN.
+fn check_in_width(subquery_columns: usize, lhs_width: usize, lhs: &ast::Expr) -> Result<()> {
+    let error = match subquery_columns.cmp(&lhs_width) {
+        std::cmp::Ordering::Greater => Error::new(SqlState::SYNTAX_ERROR, "subquery has too many columns"),
+        std::cmp::Ordering::Less => Error::new(SqlState::SYNTAX_ERROR, "subquery has too few columns"),
+        std::cmp::Ordering::Equal => return Ok(()),
+    };
+    Err(crate::error_cursor::place_after(error, lhs.span()))
 }
 
 /// `x IN (SELECT y ...)`: the comparison's types, as `x = y` would have them.

@@ -18,6 +18,7 @@ mod cte;
 mod database;
 mod deparse;
 mod distinct_on;
+mod error_cursor;
 mod explain;
 mod exprutil;
 mod grouping_sets;

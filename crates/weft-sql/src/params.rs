@@ -257,7 +257,11 @@ impl Session {
     /// (`None`, or none given: untyped): each such parameter is cast to its type.
     pub fn execute_with_typed_params(&mut self, sql: &str, params: &[Option<String>], types: &[Option<DataType>]) -> Result<QueryResult> {
         match self.substituted(sql, params, types) {
-            Ok(Some(text)) => self.execute(&text),
+            // An error's place in the rewritten text is no place in the client's.
+            Ok(Some(text)) => self.execute(&text).map_err(|mut e| {
+                e.cursor = None;
+                e
+            }),
             Ok(None) => self.execute(sql),
             Err(e) => {
                 self.fail_block();
@@ -315,7 +319,19 @@ impl Session {
 
     fn describe_substituted(&self, sql: &str, params: &[Option<String>], types: &[Option<DataType>]) -> Result<Option<Vec<ColumnInfo>>> {
         let text = self.substituted(sql, params, types)?;
-        let Ok(statement) = single_statement(text.as_deref().unwrap_or(sql)) else { return Ok(None) };
+        let rewritten = text.is_some();
+        self.describe_text(text.as_deref().unwrap_or(sql)).map_err(|mut e| {
+            if rewritten {
+                e.cursor = None;
+                e
+            } else {
+                e.located_in(sql)
+            }
+        })
+    }
+
+    fn describe_text(&self, sql: &str) -> Result<Option<Vec<ColumnInfo>>> {
+        let Ok(statement) = single_statement(sql) else { return Ok(None) };
         let text_column = |name: &str| ColumnInfo { name: name.to_string(), data_type: DataType::Text, type_modifier: None };
         Ok(match &statement {
             Statement::Query(query) => Some(crate::statements::plan(self, &self.catalog(), query)?.columns),

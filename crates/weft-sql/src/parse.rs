@@ -22,7 +22,7 @@ use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Location, Token, Tokenizer};
-use weft_common::{Error, Result};
+use weft_common::{Cursor, Error, Result};
 
 /// Parse SQL text holding statements separated by `;`.
 pub(crate) fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
@@ -64,9 +64,9 @@ impl VisitorMut for LateralFunctionRewriter {
 fn parse_with_symmetric(sql: &str) -> Result<Vec<Statement>> {
     let dialect = PostgreSqlDialect {};
     if !sql.to_ascii_lowercase().contains("symmetric") {
-        return Parser::parse_sql(&dialect, sql).map_err(syntax_error);
+        return Parser::parse_sql(&dialect, sql).map_err(|e| syntax_error(e, sql));
     }
-    let mut tokens = Tokenizer::new(&dialect, sql).with_unescape(true).tokenize_with_location().map_err(|e| syntax_error(e.into()))?;
+    let mut tokens = Tokenizer::new(&dialect, sql).with_unescape(true).tokenize_with_location().map_err(|e| syntax_error(e.into(), sql))?;
     let mut symmetric = BTreeSet::new();
     let mut previous_word: Option<(Keyword, Location)> = None;
     tokens.retain(|t| {
@@ -94,7 +94,7 @@ fn parse_with_symmetric(sql: &str) -> Result<Vec<Statement>> {
         .filter(|t| matches!(&t.token, Token::Word(w) if w.keyword == Keyword::BETWEEN && w.quote_style.is_none()))
         .map(|t| t.span.start)
         .collect();
-    let mut statements = Parser::new(&dialect).with_tokens_with_locations(tokens).parse_statements().map_err(syntax_error)?;
+    let mut statements = Parser::new(&dialect).with_tokens_with_locations(tokens).parse_statements().map_err(|e| syntax_error(e, sql))?;
     if symmetric.is_empty() {
         return Ok(statements);
     }
@@ -151,18 +151,39 @@ impl VisitorMut for SymmetricRewriter {
     }
 }
 
-/// sqlparser's message → PostgreSQL's `syntax error at or near "x"`.
-pub(crate) fn syntax_error(err: ParserError) -> Error {
+/// sqlparser's message → PostgreSQL's `syntax error at or near "x"`, pointing at the token
+/// (or just past the end of `sql`, for `at end of input`). PostgreSQL says nothing more, so
+/// sqlparser's own words (`Expected: ..., found: ...`) are kept as the detail only when
+/// there is no place to point at.
+pub(crate) fn syntax_error(err: ParserError, sql: &str) -> Error {
     let text = err.to_string();
-    let detail = text.strip_prefix("sql parser error: ").unwrap_or(&text).to_string();
-    if let Some(found) = detail.split("found: ").nth(1) {
-        let token = found.split(" at Line:").next().unwrap_or(found).trim();
-        if token == "EOF" {
-            return Error::syntax("syntax error at end of input").with_detail(detail);
+    let said = text.strip_prefix("sql parser error: ").unwrap_or(&text);
+    let (said, cursor) = match said.rsplit_once(" at Line: ") {
+        Some((before, place)) => (before, parse_line_column(place)),
+        None => (said, None),
+    };
+    if let Some(found) = said.split("found: ").nth(1) {
+        if found.trim() == "EOF" {
+            let end = u32::try_from(sql.chars().count() + 1).unwrap_or(u32::MAX);
+            return Error::syntax("syntax error at end of input").at(Cursor::Position(end));
         }
-        return Error::syntax(format!("syntax error at or near \"{token}\"")).with_detail(detail);
+        let error = Error::syntax(format!("syntax error at or near \"{}\"", found.trim()));
+        return match cursor {
+            Some(cursor) => error.at(cursor),
+            None => error.with_detail(said),
+        };
     }
-    Error::syntax(format!("syntax error: {detail}"))
+    let error = Error::syntax(format!("syntax error: {said}"));
+    match cursor {
+        Some(cursor) => error.at(cursor),
+        None => error,
+    }
+}
+
+/// `1, Column: 20` (the tail of sqlparser's ` at Line: 1, Column: 20`).
+fn parse_line_column(place: &str) -> Option<Cursor> {
+    let (line, column) = place.split_once(", Column: ")?;
+    Some(Cursor::At { line: line.trim().parse().ok()?, column: column.trim().parse().ok()? })
 }
 
 #[cfg(test)]
@@ -211,7 +232,8 @@ mod tests {
         let symmetric = parse_statements("SELECT a BETWEEN SYMMETRIC 1 2").unwrap_err();
         assert_eq!(plain.message, "syntax error at or near \"2\"");
         assert_eq!(symmetric.message, plain.message);
-        assert!(plain.detail.as_deref().unwrap().contains("Column: 20"), "{plain:?}");
-        assert!(symmetric.detail.as_deref().unwrap().contains("Column: 30"), "{symmetric:?}");
+        assert_eq!(plain.cursor, Some(Cursor::At { line: 1, column: 20 }));
+        assert_eq!(symmetric.cursor, Some(Cursor::At { line: 1, column: 30 }));
+        assert_eq!(parse_statements("SELECT 1 +").unwrap_err().cursor, Some(Cursor::Position(11)));
     }
 }

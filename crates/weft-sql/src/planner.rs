@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use sqlparser::ast::{self, SetExpr, TableFactor};
+use sqlparser::ast::{self, SetExpr, Spanned, TableFactor};
 use weft_access::catalog::Catalog;
 use weft_access::Snapshot;
 use weft_common::tuple::RowLayout;
@@ -416,7 +416,7 @@ pub(crate) fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Resu
                     return plan_table_factor(&crate::catalog_views::derived_table(view, alias.as_ref(), ctx)?, ctx);
                 }
                 if let Some(error) = crate::catalog_views::undefined_system_relation(name) {
-                    return Err(error);
+                    return Err(crate::error_cursor::place_at(error, name.span()));
                 }
             }
             let table_name = object_name(name)?;
@@ -431,7 +431,7 @@ pub(crate) fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Resu
             if let Some(args) = args {
                 return plan_table_function(&table_name, &args.args, alias.as_ref(), ctx);
             }
-            let meta = ctx.catalog.table(&table_name)?;
+            let meta = ctx.catalog.table(&table_name).map_err(|e| crate::error_cursor::place_at(e, name.span()))?;
             let qualifier = alias.as_ref().map(|a| ident_name(&a.name)).unwrap_or_else(|| table_name.clone());
             let mut scope = Scope::default();
             let renames: Vec<String> = alias.as_ref().map(|a| a.columns.iter().map(|c| ident_name(&c.name)).collect()).unwrap_or_default();

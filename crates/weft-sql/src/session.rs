@@ -157,7 +157,12 @@ impl Session {
     /// result of the last is returned). An empty string gives an empty result. Each
     /// statement commits on its own unless a transaction block is open (`BEGIN`); an error
     /// inside a block puts it in the failed state.
+    /// An error found while reading the text points into it ([`Error::position`]).
     pub fn execute(&mut self, sql: &str) -> Result<QueryResult> {
+        self.execute_text(sql).map_err(|e| e.located_in(sql))
+    }
+
+    fn execute_text(&mut self, sql: &str) -> Result<QueryResult> {
         // sqlparser does not know REINDEX, and reads VACUUM in Redshift's form only.
         let token = CancelToken::new();
         *self.cancel.lock() = token.clone();

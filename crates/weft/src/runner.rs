@@ -84,7 +84,7 @@ impl Runner {
                 Outcome::Ok
             }
             Err(error) => {
-                self.print_error(&error.to_psql_string(), location);
+                self.print_error(&error.to_psql_string_for(sql), location);
                 Outcome::Failed
             }
         };

@@ -46,7 +46,7 @@ use pgwire::messages::extendedquery::{Execute, Sync as PgSync};
 use pgwire::messages::response::{CommandComplete, EmptyQueryResponse, ErrorResponse, NoticeResponse, TransactionStatus};
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
-use weft_common::{DataType, Datum};
+use weft_common::{Cursor, DataType, Datum};
 use weft_sql::{CancelHandle, ColumnInfo, Database, Error, QueryResult, Session, SqlState};
 
 use crate::script::{split_script, ScriptItem};
@@ -207,7 +207,18 @@ fn error_info(error: &Error) -> ErrorInfo {
     let mut info = ErrorInfo::new("ERROR".into(), error.sqlstate.0.into(), error.message.clone());
     info.detail = error.detail.clone();
     info.hint = error.hint.clone();
+    info.position = error.position().map(|p| p.to_string());
     info
+}
+
+/// An error of a statement that starts `offset` characters into the query string, with its
+/// position counted from the string's start (none when the statement was not found there).
+fn shift_position(mut error: Error, offset: Option<usize>) -> Error {
+    error.cursor = match (error.position(), offset) {
+        (Some(position), Some(offset)) => u32::try_from(offset).ok().and_then(|o| position.checked_add(o)).map(Cursor::Position),
+        _ => None,
+    };
+    error
 }
 
 fn user_error(error: &Error) -> PgWireError {
@@ -606,6 +617,7 @@ impl SimpleQueryHandler for Handlers {
                 .await
                 .unwrap_or(false);
         let mut failed = false;
+        let mut searched_to = 0; // bytes of the query string before the statement to find
         for item in items {
             let sql = match item {
                 ScriptItem::Statement { sql, .. } => sql,
@@ -616,7 +628,13 @@ impl SimpleQueryHandler for Handlers {
                     break;
                 }
             };
-            match connection.run(move |session| session.execute(&sql)).await {
+            // The statement's place in the string, so that an error's position counts from
+            // the string's start as the protocol wants.
+            let offset = query.query[searched_to..].find(sql.as_str()).map(|at| {
+                searched_to += at + sql.len();
+                query.query[..searched_to - sql.len()].chars().count()
+            });
+            match connection.run(move |session| session.execute(&sql)).await.map_err(|e| shift_position(e, offset)) {
                 Ok(result) => {
                     send_notices(client, &result).await?;
                     if result.returns_rows {

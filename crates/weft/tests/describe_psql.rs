@@ -253,3 +253,41 @@ fn verbose_listings_match_psql_but_sizes() {
         assert!(size.ends_with(" kB") || size.ends_with(" MB"), "{listed}");
     }
 }
+
+/// Errors found while reading a statement point into it as psql shows PostgreSQL's: the
+/// `LINE n:` line, cut around the place when long, and the caret (the protocol's position
+/// field, which the wire server sends too). The statements end their lines: psql sends the
+/// `;` and weft's shell does not, which moves PostgreSQL's `at end of input`.
+#[test]
+fn error_positions_match_psql() {
+    let Some(cluster) = cluster() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let script = "\
+create table et (a int, b text);
+select x from et;
+select a from nosuch;
+select a,
+     zz from et;
+select foo(1);
+select 'abc'::int;
+select 1 + 'x';
+select a from et where b = 1;
+select a from et where a = 'zz';
+selec 1;
+select cast('q' as date);
+select * from et join et e2 on true order by nonexist;
+select aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa, bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb, cccccccccccccccc from et;
+select a, b, cccccccccccccccccccccccccccccccccccccccccccccccccccccccccc, dddddddddddddddddddddd, e from et;
+select et.q from et;
+select a, b from et e1, et e2;
+select sum(b) from et;
+select count(*) from et where exists (select nosuch);
+select * from et where a in (select a, b from et);
+select 'é' || x;
+select 1/0;
+select a from et group by b;
+";
+    let (actual, expected) = both(&cluster, dir.path(), "positions.sql", script, &[]);
+    assert_same_lines(&text(&actual.stderr), &as_weft_messages(&text(&expected.stderr)), "stderr");
+    assert_same_lines(&text(&actual.stdout), &text(&expected.stdout), "stdout");
+}

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use tokio_postgres::error::ErrorPosition;
 use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 
 const PSQL: &str = "/usr/lib/postgresql/15/bin/psql";
@@ -180,6 +181,12 @@ async fn a_query_string_runs_its_statements_in_turn_and_stops_at_an_error() {
     assert_eq!(db.detail(), Some("Key (a)=(1) already exists."));
     let error = client.simple_query("SELECT * FROM nowhere").await.unwrap_err();
     assert_eq!(db_error(&error).code().code(), "42P01");
+    // The error's position counts characters from the start of the whole string.
+    assert_eq!(db_error(&error).position(), Some(&ErrorPosition::Original(15)));
+    let error = client.simple_query("SELECT 'é';\n  SELECT nosuch").await.unwrap_err();
+    assert_eq!(db_error(&error).position(), Some(&ErrorPosition::Original(22)));
+    let error = client.simple_query("SELECT 1/0").await.unwrap_err();
+    assert_eq!(db_error(&error).position(), None);
     assert_eq!(rows(&client, "SELECT 'still here'").await, [[Some("still here".to_string())]]);
     // An empty string and a lone comment are empty queries.
     for empty in ["", "-- nothing", ";"] {

@@ -72,6 +72,11 @@ pub fn coerce(expr: Expr, to: DataType, explicit: bool) -> Result<Expr> {
         return Ok(expr);
     }
     if expr.is_null_literal() || can_coerce(from, to, explicit) {
+        // A quoted literal is read as its type now, as PostgreSQL reads it while parsing:
+        // `WHERE a = 'zz'` fails even on an empty table, and points at the literal.
+        if let Expr::Literal { value: value @ Datum::Text(_), .. } = expr {
+            return Ok(Expr::Literal { value: super::cast::cast_datum(value, to)?, data_type: to });
+        }
         return Ok(Expr::Cast { expr: Box::new(expr), to });
     }
     Err(cannot_cast(from, to))
