@@ -309,8 +309,12 @@ fn numeric_arith(op: BinaryOp, a: &Numeric, b: &Numeric) -> Result<Numeric> {
 }
 
 /// `numeric % numeric`: the remainder of truncating division, with the sign of the
-/// dividend and the larger of the two scales (`10.5 % 3 = 1.5`).
+/// dividend and the larger of the two scales (`10.5 % 3 = 1.5`). NaN and the infinities as
+/// `Numeric::mod_special` says.
 pub fn numeric_mod(a: &Numeric, b: &Numeric) -> Result<Numeric> {
+    if let Some(special) = Numeric::mod_special(a, b) {
+        return special;
+    }
     let scale = a.scale.max(b.scale);
     let align = |n: &Numeric| -> Result<i128> {
         10i128
