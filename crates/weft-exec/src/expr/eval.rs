@@ -145,6 +145,11 @@ fn eval_modifier(expr: &Expr, modifier: TypeModifier, coercion: Coercion, row: &
         Err(error) if error.sqlstate == SqlState::NUMERIC_VALUE_OUT_OF_RANGE && error.message == "bigint out of range" => {
             return Err(Error::out_of_range("smallint"));
         }
+        // numeric NaN or ±Infinity to int8: `cannot convert NaN to bigint` names smallint.
+        Err(error) if error.sqlstate == SqlState::FEATURE_NOT_SUPPORTED && error.message.ends_with(" to bigint") => {
+            let message = format!("{} to smallint", error.message.trim_end_matches(" to bigint"));
+            return Err(Error::not_supported(message));
+        }
         Err(error) => return Err(error),
     };
     modifier.apply(value, coercion)
