@@ -29,6 +29,7 @@ const SETUP: &[&str] = &[
     "CREATE TABLE indexed (id int, x numeric)",
     "INSERT INTO indexed SELECT id, x FROM nums",
     "CREATE INDEX indexed_x ON indexed (x)",
+    "CREATE INDEX indexed_id ON indexed (id)",
     "ANALYZE nums",
     "ANALYZE indexed",
 ];
@@ -140,6 +141,12 @@ const INDEX_QUERIES: &[&str] = &[
     "SELECT count(*) FROM indexed WHERE x IN ('NaN', 'Infinity', 1.5)",
     "SELECT count(*) FROM indexed WHERE x > 1000::int4",
     "SELECT count(*) FROM indexed WHERE x < -1000::int8",
+    // An int4 key against special numeric bounds: NaN and Infinity above every integer.
+    "SELECT count(*) FROM indexed WHERE id < 'NaN'::numeric",
+    "SELECT count(*) FROM indexed WHERE id > 'Infinity'::numeric",
+    "SELECT count(*) FROM indexed WHERE id >= '-Infinity'::numeric AND id < 20.5",
+    "SELECT id FROM indexed WHERE id = 'NaN'::numeric",
+    "SELECT id FROM indexed WHERE id BETWEEN 29990.5 AND 'Infinity'::numeric ORDER BY id DESC",
 ];
 
 /// Statements that change data: specials stored, updated and read back through the index.
