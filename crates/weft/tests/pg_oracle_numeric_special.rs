@@ -55,6 +55,7 @@ const SCALARS: &[&str] = &[
     "SELECT sqrt('inf'::numeric), sqrt('nan'::numeric), exp('-inf'::numeric), exp('inf'::numeric), ln('inf'::numeric), log('inf'::numeric)",
     "SELECT div('inf'::numeric, 2), div(5::numeric, 'inf'::numeric), div('nan'::numeric, 0), div('-inf'::numeric, 'inf'::numeric)",
     "SELECT scale('nan'::numeric), scale('inf'::numeric), scale(1.50)",
+    "SELECT width_bucket('inf'::numeric, 1, 10, 3), width_bucket('-inf'::numeric, 1, 10, 3), width_bucket(5.5, 1, 10, 3)",
     "SELECT greatest(1, 'nan'::numeric, 'inf'::numeric), least(1, 'nan'::numeric, '-inf'::numeric), \
      coalesce(NULL, 'inf'::numeric), nullif('nan'::numeric, 'NaN'::numeric)",
     "SELECT 'nan'::numeric IN (1, 'NaN'), 'inf'::numeric BETWEEN 0 AND 'NaN', 'nan'::numeric BETWEEN '-inf' AND 'inf'",
@@ -95,6 +96,10 @@ const QUERIES: &[&str] = &[
     "SELECT id % 13, sum(x), avg(x) FROM nums GROUP BY 1 ORDER BY 1",
     "SELECT id % 13, sum(x), avg(x) FROM nums WHERE id % 13 NOT IN (0, 1, 2) OR id % 26 = 1 GROUP BY 1 ORDER BY 1",
     "SELECT sum(x), avg(x) FROM nums WHERE id % 13 <> 0",
+    // Many groups, each mixing specials and finite values: at 64kB the hash aggregate
+    // spills its sum/avg/variance states and combines them again.
+    "SELECT id % 1000, sum(x), avg(x), stddev(x), max(x), count(x) FROM nums GROUP BY 1 ORDER BY 1",
+    "SELECT id % 1000 AS k, sum(x) FROM nums WHERE id % 13 <> 0 GROUP BY 1 HAVING sum(x) > 0 ORDER BY 1",
     "SELECT sum(x), avg(x) FROM nums WHERE id % 13 NOT IN (0, 2)",
     "SELECT sum(x), avg(x), min(x), max(x) FROM nums WHERE id % 13 NOT IN (0, 1)",
     "SELECT id % 13, stddev(x), variance(x), var_pop(x), stddev_pop(x) FROM nums GROUP BY 1 ORDER BY 1",
@@ -191,6 +196,8 @@ const ERRORS_WITH_SQLSTATE: &[&str] = &[
     "SELECT ln('-inf'::numeric)",
     "SELECT power('-inf'::numeric, 0.5)",
     "SELECT power(0::numeric, '-inf'::numeric)",
+    "SELECT width_bucket('nan'::numeric, 1, 10, 3)",
+    "SELECT width_bucket(5::numeric, 1, 'inf'::numeric, 3)",
     "SELECT 'inf'::numeric(5,2)",
     "SELECT '-inf'::numeric(3)",
     "SELECT sum(x::int8) FROM nums",

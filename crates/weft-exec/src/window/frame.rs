@@ -270,7 +270,8 @@ pub(crate) fn in_range(val: &Datum, base: &Datum, offset: &Datum, sub: bool, les
             if val.is_nan() || base.is_nan() {
                 return Ok(compare(val.cmp_value(base)));
             }
-            if offset.is_infinite() && (if sub { base.mantissa > 0 } else { base.mantissa < 0 }) && base.is_infinite() {
+            // `Inf - Inf` or `-Inf + Inf` (an infinity's mantissa is its sign).
+            if offset.is_infinite() && base.is_infinite() && (base.mantissa > 0) == sub {
                 return Ok(true);
             }
             let bound = if sub { base.sub(offset)? } else { base.add(offset)? };
