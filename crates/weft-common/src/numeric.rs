@@ -26,6 +26,29 @@
 //!    `1.5000000000000000` and `1/3` is `0.33333333333333333333`.
 //! 4. Rounding (division, `round`, casts to integers) is half away from zero, computed from
 //!    the exact quotient — never from a pre-rounded intermediate.
+//!
+//! # NaN and ±Infinity
+//!
+//! PostgreSQL's special values are encoded in the scale, so that `Numeric` keeps its size,
+//! its `Copy` and its 18-byte tuple slot (tuples, spill files and accumulators store
+//! `(mantissa, scale)` as they are):
+//!
+//! | value | mantissa | scale |
+//! |---|---|---|
+//! | `NaN` | 0 | `u16::MAX` ([`NAN_SCALE`]) |
+//! | `Infinity` | 1 | `u16::MAX - 1` ([`INFINITY_SCALE`]) |
+//! | `-Infinity` | -1 | `u16::MAX - 1` |
+//!
+//! Finite values never reach those scales: results past [`SCALE_MAX`] (PostgreSQL's
+//! `NUMERIC_DSCALE_MAX`, 16383) are the overflow error. Each special value has exactly one
+//! representation, so the derived `==`/`Hash` and [`Numeric::normalize`] stay correct.
+//! The raw fields of a special value mean nothing as a number: code outside this module
+//! asks [`Numeric::is_special`] (or matches [`Numeric::kind`]) before it reads them.
+//!
+//! As in PostgreSQL (and unlike IEEE floats), `NaN = NaN` and values order
+//! `-Infinity` < every finite value < `Infinity` < `NaN`. Arithmetic follows `numeric.c`:
+//! NaN in, NaN out; `Inf - Inf`, `Inf × 0`, `Inf / Inf` and `Inf % x` are NaN; `x / Inf` is 0;
+//! dividing a non-NaN by zero is still `division by zero` (`NaN / 0` is NaN).
 
 use std::cmp::Ordering;
 
@@ -43,6 +66,22 @@ const NUMERIC_MAX_RESULT_SCALE: i32 = 2000;
 const NUMERIC_EXPONENT_MAX: i64 = 1000;
 /// Most decimal digits a power of ten in `u128` may have: 10^38 < 2^128.
 const POW10_EXPONENT_MAX: u32 = 38;
+/// Largest scale of a finite value (PostgreSQL's `NUMERIC_DSCALE_MAX`); the scales above
+/// it encode the special values.
+pub const SCALE_MAX: u16 = 0x3FFF;
+/// The scale that marks `NaN` (mantissa 0).
+pub const NAN_SCALE: u16 = u16::MAX;
+/// The scale that marks `±Infinity` (mantissa ±1 gives the sign).
+pub const INFINITY_SCALE: u16 = u16::MAX - 1;
+
+/// What a [`Numeric`] is, for code that treats the special values apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NumericKind {
+    Finite,
+    NaN,
+    Infinity,
+    NegativeInfinity,
+}
 
 /// value = mantissa × 10^-scale.
 ///
@@ -58,6 +97,12 @@ pub struct Numeric {
 
 impl std::fmt::Display for Numeric {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.kind() {
+            NumericKind::NaN => return f.write_str("NaN"),
+            NumericKind::Infinity => return f.write_str("Infinity"),
+            NumericKind::NegativeInfinity => return f.write_str("-Infinity"),
+            NumericKind::Finite => {}
+        }
         let negative = self.mantissa < 0;
         let digits = self.mantissa.unsigned_abs().to_string();
         let scale = self.scale as usize;
@@ -161,6 +206,55 @@ fn is_c_space(c: char) -> bool {
 
 impl Numeric {
     pub const ZERO: Numeric = Numeric { mantissa: 0, scale: 0 };
+    pub const NAN: Numeric = Numeric { mantissa: 0, scale: NAN_SCALE };
+    pub const INFINITY: Numeric = Numeric { mantissa: 1, scale: INFINITY_SCALE };
+    pub const NEG_INFINITY: Numeric = Numeric { mantissa: -1, scale: INFINITY_SCALE };
+
+    /// Finite, NaN or which infinity (module header: the encoding).
+    pub fn kind(&self) -> NumericKind {
+        match self.scale {
+            NAN_SCALE => NumericKind::NaN,
+            INFINITY_SCALE if self.mantissa < 0 => NumericKind::NegativeInfinity,
+            INFINITY_SCALE => NumericKind::Infinity,
+            _ => NumericKind::Finite,
+        }
+    }
+
+    pub fn is_nan(&self) -> bool {
+        self.scale == NAN_SCALE
+    }
+
+    /// `Infinity` or `-Infinity`.
+    pub fn is_infinite(&self) -> bool {
+        self.scale == INFINITY_SCALE
+    }
+
+    /// NaN or an infinity: the fields are not a number.
+    pub fn is_special(&self) -> bool {
+        self.scale > SCALE_MAX
+    }
+
+    pub fn is_finite(&self) -> bool {
+        !self.is_special()
+    }
+
+    /// -1, 0 or 1 for finite values and infinities; 0 for NaN (check it first).
+    fn signum(&self) -> i128 {
+        if self.is_nan() {
+            0
+        } else {
+            self.mantissa.signum()
+        }
+    }
+
+    /// The infinity of the given sign.
+    fn infinity(negative: bool) -> Numeric {
+        if negative {
+            Numeric::NEG_INFINITY
+        } else {
+            Numeric::INFINITY
+        }
+    }
 
     /// `mantissa × 10^-scale`.
     pub const fn new(mantissa: i128, scale: u16) -> Numeric {
@@ -175,13 +269,31 @@ impl Numeric {
         Numeric { mantissa: v, scale: 0 }
     }
 
+    /// A finite zero (NaN's mantissa is 0 too, but NaN is not zero).
     pub fn is_zero(&self) -> bool {
-        self.mantissa == 0
+        self.mantissa == 0 && self.is_finite()
+    }
+
+    /// `abs(self)`: NaN stays NaN, both infinities become `Infinity`.
+    pub fn abs(&self) -> Result<Numeric> {
+        if self.is_special() {
+            return Ok(if self.is_nan() { *self } else { Numeric::INFINITY });
+        }
+        Ok(Numeric { mantissa: self.mantissa.checked_abs().ok_or_else(overflow)?, scale: self.scale })
+    }
+
+    /// SQL `sign(numeric)`: -1, 0 or 1 (scale 0); NaN for NaN, ±1 for the infinities.
+    pub fn sign(&self) -> Numeric {
+        if self.is_nan() {
+            return Numeric::NAN;
+        }
+        Numeric::from_i128(self.mantissa.signum())
     }
 
     /// Parse `numeric` input as PostgreSQL 15 does: surrounding white space, an optional
     /// sign, digits with at most one decimal point, an optional exponent (`1e9`, `1.5E-3`).
     /// The scale is the number of digits after the point minus the exponent, at least 0.
+    /// `NaN`, `Infinity` and `inf` in any case; the infinities may be signed, NaN may not.
     pub fn parse(input: &str) -> Result<Numeric> {
         let syntax_error =
             || Error::new(SqlState::INVALID_TEXT_REPRESENTATION, format!("invalid input syntax for type numeric: \"{input}\""));
@@ -191,8 +303,11 @@ impl Numeric {
             Some(b'+') => (false, &text[1..]),
             _ => (false, text),
         };
-        if ["nan", "infinity", "inf"].iter().any(|special| unsigned.eq_ignore_ascii_case(special)) {
-            return Err(Error::not_supported(format!("numeric value \"{}\" is not supported", text)));
+        if text.eq_ignore_ascii_case("nan") {
+            return Ok(Numeric::NAN);
+        }
+        if ["infinity", "inf"].iter().any(|special| unsigned.eq_ignore_ascii_case(special)) {
+            return Ok(Numeric::infinity(negative));
         }
         let bytes = unsigned.as_bytes();
         let mut at = 0;
@@ -240,7 +355,7 @@ impl Numeric {
             let factor = pow10(scale.unsigned_abs() as u32).ok_or_else(overflow);
             magnitude = if magnitude == 0 { 0 } else { magnitude.checked_mul(factor?).ok_or_else(overflow)? };
         }
-        let scale = u16::try_from(scale.max(0)).map_err(|_| overflow())?;
+        let scale = u16::try_from(scale.max(0)).ok().filter(|s| *s <= SCALE_MAX).ok_or_else(overflow)?;
         Ok(Numeric { mantissa: signed(magnitude, negative)?, scale })
     }
 
@@ -261,33 +376,66 @@ impl Numeric {
         Ok((self.with_larger_scale(scale)?.mantissa, other.with_larger_scale(scale)?.mantissa, scale))
     }
 
-    /// `self + other`; result scale is the larger scale.
+    /// `self + other`; result scale is the larger scale. NaN if either is NaN or for
+    /// `Infinity + -Infinity`; otherwise an infinite operand wins.
     pub fn add(&self, other: &Numeric) -> Result<Numeric> {
+        if self.is_special() || other.is_special() {
+            return Ok(Self::add_special(self, other));
+        }
         let (a, b, scale) = self.aligned(other)?;
         Ok(Numeric { mantissa: a.checked_add(b).ok_or_else(overflow)?, scale })
     }
 
-    /// `self - other`; result scale is the larger scale.
+    /// The sum when at least one operand is special.
+    fn add_special(a: &Numeric, b: &Numeric) -> Numeric {
+        match (a.kind(), b.kind()) {
+            (NumericKind::NaN, _) | (_, NumericKind::NaN) => Numeric::NAN,
+            (NumericKind::Infinity, NumericKind::NegativeInfinity) | (NumericKind::NegativeInfinity, NumericKind::Infinity) => {
+                Numeric::NAN
+            }
+            (NumericKind::Finite, _) => *b,
+            _ => *a,
+        }
+    }
+
+    /// `self - other`; result scale is the larger scale. Specials as `self + (-other)`.
     pub fn sub(&self, other: &Numeric) -> Result<Numeric> {
+        if self.is_special() || other.is_special() {
+            return Ok(Self::add_special(self, &other.neg()?));
+        }
         let (a, b, scale) = self.aligned(other)?;
         Ok(Numeric { mantissa: a.checked_sub(b).ok_or_else(overflow)?, scale })
     }
 
     /// `self * other`; result scale is the sum of the scales.
+    /// NaN in, NaN out; an infinity times zero is NaN, times anything else an infinity.
     pub fn mul(&self, other: &Numeric) -> Result<Numeric> {
-        let scale = self.scale.checked_add(other.scale).ok_or_else(overflow)?;
+        if self.is_special() || other.is_special() {
+            if self.is_nan() || other.is_nan() || self.is_zero() || other.is_zero() {
+                return Ok(Numeric::NAN);
+            }
+            return Ok(Numeric::infinity((self.signum() < 0) != (other.signum() < 0)));
+        }
+        let scale = self.scale.checked_add(other.scale).filter(|s| *s <= SCALE_MAX).ok_or_else(overflow)?;
         Ok(Numeric { mantissa: self.mantissa.checked_mul(other.mantissa).ok_or_else(overflow)?, scale })
     }
 
     /// `-self`.
     pub fn neg(&self) -> Result<Numeric> {
+        if self.is_special() {
+            // -NaN is NaN; the infinities' mantissa is their sign.
+            return Ok(if self.is_nan() { *self } else { Numeric::infinity(self.mantissa > 0) });
+        }
         Ok(Numeric { mantissa: self.mantissa.checked_neg().ok_or_else(overflow)?, scale: self.scale })
     }
 
     /// `self / other` at the scale PostgreSQL's `select_div_scale` picks, rounded half away
-    /// from zero. Division by zero is error 22012.
+    /// from zero. Division by zero is error 22012, except `NaN / 0`, which is NaN.
     pub fn div(&self, other: &Numeric) -> Result<Numeric> {
-        if other.mantissa == 0 {
+        if let Some(special) = Self::div_special(self, other) {
+            return special;
+        }
+        if other.is_zero() {
             return Err(Error::division_by_zero());
         }
         let scale = self.select_div_scale(other);
@@ -296,6 +444,41 @@ impl Numeric {
         let magnitude = div_scaled_rounded(self.mantissa.unsigned_abs(), shift, other.mantissa.unsigned_abs())?;
         let negative = (self.mantissa < 0) != (other.mantissa < 0);
         Ok(Numeric { mantissa: signed(magnitude, negative)?, scale })
+    }
+
+    /// `numeric_div`'s (and `numeric_div_trunc`'s) special cases, `None` when both are finite:
+    /// NaN wins (even over a zero divisor), `±Inf / 0` is division by zero, `Inf / Inf` is
+    /// NaN, `Inf / x` an infinity and `x / Inf` zero.
+    pub fn div_special(a: &Numeric, b: &Numeric) -> Option<Result<Numeric>> {
+        if a.is_finite() && b.is_finite() {
+            return None;
+        }
+        if a.is_nan() || b.is_nan() {
+            return Some(Ok(Numeric::NAN));
+        }
+        if b.is_zero() {
+            return Some(Err(Error::division_by_zero()));
+        }
+        Some(Ok(match (a.is_infinite(), b.is_infinite()) {
+            (true, true) => Numeric::NAN,
+            (true, false) => Numeric::infinity((a.signum() < 0) != (b.signum() < 0)),
+            _ => Numeric::ZERO,
+        }))
+    }
+
+    /// `numeric_mod`'s special cases, `None` when both are finite: NaN wins (even over a
+    /// zero divisor), `±Inf % 0` is division by zero, `±Inf % x` is NaN, `x % ±Inf` is x.
+    pub fn mod_special(a: &Numeric, b: &Numeric) -> Option<Result<Numeric>> {
+        if a.is_finite() && b.is_finite() {
+            return None;
+        }
+        if a.is_nan() || b.is_nan() {
+            return Some(Ok(Numeric::NAN));
+        }
+        if a.is_infinite() {
+            return Some(if b.is_zero() { Err(Error::division_by_zero()) } else { Ok(Numeric::NAN) });
+        }
+        Some(Ok(*a))
     }
 
     /// The weight (power of 10000) and value of the first non-zero base-10000 digit, as
@@ -351,6 +534,9 @@ impl Numeric {
     /// (a negative scale rounds left of it). The result shows `max(scale, 0)` digits, padding
     /// with zeros when `scale` exceeds the current scale, as PostgreSQL does.
     pub fn round(&self, scale: i32) -> Result<Numeric> {
+        if self.is_special() {
+            return Ok(*self);
+        }
         let scale = scale.clamp(-NUMERIC_MAX_RESULT_SCALE, NUMERIC_MAX_RESULT_SCALE);
         if scale >= self.scale as i32 {
             return self.with_larger_scale(u16::try_from(scale).map_err(|_| overflow())?);
@@ -376,6 +562,9 @@ impl Numeric {
     /// The same value with trailing fractional zeros removed (`1.500` → `1.5`, `0.00` → `0`):
     /// equal values have equal normalized representations, so this is what to hash.
     pub fn normalize(&self) -> Numeric {
+        if self.is_special() {
+            return *self;
+        }
         let (mut mantissa, mut scale) = (self.mantissa, self.scale);
         if mantissa == 0 {
             return Numeric::ZERO;
@@ -387,8 +576,18 @@ impl Numeric {
         Numeric { mantissa, scale }
     }
 
-    /// Compare values, not representations: `1.5` equals `1.50`.
+    /// Compare values, not representations: `1.5` equals `1.50`. As PostgreSQL orders
+    /// numerics: `-Infinity` < finite values < `Infinity` < `NaN`, and `NaN = NaN`.
     pub fn cmp_value(&self, other: &Numeric) -> Ordering {
+        if self.is_special() || other.is_special() {
+            let rank = |n: &Numeric| match n.kind() {
+                NumericKind::NegativeInfinity => 0,
+                NumericKind::Finite => 1,
+                NumericKind::Infinity => 2,
+                NumericKind::NaN => 3,
+            };
+            return rank(self).cmp(&rank(other));
+        }
         let (sign1, sign2) = (self.mantissa.signum(), other.mantissa.signum());
         if sign1 != sign2 || sign1 == 0 {
             return sign1.cmp(&sign2);
@@ -424,6 +623,9 @@ impl Numeric {
     /// then rounded half away from zero; a result whose exact form does not fit is the
     /// numeric overflow error.
     pub fn power_int(&self, exponent: i64) -> Result<Numeric> {
+        if self.is_special() {
+            return Self::power_special(self, &Numeric::from_i64(exponent)).unwrap_or_else(|| Ok(Numeric::NAN));
+        }
         if self.mantissa == 0 && exponent < 0 {
             return Err(Error::new(SqlState("2201F"), "zero raised to a negative power is undefined"));
         }
@@ -452,8 +654,82 @@ impl Numeric {
         Ok(Numeric { mantissa: signed(magnitude, exact.mantissa < 0)?, scale: rscale as u16 })
     }
 
+    /// `numeric_power`'s special cases (POSIX `pow`'s rules), `None` when both are finite.
+    /// `NaN ^ 0` and `1 ^ NaN` are 1, other NaN inputs NaN; `x ^ ±Inf` goes by whether |x|
+    /// is below, at or above 1; `Inf ^ y` by the sign of y; `-Inf ^ y` needs a whole y and
+    /// takes its parity for the sign. Special results have scale 0 (PostgreSQL's constants).
+    pub fn power_special(base: &Numeric, exponent: &Numeric) -> Option<Result<Numeric>> {
+        if base.is_finite() && exponent.is_finite() {
+            return None;
+        }
+        let one = Numeric::from_i64(1);
+        if base.is_nan() {
+            return Some(Ok(if exponent.is_zero() { one } else { Numeric::NAN }));
+        }
+        if exponent.is_nan() {
+            return Some(Ok(if base.eq_value(&one) { one } else { Numeric::NAN }));
+        }
+        let zero_to_negative = || Err(Error::new(SqlState("2201F"), "zero raised to a negative power is undefined"));
+        if exponent.is_infinite() {
+            let magnitude = if base.is_infinite() {
+                Ordering::Greater
+            } else if base.is_zero() {
+                Ordering::Less
+            } else {
+                Self::cmp_magnitude(base, &one)
+            };
+            let positive = exponent.mantissa > 0;
+            return Some(match magnitude {
+                Ordering::Equal => Ok(one),
+                _ if base.is_zero() && !positive => zero_to_negative(),
+                // |x| < 1 shrinks toward 0 and |x| > 1 grows, or the other way for -Inf.
+                Ordering::Less if positive => Ok(Numeric::ZERO),
+                Ordering::Less => Ok(Numeric::INFINITY),
+                _ if positive => Ok(Numeric::INFINITY),
+                _ => Ok(Numeric::ZERO),
+            });
+        }
+        let exponent_sign = exponent.signum();
+        if base.mantissa > 0 {
+            return Some(Ok(match exponent_sign {
+                0 => one,
+                1 => Numeric::INFINITY,
+                _ => Numeric::ZERO,
+            }));
+        }
+        // -Infinity: only whole exponents have a real result; odd ones keep the sign.
+        let Some(whole) = exponent.to_exact_integer() else {
+            return Some(Err(Error::new(
+                SqlState("2201F"),
+                "a negative number raised to a non-integer power yields a complex result",
+            )));
+        };
+        Some(Ok(match exponent_sign {
+            0 => one,
+            1 => Numeric::infinity(whole % 2 != 0),
+            _ => Numeric::ZERO,
+        }))
+    }
+
+    /// The value as an integer, if it is a whole number that fits in `i128`.
+    fn to_exact_integer(&self) -> Option<i128> {
+        if self.is_special() {
+            return None;
+        }
+        let divisor = pow10(self.scale as u32).and_then(|d| i128::try_from(d).ok());
+        match divisor {
+            Some(divisor) if self.mantissa % divisor == 0 => Some(self.mantissa / divisor),
+            Some(_) => None,
+            // A scale past 38 digits: only zero is whole.
+            None => (self.mantissa == 0).then_some(0),
+        }
+    }
+
     /// Whether the value is a whole number, and which (if it fits in `i64`).
     pub fn to_exact_i64(&self) -> Option<i64> {
+        if self.is_special() {
+            return None;
+        }
         let divisor = pow10(self.scale as u32)? as i128;
         if self.mantissa % divisor != 0 {
             return None;
@@ -463,6 +739,12 @@ impl Numeric {
 
     /// The nearest `f64`, as PostgreSQL's `numeric::float8` (which goes through the text form).
     pub fn to_f64(&self) -> f64 {
+        match self.kind() {
+            NumericKind::NaN => return f64::NAN,
+            NumericKind::Infinity => return f64::INFINITY,
+            NumericKind::NegativeInfinity => return f64::NEG_INFINITY,
+            NumericKind::Finite => {}
+        }
         const EXACT_INTEGER_MAX: u128 = 1 << 53;
         const EXACT_POWER_OF_TEN_MAX: u16 = 22;
         let magnitude = self.mantissa.unsigned_abs();
@@ -478,13 +760,25 @@ impl Numeric {
         signed(magnitude, self.mantissa < 0).ok()
     }
 
+    /// The error of casting NaN or an infinity to an integer type (0A000 in PostgreSQL 15).
+    fn special_to_integer(&self, type_name: &str) -> Error {
+        let what = if self.is_nan() { "NaN" } else { "infinity" };
+        Error::not_supported(format!("cannot convert {what} to {type_name}"))
+    }
+
     /// `numeric::int8`: round half away from zero; out of range is "bigint out of range".
     pub fn to_i64_rounded(&self) -> Result<i64> {
+        if self.is_special() {
+            return Err(self.special_to_integer("bigint"));
+        }
         self.rounded_integer().and_then(|v| i64::try_from(v).ok()).ok_or_else(|| Error::out_of_range("bigint"))
     }
 
     /// `numeric::int4`: round half away from zero; out of range is "integer out of range".
     pub fn to_i32_rounded(&self) -> Result<i32> {
+        if self.is_special() {
+            return Err(self.special_to_integer("integer"));
+        }
         self.rounded_integer().and_then(|v| i32::try_from(v).ok()).ok_or_else(|| Error::out_of_range("integer"))
     }
 
@@ -494,6 +788,9 @@ impl Numeric {
     pub fn sqrt(&self, scale: u16) -> Result<Numeric> {
         if self.mantissa < 0 {
             return Err(Error::new(SqlState("2201F"), "cannot take square root of a negative number"));
+        }
+        if self.is_special() {
+            return Ok(*self); // NaN or Infinity
         }
         // One digit past `scale`, truncated, then rounded: the truncated root decides the
         // rounding as the exact one would (it is below it, and equal when exact).
@@ -767,12 +1064,146 @@ mod tests {
                 prop_assert_eq!(x.cmp_value(&y), lhs.cmp(&rhs));
             }
 
+            /// Specials sit at the ends of the order whatever the finite value, and the
+            /// order agrees with `to_f64`'s (the sort's abbreviated keys rely on that).
+            #[test]
+            fn specials_bound_every_finite_value(m in any::<i128>(), scale in 0u16..=SCALE_MAX) {
+                let v = Numeric::new(m, scale);
+                prop_assert_eq!(Numeric::NEG_INFINITY.cmp_value(&v), Ordering::Less);
+                prop_assert_eq!(Numeric::INFINITY.cmp_value(&v), Ordering::Greater);
+                prop_assert_eq!(Numeric::NAN.cmp_value(&v), Ordering::Greater);
+                prop_assert_eq!(v.cmp_value(&Numeric::NAN), Ordering::Less);
+                prop_assert!(v.to_f64().is_finite());
+                prop_assert_eq!(v.add(&Numeric::INFINITY).unwrap(), Numeric::INFINITY);
+                prop_assert_eq!(v.sub(&Numeric::INFINITY).unwrap(), Numeric::NEG_INFINITY);
+                prop_assert_eq!(v.mul(&Numeric::NAN).unwrap(), Numeric::NAN);
+                prop_assert_eq!(v.div(&Numeric::NEG_INFINITY).unwrap(), Numeric::ZERO);
+            }
+
             #[test]
             fn parse_display_round_trip(m in any::<i64>(), scale in 0u16..20) {
                 let v = Numeric::new(m as i128, scale);
                 prop_assert_eq!(Numeric::parse(&v.to_string()).unwrap(), v);
             }
         }
+    }
+
+    #[test]
+    fn special_values_parse_and_print_as_postgres() {
+        // select ' nan '::numeric, 'inf'::numeric, '+inf'::numeric, '-INFINITY'::numeric, '-inf'::numeric
+        //   => NaN | Infinity | Infinity | -Infinity | -Infinity
+        let cases = [
+            (" nan ", "NaN"),
+            ("NaN", "NaN"),
+            ("inf", "Infinity"),
+            ("+inf", "Infinity"),
+            ("Infinity", "Infinity"),
+            ("\tINFINITY\n", "Infinity"),
+            ("-INFINITY", "-Infinity"),
+            ("-inf", "-Infinity"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(n(input).to_string(), expected, "{input:?}");
+            assert_eq!(Numeric::parse(expected).unwrap(), n(input), "{input:?} round trip");
+        }
+        assert!(n("nan").is_nan() && !n("nan").is_infinite() && n("nan").is_special());
+        assert!(n("-inf").is_infinite() && !n("-inf").is_nan() && !n("-inf").is_finite());
+        assert_eq!(n("-inf").kind(), NumericKind::NegativeInfinity);
+        assert!(!Numeric::NAN.is_zero());
+        // select '+nan'::numeric, '-nan'::numeric, 'infinit'::numeric: all 22P02.
+        for bad in ["+nan", "-nan", "infinit", "in f", "nan1", "--inf", "+-inf"] {
+            let err = Numeric::parse(bad).unwrap_err();
+            assert_eq!(err.sqlstate, SqlState::INVALID_TEXT_REPRESENTATION, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn special_values_order_as_postgres() {
+        // -Infinity < finite < Infinity < NaN, and NaN = NaN (numeric's rule, not IEEE's).
+        let ordered = ["-inf", "-170141183460469231731687303715884105727", "-1.5", "0", "1e-100", "170141183460469231731687303715884105727", "inf", "nan"];
+        for (i, a) in ordered.iter().enumerate() {
+            for (j, b) in ordered.iter().enumerate() {
+                assert_eq!(n(a).cmp_value(&n(b)), i.cmp(&j), "{a} vs {b}");
+            }
+        }
+        assert!(n("NaN").eq_value(&n("nan")));
+        assert_eq!(n("nan").normalize(), Numeric::NAN);
+        assert_eq!(n("-inf").normalize(), Numeric::NEG_INFINITY);
+        assert_eq!(n("nan").to_f64().to_bits(), f64::NAN.to_bits());
+        assert_eq!(n("-inf").to_f64(), f64::NEG_INFINITY);
+    }
+
+    #[test]
+    fn special_arithmetic_matches_postgres() {
+        let show = |r: Result<Numeric>| r.map(|v| v.to_string()).unwrap_or_else(|e| format!("{}: {}", e.sqlstate.0, e.message));
+        let (inf, ninf, nan) = (Numeric::INFINITY, Numeric::NEG_INFINITY, Numeric::NAN);
+        // select 'inf'::numeric + 1, 'inf' - 'inf', 'inf' * 0, 1 / 'inf', 'inf' / 'inf', 'nan' + 1
+        //   => Infinity | NaN | NaN | 0 | NaN | NaN
+        assert_eq!(show(inf.add(&n("1"))), "Infinity");
+        assert_eq!(show(inf.sub(&inf)), "NaN");
+        assert_eq!(show(inf.add(&ninf)), "NaN");
+        assert_eq!(show(ninf.sub(&inf)), "-Infinity");
+        assert_eq!(show(inf.mul(&n("0.00"))), "NaN");
+        assert_eq!(show(n("1.5").div(&inf)), "0");
+        assert_eq!(show(inf.div(&inf)), "NaN");
+        assert_eq!(show(nan.add(&n("1"))), "NaN");
+        // select 'inf'::numeric * -2, '-inf'::numeric * '-inf', -('inf'::numeric)  =>  -Infinity | Infinity | -Infinity
+        assert_eq!(show(inf.mul(&n("-2"))), "-Infinity");
+        assert_eq!(show(ninf.mul(&ninf)), "Infinity");
+        assert_eq!(show(inf.neg()), "-Infinity");
+        assert_eq!(show(nan.neg()), "NaN");
+        // select 'nan'::numeric / 0  =>  NaN;  'inf'::numeric / 0, '-inf'::numeric / 0  =>  division by zero
+        assert_eq!(show(nan.div(&n("0"))), "NaN");
+        assert_eq!(show(inf.div(&n("0"))), "22012: division by zero");
+        assert_eq!(show(ninf.div(&n("0"))), "22012: division by zero");
+        assert_eq!(show(ninf.div(&n("-3"))), "Infinity");
+        // select 'nan'::numeric % 0, 'inf'::numeric % 2, 5 % 'inf'::numeric, -5.5 % '-inf'::numeric
+        //   => NaN | NaN | 5 | -5.5;  'inf'::numeric % 0  =>  division by zero
+        let rem = |a: &Numeric, b: &Numeric| Numeric::mod_special(a, b).expect("special");
+        assert_eq!(show(rem(&nan, &n("0"))), "NaN");
+        assert_eq!(show(rem(&inf, &n("2"))), "NaN");
+        assert_eq!(show(rem(&n("5"), &inf)), "5");
+        assert_eq!(show(rem(&n("-5.5"), &ninf)), "-5.5");
+        assert_eq!(show(rem(&inf, &n("0"))), "22012: division by zero");
+        // round, abs, sign keep or map the specials.
+        assert_eq!(show(inf.round(2)), "Infinity");
+        assert_eq!(show(nan.round(-1)), "NaN");
+        assert_eq!(show(ninf.abs()), "Infinity");
+        assert_eq!(ninf.sign().to_string(), "-1");
+        assert_eq!(nan.sign().to_string(), "NaN");
+        // select 'nan'::numeric::int4, 'inf'::numeric::int8  =>  0A000 cannot convert ...
+        assert_eq!(show(nan.to_i32_rounded().map(|v| n(&v.to_string()))), "0A000: cannot convert NaN to integer");
+        assert_eq!(show(inf.to_i64_rounded().map(|v| n(&v.to_string()))), "0A000: cannot convert infinity to bigint");
+        assert_eq!(show(ninf.sqrt(2)), "2201F: cannot take square root of a negative number");
+        // Finite results that would need a scale in the special range overflow instead.
+        assert_eq!(show(Numeric::new(0, 10_000).mul(&Numeric::new(0, 10_000))), "22003: value overflows numeric format");
+    }
+
+    #[test]
+    fn special_powers_match_postgres() {
+        let power = |b: &str, e: &str| {
+            let (b, e) = (n(b), n(e));
+            Numeric::power_special(&b, &e).expect("special").map(|v| v.to_string()).unwrap_or_else(|e| e.message.clone())
+        };
+        // select power('inf'::numeric, 2), power('inf'::numeric, -1), power(2::numeric, 'inf'::numeric),
+        //   power(0.5::numeric, 'inf'::numeric), power('nan'::numeric, 0), power(1::numeric, 'nan'::numeric)
+        //   => Infinity | 0 | Infinity | 0 | 1 | 1
+        assert_eq!(power("inf", "2"), "Infinity");
+        assert_eq!(power("inf", "-1"), "0");
+        assert_eq!(power("2", "inf"), "Infinity");
+        assert_eq!(power("0.5", "inf"), "0");
+        assert_eq!(power("nan", "0"), "1");
+        assert_eq!(power("1", "nan"), "1");
+        assert_eq!(power("2", "nan"), "NaN");
+        // select power('-inf'::numeric, 3), power('-inf'::numeric, 2), power(-2::numeric, 'inf'),
+        //   power(-0.5::numeric, 'inf'), power(-1::numeric, 'inf')  =>  -Infinity | Infinity | Infinity | 0 | 1
+        assert_eq!(power("-inf", "3"), "-Infinity");
+        assert_eq!(power("-inf", "2"), "Infinity");
+        assert_eq!(power("-2", "inf"), "Infinity");
+        assert_eq!(power("-0.5", "inf"), "0");
+        assert_eq!(power("-1", "inf"), "1");
+        assert_eq!(power("-inf", "0.5"), "a negative number raised to a non-integer power yields a complex result");
+        assert_eq!(power("0", "-inf"), "zero raised to a negative power is undefined");
     }
 
     #[test]

@@ -172,7 +172,15 @@ fn small_int(v: i64) -> Result<Datum> {
 }
 
 /// PostgreSQL's `apply_typmod`: round to `scale`, then check the integer digits.
+/// NaN fits any `numeric(p,s)`; an infinity fits none.
 fn apply_numeric(n: Numeric, precision: u16, scale: i16) -> Result<Numeric> {
+    if n.is_nan() {
+        return Ok(n);
+    }
+    if n.is_infinite() {
+        return Err(Error::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "numeric field overflow")
+            .with_detail(format!("A field with precision {precision}, scale {scale} cannot hold an infinite value.")));
+    }
     let rounded = n.round(scale as i32)?;
     let magnitude = rounded.mantissa.unsigned_abs();
     if magnitude == 0 {
@@ -240,6 +248,15 @@ mod tests {
         assert_eq!(numeric(1, 3, "0.001").unwrap(), "0.001");
         assert_eq!(numeric(5, 2, "0").unwrap(), "0.00");
         assert_eq!(numeric(5, 2, "-0.001").unwrap(), "0.00");
+    }
+
+    #[test]
+    fn numeric_special_values() {
+        // select 'nan'::numeric(5,2) => NaN; 'inf'::numeric(5,2), '-inf'::numeric(3) => ERROR 22003
+        //   DETAIL: A field with precision 5, scale 2 cannot hold an infinite value.
+        assert_eq!(numeric(5, 2, "nan").unwrap(), "NaN");
+        assert_eq!(detail(numeric(5, 2, "inf")), "A field with precision 5, scale 2 cannot hold an infinite value.");
+        assert_eq!(detail(numeric(3, 0, "-inf")), "A field with precision 3, scale 0 cannot hold an infinite value.");
     }
 
     #[test]

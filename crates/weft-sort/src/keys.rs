@@ -473,6 +473,44 @@ mod tests {
     }
 
     #[test]
+    fn numeric_order_is_postgres_order() {
+        use weft_common::numeric::Numeric;
+        // Ascending, equal values in one group: -Infinity < finite < Infinity < NaN = NaN.
+        let groups: &[&[&str]] = &[
+            &["-Infinity", "-inf"],
+            &["-99999999999999999999999999999999999999"],
+            &["-1.5", "-1.500"],
+            &["0", "0.000"],
+            &["0.0000000000000000000000000000000000001"],
+            &["1.5", "1.50"],
+            &["99999999999999999999999999999999999999"],
+            &["Infinity"],
+            &["NaN", "nan"],
+        ];
+        let values: Vec<(usize, Datum)> = groups
+            .iter()
+            .enumerate()
+            .flat_map(|(rank, group)| group.iter().map(move |v| (rank, Datum::Numeric(Numeric::parse(v).unwrap()))))
+            .chain([(groups.len(), Datum::Null)])
+            .collect();
+        let layout = RowLayout::new(&[DataType::Numeric]);
+        for descending in [false, true] {
+            let keys = SortKeys::new(layout.clone(), &[SortColumn { column: 0, descending, nulls_first: false }]).unwrap();
+            for (rank_a, a) in &values {
+                for (rank_b, b) in &values {
+                    let (ta, tb) = (encode(&layout, &[a.clone()]), encode(&layout, &[b.clone()]));
+                    let null_involved = a.is_null() || b.is_null();
+                    let expected = if descending && !null_involved { rank_b.cmp(rank_a) } else { rank_a.cmp(rank_b) };
+                    assert_eq!(keys.compare(&ta, &tb), expected, "{a:?} vs {b:?}, descending {descending}");
+                    // The abbreviation may tie where values differ, never disagree.
+                    let (x, y) = (keys.abbreviate(&ta), keys.abbreviate(&tb));
+                    assert!(x == y || x.cmp(&y) == expected, "abbreviations of {a:?} vs {b:?}, descending {descending}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn float_order_is_postgres_order() {
         let layout = RowLayout::new(&[DataType::Float8]);
         let keys = SortKeys::new(layout.clone(), &[SortColumn::new(0, false)]).unwrap();

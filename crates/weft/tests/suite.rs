@@ -25,6 +25,7 @@ mod pg_oracle_index_expr;
 mod pg_oracle_join;
 mod pg_oracle_lateral;
 mod pg_oracle_modify;
+mod pg_oracle_numeric_special;
 mod pg_oracle_ordered_set;
 mod pg_oracle_recursive;
 mod pg_oracle_returning;

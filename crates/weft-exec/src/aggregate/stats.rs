@@ -101,6 +101,10 @@ impl ExactMoments {
         if spread.too_few(self.n as f64) {
             return Ok(Datum::Null);
         }
+        // As float8's: any NaN or infinite input makes the spread NaN.
+        if self.sum.is_special() || self.sum_sq.is_special() {
+            return Ok(Datum::Numeric(Numeric::NAN));
+        }
         let n = Numeric::from_i64(self.n);
         let numerator = n.mul(&self.sum_sq)?.sub(&self.sum.mul(&self.sum)?)?;
         if numerator.mantissa <= 0 {

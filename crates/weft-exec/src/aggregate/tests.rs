@@ -932,6 +932,33 @@ fn shown(d: Datum) -> String {
     }
 }
 
+/// NaN and the infinities in numeric sums, averages and spreads, whole, merged from two
+/// partial states (the special value in either one) and through a spill record.
+#[test]
+fn numeric_specials_aggregate_as_postgresql() {
+    use AggregateFunction::*;
+    let values = |texts: &[&str]| -> Vec<Datum> { texts.iter().map(|s| Datum::Numeric(Numeric::parse(s).unwrap())).collect() };
+    // select sum(x), avg(x) from (values (1::numeric), ('inf')) v(x)  =>  Infinity | Infinity
+    // ... (1), ('-inf')  =>  -Infinity | -Infinity;  (1), ('inf'), ('-inf')  =>  NaN | NaN;  (1), ('nan')  =>  NaN | NaN
+    let cases: [(&[&str], &str); 4] =
+        [(&["1", "Infinity"], "Infinity"), (&["1", "-Infinity"], "-Infinity"), (&["Infinity", "1", "-Infinity"], "NaN"), (&["1.5", "NaN"], "NaN")];
+    for (inputs, expected) in cases {
+        let inputs = values(inputs);
+        for split in 0..=inputs.len() {
+            check_statistic(Sum, DataType::Numeric, &inputs, split, expected);
+            check_statistic(Avg, DataType::Numeric, &inputs, split, expected);
+        }
+    }
+    // select stddev(x), var_pop(x) from (values (1::numeric), ('inf')) v(x)  =>  NaN | NaN;
+    // one 'inf': stddev NULL, var_pop NaN.
+    for split in 0..=2 {
+        check_statistic(Stddev, DataType::Numeric, &values(&["1", "Infinity"]), split, "NaN");
+        check_statistic(VarPop, DataType::Numeric, &values(&["NaN", "2"]), split, "NaN");
+    }
+    check_statistic(Stddev, DataType::Numeric, &values(&["Infinity"]), 1, "");
+    check_statistic(VarPop, DataType::Numeric, &values(&["-Infinity"]), 0, "NaN");
+}
+
 #[test]
 fn variance_family_matches_postgresql() {
     use AggregateFunction::*;

@@ -183,13 +183,13 @@ pub fn float8_to_int8(v: f64) -> Result<i64> {
 }
 
 /// `float8_numeric`: the value printed with 15 significant digits (`%.15g`), read back
-/// as numeric. weft's numeric has no NaN or infinity.
+/// as numeric. NaN and the infinities map to numeric's own.
 pub fn float8_to_numeric(v: f64) -> Result<Numeric> {
     if v.is_nan() {
-        return Err(Error::not_supported("cannot convert NaN to numeric"));
+        return Ok(Numeric::NAN);
     }
     if v.is_infinite() {
-        return Err(Error::not_supported("cannot convert infinity to numeric"));
+        return Ok(if v > 0.0 { Numeric::INFINITY } else { Numeric::NEG_INFINITY });
     }
     Numeric::parse(&float8_to_decimal_15(v))
 }

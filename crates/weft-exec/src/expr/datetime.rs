@@ -556,7 +556,7 @@ impl Part {
         match self {
             Part::Int(v) => Ok(Numeric::from_i64(*v)),
             Part::Fixed { value, scale, .. } => Ok(Numeric { mantissa: *value, scale: *scale }),
-            Part::Infinite(_) => Err(Error::not_supported("extract of a field of an infinite value is not supported yet")),
+            Part::Infinite(positive) => Ok(if *positive { Numeric::INFINITY } else { Numeric::NEG_INFINITY }),
         }
     }
 

@@ -145,6 +145,11 @@ fn eval_modifier(expr: &Expr, modifier: TypeModifier, coercion: Coercion, row: &
         Err(error) if error.sqlstate == SqlState::NUMERIC_VALUE_OUT_OF_RANGE && error.message == "bigint out of range" => {
             return Err(Error::out_of_range("smallint"));
         }
+        // numeric NaN or ±Infinity to int8: `cannot convert NaN to bigint` names smallint.
+        Err(error) if error.sqlstate == SqlState::FEATURE_NOT_SUPPORTED && error.message.ends_with(" to bigint") => {
+            let message = format!("{} to smallint", error.message.trim_end_matches(" to bigint"));
+            return Err(Error::not_supported(message));
+        }
         Err(error) => return Err(error),
     };
     modifier.apply(value, coercion)
@@ -309,8 +314,12 @@ fn numeric_arith(op: BinaryOp, a: &Numeric, b: &Numeric) -> Result<Numeric> {
 }
 
 /// `numeric % numeric`: the remainder of truncating division, with the sign of the
-/// dividend and the larger of the two scales (`10.5 % 3 = 1.5`).
+/// dividend and the larger of the two scales (`10.5 % 3 = 1.5`). NaN and the infinities as
+/// `Numeric::mod_special` says.
 pub fn numeric_mod(a: &Numeric, b: &Numeric) -> Result<Numeric> {
+    if let Some(special) = Numeric::mod_special(a, b) {
+        return special;
+    }
     let scale = a.scale.max(b.scale);
     let align = |n: &Numeric| -> Result<i128> {
         10i128

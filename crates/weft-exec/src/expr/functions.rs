@@ -616,6 +616,10 @@ fn size_pretty(bytes: i128) -> String {
 /// bytes`); above, its fraction is dropped before the units are chosen, as PostgreSQL's
 /// truncating division drops it.
 fn size_pretty_numeric(bytes: &weft_common::Numeric) -> String {
+    // PostgreSQL's loop never stops below PB for these: `NaN PB`, `Infinity PB`.
+    if bytes.is_special() {
+        return format!("{bytes} PB");
+    }
     let (mantissa, scale) = (bytes.mantissa, bytes.scale);
     let whole = mantissa / 10i128.pow(u32::from(scale).min(38));
     if whole.abs() < SIZE_UNIT_LIMIT {
@@ -675,10 +679,7 @@ pub fn abs(v: &Datum) -> Result<Datum> {
         Datum::Int4(x) => x.checked_abs().map(Datum::Int4).ok_or_else(|| Error::out_of_range("integer")),
         Datum::Int8(x) => x.checked_abs().map(Datum::Int8).ok_or_else(|| Error::out_of_range("bigint")),
         Datum::Float8(x) => Ok(Datum::Float8(x.abs())),
-        Datum::Numeric(n) => {
-            let mantissa = n.mantissa.checked_abs().ok_or_else(super::eval::numeric_overflow)?;
-            Ok(Datum::Numeric(weft_common::Numeric { mantissa, scale: n.scale }))
-        }
+        Datum::Numeric(n) => n.abs().map(Datum::Numeric),
         other => Err(Error::internal(format!("abs() of {other:?}"))),
     }
 }

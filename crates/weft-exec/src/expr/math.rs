@@ -24,7 +24,7 @@ pub(super) fn call(func: F, args: &[Datum]) -> Result<Datum> {
         (F::Ceil, [Datum::Float8(x)]) => Ok(Datum::Float8(x.ceil())),
         (F::Floor, [Datum::Numeric(n)]) => Ok(Datum::Numeric(toward_integer(n, false)?)),
         (F::Floor, [Datum::Float8(x)]) => Ok(Datum::Float8(x.floor())),
-        (F::Sign, [Datum::Numeric(n)]) => Ok(Datum::Numeric(Numeric::from_i64(n.mantissa.signum() as i64))),
+        (F::Sign, [Datum::Numeric(n)]) => Ok(Datum::Numeric(n.sign())),
         (F::Sign, [Datum::Float8(x)]) => Ok(Datum::Float8(if x.is_nan() {
             f64::NAN
         } else if *x > 0.0 {
@@ -92,6 +92,10 @@ pub(super) fn call(func: F, args: &[Datum]) -> Result<Datum> {
             value.map(Datum::Int8).ok_or_else(|| Error::out_of_range("bigint"))
         }
         (F::Div, [Datum::Numeric(a), Datum::Numeric(b)]) => {
+            // NaN and the infinities divide as `/` does (`div(Inf, 2)` is Infinity).
+            if let Some(special) = Numeric::div_special(a, b) {
+                return special.map(Datum::Numeric);
+            }
             if b.is_zero() {
                 return Err(Error::division_by_zero());
             }
@@ -103,6 +107,8 @@ pub(super) fn call(func: F, args: &[Datum]) -> Result<Datum> {
         (F::WidthBucket, [Datum::Float8(operand), Datum::Float8(low), Datum::Float8(high), Datum::Int4(count)]) => {
             width_bucket(*operand, *low, *high, *count).map(Datum::Int4)
         }
+        // NaN and the infinities have no scale.
+        (F::Scale, [Datum::Numeric(n)]) if n.is_special() => Ok(Datum::Null),
         (F::Scale, [Datum::Numeric(n)]) => Ok(Datum::Int4(n.scale as i32)),
         (F::BitAnd | F::BitOr | F::BitXor, [Datum::Int4(a), Datum::Int4(b)]) => {
             Ok(Datum::Int4(bitwise(func, *a as i64, *b as i64) as i32))
@@ -122,7 +128,7 @@ pub(super) fn call(func: F, args: &[Datum]) -> Result<Datum> {
 /// `trunc(numeric, s)`: drop digits beyond `s` places after the point (before it when
 /// negative), toward zero; more places than the value has pad with zeros, as `round`.
 fn truncate(n: &Numeric, scale: i32) -> Result<Numeric> {
-    if scale >= n.scale as i32 {
+    if n.is_special() || scale >= n.scale as i32 {
         return n.round(scale);
     }
     let dropped = (n.scale as i32 - scale.max(0)) as u32;
@@ -140,6 +146,9 @@ fn truncate(n: &Numeric, scale: i32) -> Result<Numeric> {
 
 /// `ceil` (`up`) or `floor` of a numeric: an integer, scale 0.
 fn toward_integer(n: &Numeric, up: bool) -> Result<Numeric> {
+    if n.is_special() {
+        return Ok(*n);
+    }
     let whole = truncate(n, 0)?;
     let exact = Numeric::new(whole.mantissa, 0).eq_value(n);
     let step = match (exact, up, n.mantissa > 0) {
@@ -231,6 +240,9 @@ fn width_bucket(operand: f64, low: f64, high: f64, count: i32) -> Result<i32> {
 /// `numeric ^ numeric`: exact for whole-number exponents; a fractional exponent needs
 /// arbitrary-precision logarithms, which weft's numeric does not have yet.
 fn numeric_power(base: &Numeric, exponent: &Numeric) -> Result<Numeric> {
+    if let Some(special) = Numeric::power_special(base, exponent) {
+        return special;
+    }
     match exponent.to_exact_i64() {
         Some(e) if i32::try_from(e).is_ok() => base.power_int(e),
         Some(_) => Err(Error::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "value overflows numeric format")),

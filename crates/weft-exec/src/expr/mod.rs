@@ -31,9 +31,8 @@
 //!
 //! # Departures from PostgreSQL
 //!
-//! - `numeric` is weft's fixed 128-bit decimal: `NaN` and `±Infinity` numerics do not
-//!   exist, so casting a float8 NaN or infinity to numeric is an error (`0A000`, the
-//!   message PostgreSQL 13 used).
+//! - `numeric` is weft's fixed 128-bit decimal (38 significant digits); it has PostgreSQL
+//!   15's `NaN` and `±Infinity` (see `weft_common::numeric`).
 //! - `lower`/`upper` use Rust's Unicode case mapping, not a collation's (`upper('ß')` is
 //!   `SS`; PostgreSQL in the C locale leaves `ß` alone).
 //! - `random()` is xoshiro256++ seeded per session, not PostgreSQL's generator: the same

@@ -261,8 +261,18 @@ pub(crate) fn in_range(val: &Datum, base: &Datum, offset: &Datum, sub: bool, les
         }
         (Datum::Numeric(val), Datum::Numeric(base)) => {
             let Datum::Numeric(offset) = offset else { return Err(Error::internal(format!("numeric RANGE offset {offset:?}"))) };
-            if offset.cmp_value(&Numeric::from_i64(0)).is_lt() {
+            // NaN sorts above everything, so the check must name it.
+            if offset.is_nan() || offset.cmp_value(&Numeric::from_i64(0)).is_lt() {
                 return Err(invalid_size());
+            }
+            // PostgreSQL's `in_range_numeric_numeric`: NaN is above every other value and
+            // equal to itself; `Inf - Inf` and `-Inf + Inf` take in every row.
+            if val.is_nan() || base.is_nan() {
+                return Ok(compare(val.cmp_value(base)));
+            }
+            // `Inf - Inf` or `-Inf + Inf` (an infinity's mantissa is its sign).
+            if offset.is_infinite() && base.is_infinite() && (base.mantissa > 0) == sub {
+                return Ok(true);
             }
             let bound = if sub { base.sub(offset)? } else { base.add(offset)? };
             Ok(compare(val.cmp_value(&bound)))
