@@ -65,13 +65,19 @@ impl Runner {
     /// Run one statement or meta-command.
     pub fn run_item(&mut self, item: &ScriptItem, file: Option<&str>) -> Outcome {
         match item {
-            ScriptItem::Statement { sql, line } => self.execute(sql, Location { file, line: *line }),
+            ScriptItem::Statement { sql, line, terminated } => self.execute_terminated(sql, *terminated, Location { file, line: *line }),
             ScriptItem::Meta { command, line } => meta::run(self, command, Location { file, line: *line }),
         }
     }
 
     /// Run one SQL statement and print its result, notices, error and timing.
     pub fn execute(&mut self, sql: &str, location: Location<'_>) -> Outcome {
+        self.execute_terminated(sql, false, location)
+    }
+
+    /// [`Runner::execute`] of a statement that ended with a `;` (`terminated`), which psql
+    /// sends with the text: an error's excerpt shows it.
+    fn execute_terminated(&mut self, sql: &str, terminated: bool, location: Location<'_>) -> Outcome {
         let handle = self.session.cancel_handle();
         let progress = self.session.progress_handle();
         let session = &mut self.session;
@@ -84,7 +90,8 @@ impl Runner {
                 Outcome::Ok
             }
             Err(error) => {
-                self.print_error(&error.to_psql_string_for(sql), location);
+                let sent = if terminated { format!("{sql};") } else { sql.to_string() };
+                self.print_error(&error.to_psql_string_for(&sent), location);
                 Outcome::Failed
             }
         };

@@ -37,8 +37,9 @@ use crate::runner::{Location, Outcome, Runner};
 /// One thing to run, with the 1-based line it ended on (psql reports errors there).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ScriptItem {
-    /// A statement without its terminating `;`.
-    Statement { sql: String, line: usize },
+    /// A statement without its terminating `;` (`terminated`: it had one, which psql sends
+    /// with the text and shows in an error's `LINE n:` excerpt).
+    Statement { sql: String, line: usize, terminated: bool },
     /// A backslash command, without the backslash: `timing on`, `d t`.
     Meta { command: String, line: usize },
 }
@@ -111,18 +112,18 @@ impl Splitter {
 
     /// End of input: a statement without `;` is still run.
     pub fn finish(&mut self, line_number: usize) -> Option<ScriptItem> {
-        let item = self.take_statement(line_number);
+        let item = self.take_statement(line_number, false);
         self.clear();
         item
     }
 
-    fn take_statement(&mut self, line_number: usize) -> Option<ScriptItem> {
+    fn take_statement(&mut self, line_number: usize, terminated: bool) -> Option<ScriptItem> {
         let sql = self.buffer.trim().to_string();
         let has_token = self.has_token;
         self.buffer.clear();
         self.has_token = false;
         self.paren_depth = 0;
-        (has_token && !sql.is_empty()).then_some(ScriptItem::Statement { sql, line: line_number })
+        (has_token && !sql.is_empty()).then_some(ScriptItem::Statement { sql, line: line_number, terminated })
     }
 
     /// Consume the token starting at `chars[i]`; return the index after it.
@@ -202,7 +203,7 @@ impl Splitter {
                 return i + 2;
             }
             ';' if self.paren_depth == 0 => {
-                if let Some(item) = self.take_statement(line_number) {
+                if let Some(item) = self.take_statement(line_number, true) {
                     out.push(item);
                 }
                 return i + 1;
@@ -419,10 +420,10 @@ mod tests {
         let items = split_script("\\timing on\nselect 1;\n  \\d t\nselect\n\\q\n2;");
         assert_eq!(items, [
             ScriptItem::Meta { command: "timing on".into(), line: 1 },
-            ScriptItem::Statement { sql: "select 1".into(), line: 2 },
+            ScriptItem::Statement { sql: "select 1".into(), line: 2, terminated: true },
             ScriptItem::Meta { command: "d t".into(), line: 3 },
             ScriptItem::Meta { command: "q".into(), line: 5 },
-            ScriptItem::Statement { sql: "select\n2".into(), line: 6 },
+            ScriptItem::Statement { sql: "select\n2".into(), line: 6, terminated: true },
         ]);
         // Inside a quote a backslash line is data.
         assert_eq!(statements("select '\n\\q\n';"), ["select '\n\\q\n'"]);
@@ -432,8 +433,8 @@ mod tests {
     fn statements_carry_their_last_line() {
         let items = split_script("select\n1;\n\nselect 2");
         assert_eq!(items, [
-            ScriptItem::Statement { sql: "select\n1".into(), line: 2 },
-            ScriptItem::Statement { sql: "select 2".into(), line: 4 },
+            ScriptItem::Statement { sql: "select\n1".into(), line: 2, terminated: true },
+            ScriptItem::Statement { sql: "select 2".into(), line: 4, terminated: false },
         ]);
     }
 
@@ -446,6 +447,6 @@ mod tests {
         assert!(!splitter.is_empty());
         splitter.feed_line("';", 2, &mut out);
         assert!(splitter.is_empty());
-        assert_eq!(out, [ScriptItem::Statement { sql: "select 'a\n'".into(), line: 2 }]);
+        assert_eq!(out, [ScriptItem::Statement { sql: "select 'a\n'".into(), line: 2, terminated: true }]);
     }
 }

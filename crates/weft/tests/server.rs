@@ -449,8 +449,11 @@ fn psql_runs_commands_and_scripts() {
     assert_eq!(String::from_utf8_lossy(&output.stdout), "1|x\n2|\n");
     let output = psql(server.port, &["-c", "select * from missing"]);
     assert_eq!(output.status.code(), Some(1));
-    // weft's errors carry no position: psql prints no `LINE 1:` excerpt.
-    assert_eq!(String::from_utf8_lossy(&output.stderr), "ERROR:  relation \"missing\" does not exist\n");
+    // The error's position: psql prints the `LINE 1:` excerpt PostgreSQL's gets.
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "ERROR:  relation \"missing\" does not exist\nLINE 1: select * from missing\n                      ^\n"
+    );
 
     // psql's relation lists, from its own catalog queries (pg_class, pg_namespace, pg_am,
     // pg_index, pg_get_userbyid, pg_table_is_visible, OPERATOR(pg_catalog.~)).
