@@ -43,8 +43,9 @@ pub enum ArrayFunction {
     Dims,
     ToString,
     StringToArray,
-    Append,
-    Prepend,
+    /// The element type: `array_append(NULL, x)` builds an array of it.
+    Append(ElemType),
+    Prepend(ElemType),
     Cat,
     Position,
     Positions,
@@ -71,8 +72,8 @@ impl ArrayFunction {
             ArrayFunction::Dims => "array_dims",
             ArrayFunction::ToString => "array_to_string",
             ArrayFunction::StringToArray => "string_to_array",
-            ArrayFunction::Append => "array_append",
-            ArrayFunction::Prepend => "array_prepend",
+            ArrayFunction::Append(_) => "array_append",
+            ArrayFunction::Prepend(_) => "array_prepend",
             ArrayFunction::Cat => "array_cat",
             ArrayFunction::Position => "array_position",
             ArrayFunction::Positions => "array_positions",
@@ -117,7 +118,7 @@ pub fn call(f: ArrayFunction, args: &[Datum]) -> Result<Datum> {
     use ArrayFunction as A;
     let strict = !matches!(
         f,
-        A::Construct(_) | A::Any(_) | A::All(_) | A::ToString | A::StringToArray | A::Append | A::Prepend | A::Cat | A::Position | A::Positions | A::Remove | A::Replace
+        A::Construct(_) | A::Any(_) | A::All(_) | A::ToString | A::StringToArray | A::Append(_) | A::Prepend(_) | A::Cat | A::Position | A::Positions | A::Remove | A::Replace
     );
     if strict && args.iter().any(Datum::is_null) {
         return Ok(Datum::Null);
@@ -190,22 +191,22 @@ pub fn call(f: ArrayFunction, args: &[Datum]) -> Result<Datum> {
                 .collect();
             Ok(new_array(ElemType::Text, items))
         }
-        (A::Append, [array, x]) => match array {
+        (A::Append(elem), [array, x]) => match array {
             Datum::Array(a) => {
                 let mut items = a.items.clone();
                 items.push(x.clone());
                 Ok(new_array(a.elem, items))
             }
-            _ => Err(internal(f, args)),
+            _ => Ok(new_array(elem, vec![x.clone()])),
         },
-        (A::Prepend, [x, array]) => match array {
+        (A::Prepend(elem), [x, array]) => match array {
             Datum::Array(a) => {
                 let mut items = Vec::with_capacity(a.items.len() + 1);
                 items.push(x.clone());
                 items.extend(a.items.iter().cloned());
                 Ok(new_array(a.elem, items))
             }
-            _ => Err(internal(f, args)),
+            _ => Ok(new_array(elem, vec![x.clone()])),
         },
         (A::Cat, [left, right]) => match (left, right) {
             (Datum::Null, other) | (other, Datum::Null) => Ok(other.clone()),
@@ -395,8 +396,8 @@ pub fn resolve_function(name: &str, args: Vec<Expr>) -> std::result::Result<Resu
         "array_dims" => A::Dims,
         "array_to_string" => A::ToString,
         "string_to_array" => A::StringToArray,
-        "array_append" => A::Append,
-        "array_prepend" => A::Prepend,
+        "array_append" => A::Append(ElemType::Int4),
+        "array_prepend" => A::Prepend(ElemType::Int4),
         "array_cat" => A::Cat,
         "array_position" => A::Position,
         "array_positions" => A::Positions,
@@ -412,7 +413,7 @@ fn resolve(f: ArrayFunction, name: &str, args: Vec<Expr>) -> Result<Expr> {
     let is_array = |e: &Expr| !is_untyped(e) && e.data_type().is_array();
     let arity_ok = match f {
         A::Cardinality | A::Ndims | A::Dims => args.len() == 1,
-        A::Length | A::Lower | A::Upper | A::Append | A::Prepend | A::Cat | A::Positions | A::Remove => args.len() == 2,
+        A::Length | A::Lower | A::Upper | A::Append(_) | A::Prepend(_) | A::Cat | A::Positions | A::Remove => args.len() == 2,
         A::ToString | A::StringToArray | A::Position => args.len() == 2 || args.len() == 3,
         A::Replace => args.len() == 3,
         _ => false,
@@ -459,9 +460,9 @@ fn resolve(f: ArrayFunction, name: &str, args: Vec<Expr>) -> Result<Expr> {
             }
             Ok(function(f, out, DataType::Array(ElemType::Text)))
         }
-        A::Append | A::Prepend | A::Position | A::Positions | A::Remove | A::Replace => {
+        A::Append(_) | A::Prepend(_) | A::Position | A::Positions | A::Remove | A::Replace => {
             let (array_at, element_at): (usize, &[usize]) = match f {
-                A::Prepend => (1, &[0]),
+                A::Prepend(_) => (1, &[0]),
                 A::Replace => (0, &[1, 2]),
                 _ => (0, &[1]),
             };
@@ -481,6 +482,12 @@ fn resolve(f: ArrayFunction, name: &str, args: Vec<Expr>) -> Result<Expr> {
                     coerce(a.clone(), DataType::Int4, true)?
                 });
             }
+            let DataType::Array(elem_type) = array_type else { return Err(Error::internal("array type expected")) };
+            let f = match f {
+                A::Append(_) => A::Append(elem_type),
+                A::Prepend(_) => A::Prepend(elem_type),
+                other => other,
+            };
             let result = match f {
                 A::Position => DataType::Int4,
                 A::Positions => DataType::Array(ElemType::Int4),
@@ -505,9 +512,10 @@ pub fn resolve_concat(left: Expr, right: Expr) -> std::result::Result<Result<Exp
     if !l && !r {
         return Err((left, right));
     }
+    let no_operator = operator_error("||", &left, &right);
     let args = vec![left, right];
     Ok(if l && r {
-        resolve(ArrayFunction::Cat, "array_cat", args)
+        resolve(ArrayFunction::Cat, "array_cat", args).map_err(|_| no_operator)
     } else if l {
         // An untyped `'{...}'` on the other side is an array, as PostgreSQL resolves it.
         if matches!(&args[1], Expr::Literal { value: Datum::Text(t), data_type: DataType::Text } if t.trim_start().starts_with('{'))
@@ -515,15 +523,20 @@ pub fn resolve_concat(left: Expr, right: Expr) -> std::result::Result<Result<Exp
         {
             resolve(ArrayFunction::Cat, "array_cat", args)
         } else {
-            resolve(ArrayFunction::Append, "array_append", args)
+            resolve(ArrayFunction::Append(ElemType::Int4), "array_append", args)
         }
     } else if matches!(&args[0], Expr::Literal { value: Datum::Text(t), data_type: DataType::Text } if t.trim_start().starts_with('{'))
         && args[1].data_type() != DataType::Array(ElemType::Text)
     {
         resolve(ArrayFunction::Cat, "array_cat", args)
     } else {
-        resolve(ArrayFunction::Prepend, "array_prepend", args)
+        resolve(ArrayFunction::Prepend(ElemType::Int4), "array_prepend", args)
     })
+}
+
+fn operator_error(op: &str, left: &Expr, right: &Expr) -> Error {
+    Error::new(SqlState::UNDEFINED_FUNCTION, format!("operator does not exist: {} {op} {}", type_label(left), type_label(right)))
+        .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
 }
 
 /// `left @> right`, `left <@ right`, `left && right`.
@@ -533,16 +546,13 @@ pub fn resolve_set_operator(op: &str, left: Expr, right: Expr) -> Result<Expr> {
         "<@" => ArrayFunction::ContainedBy,
         _ => ArrayFunction::Overlap,
     };
+    let no_operator = operator_error(op, &left, &right);
     let args = vec![left, right];
     let is_array = |e: &Expr| !is_untyped(e) && e.data_type().is_array();
     if !args.iter().any(is_array) || args.iter().any(|a| !is_untyped(a) && !a.data_type().is_array()) {
-        return Err(Error::new(
-            SqlState::UNDEFINED_FUNCTION,
-            format!("operator does not exist: {} {op} {}", type_label(&args[0]), type_label(&args[1])),
-        )
-        .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts."));
+        return Err(no_operator);
     }
-    let array_type = common_array(op, &args, &[0, 1], &[])?;
+    let array_type = common_array(op, &args, &[0, 1], &[]).map_err(|_| no_operator)?;
     let args = args.into_iter().map(|a| as_array(a, array_type)).collect::<Result<Vec<_>>>()?;
     Ok(function(f, args, DataType::Bool))
 }
