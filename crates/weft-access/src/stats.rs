@@ -125,6 +125,8 @@ impl Serialize for StatValue {
             Datum::Timestamp(v) => Tagged::Timestamp(*v),
             Datum::TimestampTz(v) => Tagged::TimestampTz(*v),
             Datum::Interval(iv) => Tagged::Interval(iv.months, iv.days, iv.micros),
+            // ANALYZE keeps no statistics of array columns (weft-sql `analyze.rs`).
+            Datum::Array(_) => Tagged::Null,
         };
         tagged.serialize(serializer)
     }

@@ -13,12 +13,16 @@
 //! Variable-width columns (text) follow all fixed ones; reaching the k-th walks k
 //! length words. Integers are little-endian and unaligned.
 //!
+//! An array column is variable-width: a `u32` element count, then the elements encoded
+//! as a tuple of that many columns of the element type (its own null bitmap, fixed and
+//! variable sections), so element NULLs and text elements need no second format.
+//!
 //! Invariant: a tuple is produced only by [`RowLayout::encode`] for the same layout it
 //! is decoded with; decoding checks lengths and reports corruption as an error.
 
 use crate::datetime::Interval;
 use crate::numeric::Numeric;
-use crate::types::{DataType, Datum};
+use crate::types::{Array, DataType, Datum, ElemType};
 use crate::{Error, Result, SqlState};
 
 /// Where each column lives inside a tuple of one schema.
@@ -106,6 +110,7 @@ impl RowLayout {
                     out[start + off + 16..start + off + 18].copy_from_slice(&n.scale.to_le_bytes());
                 }
                 (Slot::Var(_), Datum::Text(_)) => {}
+                (Slot::Var(_), Datum::Array(a)) if DataType::Array(a.elem) == self.types[col] => {}
                 _ => {
                     return Err(Error::internal(format!(
                         "value {datum:?} does not fit column {col} of type {}",
@@ -122,6 +127,14 @@ impl RowLayout {
                 })?;
                 out.extend_from_slice(&len.to_le_bytes());
                 out.extend_from_slice(s.as_bytes());
+            }
+            if let (Slot::Var(_), Datum::Array(a)) = (self.slots[col], datum) {
+                let len_at = out.len();
+                out.extend_from_slice(&[0; 4]);
+                encode_array(a, out)?;
+                let len = u32::try_from(out.len() - len_at - 4)
+                    .map_err(|_| Error::new(SqlState::PROGRAM_LIMIT_EXCEEDED, "array too large to store"))?;
+                out[len_at..len_at + 4].copy_from_slice(&len.to_le_bytes());
             }
         }
         Ok(())
@@ -205,6 +218,7 @@ impl RowLayout {
                 mantissa: i128::from_le_bytes(fixed(tuple, off)),
                 scale: u16::from_le_bytes(fixed(tuple, off + 16)),
             }),
+            (Slot::Var(index), DataType::Array(elem)) => decode_array(elem, self.var_bytes(tuple, index)?)?,
             (Slot::Var(index), _) => {
                 let bytes = self.var_bytes(tuple, index)?;
                 let text = std::str::from_utf8(bytes).map_err(|_| corrupt())?;
@@ -298,14 +312,39 @@ impl RowLayout {
                         tuple.get(pos..pos + 4).ok_or_else(corrupt)?.try_into().map_err(|_| corrupt())?;
                     let len = u32::from_le_bytes(len_bytes) as usize;
                     let data = tuple.get(pos + 4..pos + 4 + len).ok_or_else(corrupt)?;
-                    let text = std::str::from_utf8(data).map_err(|_| corrupt())?;
-                    row.push(Datum::Text(text.to_string()));
+                    if let DataType::Array(elem) = self.types[col] {
+                        row.push(decode_array(elem, data)?);
+                    } else {
+                        let text = std::str::from_utf8(data).map_err(|_| corrupt())?;
+                        row.push(Datum::Text(text.to_string()));
+                    }
                     pos += 4 + len;
                 }
             }
         }
         Ok(())
     }
+}
+
+/// An array's bytes: element count, then the elements as one tuple (module comment).
+pub fn encode_array(array: &Array, out: &mut Vec<u8>) -> Result<()> {
+    let count = u32::try_from(array.items.len())
+        .map_err(|_| Error::new(SqlState::PROGRAM_LIMIT_EXCEEDED, "array too large to store"))?;
+    out.extend_from_slice(&count.to_le_bytes());
+    RowLayout::new(&vec![array.elem.data_type(); array.items.len()]).encode(&array.items, out)
+}
+
+/// The inverse of [`encode_array`]; bytes that do not fit are corruption, never a panic.
+pub fn decode_array(elem: ElemType, bytes: &[u8]) -> Result<Datum> {
+    let count: [u8; 4] = bytes.get(..4).ok_or_else(corrupt)?.try_into().map_err(|_| corrupt())?;
+    let count = u32::from_le_bytes(count) as usize;
+    let rest = &bytes[4..];
+    // Each element takes at least one bitmap bit: a bogus count cannot allocate much.
+    if count.div_ceil(8) > rest.len() {
+        return Err(corrupt());
+    }
+    let items = RowLayout::new(&vec![elem.data_type(); count]).decode(rest)?;
+    Ok(Datum::Array(Box::new(Array { elem, items })))
 }
 
 #[inline]
@@ -320,7 +359,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn datum_for(ty: DataType) -> impl Strategy<Value = Datum> {
+    fn datum_for(ty: DataType) -> BoxedStrategy<Datum> {
         let value = match ty {
             DataType::Bool => any::<bool>().prop_map(Datum::Bool).boxed(),
             DataType::Int4 => any::<i32>().prop_map(Datum::Int4).boxed(),
@@ -337,8 +376,11 @@ mod tests {
             DataType::Interval => (any::<i32>(), any::<i32>(), any::<i64>())
                 .prop_map(|(m, d, us)| Datum::Interval(Interval::new(m, d, us)))
                 .boxed(),
+            DataType::Array(elem) => prop::collection::vec(datum_for(elem.data_type()), 0..12)
+                .prop_map(move |items| Datum::Array(Box::new(Array { elem, items })))
+                .boxed(),
         };
-        prop_oneof![1 => Just(Datum::Null), 4 => value]
+        prop_oneof![1 => Just(Datum::Null), 4 => value].boxed()
     }
 
     fn schema_and_row() -> impl Strategy<Value = (Vec<DataType>, Vec<Datum>)> {
@@ -353,7 +395,13 @@ mod tests {
             Just(DataType::Time),
             Just(DataType::Timestamp),
             Just(DataType::TimestampTz),
-            Just(DataType::Interval)
+            Just(DataType::Interval),
+            Just(DataType::Array(ElemType::Int4)),
+            Just(DataType::Array(ElemType::Text)),
+            Just(DataType::Array(ElemType::Float8)),
+            Just(DataType::Array(ElemType::Numeric)),
+            Just(DataType::Array(ElemType::Interval)),
+            Just(DataType::Array(ElemType::Bool))
         ];
         prop::collection::vec(ty, 0..20).prop_flat_map(|types| {
             let row: Vec<_> = types.iter().map(|t| datum_for(*t)).collect();
@@ -364,6 +412,9 @@ mod tests {
     fn same(a: &Datum, b: &Datum) -> bool {
         match (a, b) {
             (Datum::Float8(x), Datum::Float8(y)) => x.to_bits() == y.to_bits(),
+            (Datum::Array(x), Datum::Array(y)) => {
+                x.elem == y.elem && x.items.len() == y.items.len() && x.items.iter().zip(&y.items).all(|(a, b)| same(a, b))
+            }
             _ => a == b,
         }
     }

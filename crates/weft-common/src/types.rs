@@ -18,9 +18,96 @@ pub enum DataType {
     Timestamp,
     TimestampTz,
     Interval,
+    /// A one-dimensional array (lower bound 1) of a scalar type. The element type is a
+    /// separate enum so that `DataType` stays `Copy` and arrays of arrays cannot be named.
+    Array(ElemType),
+}
+
+/// The element type of an array: every scalar `DataType`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum ElemType {
+    Bool,
+    Int4,
+    Int8,
+    Float8,
+    Numeric,
+    Text,
+    Date,
+    Time,
+    Timestamp,
+    TimestampTz,
+    Interval,
+}
+
+impl ElemType {
+    /// Every element type, in declaration order (`elem as u8` indexes it).
+    pub const ALL: [ElemType; 11] = [
+        ElemType::Bool,
+        ElemType::Int4,
+        ElemType::Int8,
+        ElemType::Float8,
+        ElemType::Numeric,
+        ElemType::Text,
+        ElemType::Date,
+        ElemType::Time,
+        ElemType::Timestamp,
+        ElemType::TimestampTz,
+        ElemType::Interval,
+    ];
+
+    pub fn from_u8(tag: u8) -> Option<ElemType> {
+        ElemType::ALL.get(usize::from(tag)).copied()
+    }
+
+    pub fn data_type(self) -> DataType {
+        match self {
+            ElemType::Bool => DataType::Bool,
+            ElemType::Int4 => DataType::Int4,
+            ElemType::Int8 => DataType::Int8,
+            ElemType::Float8 => DataType::Float8,
+            ElemType::Numeric => DataType::Numeric,
+            ElemType::Text => DataType::Text,
+            ElemType::Date => DataType::Date,
+            ElemType::Time => DataType::Time,
+            ElemType::Timestamp => DataType::Timestamp,
+            ElemType::TimestampTz => DataType::TimestampTz,
+            ElemType::Interval => DataType::Interval,
+        }
+    }
 }
 
 impl DataType {
+    /// The array type whose elements are `self`; `None` for an array (weft's arrays have
+    /// scalar elements only).
+    pub fn array_of(self) -> Option<DataType> {
+        Some(DataType::Array(match self {
+            DataType::Bool => ElemType::Bool,
+            DataType::Int4 => ElemType::Int4,
+            DataType::Int8 => ElemType::Int8,
+            DataType::Float8 => ElemType::Float8,
+            DataType::Numeric => ElemType::Numeric,
+            DataType::Text => ElemType::Text,
+            DataType::Date => ElemType::Date,
+            DataType::Time => ElemType::Time,
+            DataType::Timestamp => ElemType::Timestamp,
+            DataType::TimestampTz => ElemType::TimestampTz,
+            DataType::Interval => ElemType::Interval,
+            DataType::Array(_) => return None,
+        }))
+    }
+
+    /// The element type of an array type.
+    pub fn element(self) -> Option<DataType> {
+        match self {
+            DataType::Array(elem) => Some(elem.data_type()),
+            _ => None,
+        }
+    }
+
+    pub fn is_array(self) -> bool {
+        matches!(self, DataType::Array(_))
+    }
+
     /// PostgreSQL's internal name, as `\d` prints it in `format_type` style.
     pub fn name(self) -> &'static str {
         match self {
@@ -35,6 +122,19 @@ impl DataType {
             DataType::Timestamp => "timestamp without time zone",
             DataType::TimestampTz => "timestamp with time zone",
             DataType::Interval => "interval",
+            DataType::Array(elem) => match elem {
+                ElemType::Bool => "boolean[]",
+                ElemType::Int4 => "integer[]",
+                ElemType::Int8 => "bigint[]",
+                ElemType::Float8 => "double precision[]",
+                ElemType::Numeric => "numeric[]",
+                ElemType::Text => "text[]",
+                ElemType::Date => "date[]",
+                ElemType::Time => "time without time zone[]",
+                ElemType::Timestamp => "timestamp without time zone[]",
+                ElemType::TimestampTz => "timestamp with time zone[]",
+                ElemType::Interval => "interval[]",
+            },
         }
     }
 
@@ -55,6 +155,16 @@ impl DataType {
             "timestamp" | "timestamp without time zone" => DataType::Timestamp,
             "timestamptz" | "timestamp with time zone" => DataType::TimestampTz,
             "interval" => DataType::Interval,
+            _ if lower.ends_with("[]") => {
+                return DataType::from_sql_name(&lower[..lower.len() - 2])?.array_of().ok_or_else(|| {
+                    Error::new(SqlState::UNDEFINED_OBJECT, format!("type \"{name}\" does not exist"))
+                })
+            }
+            _ if lower.starts_with('_') => {
+                return DataType::from_sql_name(&lower[1..])?.array_of().ok_or_else(|| {
+                    Error::new(SqlState::UNDEFINED_OBJECT, format!("type \"{name}\" does not exist"))
+                })
+            }
             _ => {
                 return Err(Error::new(SqlState::UNDEFINED_OBJECT, format!("type \"{name}\" does not exist")))
             }
@@ -69,7 +179,7 @@ impl DataType {
             DataType::Int8 | DataType::Float8 | DataType::Time | DataType::Timestamp | DataType::TimestampTz => Some(8),
             DataType::Numeric => Some(18),
             DataType::Interval => Some(16),
-            DataType::Text => None,
+            DataType::Text | DataType::Array(_) => None,
         }
     }
 
@@ -98,6 +208,54 @@ pub enum Datum {
     /// Microseconds since 2000-01-01 00:00 UTC.
     TimestampTz(i64),
     Interval(Interval),
+    /// A one-dimensional array with lower bound 1 (boxed: a `Datum` stays 32 bytes).
+    Array(Box<Array>),
+}
+
+/// The value of an array: its element type (an empty array still has one) and its
+/// elements, each a datum of that type or `Datum::Null`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Array {
+    pub elem: ElemType,
+    pub items: Vec<Datum>,
+}
+
+impl Array {
+    /// PostgreSQL's `array_out`: `{1,2,NULL}`; an element is double-quoted when it is
+    /// empty, is `NULL` in any case, or holds a brace, comma, double quote, backslash or white
+    /// space, with double quotes and backslashes escaped by a backslash.
+    pub fn to_pg_text(&self) -> String {
+        let mut out = String::from("{");
+        for (i, item) in self.items.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            match item.to_pg_text() {
+                None => out.push_str("NULL"),
+                Some(text) => {
+                    let needs_quotes = text.is_empty()
+                        || text.eq_ignore_ascii_case("null")
+                        || text.chars().any(|c| {
+                            matches!(c, '{' | '}' | ',' | '"' | '\\' | ' ' | '\t' | '\n' | '\r' | '\u{b}' | '\u{c}')
+                        });
+                    if needs_quotes {
+                        out.push('"');
+                        for c in text.chars() {
+                            if c == '"' || c == '\\' {
+                                out.push('\\');
+                            }
+                            out.push(c);
+                        }
+                        out.push('"');
+                    } else {
+                        out.push_str(&text);
+                    }
+                }
+            }
+        }
+        out.push('}');
+        out
+    }
 }
 
 impl Datum {
@@ -120,6 +278,7 @@ impl Datum {
             Datum::Timestamp(_) => DataType::Timestamp,
             Datum::TimestampTz(_) => DataType::TimestampTz,
             Datum::Interval(_) => DataType::Interval,
+            Datum::Array(a) => DataType::Array(a.elem),
         })
     }
 
@@ -138,6 +297,7 @@ impl Datum {
             Datum::Timestamp(t) => datetime::format_timestamp(*t, false),
             Datum::TimestampTz(t) => datetime::format_timestamp(*t, true),
             Datum::Interval(iv) => datetime::format_interval(iv),
+            Datum::Array(a) => a.to_pg_text(),
         })
     }
 }
@@ -349,6 +509,37 @@ fn shl(x: u128, n: u32) -> Option<u128> {
     Some(x << n)
 }
 
+/// PostgreSQL's order of two arrays of one element type (`array_cmp`): element by
+/// element, a NULL element after every value and equal to NULL, then the shorter first.
+/// Elements compare as their type's btree order (float8's NaN last, numeric and interval
+/// by value, text bytewise: the C collation).
+pub fn compare_arrays(a: &Array, b: &Array) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    for (x, y) in a.items.iter().zip(&b.items) {
+        let ord = match (x, y) {
+            (Datum::Null, Datum::Null) => Ordering::Equal,
+            (Datum::Null, _) => Ordering::Greater,
+            (_, Datum::Null) => Ordering::Less,
+            (Datum::Bool(x), Datum::Bool(y)) => x.cmp(y),
+            (Datum::Int4(x), Datum::Int4(y)) | (Datum::Date(x), Datum::Date(y)) => x.cmp(y),
+            (Datum::Int8(x), Datum::Int8(y))
+            | (Datum::Time(x), Datum::Time(y))
+            | (Datum::Timestamp(x), Datum::Timestamp(y))
+            | (Datum::TimestampTz(x), Datum::TimestampTz(y)) => x.cmp(y),
+            (Datum::Float8(x), Datum::Float8(y)) => compare_float8(*x, *y),
+            (Datum::Numeric(x), Datum::Numeric(y)) => x.cmp_value(y),
+            (Datum::Text(x), Datum::Text(y)) => x.as_bytes().cmp(y.as_bytes()),
+            (Datum::Interval(x), Datum::Interval(y)) => x.cmp_value(y),
+            // Elements of one array type never differ in type.
+            _ => Ordering::Equal,
+        };
+        if ord.is_ne() {
+            return ord;
+        }
+    }
+    a.items.len().cmp(&b.items.len())
+}
+
 /// PostgreSQL's float8 order (`float8_cmp_internal`): NaN is larger than every other
 /// value and equal to itself; `-0 = 0`.
 pub fn compare_float8(a: f64, b: f64) -> std::cmp::Ordering {
@@ -358,5 +549,45 @@ pub fn compare_float8(a: f64, b: f64) -> std::cmp::Ordering {
         (true, false) => Ordering::Greater,
         (false, true) => Ordering::Less,
         (false, false) => a.partial_cmp(&b).unwrap_or(Ordering::Equal),
+    }
+}
+
+#[cfg(test)]
+mod array_tests {
+    use super::*;
+
+    fn text_array(items: &[Option<&str>]) -> Datum {
+        let items = items.iter().map(|i| i.map_or(Datum::Null, |s| Datum::Text(s.to_string()))).collect();
+        Datum::Array(Box::new(Array { elem: ElemType::Text, items }))
+    }
+
+    #[test]
+    fn array_out_quotes_as_postgres_does() {
+        // select array['a b', 'x"y', '', null, 'NULL', 'null', 'a\b', '{', 'a,b', 'plain']::text[];
+        let a = text_array(&[
+            Some("a b"),
+            Some("x\"y"),
+            Some(""),
+            None,
+            Some("NULL"),
+            Some("null"),
+            Some("a\\b"),
+            Some("{"),
+            Some("a,b"),
+            Some("plain"),
+            Some("é"),
+        ]);
+        assert_eq!(
+            a.to_pg_text().unwrap(),
+            r#"{"a b","x\"y","",NULL,"NULL","null","a\\b","{","a,b",plain,é}"#
+        );
+        assert_eq!(text_array(&[]).to_pg_text().unwrap(), "{}");
+        let ints = Datum::Array(Box::new(Array { elem: ElemType::Int4, items: vec![Datum::Int4(1), Datum::Null, Datum::Int4(-3)] }));
+        assert_eq!(ints.to_pg_text().unwrap(), "{1,NULL,-3}");
+        assert_eq!(DataType::from_sql_name("int[]").unwrap(), DataType::Array(ElemType::Int4));
+        assert_eq!(DataType::from_sql_name("_text").unwrap(), DataType::Array(ElemType::Text));
+        assert!(DataType::from_sql_name("int[][]").is_err());
+        assert_eq!(DataType::Array(ElemType::Int4).name(), "integer[]");
+        assert_eq!(std::mem::size_of::<Datum>(), 32);
     }
 }

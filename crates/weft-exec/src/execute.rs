@@ -624,6 +624,19 @@ impl<'p> SourceState<'p> {
                 }
             }
             Source::WorkTable { rows, .. } => SourceState::Rows { rows: rows.as_ref().clone(), next: AtomicUsize::new(0) },
+            Source::Unnest { array, ordinality, .. } => {
+                // A NULL array: no rows (the function is strict).
+                let rows = match array.eval(&[], ctx.eval)? {
+                    Datum::Array(a) => a
+                        .items
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, item)| if *ordinality { vec![item, Datum::Int8(i as i64 + 1)] } else { vec![item] })
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                SourceState::Rows { rows, next: AtomicUsize::new(0) }
+            }
         })
     }
 

@@ -38,6 +38,10 @@ pub enum Source {
     /// but parameters (a LATERAL function reading earlier FROM items' columns), evaluated
     /// when the source starts.
     SeriesExprs { args: Vec<Expr>, data_type: DataType, label: ScanLabel },
+    /// `unnest(array) [WITH ORDINALITY]`: the elements (of type `data_type`) of an array
+    /// expression over no row but parameters, evaluated when the source starts; with
+    /// `ordinality` a second, int8 column numbers them from 1.
+    Unnest { array: Expr, data_type: DataType, ordinality: bool, label: ScanLabel },
     /// The working table of the recursive union numbered `id` (PostgreSQL's WorkTable
     /// Scan): the rows the recursive term's previous run produced. The executor fills
     /// `rows` in a copy of the recursive term before each run.
@@ -245,6 +249,7 @@ pub enum AggregateFunction {
     /// `string_agg(text, delimiter)`: the non-NULL values joined, each after its row's
     /// delimiter but the first.
     StringAgg,
+    ArrayAgg,
     /// The variance family over int4, int8, numeric (exact, numeric result) and float8
     /// (Youngs-Cramer, float8 result). `stddev` and `variance` are the sample forms but
     /// keep their own names for EXPLAIN.
@@ -299,6 +304,7 @@ impl AggregateFunction {
             BoolAnd => "bool_and",
             BoolOr => "bool_or",
             StringAgg => "string_agg",
+            ArrayAgg => "array_agg",
             Stddev => "stddev",
             StddevSamp => "stddev_samp",
             StddevPop => "stddev_pop",
@@ -435,6 +441,7 @@ impl AggregateCall {
             (Min, Some(t)) | (Max, Some(t)) => t,
             (BoolAnd, Some(Bool)) | (BoolOr, Some(Bool)) => Bool,
             (StringAgg, Some(Text)) => Text,
+            (ArrayAgg, Some(t)) => return t.array_of(),
             (Stddev | StddevSamp | StddevPop | Variance | VarSamp | VarPop, Some(Int4 | Int8 | Numeric)) => Numeric,
             (Stddev | StddevSamp | StddevPop | Variance | VarSamp | VarPop, Some(Float8)) => Float8,
             (BitAnd | BitOr | BitXor, Some(t @ (Int4 | Int8))) => t,
@@ -763,6 +770,7 @@ impl Pipeline {
         match &self.source {
             Source::Single | Source::Heap(_) | Source::Series { .. } | Source::WorkTable { .. } => {}
             Source::SeriesExprs { args, .. } => args.iter().for_each(|e| f(e)),
+            Source::Unnest { array, .. } => f(array),
             Source::Values(rows) => rows.iter().flatten().for_each(|e| f(e)),
             Source::Subquery { plan, .. } => plan.for_each_expr(f),
             Source::Index(index) => {
@@ -802,6 +810,7 @@ impl Source {
             Source::Index(index) => index.heap.rel == rel,
             Source::Subquery { plan, .. } => plan.reads_relation(rel),
             Source::Single | Source::Series { .. } | Source::Values(_) | Source::SeriesExprs { .. } | Source::WorkTable { .. } => false,
+            Source::Unnest { .. } => false,
         }
     }
 }

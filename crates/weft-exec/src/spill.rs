@@ -92,6 +92,18 @@ pub(crate) fn encode_datum(out: &mut Vec<u8>, d: &Datum) {
             out.extend_from_slice(&iv.days.to_le_bytes());
             out.extend_from_slice(&iv.micros.to_le_bytes());
         }
+        Datum::Array(a) => {
+            // The element type, then the tuple format's array bytes (`weft_common::tuple`).
+            out.push(12);
+            out.push(a.elem as u8);
+            let len_at = out.len();
+            out.extend_from_slice(&[0; 4]);
+            // Only an array of over 4 GiB fails to encode; a spill record cannot hold it.
+            if weft_common::tuple::encode_array(a, out).is_ok() {
+                let len = (out.len() - len_at - 4) as u32;
+                out[len_at..len_at + 4].copy_from_slice(&len.to_le_bytes());
+            }
+        }
     }
 }
 
@@ -198,6 +210,13 @@ impl<'a> Decoder<'a> {
                 let months = i32::from_le_bytes(self.take()?);
                 let days = i32::from_le_bytes(self.take()?);
                 Datum::Interval(weft_common::datetime::Interval::new(months, days, self.i64()?))
+            }
+            12 => {
+                let elem = weft_common::types::ElemType::from_u8(self.u8()?).ok_or_else(corrupt)?;
+                let len = u32::from_le_bytes(self.take()?) as usize;
+                let bytes = self.buf.get(self.pos..self.pos + len).ok_or_else(corrupt)?;
+                self.pos += len;
+                weft_common::tuple::decode_array(elem, bytes)?
             }
             _ => return Err(corrupt()),
         })

@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 
 use weft_common::numeric::Numeric;
 use weft_common::tuple::RowLayout;
-use weft_common::{DataType, Error, Result};
+use weft_common::{DataType, Datum, Error, Result};
 
 use crate::pairs::{FirstKey, PairForm};
 
@@ -43,6 +43,9 @@ enum Access {
     Interval(usize),
     /// Index among the variable-width columns.
     Text(usize),
+    /// An array (index among the variable-width columns): decoded to compare, with no
+    /// abbreviation (every array abbreviates alike, so the full comparison decides).
+    Array(usize, weft_common::types::ElemType),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -80,6 +83,7 @@ impl SortKeys {
                 (DataType::Float8, Some(off)) => Access::Float8(off),
                 (DataType::Numeric, Some(off)) => Access::Numeric(off),
                 (DataType::Text, None) => Access::Text(layout.var_index_of(c.column).expect("variable-width column")),
+                (DataType::Array(elem), None) => Access::Array(layout.var_index_of(c.column).expect("variable-width column"), elem),
                 (ty, _) => return Err(Error::internal(format!("cannot sort by a column of type {}", ty.name()))),
             };
             keys.push(Key { column: c.column, access, descending: c.descending, nulls_first: c.nulls_first });
@@ -230,6 +234,7 @@ impl SortKeys {
             Access::Numeric(off) => read_numeric(a, off).cmp_value(&read_numeric(b, off)),
             Access::Interval(off) => interval_span(a, off).cmp(&interval_span(b, off)),
             Access::Text(index) => text_bytes(layout, a, index).cmp(text_bytes(layout, b, index)),
+            Access::Array(index, elem) => compare_array_bytes(layout, a, b, index, elem),
         };
         if key.descending { ordering.reverse() } else { ordering }
     }
@@ -258,6 +263,7 @@ impl SortKeys {
                 Access::Numeric(off) => float8_abbrev(read_numeric(tuple, off).to_f64()),
                 Access::Interval(off) => interval_abbrev(interval_span(tuple, off)),
                 Access::Text(index) => text_abbrev(text_bytes(&self.layout, tuple, index)),
+                Access::Array(..) => 1 << 63,
             }
         };
         if key.descending {
@@ -270,6 +276,16 @@ impl SortKeys {
 }
 
 pub use weft_common::types::compare_float8;
+
+/// Two stored arrays in PostgreSQL's order; undecodable bytes (never written by
+/// `RowLayout::encode`) compare equal rather than panic.
+fn compare_array_bytes(layout: &RowLayout, a: &[u8], b: &[u8], index: usize, elem: weft_common::types::ElemType) -> Ordering {
+    let decode = |t: &[u8]| layout.var_bytes(t, index).and_then(|bytes| weft_common::tuple::decode_array(elem, bytes));
+    match (decode(a), decode(b)) {
+        (Ok(Datum::Array(x)), Ok(Datum::Array(y))) => weft_common::types::compare_arrays(&x, &y),
+        _ => Ordering::Equal,
+    }
+}
 
 /// The linear span of an interval stored at `off` (micros, days, months).
 #[inline]

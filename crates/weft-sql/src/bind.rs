@@ -163,6 +163,7 @@ pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
         "bool_and" | "every" => AggregateFunction::BoolAnd,
         "bool_or" => AggregateFunction::BoolOr,
         "string_agg" => AggregateFunction::StringAgg,
+        "array_agg" => AggregateFunction::ArrayAgg,
         "stddev" => AggregateFunction::Stddev,
         "stddev_samp" => AggregateFunction::StddevSamp,
         "stddev_pop" => AggregateFunction::StddevPop,
@@ -398,6 +399,9 @@ impl<'a> Binder<'a> {
             _ => return Err(no_aggregate(&name, &args)),
         };
         let input = arg.as_ref().map(|a| a.data_type());
+        if function == AggregateFunction::ArrayAgg && input.is_some_and(DataType::is_array) {
+            return Err(Error::not_supported("array_agg over arrays (multidimensional arrays) is not supported"));
+        }
         let result_type = AggregateCall::result_type_for(function, input)
             .filter(|_| match function {
                 AggregateFunction::StringAgg => arg2.as_ref().is_some_and(|d| d.data_type() == DataType::Text),
@@ -414,8 +418,16 @@ impl<'a> Binder<'a> {
             let (descending, nulls_first) = crate::planner::order_direction(item)?;
             order_by.push(AggregateOrderKey { expr: self.bind(&item.expr)?, descending, nulls_first });
         }
-        if function != AggregateFunction::StringAgg {
+        if !matches!(function, AggregateFunction::StringAgg | AggregateFunction::ArrayAgg) {
             order_by.clear(); // the result does not depend on the order of the input
+        }
+        if function == AggregateFunction::ArrayAgg {
+            if input.is_some_and(DataType::is_array) {
+                return Err(Error::not_supported("array_agg over arrays (multidimensional arrays) is not supported"));
+            }
+            if distinct && filter.is_some() {
+                return Err(Error::not_supported("array_agg(DISTINCT ...) FILTER (...) is not supported"));
+            }
         }
         let mut call = AggregateCall { function, arg, arg2, filter, order_by, direct: Vec::new(), distinct, result_type };
         crate::subplan::check_aggregate_level(&call)?;
@@ -470,6 +482,10 @@ impl<'a> Binder<'a> {
                             .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts."));
                     }
                 }
+                if matches!(op, BinaryOperator::AtArrow | BinaryOperator::ArrowAt | BinaryOperator::PGOverlap) {
+                    let (l, r) = (self.bind(left)?, self.bind(right)?);
+                    return ex::array::resolve_set_operator(&op.to_string(), l, r);
+                }
                 if let Some(function) = operator_function(op) {
                     let (l, r) = (self.bind(left)?, self.bind(right)?);
                     return resolve_operator_function(function, &op.to_string(), vec![l, r]);
@@ -498,6 +514,40 @@ impl<'a> Binder<'a> {
                 UnaryOperator::PGAbs => resolve_operator_function("abs", "@", vec![self.bind(inner)?]),
                 other => Err(Error::not_supported(format!("operator {other}"))),
             },
+            A::Array(constructor) => {
+                let items = self.array_constructor(&constructor.elem, None)?;
+                let elem = items.first().map(Expr::data_type).unwrap_or(DataType::Text);
+                ex::array::construct(elem, items)
+            }
+            A::Cast { expr: inner, data_type: array_type @ ast::DataType::Array(_), .. } if matches!(strip_nesting(inner), A::Array(_)) => {
+                // `ARRAY[...]::int[]`: the elements cast to the element type (also `ARRAY[]`).
+                let A::Array(constructor) = strip_nesting(inner) else { unreachable!("matched above") };
+                let to = sql_type(array_type)?;
+                let elem = to.element().ok_or_else(|| Error::internal("array cast to a scalar"))?;
+                let items = self.array_constructor(&constructor.elem, Some(elem))?;
+                ex::array::construct(elem, items)
+            }
+            A::CompoundFieldAccess { root, access_chain } => {
+                let mut value = self.bind(root)?;
+                for access in access_chain {
+                    let ast::AccessExpr::Subscript(subscript) = access else {
+                        return Err(Error::not_supported(format!("expression not supported: {expr}")));
+                    };
+                    if matches!(value, Expr::Function { func: ex::ScalarFunction::Array(ex::array::ArrayFunction::Subscript), .. }) {
+                        return Err(Error::not_supported("subscripts of more than one dimension are not supported"));
+                    }
+                    value = match subscript {
+                        ast::Subscript::Index { index } => ex::array::subscript(value, Some(self.bind(index)?), None, false)?,
+                        ast::Subscript::Slice { lower_bound, upper_bound, stride: None } => {
+                            let lower = lower_bound.as_ref().map(|e| self.bind(e)).transpose()?;
+                            let upper = upper_bound.as_ref().map(|e| self.bind(e)).transpose()?;
+                            ex::array::subscript(value, lower, upper, true)?
+                        }
+                        ast::Subscript::Slice { .. } => return Err(Error::syntax("syntax error at or near \":\"")),
+                    };
+                }
+                Ok(value)
+            }
             A::Cast { expr: inner, data_type, .. } => {
                 let (to, modifier) = sql_type_modified(data_type)?;
                 let bound = self.bind(inner)?;
@@ -675,8 +725,10 @@ impl<'a> Binder<'a> {
             return Err(Error::new(SqlState::WRONG_OBJECT_TYPE, "op ANY/ALL (array) requires operator to yield boolean"));
         }
         let left = self.bind(left)?;
-        let Some(elements) = self.array_elements(array, &left)? else {
-            return Ok(Expr::Literal { value: Datum::Null, data_type: DataType::Bool });
+        let elements = match self.array_elements(array, &left)? {
+            ArrayOperand::Null => return Ok(Expr::Literal { value: Datum::Null, data_type: DataType::Bool }),
+            ArrayOperand::Elements(elements) => elements,
+            ArrayOperand::Value(value) => return ex::array::resolve_any_all(op, all, left, value),
         };
         let mut comparisons = Vec::with_capacity(elements.len());
         for element in elements {
@@ -690,9 +742,9 @@ impl<'a> Binder<'a> {
         })
     }
 
-    /// The elements of the right side of `op ANY | ALL (array)`, each typed the array's
-    /// element type; `None` for a NULL array.
-    fn array_elements(&mut self, array: &ast::Expr, left: &Expr) -> Result<Option<Vec<Expr>>> {
+    /// The elements of the right side of `op ANY | ALL (array)` when it is a literal or
+    /// `ARRAY[...]`, each typed the array's element type; else the array value.
+    fn array_elements(&mut self, array: &ast::Expr, left: &Expr) -> Result<ArrayOperand> {
         use ast::Expr as A;
         let (inner, element_type) = match strip_nesting(array) {
             A::Cast { expr: inner, data_type: array_type @ ast::DataType::Array(definition), .. } => {
@@ -705,11 +757,18 @@ impl<'a> Binder<'a> {
             other => (other, None),
         };
         if let A::Array(constructor) = inner {
-            return self.array_constructor(&constructor.elem, element_type).map(Some);
+            return self.array_constructor(&constructor.elem, element_type).map(ArrayOperand::Elements);
         }
         let bound = self.bind(inner)?;
         if bound.is_null_literal() {
-            return Ok(None);
+            return Ok(ArrayOperand::Null);
+        }
+        if bound.data_type().is_array() || (element_type.is_none() && bound.data_type() != DataType::Text) {
+            // Any other array expression is compared element by element when evaluated.
+            return Ok(ArrayOperand::Value(match element_type.and_then(DataType::array_of) {
+                Some(to) => ex::coerce(bound, to, true)?,
+                None => bound,
+            }));
         }
         let Expr::Literal { value: Datum::Text(text), .. } = &bound else {
             return Err(match element_type {
@@ -719,7 +778,7 @@ impl<'a> Binder<'a> {
         };
         // An untyped literal takes the type of the left side (text when that is untyped).
         let element_type = element_type.unwrap_or(if left.is_null_literal() { DataType::Text } else { left.data_type() });
-        crate::array_literal::parse_array_literal(text)?
+        ex::array_literal::parse_array_literal(text)?
             .into_iter()
             .map(|element| {
                 let value = match element {
@@ -729,7 +788,23 @@ impl<'a> Binder<'a> {
                 Ok(typed_element(Expr::Literal { value, data_type: element_type }))
             })
             .collect::<Result<Vec<_>>>()
-            .map(Some)
+            .map(ArrayOperand::Elements)
+    }
+
+    /// `ARRAY(SELECT x ...)`: `(SELECT array_agg(x) FROM (SELECT x ...) q)`, the rows
+    /// aggregated in the order the subquery gives them, and `{}` for no row.
+    fn bind_array_subquery(&mut self, query: &ast::Query) -> Result<Expr> {
+        let sql = format!("SELECT array_agg(\"?array\") FROM ({query}) AS \"?array\"(\"?array\")");
+        let parsed = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, &sql)
+            .map_err(|e| Error::internal(format!("ARRAY(subquery) rewrite: {e}")))?;
+        let Some(ast::Statement::Query(aggregated)) = parsed.into_iter().next() else {
+            return Err(Error::internal("ARRAY(subquery) rewrite is not a query"));
+        };
+        let bound = self.bind(&ast::Expr::Subquery(aggregated))?;
+        let data_type = bound.data_type();
+        let DataType::Array(elem) = data_type else { return Err(Error::internal("ARRAY(subquery) is not an array")) };
+        let empty = Datum::Array(Box::new(weft_common::types::Array { elem, items: Vec::new() }));
+        Ok(Expr::Coalesce { args: vec![bound, Expr::Literal { value: empty, data_type }], data_type })
     }
 
     /// `ARRAY[e1, e2, ...]`: the elements cast to their common type (untyped literals take
@@ -946,6 +1021,9 @@ impl<'a> Binder<'a> {
 
     fn bind_function(&mut self, f: &ast::Function) -> Result<Expr> {
         let name = function_name(&f.name)?;
+        if let ("array", ast::FunctionArguments::Subquery(query)) = (name.as_str(), &f.args) {
+            return self.bind_array_subquery(query);
+        }
         if aggregate_of_call(f).is_some() {
             return Err(Error::new(
                 SqlState::GROUPING_ERROR,
@@ -1070,6 +1148,9 @@ impl<'a> Binder<'a> {
         }
         if name == "generate_series" {
             return Err(Error::not_supported("generate_series outside FROM is supported only in a select list, with bounds that read no column and without aggregates"));
+        }
+        if name == "unnest" {
+            return Err(Error::not_supported("unnest outside FROM is supported only in a select list, alone and without aggregates"));
         }
         ex::resolve_function(&name, args)
     }
@@ -1605,6 +1686,13 @@ fn number_literal(text: &str) -> Result<Expr> {
     }
 }
 
+/// The right side of `op ANY | ALL (array)`.
+enum ArrayOperand {
+    Null,
+    Elements(Vec<Expr>),
+    Value(Expr),
+}
+
 /// A type name in SQL → weft's type (its modifier dropped: see [`sql_type_modified`]).
 pub fn sql_type(data_type: &ast::DataType) -> Result<DataType> {
     Ok(sql_type_modified(data_type)?.0)
@@ -1657,6 +1745,18 @@ pub fn sql_type_modified(data_type: &ast::DataType) -> Result<(DataType, Option<
                 (_, []) => Ok((data_type, None)),
                 (other, _) => no_modifier(other),
             }
+        }
+        T::Array(definition) => {
+            let element = match definition {
+                ast::ArrayElemTypeDef::SquareBracket(t, _) | ast::ArrayElemTypeDef::AngleBracket(t) | ast::ArrayElemTypeDef::Parenthesis(t) => t,
+                _ => {
+                    return Err(Error::new(SqlState::UNDEFINED_OBJECT, format!("type \"{data_type}\" does not exist")))
+                }
+            };
+            // The element's modifier (`varchar(3)[]`) is dropped: arrays carry none.
+            let element = sql_type(element)?;
+            let array = element.array_of().ok_or_else(|| Error::not_supported("arrays of arrays are not supported"))?;
+            Ok((array, None))
         }
         other => Err(Error::new(SqlState::UNDEFINED_OBJECT, format!("type \"{other}\" does not exist"))),
     }
@@ -1746,6 +1846,8 @@ fn column_name_and_strength(expr: &ast::Expr) -> (String, u8) {
         },
         A::Nested(inner) | A::Collate { expr: inner, .. } => column_name_and_strength(inner),
         A::Case { .. } => ("case".into(), 1),
+        A::Array(_) => ("array".into(), 2),
+        A::CompoundFieldAccess { root, .. } => column_name_and_strength(root),
         // PostgreSQL names a scalar subquery's column after the subquery's own column.
         A::Subquery(query) => match query.body.as_ref() {
             ast::SetExpr::Select(select) => match select.projection.first() {
@@ -1783,6 +1885,8 @@ fn cast_type_name(data_type: &ast::DataType) -> String {
         T::Text | T::String(_) => "text",
         T::Boolean | T::Bool => "bool",
         T::Custom(name, _) => return object_name(name).unwrap_or_else(|_| "?column?".into()),
+        // PostgreSQL names `x::int[]` after the element type (`int4`).
+        T::Array(ast::ArrayElemTypeDef::SquareBracket(element, _)) => return cast_type_name(element),
         _ => return sql_type(data_type).map(pg_type_short_name).unwrap_or("?column?").to_string(),
     };
     name.to_string()
@@ -1802,6 +1906,22 @@ pub(crate) fn pg_type_short_name(t: DataType) -> &'static str {
         DataType::Timestamp => "timestamp",
         DataType::TimestampTz => "timestamptz",
         DataType::Interval => "interval",
+        DataType::Array(elem) => {
+            use weft_common::types::ElemType as E;
+            match elem {
+                E::Bool => "_bool",
+                E::Int4 => "_int4",
+                E::Int8 => "_int8",
+                E::Float8 => "_float8",
+                E::Numeric => "_numeric",
+                E::Text => "_text",
+                E::Date => "_date",
+                E::Time => "_time",
+                E::Timestamp => "_timestamp",
+                E::TimestampTz => "_timestamptz",
+                E::Interval => "_interval",
+            }
+        }
     }
 }
 

@@ -597,6 +597,7 @@ impl TypeFacts {
             },
             (DataType::Text, _) => TypeFacts { character_octet_length: Some(UNBOUNDED_OCTETS), ..TypeFacts::default() },
             (DataType::Bool, _) => TypeFacts::default(),
+            (DataType::Array(_), _) => TypeFacts { data_type: "ARRAY", udt_name: crate::bind::pg_type_short_name(data_type), ..TypeFacts::default() },
             (DataType::Date | DataType::Time | DataType::Timestamp | DataType::TimestampTz | DataType::Interval, _) => datetime(),
         };
         TypeFacts {

@@ -352,7 +352,7 @@ fn pipeline_entries(p: &Pipeline) -> usize {
     let source = match &p.source {
         Source::Single => 0,
         Source::Heap(_) | Source::Index(_) | Source::Series { .. } | Source::Values(_) => 1,
-        Source::SeriesExprs { .. } | Source::WorkTable { .. } => 1,
+        Source::SeriesExprs { .. } | Source::WorkTable { .. } | Source::Unnest { .. } => 1,
         Source::Subquery { plan, .. } => 1 + range_entries(plan),
     };
     let joined: usize = p.steps.iter().map(|s| if let Step::HashJoin(j) = s { pipeline_entries(&j.inner) } else { 0 }).sum();
@@ -831,6 +831,21 @@ impl<'a> Builder<'a> {
                 let cols = vec![self.column(&qualifier, column, cost::type_width(*data_type), None)];
                 let mut name = "Function Scan on generate_series".to_string();
                 if qualifier != "generate_series" {
+                    name.push(' ');
+                    name.push_str(&quote_identifier(&qualifier));
+                }
+                (name, cols, count, 0.0, 0.0, count * CPU_TUPLE_COST)
+            }
+            Source::Unnest { data_type, ordinality, label, .. } => {
+                // PostgreSQL's estimate for unnest: 10 rows (its support function's).
+                let count = 10.0;
+                let qualifier = self.unique_name(label.alias.as_deref().unwrap_or("unnest"));
+                let mut cols = vec![self.column(&qualifier, label.columns.first().map_or("unnest", String::as_str), cost::type_width(*data_type), None)];
+                if *ordinality {
+                    cols.push(self.column(&qualifier, label.columns.get(1).map_or("ordinality", String::as_str), 8.0, None));
+                }
+                let mut name = "Function Scan on unnest".to_string();
+                if qualifier != "unnest" {
                     name.push(' ');
                     name.push_str(&quote_identifier(&qualifier));
                 }

@@ -222,6 +222,9 @@ fn index_columns(
                 (column, data_type, crate::index_expr::name_part(expr))
             }
         };
+        if data_type.is_array() {
+            return Err(Error::not_supported("indexes on array columns are not supported"));
+        }
         if !btree::indexable(data_type) {
             return Err(Error::new(
                 SqlState::UNDEFINED_OBJECT,

@@ -418,6 +418,7 @@ fn estimated_rows(source: &Source, ctx: &PlanContext) -> f64 {
         Source::Values(rows) => rows.len() as f64,
         Source::Single => 1.0,
         Source::Subquery { .. } | Source::SeriesExprs { .. } | Source::WorkTable { .. } => UNKNOWN_ROWS,
+        Source::Unnest { .. } => 10.0,
     }
 }
 

@@ -8,7 +8,6 @@ mod alter_table;
 mod ast_walk;
 mod analyze;
 mod api;
-mod array_literal;
 mod bind;
 mod catalog_views;
 mod constraints;

@@ -27,10 +27,40 @@ use weft_common::{Cursor, Error, Result};
 /// Parse SQL text holding statements separated by `;`.
 pub(crate) fn parse_statements(sql: &str) -> Result<Vec<Statement>> {
     let mut statements = parse_with_symmetric(sql)?;
+    if sql.to_ascii_lowercase().contains("unnest") {
+        let _ = crate::ast_walk::walk_mut(&mut statements, &mut UnnestRewriter);
+    }
     if sql.to_ascii_lowercase().contains("lateral") {
         let _ = crate::ast_walk::walk_mut(&mut statements, &mut LateralFunctionRewriter);
     }
     Ok(statements)
+}
+
+/// `unnest(...)` in FROM, which sqlparser reads as its own node, is read as the function
+/// call it is in PostgreSQL, so that it is planned (and found LATERAL) as one.
+struct UnnestRewriter;
+
+impl VisitorMut for UnnestRewriter {
+    type Break = ();
+
+    fn post_visit_table_factor(&mut self, factor: &mut ast::TableFactor) -> ControlFlow<()> {
+        if let ast::TableFactor::UNNEST { alias, array_exprs, with_offset: false, with_offset_alias: None, with_ordinality } = factor {
+            let args = array_exprs.drain(..).map(|e| ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))).collect();
+            *factor = ast::TableFactor::Table {
+                name: ast::ObjectName::from(vec![ast::Ident::new("unnest")]),
+                alias: alias.take(),
+                args: Some(ast::TableFunctionArgs { args, settings: None }),
+                with_hints: Vec::new(),
+                version: None,
+                with_ordinality: *with_ordinality,
+                partitions: Vec::new(),
+                json_path: None,
+                sample: None,
+                index_hints: Vec::new(),
+            };
+        }
+        ControlFlow::Continue(())
+    }
 }
 
 /// `LATERAL f(...)` in FROM is read as `f(...)`: a function in FROM may read the columns

@@ -410,7 +410,7 @@ fn plan_from(select: &ast::Select, ctx: &PlanContext) -> Result<From> {
 
 pub(crate) fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Result<From> {
     match factor {
-        TableFactor::Table { name, alias, args, .. } => {
+        TableFactor::Table { name, alias, args, with_ordinality, .. } => {
             if args.is_none() {
                 if let Some(view) = crate::catalog_views::lookup(name) {
                     return plan_table_factor(&crate::catalog_views::derived_table(view, alias.as_ref(), ctx)?, ctx);
@@ -429,7 +429,7 @@ pub(crate) fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Resu
                 }
             }
             if let Some(args) = args {
-                return plan_table_function(&table_name, &args.args, alias.as_ref(), ctx);
+                return plan_table_function(&table_name, &args.args, alias.as_ref(), *with_ordinality, ctx);
             }
             let meta = ctx.catalog.table(&table_name).map_err(|e| crate::error_cursor::place_at(e, name.span()))?;
             let qualifier = alias.as_ref().map(|a| ident_name(&a.name)).unwrap_or_else(|| table_name.clone());
@@ -484,12 +484,22 @@ pub(crate) fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Resu
             let label = ScanLabel { alias: Some(qualifier), columns: scope.columns.iter().map(|c| c.name.clone()).collect() };
             Ok(From { source: Source::Subquery { plan: Box::new(planned.plan), label }, scope })
         }
+        TableFactor::UNNEST { alias, array_exprs, with_offset: false, with_offset_alias: None, with_ordinality } => {
+            let args: Vec<ast::FunctionArg> = array_exprs.iter().map(|e| ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e.clone()))).collect();
+            plan_unnest(&args, alias.as_ref(), *with_ordinality, ctx)
+        }
         TableFactor::NestedJoin { .. } => Err(Error::not_supported("joins are not supported yet")),
         other => Err(Error::not_supported(format!("FROM item not supported: {other}"))),
     }
 }
 
-fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast::TableAlias>, ctx: &PlanContext) -> Result<From> {
+fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast::TableAlias>, ordinality: bool, ctx: &PlanContext) -> Result<From> {
+    if name == "unnest" {
+        return plan_unnest(args, alias, ordinality, ctx);
+    }
+    if ordinality {
+        return Err(Error::not_supported(format!("{name}(...) WITH ORDINALITY is not supported")));
+    }
     if name != "generate_series" {
         return Err(Error::new(SqlState::UNDEFINED_FUNCTION, format!("function {name} does not exist")));
     }
@@ -552,6 +562,39 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
         _ => Source::Values(Vec::new()),
     };
     Ok(From { source, scope })
+}
+
+/// `unnest(array) [WITH ORDINALITY]` in FROM: one column named after the alias (or
+/// `unnest`), plus `ordinality`, as PostgreSQL names them.
+fn plan_unnest(args: &[ast::FunctionArg], alias: Option<&ast::TableAlias>, ordinality: bool, ctx: &PlanContext) -> Result<From> {
+    let scope = Scope::default();
+    let mut bound = Vec::with_capacity(args.len());
+    for arg in args {
+        let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = arg else {
+            return Err(Error::not_supported("named arguments to unnest"));
+        };
+        bound.push(Binder::new(&scope).planning(ctx).bind(e)?);
+    }
+    let array = match bound.as_slice() {
+        [one] if one.data_type().is_array() && !crate::bind::is_unknown_literal(one) => bound.pop().expect("one argument"),
+        [_, _, ..] => return Err(Error::not_supported("unnest of several arrays is not supported")),
+        _ => {
+            let types: Vec<&str> = bound.iter().map(|e| if crate::bind::is_unknown_literal(e) { "unknown" } else { e.data_type().name() }).collect();
+            return Err(Error::new(SqlState::UNDEFINED_FUNCTION, format!("function unnest({}) does not exist", types.join(", ")))
+                .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
+        }
+    };
+    let data_type = array.data_type().element().ok_or_else(|| Error::internal("unnest of a non-array"))?;
+    let qualifier = alias.map(|a| ident_name(&a.name)).unwrap_or_else(|| "unnest".to_string());
+    let renames: Vec<String> = alias.map(|a| a.columns.iter().map(|c| ident_name(&c.name)).collect()).unwrap_or_default();
+    let first = renames.first().cloned().unwrap_or_else(|| qualifier.clone());
+    let mut columns = vec![ScopeColumn { table: Some(qualifier.clone()), name: first, data_type, type_modifier: None }];
+    if ordinality {
+        let name = renames.get(1).cloned().unwrap_or_else(|| "ordinality".to_string());
+        columns.push(ScopeColumn { table: Some(qualifier.clone()), name, data_type: DataType::Int8, type_modifier: None });
+    }
+    let label = ScanLabel { alias: alias.map(|a| ident_name(&a.name)), columns: columns.iter().map(|c| c.name.clone()).collect() };
+    Ok(From { source: Source::Unnest { array, data_type, ordinality, label }, scope: Scope::new(columns) })
 }
 
 /// `generate_series(start, stop, step interval)` over timestamps: PostgreSQL's two

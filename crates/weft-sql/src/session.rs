@@ -429,7 +429,7 @@ fn storage_of(data_type: weft_common::DataType) -> &'static str {
         DataType::Bool | DataType::Int4 | DataType::Int8 | DataType::Float8 => "plain",
         DataType::Date | DataType::Time | DataType::Timestamp | DataType::TimestampTz | DataType::Interval => "plain",
         DataType::Numeric => "main",
-        DataType::Text => "extended",
+        DataType::Text | DataType::Array(_) => "extended",
     }
 }
 

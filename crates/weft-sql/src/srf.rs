@@ -6,6 +6,10 @@
 //! (`generate_series`, or `?column?` for `generate_series(1, 3) * 2`). Bounds that read
 //! columns (PostgreSQL's LATERAL case), different series in one list, and calls inside
 //! aggregates are left alone, and binding reports them as not supported.
+//!
+//! `unnest(array)` moves the same way, also when its argument reads columns: the FROM
+//! item is then LATERAL (`lateral.rs`), and a cross join with it is what ProjectSet does
+//! with one set-returning call (an input row whose array is NULL or empty yields no row).
 
 use std::ops::ControlFlow;
 
@@ -38,7 +42,8 @@ pub(crate) fn move_series_to_from(select: &ast::Select) -> Option<ast::Select> {
     let call = finder.call.filter(|_| !finder.refused)?;
     let ast::FunctionArguments::List(list) = &call.args else { return None };
     let args: Vec<String> = list.args.iter().map(|a| a.to_string()).collect();
-    let sql = format!("SELECT 1 FROM generate_series({}) AS \"{SERIES_ALIAS}\"(generate_series)", args.join(", "));
+    let name = series_name(&call)?;
+    let sql = format!("SELECT 1 FROM {name}({}) AS \"{SERIES_ALIAS}\"({name})", args.join(", "));
     let parsed = sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, &sql).ok()?;
     let ast::Statement::Query(query) = parsed.into_iter().next()? else { return None };
     let ast::SetExpr::Select(series_select) = *query.body else { return None };
@@ -86,21 +91,24 @@ impl VisitorMut for SeriesCalls {
 
     fn post_visit_expr(&mut self, expr: &mut ast::Expr) -> ControlFlow<()> {
         let ast::Expr::Function(f) = expr else { return ControlFlow::Continue(()) };
-        if self.depth > 0 || !is_series(f) {
+        let Some(name) = series_name(f).filter(|_| self.depth == 0) else {
             return ControlFlow::Continue(());
-        }
-        if reads_columns(f) || self.call.as_ref().is_some_and(|c| c != f) {
+        };
+        if (name == "generate_series" && reads_columns(f)) || self.call.as_ref().is_some_and(|c| c != f) {
             self.refused = true;
             return ControlFlow::Continue(());
         }
         self.call = Some(f.clone());
-        *expr = ast::Expr::CompoundIdentifier(vec![ast::Ident::with_quote('"', SERIES_ALIAS), ast::Ident::new("generate_series")]);
+        *expr = ast::Expr::CompoundIdentifier(vec![ast::Ident::with_quote('"', SERIES_ALIAS), ast::Ident::new(name)]);
         ControlFlow::Continue(())
     }
 }
 
-fn is_series(f: &ast::Function) -> bool {
-    matches!(f.name.0.as_slice(), [part] if part.as_ident().is_some_and(|i| i.value.eq_ignore_ascii_case("generate_series") && i.quote_style.is_none()))
+/// The set-returning function `f` calls, if it is one that can move.
+fn series_name(f: &ast::Function) -> Option<&'static str> {
+    let [part] = f.name.0.as_slice() else { return None };
+    let ident = part.as_ident().filter(|i| i.quote_style.is_none())?;
+    ["generate_series", "unnest"].into_iter().find(|name| ident.value.eq_ignore_ascii_case(name))
 }
 
 /// Do the call's arguments read a column or run a subquery?

@@ -169,6 +169,8 @@ impl KeyPart {
             Datum::Time(v) | Datum::Timestamp(v) | Datum::TimestampTz(v) => KeyPart::Integer(*v),
             // Equal intervals (`1 mon` = `30 days`) are one key, as in the B-tree.
             Datum::Interval(iv) => KeyPart::Numeric(iv.span().to_string()),
+            // Arrays cannot be index keys (`indexes.rs`); their text is a fallback.
+            Datum::Array(_) => KeyPart::Text(datum.to_pg_text().unwrap_or_default()),
         })
     }
 }

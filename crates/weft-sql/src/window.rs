@@ -193,6 +193,9 @@ fn bind_call(binder: &mut Binder, f: &ast::Function, windows: &WindowContext) ->
     if f.null_treatment.is_some() || list.is_some_and(|l| !l.clauses.is_empty()) {
         return Err(Error::not_supported(format!("this form of window function call ({name}) is not supported")));
     }
+    if name == "array_agg" {
+        return Err(Error::not_supported("array_agg as a window function is not supported"));
+    }
     let call = if let Some(function) = aggregate_function(&name) {
         let aggregate = binder.bind_aggregate_call(function, f, true)?;
         let result_type = aggregate.result_type;
@@ -360,7 +363,7 @@ fn frame_offset(binder: &Binder, e: &ast::Expr, units: ast::WindowFrameUnits, ra
                 Int8 => matches!(offset_type, Int4 | Int8).then_some(Int8),
                 Float8 => matches!(offset_type, Int4 | Int8 | Numeric | Float8).then_some(Float8),
                 Numeric => matches!(offset_type, Int4 | Int8 | Numeric).then_some(Numeric),
-                Bool | Text | Date | Time | Timestamp | TimestampTz | Interval => {
+                Bool | Text | Date | Time | Timestamp | TimestampTz | Interval | Array(_) => {
                     return Err(Error::not_supported(format!(
                         "RANGE with offset PRECEDING/FOLLOWING is not supported for column type {}",
                         column.name()

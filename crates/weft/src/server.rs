@@ -46,6 +46,7 @@ use pgwire::messages::extendedquery::{Execute, Sync as PgSync};
 use pgwire::messages::response::{CommandComplete, EmptyQueryResponse, ErrorResponse, NoticeResponse, TransactionStatus};
 use pgwire::messages::simplequery::Query;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use weft_common::types::ElemType;
 use weft_common::{Cursor, DataType, Datum};
 use weft_sql::{CancelHandle, ColumnInfo, Database, Error, QueryResult, Session, SqlState};
 
@@ -265,6 +266,19 @@ fn type_of(data_type: DataType) -> Type {
         DataType::Timestamp => Type::TIMESTAMP,
         DataType::TimestampTz => Type::TIMESTAMPTZ,
         DataType::Interval => Type::INTERVAL,
+        DataType::Array(elem) => match elem {
+            ElemType::Bool => Type::BOOL_ARRAY,
+            ElemType::Int4 => Type::INT4_ARRAY,
+            ElemType::Int8 => Type::INT8_ARRAY,
+            ElemType::Float8 => Type::FLOAT8_ARRAY,
+            ElemType::Numeric => Type::NUMERIC_ARRAY,
+            ElemType::Text => Type::TEXT_ARRAY,
+            ElemType::Date => Type::DATE_ARRAY,
+            ElemType::Time => Type::TIME_ARRAY,
+            ElemType::Timestamp => Type::TIMESTAMP_ARRAY,
+            ElemType::TimestampTz => Type::TIMESTAMPTZ_ARRAY,
+            ElemType::Interval => Type::INTERVAL_ARRAY,
+        },
     }
 }
 
@@ -282,6 +296,17 @@ fn declared_type(oid: u32) -> Option<DataType> {
         1114 => DataType::Timestamp,
         1184 => DataType::TimestampTz,
         1186 => DataType::Interval,
+        1000 => DataType::Array(ElemType::Bool),
+        1005 | 1007 => DataType::Array(ElemType::Int4),
+        1016 => DataType::Array(ElemType::Int8),
+        1021 | 1022 => DataType::Array(ElemType::Float8),
+        1231 => DataType::Array(ElemType::Numeric),
+        1009 | 1014 | 1015 => DataType::Array(ElemType::Text),
+        1182 => DataType::Array(ElemType::Date),
+        1183 => DataType::Array(ElemType::Time),
+        1115 => DataType::Array(ElemType::Timestamp),
+        1185 => DataType::Array(ElemType::TimestampTz),
+        1187 => DataType::Array(ElemType::Interval),
         _ => return None,
     })
 }
@@ -293,15 +318,15 @@ fn type_size(data_type: DataType) -> i16 {
         DataType::Int4 | DataType::Date => 4,
         DataType::Int8 | DataType::Float8 | DataType::Time | DataType::Timestamp | DataType::TimestampTz => 8,
         DataType::Interval => 16,
-        DataType::Numeric | DataType::Text => -1,
+        DataType::Numeric | DataType::Text | DataType::Array(_) => -1,
     }
 }
 
 /// Types whose binary form is sent: those stored as PostgreSQL's binary form holds them
 /// (integers, float8, bool, text; dates, times and intervals in the same units and epoch,
-/// infinities included). Not numeric.
+/// infinities included). Not numeric, not arrays.
 fn binary_supported(data_type: DataType) -> bool {
-    data_type != DataType::Numeric
+    data_type != DataType::Numeric && !data_type.is_array()
 }
 
 fn row_description(columns: &[ColumnInfo], formats: &[FieldFormat]) -> RowDescription {

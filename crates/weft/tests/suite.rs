@@ -14,6 +14,7 @@ mod kill9_index;
 mod kill9_txn;
 mod pg_oracle;
 mod pg_oracle_aggregates;
+mod pg_oracle_arrays;
 mod pg_oracle_catalog;
 mod pg_oracle_constraints;
 mod pg_oracle_datetime;

@@ -111,6 +111,13 @@ impl DistinctValues {
                     state.update_string_agg(text, self.delimiter.clone(), keys)?;
                 }
                 (Some(_), _) => {}
+                (None, value) if matches!(state, Accumulator::ArrayAgg(_)) => {
+                    let keys = match &state {
+                        Accumulator::ArrayAgg(values) => vec![value.clone(); values.order.len()],
+                        _ => Vec::new(),
+                    };
+                    state.update_array_agg(value, keys)?;
+                }
                 (None, value) => {
                     state.update_owned(value)?;
                 }

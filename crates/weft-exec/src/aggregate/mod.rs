@@ -108,6 +108,9 @@ pub(crate) enum Accumulator {
     StringAggSorted(SortedValues),
     /// `f(DISTINCT x)`: the distinct values so far (`distinct.rs`).
     Distinct(Box<DistinctValues>),
+    /// array_agg: every row's value (NULLs included) with its ORDER BY keys, in arrival
+    /// order; sorted (stably) when finishing, so partial states merge by appending.
+    ArrayAgg(Box<ArrayValues>),
     /// The variance family over integers and numerics: exact count, Σx, Σx² (boxed, to
     /// keep every state small; the box is a fixed size per group, not counted as heap).
     Moments { moments: Box<ExactMoments>, spread: Spread },
@@ -122,6 +125,38 @@ pub(crate) enum Accumulator {
     /// rank / dense_rank / percent_rank / cume_dist WITHIN GROUP: counts around the
     /// hypothetical row (`ordered_set.rs`).
     Hypothetical(Box<HypotheticalCounts>),
+}
+
+/// The rows an array_agg has seen.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ArrayValues {
+    pub(super) elem: weft_common::types::ElemType,
+    /// (descending, nulls first) of each ORDER BY key.
+    pub(super) order: Vec<(bool, bool)>,
+    pub(super) rows: Vec<(Vec<Datum>, Datum)>,
+    /// Heap bytes of `rows`.
+    pub(super) bytes: usize,
+}
+
+impl ArrayValues {
+    pub(super) fn push(&mut self, keys: Vec<Datum>, value: Datum) -> isize {
+        let bytes = size_of::<(Vec<Datum>, Datum)>() + keys.len() * size_of::<Datum>() + keys.iter().map(datum_heap).sum::<usize>() + datum_heap(&value);
+        self.rows.push((keys, value));
+        self.bytes += bytes;
+        bytes as isize
+    }
+
+    fn finish(mut self) -> Datum {
+        if self.rows.is_empty() {
+            return Datum::Null;
+        }
+        if !self.order.is_empty() {
+            let order = self.order;
+            self.rows.sort_by(|a, b| crate::expr::compare::compare_sort_keys(&a.0, &b.0, &order));
+        }
+        let items = self.rows.into_iter().map(|(_, v)| v).collect();
+        Datum::Array(Box::new(weft_common::types::Array { elem: self.elem, items }))
+    }
 }
 
 /// The rows an ordered string_agg has seen.
@@ -212,6 +247,17 @@ impl Accumulator {
             // false < true: AND is the minimum, OR the maximum.
             (Min | BoolAnd, _) => Accumulator::Min(None),
             (Max | BoolOr, _) => Accumulator::Max(None),
+            (ArrayAgg, _) => {
+                let Some(DataType::Array(elem)) = Some(call.result_type) else {
+                    return Err(Error::internal("array_agg without an array result"));
+                };
+                Accumulator::ArrayAgg(Box::new(ArrayValues {
+                    elem,
+                    order: call.order_by.iter().map(|k| (k.descending, k.nulls_first)).collect(),
+                    rows: Vec::new(),
+                    bytes: 0,
+                }))
+            }
             (StringAgg, _) if call.order_by.is_empty() => Accumulator::StringAgg(None),
             (StringAgg, _) => Accumulator::StringAggSorted(SortedValues::empty(
                 call.order_by.iter().map(|k| (k.descending, k.nulls_first)).collect(),
@@ -227,6 +273,7 @@ impl Accumulator {
             Accumulator::Min(Some(d)) | Accumulator::Max(Some(d)) => datum_heap(d),
             Accumulator::StringAgg(Some((text, _))) => text.capacity(),
             Accumulator::StringAggSorted(sorted) => sorted.bytes,
+            Accumulator::ArrayAgg(values) => values.bytes,
             Accumulator::Distinct(values) => values.bytes,
             Accumulator::OrderedSet(values) => values.bytes,
             Accumulator::Hypothetical(rank) => rank.bytes,
@@ -274,6 +321,7 @@ impl Accumulator {
                 }
             }
             Accumulator::Distinct(values) => return Ok(values.insert(value.clone())),
+            Accumulator::ArrayAgg(values) => return Ok(values.push(Vec::new(), value.clone())),
             Accumulator::Moments { moments, .. } => moments.add(match value {
                 Datum::Numeric(v) => *v,
                 other => Numeric::from_i128(int_value(other)?),
@@ -309,6 +357,16 @@ impl Accumulator {
             Accumulator::StringAggSorted(sorted) => Ok(sorted.push(keys, delimiter, value)),
             Accumulator::Distinct(values) => Ok(values.insert_text(value, delimiter)),
             other => Err(Error::internal(format!("string_agg value for {other:?}"))),
+        }
+    }
+
+    /// Add one row's array_agg value (NULL included) and ORDER BY keys. Returns the change
+    /// in `heap_bytes`.
+    pub(super) fn update_array_agg(&mut self, value: Datum, keys: Vec<Datum>) -> Result<isize> {
+        match self {
+            Accumulator::ArrayAgg(values) => Ok(values.push(keys, value)),
+            Accumulator::Distinct(values) => Ok(values.insert(value)),
+            other => Err(Error::internal(format!("array_agg value for {other:?}"))),
         }
     }
 
@@ -450,6 +508,11 @@ impl Accumulator {
                 return Ok(b.bytes as isize);
             }
             (Accumulator::Distinct(a), Accumulator::Distinct(b)) => return Ok(a.merge(*b)),
+            (Accumulator::ArrayAgg(a), Accumulator::ArrayAgg(b)) => {
+                a.rows.extend(b.rows);
+                a.bytes += b.bytes;
+                return Ok(b.bytes as isize);
+            }
             (Accumulator::Moments { moments: a, .. }, Accumulator::Moments { moments: b, .. }) => a.merge(&b)?,
             (Accumulator::FloatMoments { moments: a, .. }, Accumulator::FloatMoments { moments: b, .. }) => a.merge(&b)?,
             (Accumulator::Bits { value: a, op, .. }, Accumulator::Bits { value: b, .. }) => {
@@ -502,6 +565,7 @@ impl Accumulator {
                 value
             }
             Accumulator::Distinct(values) => values.finish()?,
+            Accumulator::ArrayAgg(values) => values.finish(),
             Accumulator::Moments { moments, spread } => moments.finish(spread)?,
             Accumulator::FloatMoments { moments, spread } => moments.finish(spread),
             Accumulator::Bits { value, result, .. } => bits_result(value, result),
@@ -608,6 +672,11 @@ pub(crate) fn update_call(acc: &mut Accumulator, call: &AggregateCall, row: &[Da
             let Datum::Float8(x) = x else { return Ok(0) };
             acc.update_pair(y, x)?;
             Ok(0)
+        }
+        Some(arg) if call.function == AggregateFunction::ArrayAgg => {
+            let value = arg.eval(row, eval)?;
+            let keys = call.order_by.iter().map(|k| k.expr.eval(row, eval)).collect::<Result<Vec<_>>>()?;
+            acc.update_array_agg(value, keys)
         }
         Some(arg) if call.function == AggregateFunction::StringAgg => {
             let Datum::Text(value) = arg.eval(row, eval)? else { return Ok(0) };
@@ -1318,7 +1387,8 @@ impl Sink for AggregateSink<'_> {
         }
         let mut inputs = Vec::with_capacity(self.aggregates.len());
         for call in self.aggregates {
-            if call.filter.is_some() || call.arg2.is_some() || call.function.is_ordered_set() {
+            // array_agg keeps NULLs, which the raw loops skip.
+            if call.filter.is_some() || call.arg2.is_some() || call.function.is_ordered_set() || call.function == AggregateFunction::ArrayAgg {
                 return false;
             }
             match &call.arg {

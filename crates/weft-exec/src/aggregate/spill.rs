@@ -22,7 +22,7 @@ use weft_sort::TempFileSet;
 
 use super::distinct::DistinctValues;
 use super::stats::{ExactMoments, FloatMoments, RegrMoments};
-use super::{Accumulator, SortedValues};
+use super::{Accumulator, ArrayValues, SortedValues};
 pub(super) use crate::spill::{DiskCounters, Decoder};
 use crate::spill::{corrupt, encode_datum, encode_optional_numeric, encode_text, io_error};
 
@@ -261,6 +261,14 @@ fn encode_state(out: &mut Vec<u8>, s: &Accumulator) {
                 }
             }
         }
+        Accumulator::ArrayAgg(values) => {
+            out.push(13);
+            out.extend_from_slice(&(values.rows.len() as u64).to_le_bytes());
+            for (keys, value) in &values.rows {
+                keys.iter().for_each(|k| encode_datum(out, k));
+                encode_datum(out, value);
+            }
+        }
         Accumulator::StringAggSorted(sorted) => {
             out.push(10);
             out.extend_from_slice(&(sorted.rows.len() as u64).to_le_bytes());
@@ -380,6 +388,14 @@ impl Decoder<'_> {
                     sorted.push(keys, delimiter, self.text()?);
                 }
                 Accumulator::StringAggSorted(sorted)
+            }
+            (13, Accumulator::ArrayAgg(template)) => {
+                let mut values = ArrayValues { elem: template.elem, order: template.order.clone(), rows: Vec::new(), bytes: 0 };
+                for _ in 0..self.i64()? {
+                    let keys = (0..template.order.len()).map(|_| self.datum()).collect::<Result<Vec<_>>>()?;
+                    values.push(keys, self.datum()?);
+                }
+                Accumulator::ArrayAgg(Box::new(values))
             }
             (11, Accumulator::Distinct(template)) => {
                 let mut distinct = DistinctValues::new((*template.empty).clone());

@@ -81,6 +81,7 @@ impl Groups {
 pub(super) fn datum_heap(d: &Datum) -> usize {
     match d {
         Datum::Text(s) => s.capacity(),
+        Datum::Array(a) => a.items.capacity() * size_of::<Datum>() + a.items.iter().map(datum_heap).sum::<usize>(),
         _ => 0,
     }
 }

@@ -33,6 +33,10 @@ pub fn cast_datum(value: Datum, to: DataType) -> Result<Datum> {
     }
     match (value, to) {
         (Datum::Text(s), _) => parse_text(&s, to),
+        (Datum::Array(a), DataType::Array(elem)) => {
+            let items = a.items.into_iter().map(|item| cast_datum(item, elem.data_type())).collect::<Result<Vec<_>>>()?;
+            Ok(Datum::Array(Box::new(weft_common::types::Array { elem, items })))
+        }
         (Datum::Bool(b), DataType::Text) => Ok(Datum::Text((if b { "true" } else { "false" }).to_string())),
         (v, DataType::Text) => Ok(Datum::Text(v.to_pg_text().unwrap_or_default())),
         (Datum::Bool(b), DataType::Int4) => Ok(Datum::Int4(b as i32)),
@@ -70,6 +74,7 @@ pub fn parse_text(s: &str, to: DataType) -> Result<Datum> {
         DataType::Date | DataType::Time | DataType::Timestamp | DataType::TimestampTz | DataType::Interval => {
             super::datetime::parse_text(s, to)?
         }
+        DataType::Array(elem) => super::array_literal::parse_array(s, elem)?,
     })
 }
 

@@ -12,7 +12,9 @@
 //! 4. Values of different types never compare equal; they are ordered by a fixed type
 //!    rank. Resolution casts both sides of a comparison to one type, so this only orders
 //!    mixed rows deterministically (e.g. in a test), it carries no SQL meaning.
-//! 5. `NULL` sorts after every value and equals `NULL` (SQL grouping, `NULLS LAST`).
+//! 5. arrays: element by element, a NULL element after every value, then by length
+//!    (`array_cmp`); equal arrays hash equal through their elements' hashes.
+//! 6. `NULL` sorts after every value and equals `NULL` (SQL grouping, `NULLS LAST`).
 //!    SQL's `=` on `NULL` yields `NULL`; that is `eval`'s job, not this module's.
 
 use std::cmp::Ordering;
@@ -37,6 +39,7 @@ pub fn compare_datums(a: &Datum, b: &Datum) -> Ordering {
         (Datum::TimestampTz(x), Datum::TimestampTz(y)) => x.cmp(y),
         // Intervals by their linear span: `1 mon` = `30 days` = `720 hours`.
         (Datum::Interval(x), Datum::Interval(y)) => x.cmp_value(y),
+        (Datum::Array(x), Datum::Array(y)) => super::array::compare_arrays(x, y),
         _ => type_rank(a).cmp(&type_rank(b)),
     }
 }
@@ -78,6 +81,7 @@ fn type_rank(d: &Datum) -> u8 {
         Datum::Timestamp(_) => 9,
         Datum::TimestampTz(_) => 10,
         Datum::Interval(_) => 11,
+        Datum::Array(_) => 12,
         Datum::Null => u8::MAX,
     }
 }
@@ -101,6 +105,12 @@ pub fn datum_hash<H: Hasher>(d: &Datum, h: &mut H) {
         Datum::Date(v) => v.hash(h),
         Datum::Time(v) | Datum::Timestamp(v) | Datum::TimestampTz(v) => v.hash(h),
         Datum::Interval(iv) => iv.span().hash(h),
+        Datum::Array(a) => {
+            a.items.len().hash(h);
+            for item in &a.items {
+                datum_hash(item, h);
+            }
+        }
     }
 }
 

@@ -482,6 +482,7 @@ impl ScalarFunction {
             F::ShiftRight => "int_shr",
             F::BitNot => "int_not",
             F::DateTime(f) => f.name(),
+            F::Array(f) => f.name(),
         }
     }
 
@@ -497,7 +498,7 @@ impl ScalarFunction {
     pub fn is_strict(self) -> bool {
         !matches!(
             self,
-            F::NullIf | F::Greatest | F::Least | F::Concat | F::ConcatWs | F::Format | F::NumNulls | F::NumNonNulls | F::QuoteNullable
+            F::NullIf | F::Greatest | F::Least | F::Concat | F::ConcatWs | F::Format | F::NumNulls | F::NumNonNulls | F::QuoteNullable | F::Array(_)
         )
     }
 
@@ -506,6 +507,7 @@ impl ScalarFunction {
     pub fn call(self, args: &[Datum], ctx: &EvalContext) -> Result<Datum> {
         match (self, args) {
             (F::NullIf, [value, other]) => return null_if(value, other),
+            (F::Array(f), _) => return super::array::call(f, args),
             (F::Greatest | F::Least, _) => return Ok(extreme(args, self == F::Greatest)),
             (F::Concat | F::ConcatWs | F::Format | F::NumNulls | F::NumNonNulls | F::QuoteNullable, _) => {
                 return super::text::call_variadic(self, args)

@@ -45,6 +45,8 @@
 
 use weft_common::{Coercion, DataType, Datum, TypeModifier};
 
+pub mod array;
+pub mod array_literal;
 pub mod cast;
 pub mod compare;
 pub mod datetime;
@@ -246,4 +248,6 @@ pub enum ScalarFunction {
     BitNot,
     /// A date/time function (`datetime.rs`).
     DateTime(datetime::DateTimeFunction),
+    /// An array function, operator or constructor (`array.rs`); handles its own NULLs.
+    Array(array::ArrayFunction),
 }

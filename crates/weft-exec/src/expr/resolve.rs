@@ -48,6 +48,10 @@ pub fn can_coerce(from: DataType, to: DataType, explicit: bool) -> bool {
     if super::datetime::implicit_cast(from, to) || (explicit && super::datetime::explicit_cast(from, to)) {
         return true;
     }
+    // An array casts to another array type element by element (`array_map`).
+    if let (DataType::Array(f), DataType::Array(t)) = (from, to) {
+        return can_coerce(f.data_type(), t.data_type(), explicit);
+    }
     match (numeric_rank(from), numeric_rank(to)) {
         (Some(f), Some(t)) => explicit || f < t,
         _ => {
@@ -228,6 +232,10 @@ pub fn resolve_binary(op: BinaryOp, left: Expr, right: Expr) -> Result<Expr> {
             Ok(binary(left, right, DataType::Bool))
         }
         Concat => {
+            let (left, right) = match super::array::resolve_concat(left, right) {
+                Ok(resolved) => return resolved,
+                Err(operands) => operands,
+            };
             let text_side = |e: &Expr| e.is_null_literal() || e.data_type() == DataType::Text;
             if !text_side(&left) && !text_side(&right) {
                 return Err(no_operator("||", &left, &right));
@@ -354,6 +362,10 @@ pub fn resolve_like(expr: Expr, pattern: Expr, escape: Option<Expr>, negated: bo
 /// `function md5(integer) does not exist` (42883) with PostgreSQL's hint.
 pub fn resolve_function(name: &str, args: Vec<Expr>) -> Result<Expr> {
     let lower = name.to_lowercase();
+    let args = match super::array::resolve_function(&lower, args) {
+        Ok(resolved) => return resolved,
+        Err(args) => args,
+    };
     // A quoted literal is read by a date/time parameter's input function, as PostgreSQL
     // reads an `unknown` constant (`date_bin('15 minutes', ...)`).
     let read_as_datetime =

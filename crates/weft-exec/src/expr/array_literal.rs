@@ -1,7 +1,8 @@
-//! PostgreSQL's array input syntax (`array_in`), for the one place weft reads arrays: the
-//! right side of `op ANY | ALL ('{...}')`. weft has no array type, so a literal is read
-//! into its elements, in storage order (a multidimensional array flattened), as text
-//! (`None` for NULL) for the caller to read in the element type.
+//! PostgreSQL's array input syntax (`array_in`): a literal is read into its elements, in
+//! storage order (a multidimensional array flattened), as text (`None` for NULL) for the
+//! caller to read in the element type. The right side of `op ANY | ALL ('{...}')` takes
+//! the flattened elements; a cast to an array type ([`parse_array`]) takes
+//! one-dimensional literals only (weft's arrays have one dimension, lower bound 1).
 //!
 //! Syntax: optional dimension decoration `[lo:hi]...=` then `{...}` with elements
 //! separated by commas; an element is `"quoted"` (backslash escapes) or unquoted
@@ -9,10 +10,36 @@
 //! sub-arrays at one depth must all have the same length. A malformed literal is 22P02
 //! `malformed array literal: "..."` with PostgreSQL's detail.
 
-use weft_common::{Error, Result, SqlState};
+use weft_common::types::{Array, ElemType};
+use weft_common::{Datum, Error, Result, SqlState};
 
 /// The elements of array literal `input`, flattened.
-pub(crate) fn parse_array_literal(input: &str) -> Result<Vec<Option<String>>> {
+pub fn parse_array_literal(input: &str) -> Result<Vec<Option<String>>> {
+    Ok(parse_array_literal_dims(input)?.0)
+}
+
+/// The value of `'{...}'::elem[]`: elements read by `elem`'s input function. Several
+/// dimensions or explicit bounds are 0A000 (not supported).
+pub fn parse_array(input: &str, elem: ElemType) -> Result<Datum> {
+    let (elements, dims, declared) = parse_array_literal_dims(input)?;
+    if dims > 1 {
+        return Err(Error::not_supported("multidimensional arrays are not supported"));
+    }
+    if declared {
+        return Err(Error::not_supported("array dimension decorations are not supported"));
+    }
+    let items = elements
+        .into_iter()
+        .map(|e| match e {
+            Some(text) => super::cast::parse_text(&text, elem.data_type()),
+            None => Ok(Datum::Null),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Datum::Array(Box::new(Array { elem, items })))
+}
+
+/// The flattened elements, the number of dimensions, and whether bounds were written.
+fn parse_array_literal_dims(input: &str) -> Result<(Vec<Option<String>>, usize, bool)> {
     let malformed = |detail: &str| {
         Error::new(SqlState::INVALID_TEXT_REPRESENTATION, format!("malformed array literal: \"{input}\"")).with_detail(detail)
     };
@@ -30,13 +57,14 @@ pub(crate) fn parse_array_literal(input: &str) -> Result<Vec<Option<String>>> {
     if reader.peek().is_some() {
         return Err(malformed("Junk after closing right brace."));
     }
+    let has_bounds = declared.is_some();
     if let Some(declared) = declared {
         let found: Vec<usize> = lengths.iter().map(|l| l.unwrap_or(0)).collect();
         if !elements.is_empty() && declared != found {
             return Err(malformed("Specified array dimensions do not match array contents."));
         }
     }
-    Ok(elements)
+    Ok((elements, lengths.len(), has_bounds))
 }
 
 struct Reader {
