@@ -46,18 +46,7 @@ impl VisitorMut for UnnestRewriter {
     fn post_visit_table_factor(&mut self, factor: &mut ast::TableFactor) -> ControlFlow<()> {
         if let ast::TableFactor::UNNEST { alias, array_exprs, with_offset: false, with_offset_alias: None, with_ordinality } = factor {
             let args = array_exprs.drain(..).map(|e| ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e))).collect();
-            *factor = ast::TableFactor::Table {
-                name: ast::ObjectName::from(vec![ast::Ident::new("unnest")]),
-                alias: alias.take(),
-                args: Some(ast::TableFunctionArgs { args, settings: None }),
-                with_hints: Vec::new(),
-                version: None,
-                with_ordinality: *with_ordinality,
-                partitions: Vec::new(),
-                json_path: None,
-                sample: None,
-                index_hints: Vec::new(),
-            };
+            *factor = function_in_from(ast::ObjectName::from(vec![ast::Ident::new("unnest")]), alias.take(), args, *with_ordinality);
         }
         ControlFlow::Continue(())
     }
@@ -72,20 +61,25 @@ impl VisitorMut for LateralFunctionRewriter {
 
     fn post_visit_table_factor(&mut self, factor: &mut ast::TableFactor) -> ControlFlow<()> {
         if let ast::TableFactor::Function { name, args, with_ordinality, alias, .. } = factor {
-            *factor = ast::TableFactor::Table {
-                name: name.clone(),
-                alias: alias.take(),
-                args: Some(ast::TableFunctionArgs { args: std::mem::take(args), settings: None }),
-                with_hints: Vec::new(),
-                version: None,
-                with_ordinality: *with_ordinality,
-                partitions: Vec::new(),
-                json_path: None,
-                sample: None,
-                index_hints: Vec::new(),
-            };
+            *factor = function_in_from(name.clone(), alias.take(), std::mem::take(args), *with_ordinality);
         }
         ControlFlow::Continue(())
+    }
+}
+
+/// A function call in FROM in the one form the planner reads: a table with arguments.
+fn function_in_from(name: ast::ObjectName, alias: Option<ast::TableAlias>, args: Vec<ast::FunctionArg>, with_ordinality: bool) -> ast::TableFactor {
+    ast::TableFactor::Table {
+        name,
+        alias,
+        args: Some(ast::TableFunctionArgs { args, settings: None }),
+        with_hints: Vec::new(),
+        version: None,
+        with_ordinality,
+        partitions: Vec::new(),
+        json_path: None,
+        sample: None,
+        index_hints: Vec::new(),
     }
 }
 
