@@ -1862,7 +1862,7 @@ fn column_name_and_strength(expr: &ast::Expr) -> (String, u8) {
         A::Interval(_) => ("interval".into(), 1),
         A::Extract { .. } => ("extract".into(), 2),
         A::AtTimeZone { .. } => ("timezone".into(), 2),
-        A::Substring { .. } => ("substring".into(), 2),
+        A::Substring { shorthand, .. } => (if *shorthand { "substr" } else { "substring" }.into(), 2),
         _ => ("?column?".into(), 0),
     }
 }
@@ -1950,6 +1950,15 @@ mod scalar_subquery_tests {
     fn lines(session: &mut crate::Session, sql: &str) -> Vec<String> {
         let result = session.execute(sql).unwrap_or_else(|e| panic!("{sql}: {e:?}"));
         result.rows.iter().map(|r| r.iter().map(|d| d.to_pg_text().unwrap_or_default()).collect::<Vec<_>>().join("|")).collect()
+    }
+
+    /// Output column names follow the call as written (PostgreSQL's FigureColname).
+    #[test]
+    fn substr_and_substring_name_their_columns_as_written() {
+        let (_dir, mut s) = session();
+        let result = s.execute("SELECT substr(b, 1), substring(b, 1), substring(b FROM 1) FROM t1").unwrap();
+        let names: Vec<&str> = result.columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["substr", "substring", "substring"]);
     }
 
     #[test]
