@@ -38,28 +38,23 @@ fn item_has_lateral(item: &ast::TableWithJoins) -> bool {
 fn is_lateral(factor: &TableFactor) -> bool {
     match factor {
         TableFactor::Derived { lateral, .. } => *lateral,
-        TableFactor::UNNEST { array_exprs, .. } => array_exprs.iter().any(|e| {
-            let mut names_column = false;
-            let _ = crate::ast_walk::expressions(e, |e| {
-                if matches!(e, ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)) {
-                    names_column = true;
-                }
-                std::ops::ControlFlow::<()>::Continue(())
-            });
-            names_column
-        }),
-        TableFactor::Table { args: Some(args), .. } => args.args.iter().any(|arg| {
-            let mut names_column = false;
-            let _ = crate::ast_walk::expressions(arg, |e| {
-                if matches!(e, ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)) {
-                    names_column = true;
-                }
-                std::ops::ControlFlow::<()>::Continue(())
-            });
-            names_column
-        }),
+        TableFactor::UNNEST { array_exprs, .. } => array_exprs.iter().any(names_column),
+        TableFactor::Table { args: Some(args), .. } => args.args.iter().any(names_column),
         _ => false,
     }
+}
+
+/// Whether a function argument names a column (of an item to its left, so the item is
+/// implicitly LATERAL, as PostgreSQL treats functions in FROM).
+fn names_column<N: ast::Visit>(arg: &N) -> bool {
+    let mut names_column = false;
+    let _ = crate::ast_walk::expressions(arg, |e| {
+        if matches!(e, ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_)) {
+            names_column = true;
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    names_column
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

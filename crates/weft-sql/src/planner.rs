@@ -503,15 +503,7 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
     if name != "generate_series" {
         return Err(Error::new(SqlState::UNDEFINED_FUNCTION, format!("function {name} does not exist")));
     }
-    let scope = Scope::default();
-    let mut bound = Vec::with_capacity(args.len());
-    for arg in args {
-        let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = arg else {
-            return Err(Error::not_supported("named arguments to generate_series"));
-        };
-        // Outer references (a LATERAL function's) are parameters.
-        bound.push(Binder::new(&scope).planning(ctx).bind(e)?);
-    }
+    let bound = bind_positional_args("generate_series", args, ctx)?;
     let label_and_scope = |data_type: DataType| {
         let column = alias.map(|a| a.columns.first().map(|c| ident_name(&c.name)).unwrap_or_else(|| ident_name(&a.name)));
         let qualifier = alias.map(|a| ident_name(&a.name)).unwrap_or_else(|| "generate_series".to_string());
@@ -564,17 +556,22 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
     Ok(From { source, scope })
 }
 
+/// The positional arguments of a function in FROM, bound in an empty scope: a LATERAL
+/// function's outer references become parameters.
+fn bind_positional_args(function: &str, args: &[ast::FunctionArg], ctx: &PlanContext) -> Result<Vec<Expr>> {
+    let scope = Scope::default();
+    args.iter()
+        .map(|arg| match arg {
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Binder::new(&scope).planning(ctx).bind(e),
+            _ => Err(Error::not_supported(format!("named arguments to {function}"))),
+        })
+        .collect()
+}
+
 /// `unnest(array) [WITH ORDINALITY]` in FROM: one column named after the alias (or
 /// `unnest`), plus `ordinality`, as PostgreSQL names them.
 fn plan_unnest(args: &[ast::FunctionArg], alias: Option<&ast::TableAlias>, ordinality: bool, ctx: &PlanContext) -> Result<From> {
-    let scope = Scope::default();
-    let mut bound = Vec::with_capacity(args.len());
-    for arg in args {
-        let ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) = arg else {
-            return Err(Error::not_supported("named arguments to unnest"));
-        };
-        bound.push(Binder::new(&scope).planning(ctx).bind(e)?);
-    }
+    let mut bound = bind_positional_args("unnest", args, ctx)?;
     let array = match bound.as_slice() {
         [one] if one.data_type().is_array() && !crate::bind::is_unknown_literal(one) => bound.pop().expect("one argument"),
         [_, _, ..] => return Err(Error::not_supported("unnest of several arrays is not supported")),
