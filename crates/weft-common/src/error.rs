@@ -89,6 +89,9 @@ pub struct ErrorFields {
     /// Where in the statement's text the error was found, when it was found while reading
     /// the text (parsing, name resolution, literal coercion); `None` for errors of running.
     pub cursor: Option<Cursor>,
+    /// Where the error happened, as PostgreSQL's CONTEXT line says it (`COPY t, line 2,
+    /// column a: "zz"`).
+    pub context: Option<String>,
 }
 
 /// Where an error points in a statement's text: PostgreSQL's error cursor, which psql shows
@@ -122,7 +125,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(sqlstate: SqlState, message: impl Into<String>) -> Error {
-        Error(Box::new(ErrorFields { sqlstate, message: message.into(), detail: None, hint: None, cursor: None }))
+        Error(Box::new(ErrorFields { sqlstate, message: message.into(), detail: None, hint: None, cursor: None, context: None }))
     }
 
     pub fn with_detail(mut self, detail: impl Into<String>) -> Error {
@@ -132,6 +135,11 @@ impl Error {
 
     pub fn with_hint(mut self, hint: impl Into<String>) -> Error {
         self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn with_context(mut self, context: impl Into<String>) -> Error {
+        self.context = Some(context.into());
         self
     }
 
@@ -194,7 +202,8 @@ impl Error {
         Error::new(sqlstate, format!("{context}: {err}"))
     }
 
-    /// The text psql prints: `ERROR:  message`, then `DETAIL:  ...` and `HINT:  ...` lines.
+    /// The text psql prints: `ERROR:  message`, then `DETAIL:  ...`, `HINT:  ...` and
+    /// `CONTEXT:  ...` lines.
     pub fn to_psql_string(&self) -> String {
         self.psql_text(None)
     }
@@ -218,6 +227,10 @@ impl Error {
         if let Some(hint) = &self.hint {
             out.push_str("\nHINT:  ");
             out.push_str(hint);
+        }
+        if let Some(context) = &self.context {
+            out.push_str("\nCONTEXT:  ");
+            out.push_str(context);
         }
         out
     }

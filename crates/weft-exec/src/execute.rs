@@ -1027,7 +1027,15 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                 rows_out += 1;
                 sink.push(&mut local, out)
             };
-            match prefiltered_scan(&state, steps, &locals) {
+            // A join that only emits matched outer rows, over an empty inner side, lets no
+            // row through: the outer side is not read at all (PostgreSQL skips it too, with
+            // whatever per-row work its filters would have done).
+            let nothing_passes = joins.iter().zip(&locals).any(|(run, local)| {
+                run.as_ref().is_some_and(|run| !run.join().join_type.emits_unmatched_outer())
+                    && local.as_ref().is_some_and(|local| local.inner_is_empty())
+            });
+            match prefiltered_scan(&state, steps, &locals).filter(|_| !nothing_passes) {
+                _ if nothing_passes => {}
                 Some((heap, key_column, table)) => {
                     // The first join turns most outer tuples away by their key alone:
                     // only the others are decoded and probed. Blocks whose keys all lie

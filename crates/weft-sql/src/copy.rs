@@ -6,7 +6,13 @@
 //! holds the delimiter, a quote, a line break, or is empty. Text format: tab-separated,
 //! `\N` is NULL, backslash escapes `\t \n \r \\`. Relative file names are resolved against
 //! the working directory of the process (as DuckDB does; PostgreSQL uses the data
-//! directory). FROM STDIN / TO STDOUT need the wire protocol and are not supported yet.
+//! directory).
+//!
+//! `COPY ... FROM STDIN` and `COPY ... TO STDOUT` move the data through the client, a
+//! [`CopyClient`]: psql's script or terminal in weft's shell, CopyData messages on the wire.
+//! FROM STDIN asks the client for its data only once the table and columns are checked, so
+//! a COPY that fails before reading leaves the client's data unread (psql then reads it as
+//! SQL, as it does against PostgreSQL).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -21,6 +27,18 @@ use crate::api::QueryResult;
 use crate::bind::object_name;
 use crate::session::Session;
 use crate::statements::{exec_context, plan, target_columns};
+
+/// The client's end of `COPY ... FROM STDIN` and `COPY ... TO STDOUT`.
+pub trait CopyClient {
+    /// `COPY ... FROM STDIN` has checked its table and will now read rows of `columns`
+    /// values: lines of text or CSV, ended by the end of the data or a line `\.`. An error
+    /// while reading (the client gave up) fails the COPY with the error's text.
+    fn copy_in(&mut self, columns: usize) -> Result<&mut dyn BufRead>;
+    /// `COPY ... TO STDOUT` will send rows of `columns` values.
+    fn copy_out_begin(&mut self, columns: usize) -> Result<()>;
+    /// One row of `COPY ... TO STDOUT`, its line end included.
+    fn copy_out_row(&mut self, row: &[u8]) -> Result<()>;
+}
 
 #[derive(Clone, Debug)]
 struct Format {
@@ -82,6 +100,7 @@ fn format_from(options: &[CopyOption], legacy: &[CopyLegacyOption]) -> Result<Fo
     })
 }
 
+#[allow(clippy::too_many_arguments)]
 pub fn copy(
     session: &mut Session,
     source: &CopySource,
@@ -90,26 +109,69 @@ pub fn copy(
     options: &[CopyOption],
     legacy: &[CopyLegacyOption],
     cancel: &CancelToken,
+    client: Option<&mut dyn CopyClient>,
 ) -> Result<QueryResult> {
     let format = format_from(options, legacy)?;
     let path = match target {
         CopyTarget::File { filename } => filename.clone(),
         CopyTarget::Stdin | CopyTarget::Stdout => {
-            return Err(Error::not_supported("COPY FROM STDIN / TO STDOUT is not supported yet; use a file name"))
+            let direction = if to { "TO STDOUT" } else { "FROM STDIN" };
+            let client = client.ok_or_else(|| {
+                Error::not_supported(format!("COPY {direction} needs a client that moves the data (psql, \\copy, or a driver's COPY support)"))
+            })?;
+            return if to {
+                copy_to(session, source, Output::Client(client), &format, cancel)
+            } else {
+                copy_from(session, source, Input::Client(client), &format, cancel)
+            };
         }
         CopyTarget::Program { .. } => return Err(Error::not_supported("COPY PROGRAM is not supported")),
     };
     if to {
-        copy_to(session, source, &path, &format, cancel)
+        let file = File::create(&path).map_err(|e| Error::io(format!("could not open file \"{path}\" for writing"), &e))?;
+        copy_to(session, source, Output::File { out: BufWriter::new(file), path: &path }, &format, cancel)
     } else {
-        let CopySource::Table { table_name, columns } = source else {
-            return Err(Error::syntax("COPY FROM requires a table"));
-        };
-        copy_from(session, &object_name(table_name)?, columns, &path, &format, cancel)
+        let file = File::open(&path).map_err(|e| Error::io(format!("could not open file \"{path}\" for reading"), &e))?;
+        copy_from(session, source, Input::File { input: BufReader::new(file), path: &path }, &format, cancel)
     }
 }
 
-fn copy_to(session: &mut Session, source: &CopySource, path: &str, format: &Format, cancel: &CancelToken) -> Result<QueryResult> {
+/// Where COPY TO writes its rows.
+enum Output<'a> {
+    File { out: BufWriter<File>, path: &'a str },
+    Client(&'a mut dyn CopyClient),
+}
+
+impl Output<'_> {
+    fn begin(&mut self, columns: usize) -> Result<()> {
+        match self {
+            Output::File { .. } => Ok(()),
+            Output::Client(client) => client.copy_out_begin(columns),
+        }
+    }
+
+    fn row(&mut self, row: &[u8]) -> Result<()> {
+        match self {
+            Output::File { out, path } => out.write_all(row).map_err(|e| Error::io(format!("could not write to file \"{path}\""), &e)),
+            Output::Client(client) => client.copy_out_row(row),
+        }
+    }
+
+    fn finish(self) -> Result<()> {
+        match self {
+            Output::File { mut out, path } => out.flush().map_err(|e| Error::io(format!("could not write to file \"{path}\""), &e)),
+            Output::Client(_) => Ok(()),
+        }
+    }
+}
+
+/// Where COPY FROM reads its rows: a file, or the client once the target is checked.
+enum Input<'a> {
+    File { input: BufReader<File>, path: &'a str },
+    Client(&'a mut dyn CopyClient),
+}
+
+fn copy_to(session: &mut Session, source: &CopySource, mut output: Output<'_>, format: &Format, cancel: &CancelToken) -> Result<QueryResult> {
     let query: Box<ast::Query> = match source {
         CopySource::Query(q) => q.clone(),
         CopySource::Table { table_name, columns } => {
@@ -131,22 +193,21 @@ fn copy_to(session: &mut Session, source: &CopySource, path: &str, format: &Form
     let catalog = session.catalog();
     let planned = plan(session, &catalog, &query)?;
     let rows = crate::statements::run_query_plan(&planned.plan, &exec_context(session, cancel))?;
-    let file = File::create(path).map_err(|e| Error::io(format!("could not open file \"{path}\" for writing"), &e))?;
-    let mut out = BufWriter::new(file);
-    let write_err = |e: std::io::Error| Error::io(format!("could not write to file \"{path}\""), &e);
+    output.begin(planned.columns.len())?;
     if format.header {
         let names: Vec<Option<String>> = planned.columns.iter().map(|c| Some(c.name.clone())).collect();
-        write_record(&mut out, &names, format).map_err(write_err)?;
+        output.row(record_line(&names, format).as_bytes())?;
     }
     for row in &rows {
         let fields: Vec<Option<String>> = row.iter().map(|d| d.to_pg_text()).collect();
-        write_record(&mut out, &fields, format).map_err(write_err)?;
+        output.row(record_line(&fields, format).as_bytes())?;
     }
-    out.flush().map_err(write_err)?;
+    output.finish()?;
     Ok(QueryResult::command(format!("COPY {}", rows.len())))
 }
 
-fn write_record(out: &mut impl Write, fields: &[Option<String>], format: &Format) -> std::io::Result<()> {
+/// One record of COPY TO's output, with its line end.
+fn record_line(fields: &[Option<String>], format: &Format) -> String {
     let mut line = String::new();
     for (i, field) in fields.iter().enumerate() {
         if i > 0 {
@@ -189,23 +250,24 @@ fn write_record(out: &mut impl Write, fields: &[Option<String>], format: &Format
         }
     }
     line.push('\n');
-    out.write_all(line.as_bytes())
+    line
 }
 
-fn copy_from(
-    session: &mut Session,
-    table_name: &str,
-    columns: &[ast::Ident],
-    path: &str,
-    format: &Format,
-    cancel: &CancelToken,
-) -> Result<QueryResult> {
-    let file = File::open(path).map_err(|e| Error::io(format!("could not open file \"{path}\" for reading"), &e))?;
-    let mut reader = RecordReader { input: BufReader::new(file), format: format.clone(), line_number: 0, path: path.to_string() };
+fn copy_from(session: &mut Session, source: &CopySource, input: Input<'_>, format: &Format, cancel: &CancelToken) -> Result<QueryResult> {
+    let CopySource::Table { table_name, columns } = source else {
+        return Err(Error::syntax("COPY FROM requires a table"));
+    };
+    let table_name = object_name(table_name)?;
     let inserted = session.write(|txn| {
-        let table = txn.catalog.table(table_name)?.clone();
+        let table = txn.catalog.table(&table_name)?.clone();
         let names: Vec<String> = columns.iter().map(crate::bind::ident_name).collect();
         let targets = target_columns(&table, &names)?;
+        let mut input = input;
+        let (input, source): (&mut dyn BufRead, String) = match &mut input {
+            Input::File { input, path } => (input, format!("file \"{path}\"")),
+            Input::Client(client) => (client.copy_in(targets.len())?, String::new()),
+        };
+        let mut reader = RecordReader { input, format: format.clone(), line_number: 0, source, record_text: String::new() };
         let target = crate::statements::insert_target_for(&table, txn.xid);
         let first_block = crate::statements::first_block_written(session, &table)?;
         if format.header {
@@ -218,86 +280,113 @@ fn copy_from(
                 Ok(None) => return None,
                 Err(e) => return Some(Err(e)),
             };
-            Some(build_row(record, &targets, &table, &types, reader.line_number))
+            Some(build_row(record, &targets, &table, &types).map_err(|(error, field)| reader.in_context(error, &table, &targets, field)))
         });
         let inserted = insert_rows(&exec_context(session, cancel), &target, rows)?;
+        if reader.source.is_empty() {
+            // Data after a `\.` line is read and ignored, so that a client giving up later
+            // (CopyFail) still undoes the COPY, as in PostgreSQL.
+            let mut rest = String::new();
+            while reader.read_line(&mut rest)? {
+                rest.clear();
+            }
+        }
         txn.touch(table.locator());
         crate::statements::maintain_indexes(session, txn, &table, first_block, &Default::default(), None, cancel)?;
-        txn.catalog.table_mut(table_name)?.row_count += inserted;
+        txn.catalog.table_mut(&table_name)?.row_count += inserted;
         Ok(inserted)
     })?;
     Ok(QueryResult::command(format!("COPY {inserted}")))
 }
 
+/// A record as a row of the table. An error names the record's field that failed, if one
+/// did, so that the caller can give PostgreSQL's CONTEXT.
 fn build_row(
     record: Vec<Option<String>>,
     targets: &[usize],
     table: &weft_access::TableMeta,
     types: &[weft_common::DataType],
-    line: usize,
-) -> Result<Vec<Datum>> {
-    let context = |e: Error| {
-        let mut e = e;
-        e.message = format!("{} (COPY {}, line {line})", e.message, table.name);
-        e
-    };
+) -> std::result::Result<Vec<Datum>, (Error, Option<usize>)> {
     if record.len() != targets.len() {
-        let message = if record.len() < targets.len() { "missing data for column" } else { "extra data after last expected column" };
-        let detail = if record.len() < targets.len() {
-            format!("{message} \"{}\"", table.columns[targets[record.len()]].name)
+        let message = if record.len() < targets.len() {
+            format!("missing data for column \"{}\"", table.columns[targets[record.len()]].name)
         } else {
-            message.to_string()
+            "extra data after last expected column".to_string()
         };
-        return Err(Error::new(SqlState::BAD_COPY_FILE_FORMAT, format!("{detail} (COPY {}, line {line})", table.name)));
+        return Err((Error::new(SqlState::BAD_COPY_FILE_FORMAT, message), None));
     }
     let mut row = vec![Datum::Null; types.len()];
-    for (field, &column) in record.into_iter().zip(targets) {
-        if let Some(text) = field {
+    for (field, (value, &column)) in record.into_iter().zip(targets).enumerate() {
+        if let Some(text) = value {
             row[column] = match table.columns[column].type_modifier {
                 Some(modifier) => cast_text_to_modifier(text, modifier),
                 None => cast_datum(Datum::Text(text), types[column]),
             }
-            .map_err(context)?;
+            .map_err(|e| (e, Some(field)))?;
         }
     }
     Ok(row)
 }
 
-struct RecordReader<R> {
-    input: R,
+struct RecordReader<'a> {
+    input: &'a mut dyn BufRead,
     format: Format,
     line_number: usize,
-    path: String,
+    /// `file "name"`, or empty for the client's data.
+    source: String,
+    /// The text of the last record read (more than one line for a CSV field with line
+    /// breaks), for error messages.
+    record_text: String,
 }
 
-impl<R: BufRead> RecordReader<R> {
+impl RecordReader<'_> {
     fn read_line(&mut self, buf: &mut String) -> Result<bool> {
-        let n = self
-            .input
-            .read_line(buf)
-            .map_err(|e| Error::io(format!("could not read from file \"{}\"", self.path), &e))?;
+        let n = self.input.read_line(buf).map_err(|e| {
+            if self.source.is_empty() {
+                // The client stopped sending: its reason, as PostgreSQL reports a CopyFail.
+                Error::new(SqlState::QUERY_CANCELED, format!("COPY from stdin failed: {e}"))
+            } else {
+                Error::io(format!("could not read from {}", self.source), &e)
+            }
+        })?;
         if n > 0 {
             self.line_number += 1;
         }
         Ok(n > 0)
     }
 
-    /// The next record's fields (`None` = NULL), or `None` at end of file.
+    /// The next record's fields (`None` = NULL), or `None` at end of file or at a line
+    /// `\.` (the end of data, in both formats).
     fn next_record(&mut self) -> Result<Option<Vec<Option<String>>>> {
-        let mut line = String::new();
-        if !self.read_line(&mut line)? {
-            return Ok(None);
-        }
-        if self.format.csv {
-            self.parse_csv(line).map(Some)
-        } else {
-            let line = line.strip_suffix('\n').unwrap_or(&line);
-            let line = line.strip_suffix('\r').unwrap_or(line);
-            if line == "\\." {
-                return Ok(None);
+        let mut line = std::mem::take(&mut self.record_text);
+        line.clear();
+        let read = self.read_line(&mut line);
+        let fields = match read {
+            Ok(false) => None,
+            _ if line.trim_end_matches(['\n', '\r']) == "\\." => None,
+            Ok(true) if self.format.csv => Some(self.parse_csv(&mut line)),
+            Ok(true) => Some(Ok(self.parse_text(line.trim_end_matches('\n').trim_end_matches('\r')))),
+            Err(e) => Some(Err(e)),
+        };
+        self.record_text = line;
+        fields.transpose()
+    }
+
+    /// `error` of the record just read, with PostgreSQL's CONTEXT: the field that failed,
+    /// or the whole record.
+    fn in_context(&mut self, error: Error, table: &weft_access::TableMeta, targets: &[usize], field: Option<usize>) -> Error {
+        let (line, name) = (self.line_number, &table.name);
+        let text = std::mem::take(&mut self.record_text);
+        let context = match field {
+            Some(i) => {
+                let fields = if self.format.csv { self.parse_csv(&mut text.clone()).unwrap_or_default() } else { self.parse_text(text.trim_end_matches(['\n', '\r'])) };
+                let value = fields.get(i).cloned().flatten().unwrap_or_default();
+                format!("COPY {name}, line {line}, column {}: \"{value}\"", table.columns[targets[i]].name)
             }
-            Ok(Some(self.parse_text(line)))
-        }
+            None => format!("COPY {name}, line {line}: \"{}\"", text.trim_end_matches(['\n', '\r'])),
+        };
+        self.record_text = text;
+        error.with_context(context)
     }
 
     fn parse_text(&self, line: &str) -> Vec<Option<String>> {
@@ -329,7 +418,7 @@ impl<R: BufRead> RecordReader<R> {
             .collect()
     }
 
-    fn parse_csv(&mut self, mut line: String) -> Result<Vec<Option<String>>> {
+    fn parse_csv(&mut self, line: &mut String) -> Result<Vec<Option<String>>> {
         let (delimiter, quote) = (self.format.delimiter, self.format.quote);
         let mut fields = Vec::new();
         let mut field = String::new();

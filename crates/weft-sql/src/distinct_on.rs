@@ -28,8 +28,14 @@ impl DistinctOn {
         let mut named = vec![false; on.len()];
         let mut skipped = false;
         let mut key_count = 0;
+        let mut seen: Vec<ast::Expr> = Vec::new();
         for item in order_by {
             let e = resolve(&item.expr, items, "ORDER BY")?;
+            // A repeated ORDER BY item adds nothing to the order (PostgreSQL drops it).
+            if seen.iter().any(|earlier| same_expression(earlier, &e, scope)) {
+                continue;
+            }
+            seen.push(e.clone());
             let mut hit = false;
             for (i, d) in on.iter().enumerate() {
                 if same_expression(&e, d, scope) {

@@ -113,3 +113,35 @@ pub fn substitute_columns(expr: &Expr, values: &[Expr]) -> Expr {
         }
     }
 }
+
+/// `filter`'s top-level AND terms reordered as PostgreSQL orders a qual list by cost
+/// (`order_qual_clauses`): terms that run a subquery per row after the others, so that a
+/// cheap term turning a row away spares the subquery. The order is otherwise kept.
+pub fn order_quals(filter: Expr) -> Expr {
+    use weft_exec::expr::BinaryOp;
+    fn flatten(e: Expr, out: &mut Vec<Expr>) {
+        match e {
+            Expr::Binary { op: BinaryOp::And, left, right, .. } => {
+                flatten(*left, out);
+                flatten(*right, out);
+            }
+            other => out.push(other),
+        }
+    }
+    let runs_subquery = |e: &Expr| {
+        let mut found = false;
+        walk(e, &mut |n| found |= matches!(n, Expr::SubPlan { .. }));
+        found
+    };
+    let mut terms = Vec::new();
+    flatten(filter, &mut terms);
+    if !terms.iter().any(runs_subquery) {
+        return terms.into_iter().reduce(and).expect("a term");
+    }
+    let (cheap, costly): (Vec<Expr>, Vec<Expr>) = terms.into_iter().partition(|e| !runs_subquery(e));
+    cheap.into_iter().chain(costly).reduce(and).expect("a term")
+}
+
+fn and(left: Expr, right: Expr) -> Expr {
+    Expr::Binary { op: weft_exec::expr::BinaryOp::And, left: Box::new(left), right: Box::new(right), data_type: weft_common::DataType::Bool }
+}

@@ -1085,7 +1085,7 @@ fn is_equality(e: &Expr) -> bool {
 }
 
 fn and_all(conditions: Vec<Expr>) -> Option<Expr> {
-    conditions.into_iter().reduce(|a, b| Expr::Binary { op: BinaryOp::And, left: Box::new(a), right: Box::new(b), data_type: DataType::Bool })
+    conditions.into_iter().reduce(|a, b| Expr::Binary { op: BinaryOp::And, left: Box::new(a), right: Box::new(b), data_type: DataType::Bool }).map(crate::exprutil::order_quals)
 }
 
 /// The items and conditions of an island of inner joins (outer joins are items).

@@ -45,6 +45,7 @@ mod upsert;
 mod vacuum;
 mod window;
 
+pub use copy::CopyClient;
 pub use api::{CancelHandle, ColumnInfo, Database, ProgressHandle, QueryResult, RelationDescription, RelationInfo, Session};
 pub use weft_common::{DataType, Datum, Error, Result, SqlState};
 pub use weft_exec::PipelineStats;

@@ -346,13 +346,10 @@ pub(crate) fn table_scope(table: &TableMeta, alias: &str) -> Scope {
 pub(crate) fn bind_condition(session: &Session, cancel: &CancelToken, scope: &Scope, ctx: &PlanContext, condition: &ast::Expr) -> Result<Expr> {
     let run = |query: &ast::Query, columns| match run_subquery(session, cancel, ctx, query, columns) {
         Ok(rows) => Ok(Some(rows)),
-        // A subquery that names the target table's columns is correlated: the binder
-        // makes it a subplan, run per target row.
-        Err(e) if matches!(e.sqlstate, SqlState::UNDEFINED_TABLE | SqlState::UNDEFINED_COLUMN)
-            && scope.columns.iter().any(|c| c.table.as_ref().is_some_and(|t| query.to_string().contains(&format!("{t}.")))) =>
-        {
-            Ok(None)
-        }
+        // A subquery that names the target table's columns (qualified or not) is
+        // correlated: the binder makes it a subplan, run per target row, and reports the
+        // name itself if the target lacks it too.
+        Err(e) if matches!(e.sqlstate, SqlState::UNDEFINED_TABLE | SqlState::UNDEFINED_COLUMN) => Ok(None),
         Err(e) => Err(e),
     };
     let condition = run_membership_subqueries(&run, condition)?;

@@ -556,6 +556,25 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
     Ok(From { source, scope })
 }
 
+/// Compile every constant regular expression a WHERE clause matches against. PostgreSQL's
+/// planner compiles them to estimate the clause's selectivity, so a bad pattern fails the
+/// statement even over a table with no rows.
+fn check_constant_patterns(filter: &Expr, ctx: &PlanContext) -> Result<()> {
+    use weft_exec::expr::ScalarFunction as F;
+    let mut checks = Vec::new();
+    crate::exprutil::walk(filter, &mut |e| {
+        if let Expr::Function { func, args, data_type } = e {
+            let is_pattern_match = matches!(func, F::RegexMatch | F::RegexIMatch | F::RegexNotMatch | F::RegexNotIMatch | F::SimilarTo | F::NotSimilarTo);
+            if is_pattern_match && args[1..].iter().all(|a| matches!(a, Expr::Literal { value: Datum::Text(_), .. })) {
+                let empty = Expr::Literal { value: Datum::Text(String::new()), data_type: DataType::Text };
+                let args = std::iter::once(empty).chain(args[1..].iter().cloned()).collect();
+                checks.push(Expr::Function { func: *func, args, data_type: *data_type });
+            }
+        }
+    });
+    checks.iter().try_for_each(|check| check.eval(&[], ctx.eval).map(drop))
+}
+
 /// The positional arguments of a function in FROM, bound in an empty scope: a LATERAL
 /// function's outer references become parameters.
 fn bind_positional_args(function: &str, args: &[ast::FunctionArg], ctx: &PlanContext) -> Result<Vec<Expr>> {
@@ -701,11 +720,13 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
             return Err(Error::new(SqlState("42P20"), "window functions are not allowed in WHERE"));
         }
         let bound = require_bool(Binder::new(scope).planning(ctx).bind(predicate)?, "WHERE")?;
+        check_constant_patterns(&bound, ctx)?;
         filter = Some(match filter {
             None => bound,
             Some(f) => Expr::Binary { op: ex::BinaryOp::And, left: Box::new(f), right: Box::new(bound), data_type: DataType::Bool },
         });
     }
+    let mut filter = filter.map(crate::exprutil::order_quals);
 
     let mut grouping_sets = None;
     let (group_by_asts, has_group_by): (Vec<ast::Expr>, bool) = match &select.group_by {
@@ -745,8 +766,12 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
             "for SELECT DISTINCT, ORDER BY expressions must appear in select list",
         ));
     }
-    if distinct && (is_aggregate || has_windows) {
-        // DISTINCT over grouped rows or window values: group the query's output again.
+    // A subquery in the select list may read columns that are not output columns, which a
+    // GROUP BY of the output could not give it.
+    let subquery_items = items[..visible].iter().any(|(e, _)| crate::bind::contains_subquery(e));
+    if distinct && (is_aggregate || has_windows || subquery_items) {
+        // DISTINCT over grouped rows, window values or subquery values: group the query's
+        // output again.
         let mut plain = select.clone();
         plain.distinct = None;
         let planned = plan_select(&plain, order_by, ctx)?;
@@ -754,8 +779,13 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     }
     // DISTINCT over plain rows is a GROUP BY of every output column (PostgreSQL plans it
     // the same way: a HashAggregate keyed by the select list).
+    // A constant number in the select list is a value to group by, not a position.
+    let as_group_key = |e: &ast::Expr| match e {
+        ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => ast::Expr::Nested(Box::new(e.clone())),
+        _ => e.clone(),
+    };
     let (group_by_asts, is_aggregate) =
-        if distinct { (items[..visible].iter().map(|(e, _)| e.clone()).collect(), true) } else { (group_by_asts, is_aggregate) };
+        if distinct { (items[..visible].iter().map(|(e, _)| as_group_key(e)).collect(), true) } else { (group_by_asts, is_aggregate) };
 
     let workers_for = |source: &Source, exprs_volatile: bool| -> usize {
         if exprs_volatile {

@@ -159,10 +159,16 @@ impl Session {
     /// inside a block puts it in the failed state.
     /// An error found while reading the text points into it ([`Error::position`]).
     pub fn execute(&mut self, sql: &str) -> Result<QueryResult> {
-        self.execute_text(sql).map_err(|e| e.located_in(sql))
+        self.execute_text(sql, None).map_err(|e| e.located_in(sql))
     }
 
-    fn execute_text(&mut self, sql: &str) -> Result<QueryResult> {
+    /// [`Session::execute`] with a client that moves the data of `COPY ... FROM STDIN`
+    /// and `COPY ... TO STDOUT` (without one, they fail with 0A000).
+    pub fn execute_with_copy(&mut self, sql: &str, client: &mut dyn crate::copy::CopyClient) -> Result<QueryResult> {
+        self.execute_text(sql, Some(client)).map_err(|e| e.located_in(sql))
+    }
+
+    fn execute_text(&mut self, sql: &str, mut copy: Option<&mut dyn crate::copy::CopyClient>) -> Result<QueryResult> {
         // sqlparser does not know REINDEX, and reads VACUUM in Redshift's form only.
         let token = CancelToken::new();
         *self.cancel.lock() = token.clone();
@@ -194,7 +200,10 @@ impl Session {
             self.eval.clock.reset();
             let mut outcome = match crate::transaction::control(self, statement) {
                 Some(outcome) => outcome,
-                None => self.check_not_failed().and_then(|()| self.execute_statement(statement, &token)),
+                None => {
+                    let copy = copy.as_mut().map(|client| &mut **client as &mut dyn crate::copy::CopyClient);
+                    self.check_not_failed().and_then(|()| self.execute_statement(statement, &token, copy))
+                }
             };
             // A statement that moved a sequence without committing anything (a SELECT of
             // nextval) commits nothing but the sequences' values, so that none is reused.
@@ -233,8 +242,8 @@ impl Session {
         (ms > 0).then(|| std::time::Duration::from_millis(ms as u64))
     }
 
-    fn execute_statement(&mut self, statement: &Statement, cancel: &CancelToken) -> Result<QueryResult> {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| statements::execute(self, statement, cancel)))
+    fn execute_statement(&mut self, statement: &Statement, cancel: &CancelToken, copy: Option<&mut dyn crate::copy::CopyClient>) -> Result<QueryResult> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| statements::execute(self, statement, cancel, copy)))
             .unwrap_or_else(|panic| Err(panic_error(panic)))
     }
 

@@ -19,7 +19,8 @@ use crate::indexes::{add_key_constraints, KeyConstraint};
 use crate::planner::{plan_query, PlanContext, PlannedQuery};
 use crate::session::Session;
 
-pub fn execute(session: &mut Session, statement: &Statement, cancel: &CancelToken) -> Result<QueryResult> {
+/// Run one statement; `copy` is the client's end of a COPY FROM STDIN / TO STDOUT.
+pub fn execute(session: &mut Session, statement: &Statement, cancel: &CancelToken, copy: Option<&mut dyn crate::copy::CopyClient>) -> Result<QueryResult> {
     match statement {
         Statement::Query(query) => select(session, query, cancel),
         Statement::Explain { statement: inner, analyze, verbose, format, options, query_plan: false, estimate: false, .. } => {
@@ -63,7 +64,7 @@ pub fn execute(session: &mut Session, statement: &Statement, cancel: &CancelToke
             Ok(QueryResult::command("RESET"))
         }
         Statement::Copy { source, to, target, options, legacy_options, .. } => {
-            crate::copy::copy(session, source, *to, target, options, legacy_options, cancel)
+            crate::copy::copy(session, source, *to, target, options, legacy_options, cancel, copy)
         }
         other => Err(Error::not_supported(format!("statement not supported: {}", first_words(&other.to_string())))),
     }

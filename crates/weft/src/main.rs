@@ -34,6 +34,7 @@ mod bench_index;
 mod bench_join;
 mod bench_sort;
 mod cancel;
+mod copy_client;
 mod demo;
 mod meta;
 mod output;
@@ -41,6 +42,7 @@ mod progress;
 mod runner;
 mod script;
 mod server;
+mod server_copy;
 mod shell;
 
 use std::io::IsTerminal;

@@ -21,6 +21,9 @@ use weft_common::SqlState;
 
 use weft_sql::{RelationDescription, RelationInfo};
 
+use std::io::BufRead;
+
+use crate::copy_client::{parse_backslash_copy, CopyOut, ShellCopy};
 use crate::output::{format_table, Align, Footer, Table};
 use crate::runner::{parse_bool, Location, Outcome, Runner};
 
@@ -38,6 +41,9 @@ Query Buffer and Output
   \\timing [on|off]       toggle timing of commands (prints \"Time: ... ms\")
   \\echo [STRING]         write string to standard output
 
+Input/Output
+  \\copy ...              perform SQL COPY with data stream to the client host
+
 Informational
   \\d[+]                  list tables
   \\d[+]  NAME            describe table or index (NAME may be a pattern)
@@ -52,7 +58,8 @@ SQL statements end with \";\"; Ctrl-C cancels the running statement.
 ";
 
 /// Run one meta-command (`command` is the text after the backslash).
-pub fn run(runner: &mut Runner, command: &str, location: Location<'_>) -> Outcome {
+/// `input` is the script the command came from (`\copy ... from stdin` reads it).
+pub fn run(runner: &mut Runner, command: &str, location: Location<'_>, input: Option<&mut dyn BufRead>) -> Outcome {
     let (name, argument) = match command.split_once(char::is_whitespace) {
         Some((name, rest)) => (name, rest.trim()),
         None => (command, ""),
@@ -69,6 +76,7 @@ pub fn run(runner: &mut Runner, command: &str, location: Location<'_>) -> Outcom
             Outcome::Ok
         }
         "set" => set_variable(runner, argument),
+        "copy" => backslash_copy(runner, argument, location, input),
         "unset" => {
             runner.variables.remove(argument);
             Outcome::Ok
@@ -82,6 +90,46 @@ pub fn run(runner: &mut Runner, command: &str, location: Location<'_>) -> Outcom
                 Outcome::Failed
             }
         },
+    }
+}
+
+/// `\copy`: COPY through the shell, with the client's files.
+fn backslash_copy(runner: &mut Runner, argument: &str, location: Location<'_>, input: Option<&mut dyn BufRead>) -> Outcome {
+    let parsed = match parse_backslash_copy(argument) {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            log(runner, Level::Error, &message, location);
+            return Outcome::Failed;
+        }
+    };
+    // psql names the file and the system's reason, without Rust's "(os error n)".
+    let file_error = |path: &str, e: std::io::Error| {
+        let reason = e.to_string();
+        let reason = reason.split(" (os error").next().unwrap_or_default().to_string();
+        format!("{path}: {reason}")
+    };
+    match (parsed.from, parsed.file) {
+        (true, Some(path)) => match std::fs::File::open(&path) {
+            Ok(file) => {
+                let mut reader = std::io::BufReader::new(file);
+                runner.execute_terminated(&parsed.sql, false, location, &mut ShellCopy::new(Some(&mut reader), CopyOut::Stdout))
+            }
+            Err(e) => {
+                log(runner, Level::Error, &file_error(&path, e), location);
+                Outcome::Failed
+            }
+        },
+        (false, Some(path)) => match std::fs::File::create(&path) {
+            Ok(file) => {
+                let out = CopyOut::File { out: std::io::BufWriter::new(file), path };
+                runner.execute_terminated(&parsed.sql, false, location, &mut ShellCopy::new(None, out))
+            }
+            Err(e) => {
+                log(runner, Level::Error, &file_error(&path, e), location);
+                Outcome::Failed
+            }
+        },
+        (_, None) => runner.execute_terminated(&parsed.sql, false, location, &mut ShellCopy::new(input, CopyOut::Stdout)),
     }
 }
 

@@ -3,12 +3,13 @@
 //! input is a file, as psql prefixes `psql:FILE:LINE: `), and `Time: ...` under `\timing`.
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::io::{BufRead, Write};
 use std::time::Instant;
 
 use weft_sql::{QueryResult, Session};
 
 use crate::cancel;
+use crate::copy_client::{CopyOut, ShellCopy};
 use crate::meta;
 use crate::output::{format_notice, format_result, format_timing, OutputOptions};
 use crate::script::ScriptItem;
@@ -62,35 +63,53 @@ impl Runner {
         self.variables.get("ON_ERROR_STOP").is_some_and(|value| parse_bool(value).unwrap_or(false))
     }
 
-    /// Run one statement or meta-command.
+    /// Run one statement or meta-command; a `COPY ... FROM STDIN` reads its data from stdin.
     pub fn run_item(&mut self, item: &ScriptItem, file: Option<&str>) -> Outcome {
+        self.run_item_reading(item, file, None)
+    }
+
+    /// [`Runner::run_item`] of an item of `input` (a script): a `COPY ... FROM STDIN` reads
+    /// the lines after it.
+    pub fn run_item_reading(&mut self, item: &ScriptItem, file: Option<&str>, input: Option<&mut dyn BufRead>) -> Outcome {
         match item {
-            ScriptItem::Statement { sql, line, terminated } => self.execute_terminated(sql, *terminated, Location { file, line: *line }),
-            ScriptItem::Meta { command, line } => meta::run(self, command, Location { file, line: *line }),
+            ScriptItem::Statement { sql, line, terminated } => {
+                let mut copy = ShellCopy::new(input, CopyOut::Stdout);
+                self.execute_terminated(sql, *terminated, Location { file, line: *line }, &mut copy)
+            }
+            ScriptItem::Meta { command, line } => meta::run(self, command, Location { file, line: *line }, input),
         }
     }
 
     /// Run one SQL statement and print its result, notices, error and timing.
     pub fn execute(&mut self, sql: &str, location: Location<'_>) -> Outcome {
-        self.execute_terminated(sql, false, location)
+        self.execute_terminated(sql, false, location, &mut ShellCopy::new(None, CopyOut::Stdout))
     }
 
     /// [`Runner::execute`] of a statement that ended with a `;` (`terminated`), which psql
-    /// sends with the text: an error's excerpt shows it.
-    fn execute_terminated(&mut self, sql: &str, terminated: bool, location: Location<'_>) -> Outcome {
+    /// sends with the text: an error's excerpt shows it. `copy` moves a COPY's data.
+    pub fn execute_terminated(&mut self, sql: &str, terminated: bool, location: Location<'_>, copy: &mut ShellCopy<'_>) -> Outcome {
         let handle = self.session.cancel_handle();
         let progress = self.session.progress_handle();
         let session = &mut self.session;
+        // Sent as psql sends it, with its `;`: a syntax error there is "at or near ";"".
+        let sent = if terminated { format!("{sql};") } else { sql.to_string() };
         let started = Instant::now();
-        let result = cancel::while_running(handle, || crate::progress::while_running(progress, || session.execute(sql)));
+        let result = cancel::while_running(handle, || {
+            crate::progress::while_running(progress, || session.execute_with_copy(&sent, &mut *copy).and_then(|r| copy.finish().map(|()| r)))
+        });
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
+        // psql reports a COPY FROM STDIN at the line its data ended on.
+        let location = Location { line: location.line + copy.skip_rest(), ..location };
         let outcome = match result {
-            Ok(result) => {
+            Ok(mut result) => {
+                if copy.copied_out {
+                    // psql prints the rows of COPY TO STDOUT and no tag.
+                    result.tag.clear();
+                }
                 self.print_result(&result, location);
                 Outcome::Ok
             }
             Err(error) => {
-                let sent = if terminated { format!("{sql};") } else { sql.to_string() };
                 self.print_error(&error.to_psql_string_for(&sent), location);
                 Outcome::Failed
             }

@@ -311,37 +311,74 @@ pub fn run_file(runner: &mut Runner, path: &str) -> std::io::Result<ScriptEnd> {
 
 /// Run SQL and meta-commands read line by line (a file, or stdin that is not a terminal).
 /// Each statement runs as soon as its `;` has been read, so a pipe is served as it flows.
+/// A `COPY ... FROM STDIN` reads its data from the lines that follow it.
 pub fn run_lines(runner: &mut Runner, reader: impl BufRead, file: Option<&str>) -> ScriptEnd {
+    let mut reader = LineCounter { inner: reader, lines: 0 };
     let mut splitter = Splitter::new();
     let mut items = Vec::new();
+    let mut line = String::new();
     let mut line_number = 0;
-    for line in reader.lines() {
-        let line = match line {
-            Ok(line) => line,
+    loop {
+        line.clear();
+        match reader.read_line(&mut line) {
+            Ok(0) => break,
+            Ok(_) => {}
             Err(error) => {
-                runner.print_error(&format!("error: could not read input: {error}"), Location { file, line: line_number });
+                runner.print_error(&format!("error: could not read input: {error}"), Location { file, line: reader.lines });
                 return ScriptEnd::Stopped;
             }
-        };
-        line_number += 1;
-        splitter.feed_line(&line, line_number, &mut items);
-        for item in items.drain(..) {
-            if let Some(end) = run_script_item(runner, &item, file) {
+        }
+        // The line's number (the last one may have no line end).
+        line_number = reader.lines + usize::from(!line.ends_with('\n'));
+        let text = line.strip_suffix('\n').unwrap_or(&line);
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        splitter.feed_line(text, line_number, &mut items);
+        for item in std::mem::take(&mut items) {
+            if let Some(end) = run_script_item(runner, &item, file, Some(&mut reader)) {
                 return end;
             }
         }
     }
-    if let Some(item) = splitter.finish(line_number.max(1)) {
-        if let Some(end) = run_script_item(runner, &item, file) {
+    if let Some(item) = splitter.finish(line_number.max(reader.lines).max(1)) {
+        if let Some(end) = run_script_item(runner, &item, file, Some(&mut reader)) {
             return end;
         }
     }
     ScriptEnd::Finished { last_failed: false }
 }
 
+/// A script's input that counts the lines taken from it, by the script or a COPY's data.
+struct LineCounter<R> {
+    inner: R,
+    lines: usize,
+}
+
+impl<R: BufRead> std::io::Read for LineCounter<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for LineCounter<R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, amount: usize) {
+        if let Ok(buffer) = self.inner.fill_buf() {
+            self.lines += buffer[..amount.min(buffer.len())].iter().filter(|&&b| b == b'\n').count();
+        }
+        self.inner.consume(amount);
+    }
+}
+
 /// Run one item of a script; `Some` when the script must end here.
-fn run_script_item(runner: &mut Runner, item: &ScriptItem, file: Option<&str>) -> Option<ScriptEnd> {
-    let outcome = runner.run_item(item, file);
+fn run_script_item(runner: &mut Runner, item: &ScriptItem, file: Option<&str>, input: Option<&mut dyn BufRead>) -> Option<ScriptEnd> {
+    let outcome = runner.run_item_reading(item, file, input);
     if cancel::take_interrupt() {
         return Some(ScriptEnd::Stopped);
     }

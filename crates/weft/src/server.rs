@@ -15,6 +15,7 @@
 //!   it (`Session::describe_with_params`). Results in text, or binary for every type but
 //!   numeric (weft stores the others as PostgreSQL's binary form holds them).
 //! - ReadyForQuery reports the session's transaction block: idle, open or failed.
+//! - COPY FROM STDIN / TO STDOUT in the simple query protocol (`server_copy.rs`).
 //! - CancelRequest cancels the running statement through the session's `CancelHandle`.
 //! - A panic in a statement is an XX000 error to its client; the server goes on.
 
@@ -143,15 +144,17 @@ impl Backend {
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// One connection's session, kept in the client's session extensions.
-struct Connection {
+pub(crate) struct Connection {
     session: Arc<Mutex<Session>>,
     backend: Arc<Backend>,
     key: (i32, Bytes),
+    /// A COPY FROM STDIN waiting for CopyData (`server_copy.rs`).
+    pub(crate) copy_in: Mutex<Option<crate::server_copy::CopyIn>>,
 }
 
 impl Drop for Connection {
@@ -163,19 +166,7 @@ impl Drop for Connection {
 impl Connection {
     /// Run `f` on the session on a blocking thread; a panic becomes an XX000 error.
     async fn run<R: Send + 'static>(&self, f: impl FnOnce(&mut Session) -> weft_sql::Result<R> + Send + 'static) -> weft_sql::Result<R> {
-        let session = self.session.clone();
-        let task = tokio::task::spawn_blocking(move || {
-            let mut session = lock(&session);
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut session))).unwrap_or_else(|panic| {
-                let message = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_else(|| "unknown".into());
-                Err(Error::internal(format!("internal error: {message}")))
-            })
-        });
-        task.await.unwrap_or_else(|e| Err(Error::internal(format!("internal error: {e}"))))
+        run_on_session(self.session.clone(), f).await
     }
 
     fn transaction_status(&self) -> TransactionStatus {
@@ -190,7 +181,28 @@ impl Connection {
     }
 }
 
-fn connection<C: ClientInfo + ?Sized>(client: &C) -> PgWireResult<Arc<Connection>> {
+/// Run `f` on `session` on a blocking thread; a panic becomes an XX000 error. (A running
+/// COPY FROM STDIN holds the session, not its connection, so that a connection closing
+/// mid-COPY drops the sender of the COPY's data and the COPY fails.)
+pub(crate) async fn run_on_session<R: Send + 'static>(
+    session: Arc<Mutex<Session>>,
+    f: impl FnOnce(&mut Session) -> weft_sql::Result<R> + Send + 'static,
+) -> weft_sql::Result<R> {
+    let task = tokio::task::spawn_blocking(move || {
+        let mut session = lock(&session);
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&mut session))).unwrap_or_else(|panic| {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "unknown".into());
+            Err(Error::internal(format!("internal error: {message}")))
+        })
+    });
+    task.await.unwrap_or_else(|e| Err(Error::internal(format!("internal error: {e}"))))
+}
+
+pub(crate) fn connection<C: ClientInfo + ?Sized>(client: &C) -> PgWireResult<Arc<Connection>> {
     client
         .session_extensions()
         .get::<Connection>()
@@ -198,17 +210,18 @@ fn connection<C: ClientInfo + ?Sized>(client: &C) -> PgWireResult<Arc<Connection
 }
 
 /// Set the client's transaction status from its session's block.
-fn sync_status<C: ClientInfo>(client: &mut C) -> TransactionStatus {
+pub(crate) fn sync_status<C: ClientInfo>(client: &mut C) -> TransactionStatus {
     let status = connection(client).map_or(TransactionStatus::Idle, |c| c.transaction_status());
     client.set_transaction_status(status);
     status
 }
 
-fn error_info(error: &Error) -> ErrorInfo {
+pub(crate) fn error_info(error: &Error) -> ErrorInfo {
     let mut info = ErrorInfo::new("ERROR".into(), error.sqlstate.0.into(), error.message.clone());
     info.detail = error.detail.clone();
     info.hint = error.hint.clone();
     info.position = error.position().map(|p| p.to_string());
+    info.where_context = error.context.clone();
     info
 }
 
@@ -222,7 +235,7 @@ fn shift_position(mut error: Error, offset: Option<usize>) -> Error {
     error
 }
 
-fn user_error(error: &Error) -> PgWireError {
+pub(crate) fn user_error(error: &Error) -> PgWireError {
     PgWireError::UserError(Box::new(error_info(error)))
 }
 
@@ -408,7 +421,7 @@ fn tag_without_count(tag: &str) -> &str {
     }
 }
 
-async fn send_notices<C>(client: &mut C, result: &QueryResult) -> PgWireResult<()>
+pub(crate) async fn send_notices<C>(client: &mut C, result: &QueryResult) -> PgWireResult<()>
 where
     C: Sink<PgWireBackendMessage> + Unpin + Send,
     C::Error: Debug,
@@ -422,7 +435,7 @@ where
 
 /// A statement prepared by Parse.
 #[derive(Clone, Debug)]
-struct Prepared {
+pub(crate) struct Prepared {
     sql: String,
     /// The type each parameter is sent as (declared, found from the statement, or text).
     wire_types: Vec<Type>,
@@ -504,7 +517,7 @@ fn portal_parameters(portal: &Portal<Prepared>) -> PgWireResult<Vec<Option<Strin
         .collect()
 }
 
-struct Parser;
+pub(crate) struct Parser;
 
 #[async_trait]
 impl QueryParser for Parser {
@@ -575,7 +588,7 @@ fn is_transaction_control(sql: &str) -> bool {
 }
 
 /// The handlers of every connection: the backend behind an `Arc` a connection keeps.
-struct Handlers(Arc<Backend>);
+pub(crate) struct Handlers(Arc<Backend>);
 
 #[async_trait]
 impl StartupHandler for Handlers {
@@ -597,7 +610,12 @@ impl StartupHandler for Handlers {
         client.set_pid_and_secret_key(pid, secret_key.clone());
         let key = (pid, secret_key.to_bytes());
         lock(&self.0.connections).insert(key.clone(), session.cancel_handle());
-        client.session_extensions().insert(Connection { session: Arc::new(Mutex::new(session)), backend: self.0.clone(), key });
+        client.session_extensions().insert(Connection {
+            session: Arc::new(Mutex::new(session)),
+            backend: self.0.clone(),
+            key,
+            copy_in: Mutex::new(None),
+        });
         let parameters = ServerParameters {
             user: client.metadata().get(METADATA_USER).cloned(),
             application_name: client.metadata().get(METADATA_APPLICATION_NAME).cloned(),
@@ -643,6 +661,7 @@ impl SimpleQueryHandler for Handlers {
                 .unwrap_or(false);
         let mut failed = false;
         let mut searched_to = 0; // bytes of the query string before the statement to find
+        let alone = items.len() == 1;
         for item in items {
             let sql = match item {
                 ScriptItem::Statement { sql, .. } => sql,
@@ -659,7 +678,16 @@ impl SimpleQueryHandler for Handlers {
                 searched_to += at + sql.len();
                 query.query[..searched_to - sql.len()].chars().count()
             });
-            match connection.run(move |session| session.execute(&sql)).await.map_err(|e| shift_position(e, offset)) {
+            let outcome = if crate::server_copy::is_copy(&sql) {
+                match crate::server_copy::run_copy(client, connection.session.clone(), sql, alone).await? {
+                    crate::server_copy::CopyStep::Finished(outcome) => outcome,
+                    // The COPY reads CopyData next; its end sends the rest (`on_copy_done`).
+                    crate::server_copy::CopyStep::AwaitingData => return Ok(()),
+                }
+            } else {
+                connection.run(move |session| session.execute(&sql)).await
+            };
+            match outcome.map_err(|e| shift_position(e, offset)) {
                 Ok(result) => {
                     send_notices(client, &result).await?;
                     if result.returns_rows {
@@ -816,6 +844,10 @@ impl PgWireServerHandlers for Handlers {
     fn cancel_handler(&self) -> Arc<impl CancelHandler> {
         Arc::new(Handlers(self.0.clone()))
     }
+
+    fn copy_handler(&self) -> Arc<impl pgwire::api::copy::CopyHandler> {
+        Arc::new(Handlers(self.0.clone()))
+    }
 }
 
 #[cfg(test)]
@@ -839,7 +871,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let database = Database::open(dir.path(), &[]).unwrap();
         let backend = Arc::new(Backend { database: database.clone(), keys: RandomPidSecretKeyGenerator::default(), connections: Mutex::default() });
-        let connection = Connection { session: Arc::new(Mutex::new(database.session())), backend, key: (1, Bytes::new()) };
+        let connection = Connection { session: Arc::new(Mutex::new(database.session())), backend, key: (1, Bytes::new()), copy_in: Mutex::new(None) };
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let error = runtime.block_on(connection.run(|_| -> weft_sql::Result<()> { panic!("boom") })).unwrap_err();
         assert_eq!(error.sqlstate, SqlState::INTERNAL_ERROR);

@@ -97,7 +97,7 @@ const DESCRIBE: &str = "\
 \\d a.b.c.d
 ";
 
-fn weft(data_dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn weft(data_dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_weft"))
         .arg("-D")
         .arg(data_dir)
@@ -108,19 +108,19 @@ fn weft(data_dir: &Path, args: &[&str]) -> Output {
 }
 
 /// psql connected as `weft` (the later `-U` wins over the harness's `-U postgres`).
-fn psql(cluster: &PgCluster, args: &[&str]) -> Output {
+pub(crate) fn psql(cluster: &PgCluster, args: &[&str]) -> Output {
     let mut command = cluster.psql_command();
     // The harness sets ON_ERROR_STOP; weft's run does not, and the scripts hold errors.
     command.args(["-U", ROLE, "-v", "ON_ERROR_STOP=0"]).args(args);
     command.output().expect("run psql")
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// A cluster with the `weft` role, or `None` when PostgreSQL 15 is not installed.
-fn cluster() -> Option<PgCluster> {
+pub(crate) fn cluster() -> Option<PgCluster> {
     if !PgCluster::available() {
         eprintln!("skipping: PostgreSQL 15 is not installed");
         return None;
@@ -131,7 +131,7 @@ fn cluster() -> Option<PgCluster> {
 }
 
 /// Run `script` through weft (in `data`) and through psql; return (weft, psql) outputs.
-fn both(cluster: &PgCluster, dir: &Path, name: &str, script: &str, format: &[&str]) -> (Output, Output) {
+pub(crate) fn both(cluster: &PgCluster, dir: &Path, name: &str, script: &str, format: &[&str]) -> (Output, Output) {
     let path = dir.join(name);
     std::fs::write(&path, script).unwrap();
     let path = path.to_str().unwrap();
@@ -143,11 +143,11 @@ fn both(cluster: &PgCluster, dir: &Path, name: &str, script: &str, format: &[&st
 }
 
 /// psql's `psql:FILE:LINE: ` prefix is weft's `weft:FILE:LINE: `.
-fn as_weft_messages(stderr: &str) -> String {
+pub(crate) fn as_weft_messages(stderr: &str) -> String {
     stderr.lines().map(|line| format!("{}\n", line.strip_prefix("psql:").map_or(line.to_string(), |rest| format!("weft:{rest}")))).collect()
 }
 
-fn assert_same_lines(actual: &str, expected: &str, what: &str) {
+pub(crate) fn assert_same_lines(actual: &str, expected: &str, what: &str) {
     if actual == expected {
         return;
     }
@@ -256,8 +256,8 @@ fn verbose_listings_match_psql_but_sizes() {
 
 /// Errors found while reading a statement point into it as psql shows PostgreSQL's: the
 /// `LINE n:` line, cut around the place when long, and the caret (the protocol's position
-/// field, which the wire server sends too). The statements end their lines: psql sends the
-/// `;` and weft's shell does not, which moves PostgreSQL's `at end of input`.
+/// field, which the wire server sends too). The statements end their lines, `;` included,
+/// which psql sends and so does weft's shell: `select 1 +;` fails at or near ";".
 #[test]
 fn error_positions_match_psql() {
     let Some(cluster) = cluster() else { return };
@@ -286,6 +286,9 @@ select * from et where a in (select a, b from et);
 select 'é' || x;
 select 1/0;
 select a from et group by b;
+select 1 +;
+select a from et where b ~ '(';
+select a from et where b similar to '(';
 ";
     let (actual, expected) = both(&cluster, dir.path(), "positions.sql", script, &[]);
     assert_same_lines(&text(&actual.stderr), &as_weft_messages(&text(&expected.stderr)), "stderr");

@@ -7,6 +7,7 @@
 mod oracle;
 
 mod cli;
+mod copy_stdio;
 mod describe_psql;
 mod explain_psql;
 mod kill9_durability;

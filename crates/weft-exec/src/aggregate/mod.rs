@@ -65,6 +65,7 @@ mod ordered_set;
 mod spill;
 mod stats;
 mod table;
+
 #[cfg(test)]
 mod tests;
 
@@ -80,7 +81,7 @@ use weft_common::{DataType, Datum, Error, Result, SqlState};
 use self::distinct::DistinctValues;
 use self::ordered_set::{HypotheticalCounts, OrderedValues};
 use self::spill::{partition_of, PartitionWriters, SpillDir, SpillFile};
-use self::stats::{bits_result, BitOp, ExactMoments, FloatMoments, RegrMoments, RegrOutput, Spread};
+use self::stats::{bits_result, float_add, BitOp, ExactMoments, FloatMoments, RegrMoments, RegrOutput, Spread};
 use self::table::{datum_heap, hash_key, GroupTable, Groups};
 use crate::execute::{ExecContext, Sink};
 use crate::expr::compare::{compare_datums, compare_sort_keys};
@@ -294,7 +295,7 @@ impl Accumulator {
                 *any = true;
             }
             Accumulator::SumFloat { sum, any } => {
-                *sum += float_value(value)?;
+                *sum = sum_float(*sum, *any, float_value(value)?)?;
                 *any = true;
             }
             Accumulator::SumNumeric { sum } => *sum = Some(add_numeric(sum.take(), numeric_value(value)?)?),
@@ -303,7 +304,7 @@ impl Accumulator {
                 *count += 1;
             }
             Accumulator::AvgFloat { sum, count } => {
-                *sum += float_value(value)?;
+                *sum = float_add(*sum, float_value(value)?)?;
                 *count += 1;
             }
             Accumulator::AvgNumeric { sum, count } => {
@@ -431,11 +432,11 @@ impl Accumulator {
         match self {
             Accumulator::Count(n) => *n += 1,
             Accumulator::SumFloat { sum, any } => {
-                *sum += v;
+                *sum = sum_float(*sum, *any, v)?;
                 *any = true;
             }
             Accumulator::AvgFloat { sum, count } => {
-                *sum += v;
+                *sum = float_add(*sum, v)?;
                 *count += 1;
             }
             _ => {
@@ -455,8 +456,10 @@ impl Accumulator {
                 *any |= a;
             }
             (Accumulator::SumFloat { sum, any }, Accumulator::SumFloat { sum: s, any: a }) => {
-                *sum += s;
-                *any |= a;
+                if a {
+                    *sum = sum_float(*sum, *any, s)?;
+                    *any = true;
+                }
             }
             (Accumulator::SumNumeric { sum }, Accumulator::SumNumeric { sum: s }) => {
                 if let Some(s) = s {
@@ -468,7 +471,7 @@ impl Accumulator {
                 *count += c;
             }
             (Accumulator::AvgFloat { sum, count }, Accumulator::AvgFloat { sum: s, count: c }) => {
-                *sum += s;
+                *sum = float_add(*sum, s)?;
                 *count += c;
             }
             (Accumulator::AvgNumeric { sum, count }, Accumulator::AvgNumeric { sum: s, count: c }) => {
@@ -1522,5 +1525,15 @@ impl Sink for AggregateSink<'_> {
         }
         shared.whole.extend(whole);
         Ok(())
+    }
+}
+
+/// `sum(float8)` after one more value (or partial sum): PostgreSQL's sum starts from the
+/// first value, not from 0, so a sum of `-0`s stays `-0`; float8 `+` fails on overflow.
+fn sum_float(sum: f64, any: bool, value: f64) -> Result<f64> {
+    if any {
+        float_add(sum, value)
+    } else {
+        Ok(value)
     }
 }

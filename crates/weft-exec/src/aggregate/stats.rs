@@ -60,7 +60,7 @@ fn numeric_overflow() -> Error {
 }
 
 /// `a + b` for float sums, with float8 `+`'s overflow check (finite operands, infinite sum).
-fn float_add(a: f64, b: f64) -> Result<f64> {
+pub(super) fn float_add(a: f64, b: f64) -> Result<f64> {
     let sum = a + b;
     if sum.is_infinite() && a.is_finite() && b.is_finite() {
         return Err(float_overflow());

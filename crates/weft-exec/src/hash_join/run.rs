@@ -270,6 +270,14 @@ struct OuterSpill {
 }
 
 impl<'p> JoinRun<'p> {
+    /// The join this runs.
+    pub(crate) fn join(&self) -> &'p HashJoin {
+        match self {
+            JoinRun::Private { join, .. } => join,
+            JoinRun::Shared(shared) => shared.join,
+        }
+    }
+
     pub fn new(join: &'p HashJoin, ctx: &ExecContext, participants: usize) -> Result<JoinRun<'p>> {
         Ok(match join.mode {
             HashJoinMode::Serial | HashJoinMode::ParallelOblivious => {
@@ -365,6 +373,11 @@ impl<'p> JoinRun<'p> {
 }
 
 impl<'s, 'p> JoinLocal<'s, 'p> {
+    /// The whole inner side (every batch) turned out empty.
+    pub(crate) fn inner_is_empty(&self) -> bool {
+        self.table.as_ref().is_some_and(|table| table.facts().inner_empty)
+    }
+
     fn new(handle: Handle<'s, 'p>, phase: usize) -> JoinLocal<'s, 'p> {
         let (table, outer) = if phase == PROBE {
             let nbatch = handle.nbatch.load(Ordering::Acquire);

@@ -571,6 +571,10 @@ pub(crate) fn is_marked(marks: &OuterMarks, i: usize) -> bool {
 }
 
 impl JoinTable {
+    pub(crate) fn facts(&self) -> JoinFacts {
+        self.facts
+    }
+
     /// Assemble the arenas built into `buckets` (their tuples already inserted unless
     /// `reinsert` is needed, see [`JoinTable::needs_more_buckets`]).
     pub fn assemble(arenas: Vec<Arena>, buckets: Arc<Buckets>, original_buckets: usize, facts: JoinFacts) -> JoinTable {
