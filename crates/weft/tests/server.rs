@@ -14,13 +14,13 @@ use tokio_postgres::{Client, NoTls, SimpleQueryMessage};
 const PSQL: &str = "/usr/lib/postgresql/15/bin/psql";
 
 /// A running `weft serve`; killed if a test fails before stopping it.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
 }
 
 impl Server {
-    fn start(dir: &Path) -> Server {
+    pub(crate) fn start(dir: &Path) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_weft"))
             .args(["serve", "--port", "0", "-D"])
             .arg(dir)
@@ -51,7 +51,7 @@ impl Server {
     }
 
     /// SIGTERM, then the exit status must be 0.
-    fn stop(mut self) {
+    pub(crate) fn stop(mut self) {
         let status = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().unwrap();
         assert!(status.success());
         let started = Instant::now();
