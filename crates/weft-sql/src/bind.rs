@@ -137,7 +137,7 @@ pub fn object_name(name: &ast::ObjectName) -> Result<String> {
 
 /// A function's name: built-in functions are also reached qualified by `pg_catalog`, their
 /// schema in PostgreSQL (psql writes `pg_catalog.pg_get_userbyid(...)`).
-fn function_name(name: &ast::ObjectName) -> Result<String> {
+pub(crate) fn function_name(name: &ast::ObjectName) -> Result<String> {
     match name.0.as_slice() {
         [schema, function] if schema.as_ident().is_some_and(|s| ident_name(s) == "pg_catalog") => {
             function.as_ident().map(ident_name).ok_or_else(|| Error::syntax(format!("unexpected name {function}")))
@@ -549,6 +549,9 @@ impl<'a> Binder<'a> {
                 Ok(value)
             }
             A::Cast { expr: inner, data_type, .. } => {
+                if let Some(kind) = RegType::of(data_type) {
+                    return self.bind_reg_cast(inner, kind);
+                }
                 let (to, modifier) = sql_type_modified(data_type)?;
                 let bound = self.bind(inner)?;
                 if let Some(modifier) = modifier {
@@ -1067,6 +1070,9 @@ impl<'a> Binder<'a> {
         if let Some(size) = crate::catalog_views::SizeFunction::by_name(&name) {
             return self.bind_relation_size(&name, size, &f.args);
         }
+        if let Some(call) = self.bind_catalog_function(&name, &f.args)? {
+            return Ok(call);
+        }
         let no_arguments = match &f.args {
             ast::FunctionArguments::List(list) => list.args.is_empty(),
             _ => true,
@@ -1287,6 +1293,196 @@ impl Binder<'_> {
             }
             other => Err(no_aggregate(name, [&other])),
         }
+    }
+}
+
+/// The object identifier types weft reads in casts: `x::regclass` and the like.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RegType {
+    Class,
+    Type,
+    Namespace,
+}
+
+impl RegType {
+    fn of(data_type: &ast::DataType) -> Option<RegType> {
+        match data_type {
+            ast::DataType::Regclass => Some(RegType::Class),
+            ast::DataType::Custom(name, modifiers) if modifiers.is_empty() => match function_name(name).ok()?.as_str() {
+                "regclass" => Some(RegType::Class),
+                "regtype" => Some(RegType::Type),
+                "regnamespace" => Some(RegType::Namespace),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// An oid argument: an integer, or a quoted literal read as an oid (psql writes `'16385'`).
+fn oid_key(expr: Expr) -> Result<Expr> {
+    match expr {
+        Expr::Literal { value: Datum::Null, .. } => Ok(Expr::Literal { value: Datum::Null, data_type: DataType::Int8 }),
+        Expr::Literal { value: Datum::Text(text), .. } => match text.trim().parse::<u32>() {
+            Ok(oid) => Ok(Expr::Literal { value: Datum::Int8(i64::from(oid)), data_type: DataType::Int8 }),
+            Err(_) => Err(Error::new(SqlState::INVALID_TEXT_REPRESENTATION, format!("invalid input syntax for type oid: \"{text}\""))),
+        },
+        e if matches!(e.data_type(), DataType::Int4 | DataType::Int8) => ex::coerce(e, DataType::Int8, false),
+        e => Err(Error::new(SqlState::UNDEFINED_FUNCTION, format!("cannot use {} as an oid", e.data_type().name()))),
+    }
+}
+
+fn equals(left: &Expr, value: i64) -> Expr {
+    Expr::Binary {
+        op: ex::BinaryOp::Eq,
+        left: Box::new(left.clone()),
+        right: Box::new(Expr::Literal { value: Datum::Int8(value), data_type: DataType::Int8 }),
+        data_type: DataType::Bool,
+    }
+}
+
+fn both(left: Expr, right: Expr) -> Expr {
+    Expr::Binary { op: ex::BinaryOp::And, left: Box::new(left), right: Box::new(right), data_type: DataType::Bool }
+}
+
+/// `CASE WHEN condition THEN value ... [ELSE otherwise] END` over a catalog's objects, as
+/// bound for a function of an oid: the objects are those of the statement's catalog.
+fn catalog_lookup(whens: Vec<(Expr, Datum)>, otherwise: Option<Expr>, data_type: DataType) -> Expr {
+    let whens: Vec<(Expr, Expr)> = whens.into_iter().map(|(c, v)| (c, Expr::Literal { value: v, data_type })).collect();
+    if whens.is_empty() {
+        return otherwise.unwrap_or(Expr::Literal { value: Datum::Null, data_type });
+    }
+    Expr::Case { whens, otherwise: otherwise.map(Box::new), data_type }
+}
+
+impl Binder<'_> {
+    /// `x::regclass`, `::regtype`, `::regnamespace`. weft has no such types and keeps oids
+    /// as `bigint`: a quoted name (or number) is read as the object's oid, as the type's
+    /// input function reads it, and an oid reads as the object's name, as its output
+    /// function prints it (the number when there is no such object).
+    fn bind_reg_cast(&mut self, inner: &ast::Expr, kind: RegType) -> Result<Expr> {
+        let bound = self.bind(inner)?;
+        let catalog = self.planner.map(|ctx| ctx.catalog);
+        if let Expr::Literal { value: Datum::Text(input), .. } = &bound {
+            if let Ok(oid) = input.trim().parse::<u32>() {
+                return Ok(Expr::Literal { value: Datum::Int8(i64::from(oid)), data_type: DataType::Int8 });
+            }
+            let found = match kind {
+                RegType::Class => {
+                    let (schema, name) = crate::catalog_views::regclass_name(input)?;
+                    let catalog = catalog.ok_or_else(|| Error::not_supported("regclass is not supported here"))?;
+                    crate::pg_catalog::relation_oid(catalog, schema.as_deref(), &name)
+                        .ok_or_else(|| Error::new(SqlState::UNDEFINED_TABLE, format!("relation \"{input}\" does not exist")))?
+                }
+                RegType::Type => {
+                    let name = input.trim().strip_prefix("pg_catalog.").unwrap_or(input.trim()).to_lowercase();
+                    crate::pg_catalog::types()
+                        .into_iter()
+                        .find(|t| t.typname == name || t.display == name)
+                        .map(|t| t.oid)
+                        .ok_or_else(|| Error::new(SqlState::UNDEFINED_OBJECT, format!("type \"{input}\" does not exist")))?
+                }
+                RegType::Namespace => crate::pg_catalog::NAMESPACES
+                    .iter()
+                    .find(|(_, name, _)| *name == input.trim())
+                    .map(|(oid, _, _)| *oid)
+                    .ok_or_else(|| Error::new(SqlState::UNDEFINED_OBJECT, format!("schema \"{input}\" does not exist")))?,
+            };
+            return Ok(Expr::Literal { value: Datum::Int8(found), data_type: DataType::Int8 });
+        }
+        let key = oid_key(bound)?;
+        let names = match kind {
+            RegType::Class => crate::pg_catalog::relation_names(catalog.ok_or_else(|| Error::not_supported("regclass is not supported here"))?),
+            RegType::Type => crate::pg_catalog::type_names(),
+            RegType::Namespace => crate::pg_catalog::namespace_names(),
+        };
+        let whens = names.into_iter().map(|(oid, name)| (equals(&key, oid), Datum::Text(name))).collect();
+        let number = Expr::Cast { expr: Box::new(key), to: DataType::Text };
+        Ok(catalog_lookup(whens, Some(number), DataType::Text))
+    }
+
+    /// psql's catalog functions (`pg_catalog.rs`), bound to lookups over the statement's
+    /// catalog; `None` if `name` is none of them.
+    fn bind_catalog_function(&mut self, name: &str, args: &ast::FunctionArguments) -> Result<Option<Expr>> {
+        let arity = match name {
+            "pg_get_expr" => 2..=3,
+            "pg_get_constraintdef" | "pg_get_triggerdef" | "obj_description" => 1..=2,
+            "pg_get_indexdef" => 1..=3,
+            "format_type" | "col_description" | "shobj_description" => 2..=2,
+            "pg_get_statisticsobjdef_columns" | "pg_relation_is_publishable" | "pg_encoding_to_char" | "pg_get_userbyid" => 1..=1,
+            _ => return Ok(None),
+        };
+        let mut bound: Vec<Expr> = match args {
+            ast::FunctionArguments::List(list) => list
+                .args
+                .iter()
+                .map(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => self.bind(e),
+                    other => Err(Error::not_supported(format!("function argument {other}"))),
+                })
+                .collect::<Result<_>>()?,
+            _ => Vec::new(),
+        };
+        if !arity.contains(&bound.len()) || (name == "pg_get_indexdef" && bound.len() == 2) {
+            return Err(no_aggregate(name, &bound));
+        }
+        let text = DataType::Text;
+        let null_text = Expr::Literal { value: Datum::Null, data_type: text };
+        // weft keeps an expression as its text: it is its own deparsed form.
+        if name == "pg_get_expr" {
+            let expr = bound.remove(0);
+            return Ok(Some(if expr.data_type() == text { expr } else { ex::coerce(expr, text, true)? }));
+        }
+        // weft has no triggers, extended statistics or comments: no oid is one of them.
+        if matches!(name, "pg_get_triggerdef" | "pg_get_statisticsobjdef_columns" | "obj_description" | "col_description" | "shobj_description") {
+            return Ok(Some(null_text));
+        }
+        let key = oid_key(bound.remove(0))?;
+        let is_null = Expr::IsNull { expr: Box::new(key.clone()), negated: false };
+        let catalog = || self.planner.map(|ctx| ctx.catalog).ok_or_else(|| Error::not_supported(format!("{name} is not supported here")));
+        Ok(Some(match name {
+            "pg_get_userbyid" => {
+                let whens = vec![(is_null, Datum::Null), (equals(&key, crate::pg_catalog::DATABASE_OWNER_OID), Datum::Text(crate::pg_catalog::DATABASE_OWNER_NAME.into()))];
+                catalog_lookup(whens, Some(Expr::Literal { value: Datum::Text(crate::catalog_views::OWNER_NAME.into()), data_type: text }), text)
+            }
+            // PostgreSQL returns an empty string for a number that is no encoding.
+            "pg_encoding_to_char" => {
+                let whens = vec![(is_null, Datum::Null), (equals(&key, crate::pg_catalog::UTF8_ENCODING), Datum::Text("UTF8".into()))];
+                catalog_lookup(whens, Some(Expr::Literal { value: Datum::Text(String::new()), data_type: text }), text)
+            }
+            "pg_relation_is_publishable" => {
+                let mut whens = vec![(is_null, Datum::Null)];
+                whens.extend(crate::pg_catalog::table_oids(catalog()?).into_iter().map(|oid| (equals(&key, oid), Datum::Bool(true))));
+                catalog_lookup(whens, Some(Expr::Literal { value: Datum::Bool(false), data_type: DataType::Bool }), DataType::Bool)
+            }
+            "pg_get_constraintdef" => {
+                let whens = crate::pg_catalog::constraint_definitions(catalog()?).into_iter().map(|(oid, def)| (equals(&key, oid), Datum::Text(def))).collect();
+                catalog_lookup(whens, None, text)
+            }
+            "pg_get_indexdef" => {
+                // (index, column, pretty); the one-argument form is column 0, not pretty.
+                let pretty = !matches!(bound.get(1), None | Some(Expr::Literal { value: Datum::Bool(false), .. }));
+                let column = match bound.into_iter().next() {
+                    Some(column) => oid_key(column)?,
+                    None => Expr::Literal { value: Datum::Int8(0), data_type: DataType::Int8 },
+                };
+                let whens = crate::pg_catalog::index_definitions(catalog()?, pretty)
+                    .into_iter()
+                    .map(|(oid, n, def)| (both(equals(&key, oid), equals(&column, n)), Datum::Text(def)))
+                    .collect();
+                catalog_lookup(whens, None, text)
+            }
+            "format_type" => {
+                let modifier = oid_key(bound.remove(0))?;
+                let mut whens: Vec<(Expr, Datum)> = crate::pg_catalog::modified_types(catalog()?)
+                    .into_iter()
+                    .map(|(oid, typmod, name)| (both(equals(&key, oid), equals(&modifier, typmod)), Datum::Text(name)))
+                    .collect();
+                whens.extend(crate::pg_catalog::type_names().into_iter().map(|(oid, name)| (equals(&key, oid), Datum::Text(name))));
+                catalog_lookup(whens, None, text)
+            }
+            _ => return Ok(None),
+        }))
     }
 }
 
@@ -1733,7 +1929,8 @@ pub fn sql_type_modified(data_type: &ast::DataType) -> Result<(DataType, Option<
         T::Boolean | T::Bool => Ok((DataType::Bool, None)),
         T::Date | T::Timestamp(..) | T::Time(..) | T::Interval { .. } => crate::datetime_bind::sql_type(data_type),
         T::Custom(name, modifiers) => {
-            let name = object_name(name)?;
+            // Built-in types are also named with their schema (`pg_catalog.text`).
+            let name = function_name(name)?;
             let data_type = DataType::from_sql_name(&name)?;
             match (name.to_ascii_lowercase().as_str(), modifiers.as_slice()) {
                 ("bpchar", []) => modified(TypeModifier::Char { max_chars: None }),

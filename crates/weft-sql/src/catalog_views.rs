@@ -32,16 +32,13 @@ pub const DATABASE_NAME: &str = "postgres";
 pub const OWNER_NAME: &str = "postgres";
 
 /// `pg_namespace.oid` of the schemas, as in PostgreSQL (`public` is 2200 in every cluster).
-const PG_CATALOG_OID: i64 = 11;
-const PG_TOAST_OID: i64 = 99;
-const PUBLIC_OID: i64 = 2200;
-const INFORMATION_SCHEMA_OID: i64 = 13207;
+use crate::pg_catalog::PUBLIC_OID;
 /// `pg_am.oid` of heap and btree; `pg_authid.oid` of the bootstrap superuser.
 const HEAP_AM_OID: i64 = 2;
 const BTREE_AM_OID: i64 = 403;
 const OWNER_OID: i64 = 10;
 /// `pg_database.oid` of the `postgres` database in every PostgreSQL 15 cluster.
-const DATABASE_OID: i64 = 5;
+pub(crate) const DATABASE_OID: i64 = 5;
 
 /// The catalog view `name` (`[schema.]view`) stands for, if it names one.
 pub(crate) fn lookup(name: &ast::ObjectName) -> Option<View> {
@@ -62,6 +59,16 @@ pub(crate) fn lookup(name: &ast::ObjectName) -> Option<View> {
         ("pg_catalog", "weft_stat_progress_create_index") => View::WeftStatProgressCreateIndex,
         ("information_schema", "tables") => View::InformationSchemaTables,
         ("information_schema", "columns") => View::InformationSchemaColumns,
+        ("pg_catalog", "pg_attribute") => View::PgAttribute,
+        ("pg_catalog", "pg_attrdef") => View::PgAttrdef,
+        ("pg_catalog", "pg_type") => View::PgType,
+        ("pg_catalog", "pg_collation") => View::PgCollation,
+        ("pg_catalog", "pg_constraint") => View::PgConstraint,
+        ("pg_catalog", "pg_sequence") => View::PgSequence,
+        ("pg_catalog", "pg_depend") => View::PgDepend,
+        ("pg_catalog", "pg_database") => View::PgDatabase,
+        ("pg_catalog", "pg_roles") => View::PgRoles,
+        ("pg_catalog", name) => View::Empty(EMPTY_VIEWS.iter().copied().find(|v| *v == name)?),
         _ => return None,
     })
 }
@@ -90,7 +97,31 @@ pub(crate) enum View {
     WeftStatProgressCreateIndex,
     InformationSchemaTables,
     InformationSchemaColumns,
+    PgAttribute,
+    PgAttrdef,
+    PgType,
+    PgCollation,
+    PgConstraint,
+    PgSequence,
+    PgDepend,
+    PgDatabase,
+    PgRoles,
+    /// A catalog of objects weft does not have (`pg_catalog::empty_view_columns`).
+    Empty(&'static str),
 }
+
+/// The catalogs that are empty in weft.
+const EMPTY_VIEWS: [&str; 9] = [
+    "pg_inherits",
+    "pg_partitioned_table",
+    "pg_policy",
+    "pg_statistic_ext",
+    "pg_publication",
+    "pg_publication_namespace",
+    "pg_publication_rel",
+    "pg_trigger",
+    "pg_rewrite",
+];
 
 impl View {
     /// The name a reference without an alias is qualified by.
@@ -106,6 +137,16 @@ impl View {
             View::WeftStatProgressCreateIndex => "weft_stat_progress_create_index",
             View::InformationSchemaTables => "tables",
             View::InformationSchemaColumns => "columns",
+            View::PgAttribute => "pg_attribute",
+            View::PgAttrdef => "pg_attrdef",
+            View::PgType => "pg_type",
+            View::PgCollation => "pg_collation",
+            View::PgConstraint => "pg_constraint",
+            View::PgSequence => "pg_sequence",
+            View::PgDepend => "pg_depend",
+            View::PgDatabase => "pg_database",
+            View::PgRoles => "pg_roles",
+            View::Empty(name) => name,
         }
     }
 }
@@ -123,6 +164,16 @@ pub(crate) fn derived_table(view: View, alias: Option<&TableAlias>, ctx: &PlanCo
         View::PgStatProgressCreateIndex | View::WeftStatProgressCreateIndex => pg_stat_progress_create_index(ctx.progress),
         View::InformationSchemaTables => information_schema_tables(ctx.catalog),
         View::InformationSchemaColumns => information_schema_columns(ctx.catalog),
+        View::PgAttribute => crate::pg_catalog::pg_attribute(ctx.catalog),
+        View::PgAttrdef => crate::pg_catalog::pg_attrdef(ctx.catalog),
+        View::PgType => crate::pg_catalog::pg_type(),
+        View::PgCollation => crate::pg_catalog::pg_collation(),
+        View::PgConstraint => crate::pg_catalog::pg_constraint(ctx.catalog),
+        View::PgSequence => crate::pg_catalog::pg_sequence(ctx.catalog),
+        View::PgDepend => crate::pg_catalog::pg_depend(ctx.catalog),
+        View::PgDatabase => crate::pg_catalog::pg_database(),
+        View::PgRoles => crate::pg_catalog::pg_roles(),
+        View::Empty(name) => (crate::pg_catalog::empty_view_columns(name).unwrap_or_default(), Vec::new()),
     };
     let query = values_query(&columns, &rows)?;
     let alias = alias.cloned().unwrap_or_else(|| TableAlias { explicit: false, at: None, name: ast::Ident::new(view.name()), columns: Vec::new() });
@@ -130,20 +181,20 @@ pub(crate) fn derived_table(view: View, alias: Option<&TableAlias>, ctx: &PlanCo
 }
 
 /// A column of a view: its name and the SQL type its values are cast to.
-type Column = (&'static str, &'static str);
+pub(crate) type Column = (&'static str, &'static str);
 
 /// One value, as an SQL literal (`None`: NULL).
-type Value = Option<String>;
+pub(crate) type Value = Option<String>;
 
-fn text(value: &str) -> Value {
+pub(crate) fn text(value: &str) -> Value {
     Some(format!("'{}'", value.replace('\'', "''")))
 }
 
-fn number(value: impl std::fmt::Display) -> Value {
+pub(crate) fn number(value: impl std::fmt::Display) -> Value {
     Some(value.to_string())
 }
 
-fn boolean(value: bool) -> Value {
+pub(crate) fn boolean(value: bool) -> Value {
     Some(value.to_string())
 }
 
@@ -209,20 +260,21 @@ fn pg_indexes(catalog: &Catalog) -> (Vec<Column>, Vec<Vec<Value>>) {
         .values()
         .filter_map(|index| {
             let table = catalog.tables.get(&index.table)?;
-            Some(vec![text("public"), text(&table.name), text(&index.name), None, text(&index_create_statement(table, index))])
+            Some(vec![text("public"), text(&table.name), text(&index.name), None, text(&index_create_statement(table, index, false))])
         })
         .collect();
     (columns, rows)
 }
 
-/// `pg_get_indexdef`: `CREATE UNIQUE INDEX t_pkey ON public.t USING btree (id)`.
-fn index_create_statement(table: &TableMeta, index: &IndexMeta) -> String {
+/// `pg_get_indexdef`: `CREATE UNIQUE INDEX t_pkey ON public.t USING btree (id)`
+/// (`pretty`: expressions without their redundant parentheses).
+pub(crate) fn index_create_statement(table: &TableMeta, index: &IndexMeta, pretty: bool) -> String {
     format!(
         "CREATE {}INDEX {} ON public.{} USING {}",
         if index.unique { "UNIQUE " } else { "" },
         quote_identifier(&index.name),
         quote_identifier(&table.name),
-        crate::session::index_method_definition(table, index, false)
+        crate::session::index_method_definition(table, index, pretty)
     )
 }
 
@@ -242,7 +294,32 @@ fn pg_class(catalog: &Catalog, pool: &BufferPool) -> Result<(Vec<Column>, Vec<Ve
         ("relkind", "text"),
         ("relnatts", "smallint"),
         ("relchecks", "smallint"),
+        // The columns psql's `\d` reads, after those above (kept in their order).
+        ("reltype", "bigint"),
+        ("reloftype", "bigint"),
+        ("reltablespace", "bigint"),
+        ("reltoastrelid", "bigint"),
+        ("relhasrules", "boolean"),
+        ("relhastriggers", "boolean"),
+        ("relhassubclass", "boolean"),
+        ("relrowsecurity", "boolean"),
+        ("relforcerowsecurity", "boolean"),
+        ("relispopulated", "boolean"),
+        ("relreplident", "text"),
+        ("relispartition", "boolean"),
+        ("reloptions", "text[]"),
+        ("relpartbound", "text"),
     ];
+    // weft has no TOAST tables, tablespaces, typed tables, rules, row security or
+    // partitions; a relation's row type has no oid of its own.
+    let rest = |triggers: bool, replident: &str, options: &[(&str, String)]| -> Vec<Value> {
+        let options: Vec<String> = options.iter().map(|(name, value)| format!("{name}={value}")).collect();
+        let mut row = vec![number(0), number(0), number(0), number(0), boolean(false), boolean(triggers)];
+        row.extend([boolean(false), boolean(false), boolean(false), boolean(true), text(replident), boolean(false)]);
+        row.push(if options.is_empty() { None } else { text(&format!("{{{}}}", options.join(","))) });
+        row.push(None);
+        row
+    };
     let mut rows = Vec::new();
     for table in catalog.tables.values() {
         rows.push(vec![
@@ -261,6 +338,10 @@ fn pg_class(catalog: &Catalog, pool: &BufferPool) -> Result<(Vec<Column>, Vec<Ve
             number(table.columns.len()),
             number(table.checks.len()),
         ]);
+        // Foreign keys are triggers in PostgreSQL, on both tables of the reference.
+        let triggers = !table.foreign_keys.is_empty() || catalog.tables.values().any(|o| o.foreign_keys.iter().any(|f| f.ref_table == table.name));
+        let options: Vec<(&str, String)> = table.parallel_workers.map(|n| ("parallel_workers", n.to_string())).into_iter().collect();
+        rows.last_mut().expect("pushed").extend(rest(triggers, "d", &options));
     }
     for index in catalog.indexes.values() {
         let Some(table) = catalog.tables.get(&index.table) else { continue };
@@ -280,6 +361,14 @@ fn pg_class(catalog: &Catalog, pool: &BufferPool) -> Result<(Vec<Column>, Vec<Ve
             number(index.columns.len() + index.include.len()),
             number(0),
         ]);
+        rows.last_mut().expect("pushed").extend(rest(false, "n", &crate::session::index_options(index)));
+    }
+    // A sequence's state is in the catalog: no file, no access method.
+    for sequence in catalog.sequences.values() {
+        let mut row = vec![number(crate::pg_catalog::sequence_oid(sequence)), text(&sequence.name), number(PUBLIC_OID), number(OWNER_OID), number(0), number(0), number(0)];
+        row.extend([number(1), boolean(false), boolean(false), text("p"), text("S"), number(3), number(0)]);
+        row.extend(rest(false, "n", &[]));
+        rows.push(row);
     }
     Ok((columns, rows))
 }
@@ -359,6 +448,9 @@ fn pg_index(catalog: &Catalog) -> (Vec<Column>, Vec<Vec<Value>>) {
         ("indisready", "boolean"),
         ("indislive", "boolean"),
         ("indisreplident", "boolean"),
+        ("indnullsnotdistinct", "boolean"),
+        ("indcheckxmin", "boolean"),
+        ("indpred", "text"),
     ];
     let mut rows = Vec::new();
     for index in catalog.indexes.values() {
@@ -378,6 +470,9 @@ fn pg_index(catalog: &Catalog) -> (Vec<Column>, Vec<Vec<Value>>) {
             boolean(true),
             boolean(true),
             boolean(false),
+            boolean(false),
+            boolean(false),
+            index.predicate_display.as_deref().and_then(text),
         ]);
     }
     (columns, rows)
@@ -385,10 +480,7 @@ fn pg_index(catalog: &Catalog) -> (Vec<Column>, Vec<Vec<Value>>) {
 
 fn pg_namespace() -> (Vec<Column>, Vec<Vec<Value>>) {
     let columns = vec![("oid", "bigint"), ("nspname", "text"), ("nspowner", "bigint")];
-    let rows = [(PG_TOAST_OID, "pg_toast"), (PG_CATALOG_OID, "pg_catalog"), (PUBLIC_OID, "public"), (INFORMATION_SCHEMA_OID, "information_schema")]
-        .into_iter()
-        .map(|(oid, name)| vec![number(oid), text(name), number(OWNER_OID)])
-        .collect();
+    let rows = crate::pg_catalog::NAMESPACES.iter().map(|(oid, name, owner)| vec![number(oid), text(name), number(owner)]).collect();
     (columns, rows)
 }
 
@@ -623,7 +715,6 @@ pub(crate) fn session_value(name: &str) -> Option<&'static str> {
 /// (weft's one role) and `pg_table_is_visible` (every relation is in `public`).
 pub(crate) fn oid_function_value(name: &str) -> Option<Datum> {
     Some(match name {
-        "pg_get_userbyid" => Datum::Text(OWNER_NAME.to_string()),
         "pg_table_is_visible" => Datum::Bool(true),
         _ => return None,
     })
@@ -682,11 +773,12 @@ impl SizeFunction {
     /// Every relation's size by oid, for a call whose argument is not a constant (NULL for
     /// an oid that is no relation, as in PostgreSQL).
     pub(crate) fn bytes_by_oid(self, catalog: &Catalog, pool: &BufferPool) -> Result<Vec<(i64, i64)>> {
-        let names = catalog.tables.values().map(|t| (t.oid, &t.name)).chain(catalog.indexes.values().map(|i| (i.oid, &i.name)));
+        let names = catalog.tables.values().map(|t| (i64::from(t.oid), &t.name)).chain(catalog.indexes.values().map(|i| (i64::from(i.oid), &i.name)));
+        let sequences = catalog.sequences.values().map(|s| (crate::pg_catalog::sequence_oid(s), &s.name));
         let mut sizes = Vec::new();
-        for (oid, name) in names {
+        for (oid, name) in names.chain(sequences) {
             if let Some(bytes) = self.bytes(name, catalog, pool)? {
-                sizes.push((i64::from(oid), bytes));
+                sizes.push((oid, bytes));
             }
         }
         Ok(sizes)
@@ -707,13 +799,17 @@ impl SizeFunction {
             // An index has no indexes of its own.
             return Ok(Some(if self == SizeFunction::Indexes { 0 } else { main(index.locator())? }));
         }
+        // A sequence's state is kept in the catalog: it has no file.
+        if catalog.sequences.contains_key(name) {
+            return Ok(Some(0));
+        }
         Ok(None)
     }
 }
 
 /// A relation name as `regclass` input reads it: `[[database.]schema.]name`, each part
 /// folded to lower case unless double-quoted. The schema is `public`, `pg_catalog` or absent.
-fn regclass_name(input: &str) -> Result<(Option<String>, String)> {
+pub(crate) fn regclass_name(input: &str) -> Result<(Option<String>, String)> {
     let invalid = || Error::new(SqlState::INVALID_NAME, "invalid name syntax");
     let mut parts = Vec::new();
     let mut rest = input.trim();

@@ -742,7 +742,7 @@ pub(crate) fn describe(catalog: &weft_access::Catalog, table: &TableMeta) -> Vec
 }
 
 /// A CHECK's expression as PostgreSQL prints it (the outer parentheses belong to `CHECK (...)`).
-fn check_text(table: &TableMeta, check: &CheckMeta) -> String {
+pub(crate) fn check_text(table: &TableMeta, check: &CheckMeta) -> String {
     let Ok(bound) = bound_check(table, check) else { return check.expr.clone() };
     let columns: Vec<crate::deparse::ColumnText> = table.columns.iter().map(|c| crate::deparse::ColumnText::var(crate::deparse::quote_identifier(&c.name))).collect();
     let text = crate::deparse::deparse(&bound, &columns);
@@ -750,7 +750,7 @@ fn check_text(table: &TableMeta, check: &CheckMeta) -> String {
 }
 
 /// `FOREIGN KEY (a) REFERENCES p(id) ON DELETE CASCADE`.
-fn foreign_key_text(catalog: &weft_access::Catalog, table: &TableMeta, fk: &ForeignKeyMeta) -> String {
+pub(crate) fn foreign_key_text(catalog: &weft_access::Catalog, table: &TableMeta, fk: &ForeignKeyMeta) -> String {
     let quote = |t: &TableMeta, cols: &[usize]| cols.iter().map(|&c| crate::deparse::quote_identifier(&t.columns[c].name)).collect::<Vec<_>>().join(", ");
     let referenced = catalog.tables.get(&fk.ref_table);
     let theirs = referenced.map(|r| quote(r, &fk.ref_columns)).unwrap_or_default();

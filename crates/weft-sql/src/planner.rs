@@ -411,6 +411,12 @@ fn plan_from(select: &ast::Select, ctx: &PlanContext) -> Result<From> {
 pub(crate) fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Result<From> {
     match factor {
         TableFactor::Table { name, alias, args, with_ordinality, .. } => {
+            // A function in FROM may be qualified by `pg_catalog`, its schema in PostgreSQL.
+            if let (Some(args), Ok(function)) = (args, crate::bind::function_name(name)) {
+                if name.0.len() == 2 {
+                    return plan_table_function(&function, &args.args, alias.as_ref(), *with_ordinality, ctx);
+                }
+            }
             if args.is_none() {
                 if let Some(view) = crate::catalog_views::lookup(name) {
                     return plan_table_factor(&crate::catalog_views::derived_table(view, alias.as_ref(), ctx)?, ctx);
@@ -496,6 +502,9 @@ pub(crate) fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Resu
 fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast::TableAlias>, ordinality: bool, ctx: &PlanContext) -> Result<From> {
     if name == "unnest" {
         return plan_unnest(args, alias, ordinality, ctx);
+    }
+    if name == "pg_partition_ancestors" {
+        return plan_partition_ancestors(args, alias, ordinality, ctx);
     }
     if ordinality {
         return Err(Error::not_supported(format!("{name}(...) WITH ORDINALITY is not supported")));
@@ -600,8 +609,39 @@ fn plan_unnest(args: &[ast::FunctionArg], alias: Option<&ast::TableAlias>, ordin
                 .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
         }
     };
+    unnest_source(array, "unnest", alias, ordinality)
+}
+
+/// `pg_partition_ancestors(relation)`: the relation and the partitioned tables above it,
+/// or no rows when it is no partition. weft has no partitions: always no rows (an empty
+/// `regclass` set, weft's oids being `bigint`), planned as the unnest of an empty array.
+fn plan_partition_ancestors(args: &[ast::FunctionArg], alias: Option<&ast::TableAlias>, ordinality: bool, ctx: &PlanContext) -> Result<From> {
+    // The set is empty whatever the argument, which is never evaluated: an argument a
+    // function in FROM cannot read yet (a column two query levels out, as in psql's query
+    // of a table's triggers) is accepted.
+    let bound = match bind_positional_args("pg_partition_ancestors", args, ctx) {
+        Err(e) if e.sqlstate == SqlState::FEATURE_NOT_SUPPORTED && args.len() == 1 => return unnest_source(empty_oids(), "relid", alias, ordinality),
+        other => other?,
+    };
+    if bound.len() != 1 {
+        let types: Vec<&str> = bound.iter().map(|e| e.data_type().name()).collect();
+        return Err(Error::new(SqlState::UNDEFINED_FUNCTION, format!("function pg_partition_ancestors({}) does not exist", types.join(", ")))
+            .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
+    }
+    unnest_source(empty_oids(), "relid", alias, ordinality)
+}
+
+/// An empty `bigint[]` (weft's oids are `bigint`).
+fn empty_oids() -> Expr {
+    let elem = weft_common::types::ElemType::Int8;
+    Expr::Literal { value: Datum::Array(Box::new(weft_common::types::Array { elem, items: Vec::new() })), data_type: DataType::Array(elem) }
+}
+
+/// The FROM item reading the elements of `array`: one column (named after the alias, or
+/// `column`), plus `ordinality`.
+fn unnest_source(array: Expr, column: &str, alias: Option<&ast::TableAlias>, ordinality: bool) -> Result<From> {
     let data_type = array.data_type().element().ok_or_else(|| Error::internal("unnest of a non-array"))?;
-    let qualifier = alias.map(|a| ident_name(&a.name)).unwrap_or_else(|| "unnest".to_string());
+    let qualifier = alias.map(|a| ident_name(&a.name)).unwrap_or_else(|| column.to_string());
     let renames: Vec<String> = alias.map(|a| a.columns.iter().map(|c| ident_name(&c.name)).collect()).unwrap_or_default();
     let first = renames.first().cloned().unwrap_or_else(|| qualifier.clone());
     let mut columns = vec![ScopeColumn { table: Some(qualifier.clone()), name: first, data_type, type_modifier: None }];

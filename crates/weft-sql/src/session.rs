@@ -327,39 +327,16 @@ impl Session {
         let not_found = || Error::new(SqlState::UNDEFINED_TABLE, format!("Did not find any relation named \"{name}\"."));
         if let Some(index) = catalog.indexes.get(name) {
             let table = catalog.tables.get(&index.table).ok_or_else(not_found)?;
-            // (name, type, storage, definition) of each key column; an expression's column is
-            // named as PostgreSQL names it (`lower`, `expr`).
-            let mut expression_names: Vec<String> = Vec::new();
-            let mut key_columns: Vec<(String, String, String, String)> = index
-                .columns
-                .iter()
-                .map(|c| match index.expression_of(table, c.column) {
-                    Some(e) => {
-                        let base = match e.display.split_once('(') {
-                            Some((f, _)) if !f.is_empty() && f.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '_') => f.to_string(),
-                            _ => "expr".to_string(),
-                        };
-                        let mut name = base.clone();
-                        let mut n = 0;
-                        while expression_names.contains(&name) || table.column_index(&name).is_some() {
-                            n += 1;
-                            name = format!("{base}{n}");
-                        }
-                        expression_names.push(name.clone());
-                        let definition = &e.display;
-                        (name, e.data_type.name().to_string(), storage_of(e.data_type).to_string(), definition.to_string())
-                    }
-                    None => {
-                        let col = &table.columns[c.column];
-                        (col.name.clone(), col.type_name(), storage_of(col.data_type).to_string(), crate::deparse::quote_identifier(&col.name))
-                    }
+            // (name, type, storage, definition) of each column, as pg_attribute shows them.
+            let attributes = crate::pg_catalog::index_attributes(table, index);
+            let keys = attributes.iter().filter(|a| a.key).count();
+            let key_columns: Vec<(String, String, String, String)> = attributes
+                .into_iter()
+                .map(|a| {
+                    let type_name = a.modifier.map_or_else(|| a.data_type.name().to_string(), |m| m.format_type());
+                    (a.name, type_name, storage_of(a.data_type).to_string(), a.definition)
                 })
                 .collect();
-            let keys = key_columns.len();
-            for &c in &index.include {
-                let col = &table.columns[c];
-                key_columns.push((col.name.clone(), col.type_name(), storage_of(col.data_type).to_string(), crate::deparse::quote_identifier(&col.name)));
-            }
             let kind = match index.constraint {
                 Some(weft_access::IndexConstraint::PrimaryKey) => "primary key, btree",
                 _ if index.unique => "unique, btree",
@@ -445,7 +422,7 @@ fn storage_of(data_type: weft_common::DataType) -> &'static str {
 /// An index's storage parameters that differ from the defaults, in the order
 /// `pg_get_indexdef` would print them. (A fill factor given explicitly as 90 is not told
 /// apart from the default: the catalog keeps only the number.)
-fn index_options(index: &weft_access::IndexMeta) -> Vec<(&'static str, String)> {
+pub(crate) fn index_options(index: &weft_access::IndexMeta) -> Vec<(&'static str, String)> {
     let mut options = Vec::new();
     if index.fillfactor != crate::indexes::DEFAULT_FILLFACTOR {
         options.push(("fillfactor", index.fillfactor.to_string()));

@@ -106,9 +106,14 @@ impl VisitorMut for SeriesCalls {
 
 /// The set-returning function `f` calls, if it is one that can move.
 fn series_name(f: &ast::Function) -> Option<&'static str> {
-    let [part] = f.name.0.as_slice() else { return None };
+    // Also qualified by `pg_catalog`, their schema in PostgreSQL.
+    let part = match f.name.0.as_slice() {
+        [part] => part,
+        [schema, part] if schema.as_ident().is_some_and(|s| crate::bind::ident_name(s) == "pg_catalog") => part,
+        _ => return None,
+    };
     let ident = part.as_ident().filter(|i| i.quote_style.is_none())?;
-    ["generate_series", "unnest"].into_iter().find(|name| ident.value.eq_ignore_ascii_case(name))
+    ["generate_series", "unnest", "pg_partition_ancestors"].into_iter().find(|name| ident.value.eq_ignore_ascii_case(name))
 }
 
 /// Do the call's arguments read a column or run a subquery?

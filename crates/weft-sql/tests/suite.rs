@@ -6,6 +6,7 @@
 mod common;
 
 mod alter_table;
+mod catalog_describe;
 mod database;
 mod dml_concurrency;
 mod explain;

@@ -9,6 +9,7 @@ mod oracle;
 mod cli;
 mod copy_stdio;
 mod describe_psql;
+mod describe_wire;
 mod explain_psql;
 mod kill9_durability;
 mod kill9_index;
