@@ -28,6 +28,8 @@ const SETUP: &[&str] = &[
        (7, '1999-12-31 23:59:59.5+00', '2000-01-01 00:00', '2000-01-01'), \
        (8, 'infinity', '-infinity', 'infinity'), \
        (9, NULL, NULL, NULL)",
+    // Enough rows for parallel workers, who must print and convert in the same zone.
+    "CREATE TABLE big AS SELECT i, timestamptz '2024-01-01 00:00+00' + i * interval '17 minutes' AS tz FROM generate_series(1, 200000) i",
 ];
 
 const QUERIES: &[&str] = &[
@@ -71,6 +73,14 @@ const QUERIES: &[&str] = &[
     "SELECT count(*) FROM tzt WHERE tz >= '2024-03-10' AND tz < '2024-11-04'",
     "SELECT tz::date, count(*) FROM tzt GROUP BY 1 ORDER BY 1",
     "SELECT d, d = tz::date FROM tzt ORDER BY id",
+    // now() and its local forms agree with each other in every zone.
+    "SELECT localtimestamp = now()::timestamp, current_date = now()::date, 'today'::timestamptz = date_trunc('day', now()), localtime = now()::time",
+    "SELECT to_timestamp('2024-03-10 12:00', 'YYYY-MM-DD HH24:MI'), make_timestamp(2024, 3, 10, 2, 30, 0)::timestamptz",
+    "SELECT extract(epoch FROM TIMESTAMPTZ '2024-07-01 12:00+00'), date_part('epoch', '2024-07-01 12:00'::timestamptz)",
+    // Parallel scans and aggregates.
+    "SELECT count(DISTINCT tz::text), min(tz::timestamp), max(to_char(tz, 'YYYY-MM-DD HH24:MI TZ')), count(DISTINCT tz::date) FROM big",
+    "SELECT tz::date, count(*) FROM big WHERE tz < '2024-01-08' GROUP BY 1 ORDER BY 1",
+    "SELECT date_trunc('day', tz), count(*) FROM big WHERE tz BETWEEN '2024-03-29' AND '2024-04-02' GROUP BY 1 ORDER BY 1",
 ];
 
 /// One query under one zone in both systems: the same rows, or the same error.
