@@ -16,6 +16,7 @@
 
 use std::cmp::Ordering;
 
+use crate::timezone::{literal_zone, LiteralZone, TimeZone};
 use crate::{Error, Result, SqlState};
 
 pub const USECS_PER_SEC: i64 = 1_000_000;
@@ -338,8 +339,14 @@ pub fn format_date(d: i32) -> String {
     }
 }
 
-/// A timestamp; `with_zone` adds the UTC offset `+00` (the session's zone is UTC).
+/// A timestamp; `with_zone` adds the UTC offset `+00` (a timestamptz in a UTC session;
+/// `timezone::format_timestamptz` prints one in any zone).
 pub fn format_timestamp(t: i64, with_zone: bool) -> String {
+    format_timestamp_offset(t, with_zone.then_some(0))
+}
+
+/// A local time, with its zone's `offset` (seconds east) after it when given.
+pub fn format_timestamp_offset(t: i64, offset: Option<i32>) -> String {
     match t {
         TS_NEG_INFINITY => "-infinity".into(),
         TS_POS_INFINITY => "infinity".into(),
@@ -349,8 +356,8 @@ pub fn format_timestamp(t: i64, with_zone: bool) -> String {
             let bc = push_year(&mut out, f.year);
             out.push_str(&format!("-{:02}-{:02} {:02}:{:02}:{:02}", f.month, f.day, f.hour, f.minute, f.second));
             push_fraction(&mut out, f.micros);
-            if with_zone {
-                out.push_str("+00");
+            if let Some(offset) = offset {
+                out.push_str(&crate::timezone::format_offset(offset));
             }
             if bc {
                 out.push_str(" BC");
@@ -418,7 +425,7 @@ pub fn format_interval(iv: &Interval) -> String {
 // Input
 
 /// Why a date/time string was refused: PostgreSQL's `DateTimeParseError` cases.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ParseError {
     /// 22007 `invalid input syntax for type X: "..."`.
     BadFormat,
@@ -428,6 +435,10 @@ pub enum ParseError {
     IntervalOverflow,
     /// 22009 `time zone displacement out of range: "..."`.
     ZoneOverflow,
+    /// 0A000: a zone abbreviation whose offset depends on the date (`MSK`).
+    ZoneUnsupported,
+    /// 22023 `time zone "..." not recognized`: a word with a `/` that names no zone.
+    UnknownZone(String),
 }
 
 pub fn parse_error(kind: ParseError, type_name: &str, input: &str) -> Error {
@@ -445,11 +456,17 @@ pub fn parse_error(kind: ParseError, type_name: &str, input: &str) -> Error {
         ParseError::ZoneOverflow => {
             Error::new(SqlState("22009"), format!("time zone displacement out of range: \"{input}\""))
         }
+        ParseError::UnknownZone(word) => {
+            Error::new(SqlState::INVALID_PARAMETER_VALUE, format!("time zone \"{word}\" not recognized"))
+        }
+        ParseError::ZoneUnsupported => Error::not_supported(format!(
+            "the time zone abbreviation in \"{input}\" is not supported yet: its offset depends on the date"
+        )),
     }
 }
 
 /// What a date/time string says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Parsed {
     Epoch,
     Infinity,
@@ -463,8 +480,8 @@ enum Parsed {
         date: Option<(i64, u32, u32)>,
         /// Microseconds since midnight when a time was given.
         time: Option<i64>,
-        /// The UTC offset in seconds (east positive) when a zone was given.
-        zone: Option<i64>,
+        /// The zone when one was given.
+        zone: Option<LiteralZone>,
     },
 }
 
@@ -648,9 +665,18 @@ fn parse_datetime(input: &str) -> std::result::Result<Parsed, ParseError> {
             }
             bc = Some(w == "bc");
         } else if w == "z" || w == "utc" || w == "gmt" || w == "zulu" {
-            zone = Some(0);
+            zone = Some(LiteralZone::Offset(0));
         } else if (w.starts_with('+') || w.starts_with('-')) && time.is_some() {
-            zone = Some(parse_zone_offset(w)?);
+            zone = Some(LiteralZone::Offset(parse_zone_offset(w)?));
+        } else if w.starts_with(|c: char| c.is_ascii_alphabetic()) && month_by_name(w).is_none() && w != "allballs" {
+            // A zone abbreviation (`EST`) or name (`America/New_York`).
+            match literal_zone(w) {
+                Ok(Some(z)) if zone.is_none() => zone = Some(z),
+                // PostgreSQL reads a word with a `/` as a zone name.
+                Ok(None) if w.contains('/') => return Err(ParseError::UnknownZone(w.to_string())),
+                Ok(_) => return Err(ParseError::BadFormat),
+                Err(_) => return Err(ParseError::ZoneUnsupported),
+            }
         } else if w.contains(':') {
             if time.is_some() {
                 return Err(ParseError::BadFormat);
@@ -666,7 +692,7 @@ fn parse_datetime(input: &str) -> std::result::Result<Parsed, ParseError> {
             };
             time = Some(parse_time_token(t)?);
             if let Some(z) = z {
-                zone = Some(parse_zone_offset(z)?);
+                zone = Some(LiteralZone::Offset(parse_zone_offset(z)?));
             }
         } else if month_by_name(w).is_some() && !w.contains(['-', '/']) {
             if month_word.is_some() || date.is_some() {
@@ -715,8 +741,10 @@ fn parse_datetime(input: &str) -> std::result::Result<Parsed, ParseError> {
     Ok(Parsed::Fields { date, time, zone })
 }
 
+/// Today in the session's zone.
 fn today_date() -> i64 {
-    now_timestamp().div_euclid(USECS_PER_DAY)
+    let now = now_timestamp();
+    crate::timezone::with_current(|zone| zone.to_local(now)).unwrap_or(now).div_euclid(USECS_PER_DAY)
 }
 
 /// `date_in`.
@@ -742,16 +770,37 @@ pub fn parse_date(input: &str) -> Result<i32> {
     }
 }
 
-/// `timestamp_in` (`with_zone`: `timestamptz_in`, a missing zone meaning UTC).
+/// `timestamp_in` (`with_zone`: `timestamptz_in` in a UTC session).
 pub fn parse_timestamp(input: &str, with_zone: bool) -> Result<i64> {
+    parse_timestamp_in(input, with_zone.then(TimeZone::utc).as_ref())
+}
+
+/// `timestamptz_in`: a literal without a zone is local time of the session's `zone`.
+pub fn parse_timestamptz(input: &str, zone: &TimeZone) -> Result<i64> {
+    parse_timestamp_in(input, Some(zone))
+}
+
+/// `timestamp_in`, or `timestamptz_in` when the session's zone is given.
+fn parse_timestamp_in(input: &str, session_zone: Option<&TimeZone>) -> Result<i64> {
+    let with_zone = session_zone.is_some();
     let type_name = if with_zone { "timestamp with time zone" } else { "timestamp" };
     let err = |k| parse_error(k, type_name, input);
     match parse_datetime(input).map_err(err)? {
         Parsed::Epoch => Ok(-UNIX_EPOCH_DAYS * USECS_PER_DAY),
         Parsed::Infinity => Ok(TS_POS_INFINITY),
         Parsed::NegInfinity => Ok(TS_NEG_INFINITY),
-        Parsed::Now => Ok(now_timestamp()),
-        Parsed::Today(offset) => Ok((today_date() + offset) * USECS_PER_DAY),
+        // `now` and `today` are the session zone's: local time for a timestamp.
+        Parsed::Now => {
+            let now = now_timestamp();
+            Ok(if with_zone { now } else { crate::timezone::with_current(|zone| zone.to_local(now)).unwrap_or(now) })
+        }
+        Parsed::Today(offset) => {
+            let local = (today_date() + offset) * USECS_PER_DAY;
+            Ok(match session_zone {
+                Some(zone) => zone.from_local(local).unwrap_or(local),
+                None => local,
+            })
+        }
         Parsed::Fields { date: Some((y, m, d)), time, zone } => {
             let out_of_range =
                 || Error::new(SqlState::DATETIME_FIELD_OVERFLOW, format!("timestamp out of range: \"{input}\""));
@@ -764,9 +813,11 @@ pub fn parse_timestamp(input: &str, with_zone: bool) -> Result<i64> {
                 .and_then(|v| v.checked_add(time.unwrap_or(0)))
                 .ok_or_else(out_of_range)?;
             // timestamp (without time zone) ignores a zone, as PostgreSQL does.
-            let t = match zone {
-                Some(offset) if with_zone => local.checked_sub(offset * USECS_PER_SEC).ok_or_else(out_of_range)?,
-                _ => local,
+            let t = match (session_zone, zone) {
+                (None, _) => local,
+                (Some(_), Some(LiteralZone::Offset(offset))) => local.checked_sub(offset * USECS_PER_SEC).ok_or_else(out_of_range)?,
+                (Some(_), Some(LiteralZone::Zone(zone))) => zone.from_local(local).ok_or_else(out_of_range)?,
+                (Some(session), None) => session.from_local(local).ok_or_else(out_of_range)?,
             };
             if !timestamp_in_range(t) {
                 return Err(out_of_range());

@@ -10,6 +10,7 @@ pub mod numeric;
 pub mod parallel;
 pub mod progress;
 pub mod sync;
+pub mod timezone;
 pub mod tuple;
 pub mod typmod;
 pub mod types;

@@ -295,7 +295,7 @@ impl Datum {
             Datum::Date(d) => datetime::format_date(*d),
             Datum::Time(t) => datetime::format_time(*t),
             Datum::Timestamp(t) => datetime::format_timestamp(*t, false),
-            Datum::TimestampTz(t) => datetime::format_timestamp(*t, true),
+            Datum::TimestampTz(t) => crate::timezone::with_current(|zone| crate::timezone::format_timestamptz(*t, zone)),
             Datum::Interval(iv) => datetime::format_interval(iv),
             Datum::Array(a) => a.to_pg_text(),
         })

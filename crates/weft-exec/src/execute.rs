@@ -758,7 +758,13 @@ impl<'p> SourceState<'p> {
                         return Ok(());
                     }
                     // As PostgreSQL, the step after the last value must be in range too.
-                    at = weft_common::datetime::timestamp_add_interval(at, step)?;
+                    at = if *data_type == DataType::Timestamp {
+                        weft_common::datetime::timestamp_add_interval(at, step)?
+                    } else {
+                        // Days and months step in the session zone's local time.
+                        let zone = weft_common::timezone::current();
+                        weft_common::timezone::timestamptz_add_interval(at, step, &zone)?
+                    };
                 }
                 Ok(())
             }

@@ -27,6 +27,10 @@ pub struct QueryResult {
     pub notices: Vec<String>,
     /// True when the statement returns a result set (SELECT, SHOW, EXPLAIN), even if empty.
     pub returns_rows: bool,
+    /// The session's time zone when the statement ran: `timestamptz` values print in it
+    /// (`Datum::to_pg_text` on the session's thread does; other threads use
+    /// `to_pg_text_in`).
+    pub time_zone: weft_common::timezone::TimeZone,
 }
 
 impl QueryResult {
@@ -35,7 +39,7 @@ impl QueryResult {
     }
 
     pub fn rows(columns: Vec<ColumnInfo>, rows: Vec<Vec<Datum>>, tag: impl Into<String>) -> QueryResult {
-        QueryResult { columns, rows, tag: tag.into(), notices: Vec::new(), returns_rows: true }
+        QueryResult { columns, rows, tag: tag.into(), returns_rows: true, ..QueryResult::default() }
     }
 }
 

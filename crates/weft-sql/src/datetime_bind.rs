@@ -87,15 +87,15 @@ fn restrict(iv: Interval, unit: IntervalUnit) -> Interval {
     }
 }
 
-/// `SET TimeZone`: weft prints and reads timestamptz in UTC only, so only the names of UTC
-/// (and a zero offset) are accepted; any other zone is refused rather than ignored.
+/// `SET TimeZone` / `SET TIME ZONE`: the zone's name as `SHOW` prints it (see
+/// `weft_common::timezone::parse_setting`); `LOCAL` and `DEFAULT` are weft's default, UTC.
 pub fn time_zone_setting(value: &str) -> Result<String> {
     let plain = value.trim_matches('\'');
-    let lower = plain.to_ascii_lowercase();
-    if matches!(lower.as_str(), "utc" | "gmt" | "etc/utc" | "etc/gmt" | "uct" | "zulu" | "z" | "universal" | "0" | "+0" | "-0" | "00:00" | "+00:00" | "default" | "local") {
-        return Ok(if lower == "gmt" { "GMT".into() } else { "UTC".into() });
+    if plain.eq_ignore_ascii_case("local") || plain.eq_ignore_ascii_case("default") {
+        return Ok("UTC".into());
     }
-    Err(Error::not_supported(format!("time zone \"{plain}\" is not supported yet: weft's sessions use UTC")))
+    let zone = weft_common::timezone::parse_setting(plain, |text| dt::parse_interval(text, None))?;
+    Ok(zone.name().to_string())
 }
 
 /// `SET DateStyle`: output is ISO and input reads month before day, PostgreSQL's default;

@@ -318,6 +318,8 @@ impl Session {
     }
 
     fn describe_substituted(&self, sql: &str, params: &[Option<String>], types: &[Option<DataType>]) -> Result<Option<Vec<ColumnInfo>>> {
+        // Planning folds constants, in the session's zone.
+        weft_common::timezone::set_current(self.time_zone());
         let text = self.substituted(sql, params, types)?;
         let rewritten = text.is_some();
         self.describe_text(text.as_deref().unwrap_or(sql)).map_err(|mut e| {

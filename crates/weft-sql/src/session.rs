@@ -198,6 +198,9 @@ impl Session {
             *self.cancel.lock() = token.clone();
             // now() is read afresh for each statement.
             self.eval.clock.reset();
+            // The statement reads and prints timestamptz in the session's zone, also where
+            // it is planned (constant folding) and in its parallel workers.
+            weft_common::timezone::set_current(self.time_zone());
             let mut outcome = match crate::transaction::control(self, statement) {
                 Some(outcome) => outcome,
                 None => {
@@ -215,11 +218,17 @@ impl Session {
             // Execution notices come first: they were raised before the statement's own.
             notices.append(&mut self.pending_notices.lock());
             let mut result = self.after_statement(outcome)?;
+            result.time_zone = weft_common::timezone::current();
             notices.append(&mut result.notices);
             last = result;
         }
         last.notices = notices;
         Ok(last)
+    }
+
+    /// The session's `TimeZone` setting as a zone.
+    pub fn time_zone(&self) -> weft_common::timezone::TimeZone {
+        weft_common::timezone::from_setting_name(&self.settings.text("TimeZone"))
     }
 
     /// An error fails the open transaction block, if any.

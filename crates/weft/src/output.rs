@@ -330,6 +330,7 @@ mod tests {
             tag: "SELECT 1".into(),
             notices: vec![],
             returns_rows: true,
+            time_zone: Default::default(),
         }
     }
 
@@ -351,6 +352,7 @@ mod tests {
             tag: "SELECT 2".into(),
             notices: vec![],
             returns_rows: true,
+            time_zone: Default::default(),
         }
     }
 
@@ -421,6 +423,7 @@ mod tests {
             tag: "SELECT 1".into(),
             notices: vec![],
             returns_rows: true,
+            time_zone: Default::default(),
         };
         assert_eq!(format_result(&result, &options(Format::Csv, false)), "a,b c,c,e,f\n1,\"x,\"\"y\",,,\"li\nne\"\n");
     }

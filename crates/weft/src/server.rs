@@ -42,6 +42,7 @@ use pgwire::api::{
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
+use pgwire::messages::startup::ParameterStatus;
 use pgwire::messages::data::{DataRow, FieldDescription, RowDescription};
 use pgwire::messages::extendedquery::{Execute, Sync as PgSync};
 use pgwire::messages::response::{CommandComplete, EmptyQueryResponse, ErrorResponse, NoticeResponse, TransactionStatus};
@@ -155,6 +156,8 @@ pub(crate) struct Connection {
     key: (i32, Bytes),
     /// A COPY FROM STDIN waiting for CopyData (`server_copy.rs`).
     pub(crate) copy_in: Mutex<Option<crate::server_copy::CopyIn>>,
+    /// The `TimeZone` the client was last told of (ParameterStatus).
+    reported_zone: Mutex<String>,
 }
 
 impl Drop for Connection {
@@ -167,6 +170,18 @@ impl Connection {
     /// Run `f` on the session on a blocking thread; a panic becomes an XX000 error.
     async fn run<R: Send + 'static>(&self, f: impl FnOnce(&mut Session) -> weft_sql::Result<R> + Send + 'static) -> weft_sql::Result<R> {
         run_on_session(self.session.clone(), f).await
+    }
+
+    /// A ParameterStatus for `TimeZone` when a statement changed it (SET, RESET, a block's
+    /// end undoing a SET), as PostgreSQL reports it.
+    fn zone_change(&self) -> Option<PgWireBackendMessage> {
+        let zone = lock(&self.session).time_zone().name().to_string();
+        let mut reported = lock(&self.reported_zone);
+        if *reported == zone {
+            return None;
+        }
+        *reported = zone.clone();
+        Some(PgWireBackendMessage::ParameterStatus(ParameterStatus::new("TimeZone".into(), zone)))
     }
 
     fn transaction_status(&self) -> TransactionStatus {
@@ -385,7 +400,12 @@ fn result_formats(columns: &[ColumnInfo], format: &Format) -> PgWireResult<Vec<F
         .collect()
 }
 
-fn data_row(row: &[Datum], formats: &[FieldFormat]) -> DataRow {
+/// A row; a timestamptz prints in `zone`, the session's when the statement ran.
+fn data_row(row: &[Datum], formats: &[FieldFormat], zone: &weft_common::timezone::TimeZone) -> DataRow {
+    weft_common::timezone::with_zone(zone, || data_row_in_zone(row, formats))
+}
+
+fn data_row_in_zone(row: &[Datum], formats: &[FieldFormat]) -> DataRow {
     let mut data = BytesMut::new();
     for (datum, format) in row.iter().zip(formats) {
         let value: Option<Vec<u8>> = match (format, datum) {
@@ -467,7 +487,11 @@ fn parameter_text(value: Option<&Bytes>, wire_type: &Type, binary: bool, index: 
         1082 => text_of(Datum::Date(i32::from_be_bytes(fixed(4)?.try_into().unwrap()))),
         1083 => text_of(Datum::Time(i64::from_be_bytes(fixed(8)?.try_into().unwrap()))),
         1114 => text_of(Datum::Timestamp(i64::from_be_bytes(fixed(8)?.try_into().unwrap()))),
-        1184 => text_of(Datum::TimestampTz(i64::from_be_bytes(fixed(8)?.try_into().unwrap()))),
+        // With its offset, so the session reads the same instant in any zone.
+        1184 => weft_common::timezone::format_timestamptz(
+            i64::from_be_bytes(fixed(8)?.try_into().unwrap()),
+            &weft_common::timezone::TimeZone::utc(),
+        ),
         1186 => {
             let b = fixed(16)?;
             let micros = i64::from_be_bytes(b[0..8].try_into().unwrap());
@@ -615,6 +639,7 @@ impl StartupHandler for Handlers {
             backend: self.0.clone(),
             key,
             copy_in: Mutex::new(None),
+            reported_zone: Mutex::new("UTC".into()),
         });
         let parameters = ServerParameters {
             user: client.metadata().get(METADATA_USER).cloned(),
@@ -694,10 +719,13 @@ impl SimpleQueryHandler for Handlers {
                         let formats = vec![FieldFormat::Text; result.columns.len()];
                         client.feed(PgWireBackendMessage::RowDescription(row_description(&result.columns, &formats))).await?;
                         for row in &result.rows {
-                            client.feed(PgWireBackendMessage::DataRow(data_row(row, &formats))).await?;
+                            client.feed(PgWireBackendMessage::DataRow(data_row(row, &formats, &result.time_zone))).await?;
                         }
                     }
                     client.feed(PgWireBackendMessage::CommandComplete(CommandComplete::new(result.tag.clone()))).await?;
+                    if let Some(status) = connection.zone_change() {
+                        client.feed(status).await?;
+                    }
                 }
                 Err(error) => {
                     client.feed(PgWireBackendMessage::ErrorResponse(ErrorResponse::from(error_info(&error)))).await?;
@@ -816,12 +844,15 @@ impl ExtendedQueryHandler for Handlers {
             .await
             .map_err(|e| user_error(&e))?;
         send_notices(client, &result).await?;
+        if let Some(status) = connection.zone_change() {
+            client.feed(status).await?;
+        }
         if !result.returns_rows {
             return Ok(Response::Execution(Tag::new(&result.tag)));
         }
         let formats = result_formats(&result.columns, &portal.result_column_format)?;
         let schema = Arc::new(field_infos(&result.columns, &formats));
-        let rows: Vec<PgWireResult<DataRow>> = result.rows.iter().map(|row| Ok(data_row(row, &formats))).collect();
+        let rows: Vec<PgWireResult<DataRow>> = result.rows.iter().map(|row| Ok(data_row(row, &formats, &result.time_zone))).collect();
         let mut response = QueryResponse::new(schema, stream::iter(rows));
         response.set_command_tag(tag_without_count(&result.tag));
         Ok(Response::Query(response))
@@ -871,7 +902,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let database = Database::open(dir.path(), &[]).unwrap();
         let backend = Arc::new(Backend { database: database.clone(), keys: RandomPidSecretKeyGenerator::default(), connections: Mutex::default() });
-        let connection = Connection { session: Arc::new(Mutex::new(database.session())), backend, key: (1, Bytes::new()), copy_in: Mutex::new(None) };
+        let connection = Connection {
+            session: Arc::new(Mutex::new(database.session())),
+            backend,
+            key: (1, Bytes::new()),
+            copy_in: Mutex::new(None),
+            reported_zone: Mutex::new("UTC".into()),
+        };
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let error = runtime.block_on(connection.run(|_| -> weft_sql::Result<()> { panic!("boom") })).unwrap_err();
         assert_eq!(error.sqlstate, SqlState::INTERNAL_ERROR);

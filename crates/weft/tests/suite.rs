@@ -20,6 +20,7 @@ mod pg_oracle_arrays;
 mod pg_oracle_catalog;
 mod pg_oracle_constraints;
 mod pg_oracle_datetime;
+mod pg_oracle_timezone;
 mod pg_oracle_ddl;
 mod pg_oracle_functions;
 mod pg_oracle_grouping_sets;

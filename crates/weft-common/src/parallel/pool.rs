@@ -197,10 +197,14 @@ impl WorkerPool {
         let mut slots = self.reserve(requested_workers);
         let gate = StartGate::default();
         let (f, gate_ref) = (&f, &gate);
+        // Participants evaluate in the leader's session time zone.
+        let zone = crate::timezone::current();
+        let zone = &zone;
         let (leader_runs, participant_results) = std::thread::scope(|scope| {
             let mut workers = Vec::with_capacity(slots.count);
             for ordinal in 0..slots.count {
                 let spawned = std::thread::Builder::new().name(format!("weft worker {ordinal}")).spawn_scoped(scope, move || {
+                    crate::timezone::set_current(zone.clone());
                     let (participants, leader_runs) = gate_ref.wait();
                     let index = ordinal + leader_runs as usize;
                     let context = ParticipantContext { index, participants, is_leader: false };

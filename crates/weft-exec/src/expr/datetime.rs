@@ -16,6 +16,7 @@
 //!    `to_timestamp`, `to_date` and `timezone` (`AT TIME ZONE`). The session's time zone
 //!    is UTC, so timestamptz fields are those of the UTC instant.
 
+use weft_common::timezone as tz;
 use weft_common::datetime::{
     self as dt, Interval, DATE_NEG_INFINITY, DATE_POS_INFINITY, TS_NEG_INFINITY, TS_POS_INFINITY, USECS_PER_DAY,
     USECS_PER_HOUR, USECS_PER_MINUTE, USECS_PER_SEC,
@@ -64,7 +65,7 @@ pub fn parse_text(s: &str, to: DataType) -> Result<Datum> {
         DataType::Date => Datum::Date(dt::parse_date(s)?),
         DataType::Time => Datum::Time(dt::parse_time(s)?),
         DataType::Timestamp => Datum::Timestamp(dt::parse_timestamp(s, false)?),
-        DataType::TimestampTz => Datum::TimestampTz(dt::parse_timestamp(s, true)?),
+        DataType::TimestampTz => Datum::TimestampTz(tz::with_current(|zone| dt::parse_timestamptz(s, zone))?),
         DataType::Interval => Datum::Interval(dt::parse_interval(s, None)?),
         other => return Err(Error::internal(format!("{} is not a date/time type", other.name()))),
     })
@@ -74,11 +75,20 @@ pub fn parse_text(s: &str, to: DataType) -> Result<Datum> {
 pub fn cast(value: &Datum, to: DataType) -> Option<Result<Datum>> {
     Some(match (value, to) {
         (Datum::Date(d), DataType::Timestamp) => dt::date_to_timestamp(*d).map(Datum::Timestamp),
-        (Datum::Date(d), DataType::TimestampTz) => dt::date_to_timestamp(*d).map(Datum::TimestampTz),
-        (Datum::Timestamp(t), DataType::TimestampTz) => Ok(Datum::TimestampTz(*t)),
-        (Datum::TimestampTz(t), DataType::Timestamp) => Ok(Datum::Timestamp(*t)),
-        (Datum::Timestamp(t) | Datum::TimestampTz(t), DataType::Date) => dt::timestamp_to_date(*t).map(Datum::Date),
-        (Datum::Timestamp(t) | Datum::TimestampTz(t), DataType::Time) => {
+        // Local time of the session's zone on the timestamp side of each cast.
+        (Datum::Date(d), DataType::TimestampTz) => dt::date_to_timestamp(*d).and_then(local_to_tz).map(Datum::TimestampTz),
+        (Datum::Timestamp(t), DataType::TimestampTz) => local_to_tz(*t).map(Datum::TimestampTz),
+        (Datum::TimestampTz(t), DataType::Timestamp) => tz_to_local(*t).map(Datum::Timestamp),
+        (Datum::TimestampTz(t), DataType::Date) => tz_to_local(*t).and_then(dt::timestamp_to_date).map(Datum::Date),
+        (Datum::TimestampTz(t), DataType::Time) => {
+            if dt::timestamp_is_finite(*t) {
+                tz_to_local(*t).map(|l| Datum::Time(l.rem_euclid(USECS_PER_DAY)))
+            } else {
+                Ok(Datum::Null)
+            }
+        }
+        (Datum::Timestamp(t), DataType::Date) => dt::timestamp_to_date(*t).map(Datum::Date),
+        (Datum::Timestamp(t), DataType::Time) => {
             if dt::timestamp_is_finite(*t) {
                 Ok(Datum::Time(t.rem_euclid(USECS_PER_DAY)))
             } else {
@@ -90,6 +100,22 @@ pub fn cast(value: &Datum, to: DataType) -> Option<Result<Datum>> {
         (Datum::Interval(iv), DataType::Time) => Ok(Datum::Time(iv.micros.rem_euclid(USECS_PER_DAY))),
         _ => return None,
     })
+}
+
+/// A timestamptz as local time of the session's zone (infinities stay).
+pub fn tz_to_local(t: i64) -> Result<i64> {
+    if !dt::timestamp_is_finite(t) {
+        return Ok(t);
+    }
+    tz::with_current(|zone| zone.to_local(t)).filter(|l| dt::timestamp_in_range(*l)).ok_or_else(dt::timestamp_out_of_range)
+}
+
+/// Local time of the session's zone as a timestamptz (infinities stay).
+pub fn local_to_tz(t: i64) -> Result<i64> {
+    if !dt::timestamp_is_finite(t) {
+        return Ok(t);
+    }
+    tz::with_current(|zone| zone.from_local(t)).filter(|u| dt::timestamp_in_range(*u)).ok_or_else(dt::timestamp_out_of_range)
 }
 
 /// The operand and result types of a date/time arithmetic operator (rule 2), or `None`
@@ -150,10 +176,10 @@ pub fn eval_arith(op: BinaryOp, left: &Datum, right: &Datum) -> Option<Result<Da
             iv.checked_neg().and_then(|n| dt::timestamp_add_interval(*t, &n)).map(Datum::Timestamp)
         }
         (Add, Datum::TimestampTz(t), Datum::Interval(iv)) | (Add, Datum::Interval(iv), Datum::TimestampTz(t)) => {
-            dt::timestamp_add_interval(*t, iv).map(Datum::TimestampTz)
+            tz::with_current(|zone| tz::timestamptz_add_interval(*t, iv, zone)).map(Datum::TimestampTz)
         }
         (Sub, Datum::TimestampTz(t), Datum::Interval(iv)) => {
-            iv.checked_neg().and_then(|n| dt::timestamp_add_interval(*t, &n)).map(Datum::TimestampTz)
+            iv.checked_neg().and_then(|n| tz::with_current(|zone| tz::timestamptz_add_interval(*t, &n, zone))).map(Datum::TimestampTz)
         }
         (Sub, Datum::Timestamp(a), Datum::Timestamp(b)) | (Sub, Datum::TimestampTz(a), Datum::TimestampTz(b)) => {
             dt::timestamp_diff(*a, *b).map(Datum::Interval)
@@ -304,6 +330,7 @@ pub fn signatures(name: &str) -> &'static [Signature] {
     const DATE_TRUNC: &[Signature] = &[
         sig(F::DateTrunc, &[Text, Timestamp], Timestamp),
         sig(F::DateTrunc, &[Text, TimestampTz], TimestampTz),
+        sig(F::DateTrunc, &[Text, TimestampTz, Text], TimestampTz),
         sig(F::DateTrunc, &[Text, Interval], Interval),
     ];
     const AGE: &[Signature] = &[
@@ -412,8 +439,8 @@ pub fn call(func: DateTimeFunction, args: &[Datum], clock: &StatementClock) -> R
     match (func, args) {
         (F::Now, []) => Ok(Datum::TimestampTz(clock.now())),
         (F::ClockTimestamp, []) => Ok(Datum::TimestampTz(dt::now_timestamp())),
-        (F::CurrentDate, []) => Ok(Datum::Date(clock.now().div_euclid(USECS_PER_DAY) as i32)),
-        (F::LocalTimestamp, []) => Ok(Datum::Timestamp(clock.now())),
+        (F::CurrentDate, []) => Ok(Datum::Date(tz_to_local(clock.now())?.div_euclid(USECS_PER_DAY) as i32)),
+        (F::LocalTimestamp, []) => Ok(Datum::Timestamp(tz_to_local(clock.now())?)),
         (F::Extract, [Datum::Text(field), value]) => match part(field, value)? {
             None => Ok(Datum::Null),
             Some(p) => p.numeric().map(Datum::Numeric),
@@ -422,12 +449,13 @@ pub fn call(func: DateTimeFunction, args: &[Datum], clock: &StatementClock) -> R
             None => Datum::Null,
             Some(p) => Datum::Float8(p.float()),
         }),
-        (F::DateTrunc, [Datum::Text(unit), value]) => date_trunc(unit, value),
-        (F::Age, [a, b]) => age(timestamp_of(a), timestamp_of(b)),
+        (F::DateTrunc, [Datum::Text(unit), value]) => date_trunc(unit, value, None),
+        (F::DateTrunc, [Datum::Text(unit), value, Datum::Text(zone)]) => date_trunc(unit, value, Some(&fns::zone_named(zone)?)),
+        (F::Age, [a, b]) => age(local_of(a)?, local_of(b)?),
         (F::Age, [a]) => {
-            // age(x) is measured from midnight today.
-            let today = clock.now().div_euclid(USECS_PER_DAY) * USECS_PER_DAY;
-            age(today, timestamp_of(a))
+            // age(x) is measured from midnight today (local, for a timestamptz).
+            let today = tz_to_local(clock.now())?.div_euclid(USECS_PER_DAY) * USECS_PER_DAY;
+            age(today, local_of(a)?)
         }
         (F::MakeDate, [Datum::Int4(y), Datum::Int4(m), Datum::Int4(d)]) => make_date(*y, *m, *d).map(Datum::Date),
         (F::MakeTimestamp, [Datum::Int4(y), Datum::Int4(mo), Datum::Int4(d), Datum::Int4(h), Datum::Int4(mi), Datum::Float8(s)]) => {
@@ -439,7 +467,7 @@ pub fn call(func: DateTimeFunction, args: &[Datum], clock: &StatementClock) -> R
             _ => true,
         })),
         (F::ToChar, [value, Datum::Text(format)]) => to_char(value, format),
-        (F::LocalTime, []) => Ok(Datum::Time(clock.now().rem_euclid(USECS_PER_DAY))),
+        (F::LocalTime, []) => Ok(Datum::Time(tz_to_local(clock.now())?.rem_euclid(USECS_PER_DAY))),
         (F::JustifyHours, [Datum::Interval(iv)]) => fns::justify_hours(iv).map(Datum::Interval),
         (F::JustifyDays, [Datum::Interval(iv)]) => fns::justify_days(iv).map(Datum::Interval),
         (F::JustifyInterval, [Datum::Interval(iv)]) => fns::justify_interval(iv).map(Datum::Interval),
@@ -464,13 +492,22 @@ pub fn call(func: DateTimeFunction, args: &[Datum], clock: &StatementClock) -> R
         }
         (F::ToTimestamp, [Datum::Float8(seconds)]) => fns::to_timestamp_from_epoch(*seconds).map(Datum::TimestampTz),
         (F::ToTimestamp, [Datum::Text(input), Datum::Text(format)]) => {
-            fns::to_timestamp_formatted(input, format, true).map(Datum::TimestampTz)
+            // The fields are local time of the session's zone.
+            fns::to_timestamp_formatted(input, format, true).and_then(local_to_tz).map(Datum::TimestampTz)
         }
         (F::ToDate, [Datum::Text(input), Datum::Text(format)]) => {
             fns::to_timestamp_formatted(input, format, false).map(|d| Datum::Date(d as i32))
         }
         (F::TimeZone, [zone, value]) => fns::timezone(zone, value),
         _ => Err(Error::internal(format!("{}() called with unresolved arguments {args:?}", func.name()))),
+    }
+}
+
+/// A timestamp, or a timestamptz as local time of the session's zone (`timestamptz_age`).
+fn local_of(d: &Datum) -> Result<i64> {
+    match d {
+        Datum::TimestampTz(t) => tz_to_local(*t),
+        other => Ok(timestamp_of(other)),
     }
 }
 
@@ -658,11 +695,26 @@ fn part(unit_text: &str, value: &Datum) -> Result<Option<Part>> {
         Datum::Timestamp(t) | Datum::TimestampTz(t) => {
             let with_zone = matches!(value, Datum::TimestampTz(_));
             if matches!(field, Field::Timezone | Field::TimezoneHour | Field::TimezoneMinute) {
-                return if with_zone { Ok(Some(Part::Int(0))) } else { Err(unit_not_supported(&unit, value)) };
+                if !with_zone {
+                    return Err(unit_not_supported(&unit, value));
+                }
+                if !dt::timestamp_is_finite(*t) {
+                    return Ok(None);
+                }
+                // Seconds east; hour and minute keep its sign (truncating division).
+                let offset = tz::with_current(|zone| zone.offset_at(*t)) as i64;
+                return Ok(Some(Part::Int(match field {
+                    Field::Timezone => offset,
+                    Field::TimezoneHour => offset / 3600,
+                    _ => offset / 60 % 60,
+                })));
             }
             if !dt::timestamp_is_finite(*t) {
                 return Ok(if is_monotonic(field) { Some(Part::Infinite(*t == TS_POS_INFINITY)) } else { None });
             }
+            let utc = *t;
+            // The fields of a timestamptz are those of its local time; its epoch is not.
+            let t = &if with_zone { tz_to_local(*t)? } else { *t };
             let f = dt::timestamp_fields(*t);
             let date = t.div_euclid(USECS_PER_DAY);
             Ok(Some(match field {
@@ -672,7 +724,7 @@ fn part(unit_text: &str, value: &Datum) -> Result<Option<Part>> {
                 Field::Minute => Part::Int(f.minute),
                 Field::Hour => Part::Int(f.hour),
                 Field::Epoch => {
-                    let since = *t as i128 + dt::UNIX_EPOCH_DAYS as i128 * USECS_PER_DAY as i128;
+                    let since = utc as i128 + dt::UNIX_EPOCH_DAYS as i128 * USECS_PER_DAY as i128;
                     Part::Fixed { value: since, scale: 6, float: since as f64 / 1_000_000.0 }
                 }
                 Field::Julian => {
@@ -738,8 +790,9 @@ fn part(unit_text: &str, value: &Datum) -> Result<Option<Part>> {
     }
 }
 
-/// `date_trunc(unit, x)`.
-fn date_trunc(unit_text: &str, value: &Datum) -> Result<Datum> {
+/// `date_trunc(unit, x [, zone])`: a timestamptz is truncated in its local time of `zone`
+/// (the session's by default).
+fn date_trunc(unit_text: &str, value: &Datum, zone: Option<&tz::TimeZone>) -> Result<Datum> {
     let unit = unit_text.to_ascii_lowercase();
     let field = field_by_name(&unit).ok_or_else(|| unit_not_recognized(&unit, value))?;
     match value {
@@ -748,6 +801,12 @@ fn date_trunc(unit_text: &str, value: &Datum) -> Result<Datum> {
             if !dt::timestamp_is_finite(*t) {
                 return Ok(wrap(*t));
             }
+            let zone = match value {
+                Datum::TimestampTz(_) => Some(zone.cloned().unwrap_or_else(tz::current)),
+                _ => None,
+            };
+            let offset = zone.as_ref().map_or(0, |z| z.offset_at(*t)) as i64 * USECS_PER_SEC;
+            let t = &t.checked_add(offset).ok_or_else(dt::timestamp_out_of_range)?;
             let f = dt::timestamp_fields(*t);
             let date = t.div_euclid(USECS_PER_DAY);
             let time = t.rem_euclid(USECS_PER_DAY);
@@ -768,6 +827,15 @@ fn date_trunc(unit_text: &str, value: &Datum) -> Result<Datum> {
                 Field::Milliseconds => date * USECS_PER_DAY + time / 1000 * 1000,
                 Field::Microseconds => *t,
                 _ => return Err(unit_not_supported(&unit, value)),
+            };
+            // Back to an instant: a day or longer starts at that local time's own offset,
+            // a shorter unit keeps the instant's (PostgreSQL's `timestamptz_trunc`).
+            let result = match &zone {
+                None => result,
+                Some(z) if matches!(field, Field::Hour | Field::Minute | Field::Second | Field::Milliseconds | Field::Microseconds) => {
+                    result - offset
+                }
+                Some(z) => z.from_local(result).ok_or_else(dt::timestamp_out_of_range)?,
             };
             if !dt::timestamp_in_range(result) {
                 return Err(dt::timestamp_out_of_range());
@@ -936,7 +1004,14 @@ fn to_char(value: &Datum, format: &str) -> Result<Datum> {
         Datum::Interval(iv) => (0, Some(*iv)),
         other => return Err(Error::internal(format!("to_char of {other:?}"))),
     };
-    let with_zone = matches!(value, Datum::TimestampTz(_));
+    // A timestamptz prints its local time, its zone's abbreviation and offset.
+    let (t, zone_abbrev, zone_offset) = match value {
+        Datum::TimestampTz(utc) => {
+            let (abbrev, offset) = tz::with_current(|zone| (zone.abbrev_at(*utc), zone.offset_at(*utc)));
+            (tz_to_local(t)?, Some(abbrev), Some(offset))
+        }
+        _ => (t, None, None),
+    };
     let f = dt::timestamp_fields(t);
     let date = t.div_euclid(USECS_PER_DAY);
     // An interval's fields: years, months, days and the time as they are stored.
@@ -1076,9 +1151,23 @@ fn to_char(value: &Datum, format: &str) -> Result<Datum> {
         } else if starts_ci(i, "Q") {
             out.push_str(&((month - 1) / 3 + 1).to_string());
             i += 1;
+        } else if starts(i, "TZH") || starts(i, "tzh") {
+            let east = zone_offset.unwrap_or(0);
+            out.push_str(&format!("{}{:02}", if east < 0 { '-' } else { '+' }, east.abs() / 3600));
+            i += 3;
+        } else if starts(i, "TZM") || starts(i, "tzm") {
+            out.push_str(&format!("{:02}", zone_offset.unwrap_or(0).abs() / 60 % 60));
+            i += 3;
         } else if starts(i, "TZ") || starts(i, "tz") {
-            if with_zone {
-                out.push_str(if chars[i] == 'T' { "UTC" } else { "utc" });
+            if let Some(abbrev) = &zone_abbrev {
+                out.push_str(&if chars[i] == 'T' { abbrev.to_ascii_uppercase() } else { abbrev.to_ascii_lowercase() });
+            }
+            i += 2;
+        } else if starts(i, "OF") || starts(i, "of") {
+            let east = zone_offset.unwrap_or(0);
+            out.push_str(&format!("{}{:02}", if east < 0 { '-' } else { '+' }, east.abs() / 3600));
+            if east.abs() / 60 % 60 != 0 {
+                out.push_str(&format!(":{:02}", east.abs() / 60 % 60));
             }
             i += 2;
         } else {

@@ -8,6 +8,7 @@
 //! PostgreSQL does). A named zone with rules (`Europe/Paris`) is "not supported", not
 //! "not recognized".
 
+use weft_common::timezone::{LiteralZone, TimeZone};
 use weft_common::datetime::{self as dt, Interval, DAYS_PER_MONTH, USECS_PER_DAY, USECS_PER_HOUR, USECS_PER_MINUTE, USECS_PER_SEC};
 use weft_common::{Datum, Error, Result, SqlState};
 
@@ -149,27 +150,24 @@ fn format_g(value: f64) -> String {
     }
 }
 
-/// Seconds east of Greenwich for a time zone written as text.
-fn zone_offset_from_text(zone: &str) -> Result<i64> {
-    let lower = zone.trim().to_ascii_lowercase();
-    const UTC_NAMES: &[&str] = &[
-        "utc", "gmt", "z", "zulu", "uct", "universal", "greenwich", "utc0", "gmt0", "etc/utc", "etc/gmt", "etc/uct", "etc/universal",
-        "etc/zulu", "etc/greenwich", "etc/gmt0", "etc/gmt+0", "etc/gmt-0", "gmt+0", "gmt-0",
-    ];
-    if UTC_NAMES.contains(&lower.as_str()) {
-        return Ok(0);
+/// A time zone written as text (PostgreSQL's `timestamptz_zone`): an abbreviation of the
+/// `Default` set, an IANA zone name, or a POSIX zone with a fixed offset (west of Greenwich).
+pub(crate) fn zone_named(zone: &str) -> Result<TimeZone> {
+    let trimmed = zone.trim();
+    if let Some(z) = weft_common::timezone::literal_zone(trimmed)? {
+        return Ok(match z {
+            LiteralZone::Offset(east) => TimeZone::fixed_numeric(east as i32),
+            LiteralZone::Zone(z) => z,
+        });
     }
+    let lower = trimmed.to_ascii_lowercase();
     // POSIX: `[UTC|GMT]±hh[:mm[:ss]]`, counted west of Greenwich.
     let spec = lower.strip_prefix("utc").or_else(|| lower.strip_prefix("gmt")).unwrap_or(&lower);
     if let Some(west) = posix_offset(spec) {
-        return Ok(-west);
+        return Ok(TimeZone::fixed_numeric(-west as i32));
     }
-    let named = !zone.contains("..") && std::path::Path::new("/usr/share/zoneinfo").join(zone.trim()).is_file();
-    let abbreviation = (3..=5).contains(&zone.len()) && zone.bytes().all(|b| b.is_ascii_alphabetic());
-    if named || abbreviation {
-        return Err(Error::not_supported(format!(
-            "time zone \"{zone}\" is not supported yet: weft converts only to UTC and fixed offsets"
-        )));
+    if let Some(z) = weft_common::timezone::zone_for_at_time_zone(trimmed)? {
+        return Ok(z);
     }
     Err(Error::new(SqlState::INVALID_PARAMETER_VALUE, format!("time zone \"{zone}\" not recognized")))
 }
@@ -203,8 +201,8 @@ fn posix_offset(spec: &str) -> Option<i64> {
 /// read as local time in `zone` becomes a `timestamptz`; a `timestamptz` becomes the local
 /// `timestamp` in `zone`.
 pub(crate) fn timezone(zone: &Datum, value: &Datum) -> Result<Datum> {
-    let east_micros = match zone {
-        Datum::Text(text) => zone_offset_from_text(text)? * USECS_PER_SEC,
+    let zone = match zone {
+        Datum::Text(text) => zone_named(text)?,
         Datum::Interval(iv) => {
             if iv.months != 0 || iv.days != 0 {
                 return Err(Error::new(
@@ -212,22 +210,21 @@ pub(crate) fn timezone(zone: &Datum, value: &Datum) -> Result<Datum> {
                     format!("interval time zone \"{}\" must not include months or days", dt::format_interval(iv)),
                 ));
             }
-            iv.micros
+            TimeZone::fixed_numeric((iv.micros / USECS_PER_SEC) as i32)
         }
         other => return Err(Error::internal(format!("timezone() with zone {other:?}"))),
     };
-    let shift = |t: i64, by: i64| -> Result<i64> {
-        if !dt::timestamp_is_finite(t) {
-            return Ok(t);
-        }
-        let shifted = t.checked_add(by).filter(|&s| dt::timestamp_in_range(s)).ok_or_else(dt::timestamp_out_of_range)?;
-        Ok(shifted)
+    let (t, to_instant) = match value {
+        Datum::Timestamp(local) => (*local, true),
+        Datum::TimestampTz(instant) => (*instant, false),
+        other => return Err(Error::internal(format!("timezone() of {other:?}"))),
     };
-    match value {
-        Datum::Timestamp(local) => Ok(Datum::TimestampTz(shift(*local, -east_micros)?)),
-        Datum::TimestampTz(instant) => Ok(Datum::Timestamp(shift(*instant, east_micros)?)),
-        other => Err(Error::internal(format!("timezone() of {other:?}"))),
+    if !dt::timestamp_is_finite(t) {
+        return Ok(if to_instant { Datum::TimestampTz(t) } else { Datum::Timestamp(t) });
     }
+    let converted = if to_instant { zone.from_local(t) } else { zone.to_local(t) };
+    let converted = converted.filter(|&s| dt::timestamp_in_range(s)).ok_or_else(dt::timestamp_out_of_range)?;
+    Ok(if to_instant { Datum::TimestampTz(converted) } else { Datum::Timestamp(converted) })
 }
 
 const MONTH_NAMES: [&str; 12] =

@@ -10,12 +10,15 @@ use weft_sql::Session;
 pub use weft_common::XorShift64 as Rng;
 
 /// Rows as psql -At prints them: fields joined by `|`, NULL as nothing.
+/// timestamptz values print in the zone the statement ran in.
 pub fn lines(result: &weft_sql::QueryResult) -> Vec<String> {
-    result
-        .rows
-        .iter()
-        .map(|row| row.iter().map(|d| d.to_pg_text().unwrap_or_default()).collect::<Vec<_>>().join("|"))
-        .collect()
+    weft_common::timezone::with_zone(&result.time_zone, || {
+        result
+            .rows
+            .iter()
+            .map(|row| row.iter().map(|d| d.to_pg_text().unwrap_or_default()).collect::<Vec<_>>().join("|"))
+            .collect()
+    })
 }
 
 /// A statement's rows as [`lines`], or its error message.
