@@ -46,13 +46,18 @@ impl<'a> DataLines<'a> {
     }
 }
 
+/// `Read::read` for a reader whose `BufRead` side is the real one (its `consume` keeps count).
+pub fn read_through_buffer(reader: &mut impl BufRead, buf: &mut [u8]) -> std::io::Result<usize> {
+    let available = reader.fill_buf()?;
+    let n = available.len().min(buf.len());
+    buf[..n].copy_from_slice(&available[..n]);
+    reader.consume(n);
+    Ok(n)
+}
+
 impl Read for DataLines<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let available = self.fill_buf()?;
-        let n = available.len().min(buf.len());
-        buf[..n].copy_from_slice(&available[..n]);
-        self.consume(n);
-        Ok(n)
+        read_through_buffer(self, buf)
     }
 }
 

@@ -355,11 +355,7 @@ struct LineCounter<R> {
 
 impl<R: BufRead> std::io::Read for LineCounter<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let available = self.fill_buf()?;
-        let n = available.len().min(buf.len());
-        buf[..n].copy_from_slice(&available[..n]);
-        self.consume(n);
-        Ok(n)
+        crate::copy_client::read_through_buffer(self, buf)
     }
 }
 
