@@ -91,6 +91,23 @@ pub struct TableMeta {
     /// FOREIGN KEY constraints of this table (the referencing side).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub foreign_keys: Vec<ForeignKeyMeta>,
+    /// `CREATE TEMP TABLE`: dropped when its session ends, and at start-up if a process
+    /// died with it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub temporary: bool,
+}
+
+/// A view: its query kept as SQL text, planned as a subquery wherever the view is named,
+/// and the columns it had when created (names and types a `CREATE OR REPLACE` must keep).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ViewMeta {
+    pub oid: u32,
+    pub name: String,
+    pub query: String,
+    pub columns: Vec<ColumnMeta>,
+    /// `CREATE TEMP VIEW`, or a view of a temporary table: dropped with its session.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub temporary: bool,
 }
 
 /// A CHECK constraint: a boolean expression over the table's columns, kept as SQL text and
@@ -320,6 +337,9 @@ pub struct Catalog {
     /// transaction (`weft_exec::expr::Sequences`); each commit writes back the current ones.
     #[serde(default)]
     pub sequences: BTreeMap<String, SequenceMeta>,
+    /// Views by name (the relation namespace again).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub views: BTreeMap<String, ViewMeta>,
     /// The sequence number of the slot this catalog was loaded from or last published
     /// to (0: none yet). Not stored in the payload: the slot header carries it.
     #[serde(skip)]
@@ -339,6 +359,7 @@ impl Default for Catalog {
             indexes: BTreeMap::new(),
             statistics: BTreeMap::new(),
             sequences: BTreeMap::new(),
+            views: BTreeMap::new(),
             published_seq: 0,
         }
     }
@@ -440,11 +461,23 @@ impl Catalog {
     }
 
     pub fn table(&self, name: &str) -> Result<&TableMeta> {
-        self.tables.get(name).ok_or_else(|| undefined_table(name))
+        self.tables.get(name).ok_or_else(|| self.not_a_table(name))
     }
 
     pub fn table_mut(&mut self, name: &str) -> Result<&mut TableMeta> {
-        self.tables.get_mut(name).ok_or_else(|| undefined_table(name))
+        if !self.tables.contains_key(name) {
+            return Err(self.not_a_table(name));
+        }
+        Ok(self.tables.get_mut(name).expect("checked"))
+    }
+
+    /// The error for a table name that names no table: a view is read-only here.
+    fn not_a_table(&self, name: &str) -> Error {
+        if self.views.contains_key(name) {
+            return Error::new(SqlState::WRONG_OBJECT_TYPE, format!("\"{name}\" is a view"))
+                .with_detail("Views can only be read: this statement needs a table.");
+        }
+        undefined_table(name)
     }
 
     /// Every relation file number the catalog owns (anything else on disk is an orphan).
@@ -462,9 +495,27 @@ impl Catalog {
         self.statistics.get(&table.oid).filter(|s| s.columns.len() == table.columns.len())
     }
 
+    /// Forget the temporary tables and views a dead process left, with the tables'
+    /// indexes, owned sequences and foreign keys pointing at them; their files become
+    /// orphans. True if there were any.
+    pub fn forget_temporary_tables(&mut self) -> bool {
+        let temporary: BTreeSet<String> = self.tables.values().filter(|t| t.temporary).map(|t| t.name.clone()).collect();
+        if temporary.is_empty() && !self.views.values().any(|v| v.temporary) {
+            return false;
+        }
+        self.tables.retain(|name, _| !temporary.contains(name));
+        self.views.retain(|_, v| !v.temporary);
+        self.indexes.retain(|_, i| !temporary.contains(&i.table));
+        self.sequences.retain(|_, s| s.owned_by.as_ref().is_none_or(|(t, _)| !temporary.contains(t)));
+        for table in self.tables.values_mut() {
+            table.foreign_keys.retain(|fk| !temporary.contains(&fk.ref_table));
+        }
+        true
+    }
+
     /// Is `name` taken by a table or an index?
     pub fn relation_exists(&self, name: &str) -> bool {
-        self.tables.contains_key(name) || self.indexes.contains_key(name) || self.sequences.contains_key(name)
+        self.tables.contains_key(name) || self.indexes.contains_key(name) || self.sequences.contains_key(name) || self.views.contains_key(name)
     }
 }
 
@@ -537,6 +588,7 @@ mod tests {
                 has_dead_rows: false,
                 checks: Vec::new(),
                 foreign_keys: Vec::new(),
+                temporary: false,
             },
         );
     }

@@ -47,7 +47,7 @@ impl QueryResult {
 #[derive(Clone, Debug)]
 pub struct RelationInfo {
     pub name: String,
-    /// "table", "index" or "sequence".
+    /// "table", "index", "sequence" or "view".
     pub kind: String,
     /// For an index: its table.
     pub table: Option<String>,

@@ -129,7 +129,8 @@ pub fn object_name(name: &ast::ObjectName) -> Result<String> {
         .collect::<Result<_>>()?;
     match parts.as_slice() {
         [name] => Ok(name.clone()),
-        [schema, name] if schema == "public" => Ok(name.clone()),
+        // `pg_temp` names the session's temporary tables, which share weft's one namespace.
+        [schema, name] if schema == "public" || schema == "pg_temp" => Ok(name.clone()),
         [schema, _] => Err(Error::new(SqlState::UNDEFINED_OBJECT, format!("schema \"{schema}\" does not exist"))),
         _ => Err(Error::syntax(format!("improper qualified name (too many dotted names): {name}"))),
     }
@@ -1096,14 +1097,7 @@ impl<'a> Binder<'a> {
             {
                 self.bind_named_arguments(&name, &list.args)?
             }
-            ast::FunctionArguments::List(list) => list
-                .args
-                .iter()
-                .map(|a| match a {
-                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => self.bind(e),
-                    other => Err(Error::not_supported(format!("function argument {other}"))),
-                })
-                .collect::<Result<Vec<_>>>()?,
+            ast::FunctionArguments::List(list) => self.bind_positional_arguments(&list.args)?,
             ast::FunctionArguments::None => Vec::new(),
             ast::FunctionArguments::Subquery(_) => return Err(Error::not_supported("subquery as function argument")),
         };
@@ -1401,6 +1395,16 @@ impl Binder<'_> {
         Ok(catalog_lookup(whens, Some(number), DataType::Text))
     }
 
+    /// A call's arguments, each a plain expression (no names, no `*`).
+    fn bind_positional_arguments(&mut self, args: &[ast::FunctionArg]) -> Result<Vec<Expr>> {
+        args.iter()
+            .map(|a| match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => self.bind(e),
+                other => Err(Error::not_supported(format!("function argument {other}"))),
+            })
+            .collect()
+    }
+
     /// psql's catalog functions (`pg_catalog.rs`), bound to lookups over the statement's
     /// catalog; `None` if `name` is none of them.
     fn bind_catalog_function(&mut self, name: &str, args: &ast::FunctionArguments) -> Result<Option<Expr>> {
@@ -1413,14 +1417,7 @@ impl Binder<'_> {
             _ => return Ok(None),
         };
         let mut bound: Vec<Expr> = match args {
-            ast::FunctionArguments::List(list) => list
-                .args
-                .iter()
-                .map(|a| match a {
-                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => self.bind(e),
-                    other => Err(Error::not_supported(format!("function argument {other}"))),
-                })
-                .collect::<Result<_>>()?,
+            ast::FunctionArguments::List(list) => self.bind_positional_arguments(&list.args)?,
             _ => Vec::new(),
         };
         if !arity.contains(&bound.len()) || (name == "pg_get_indexdef" && bound.len() == 2) {

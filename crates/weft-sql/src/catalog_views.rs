@@ -333,7 +333,7 @@ fn pg_class(catalog: &Catalog, pool: &BufferPool) -> Result<(Vec<Column>, Vec<Ve
             number(table.row_count),
             boolean(catalog.indexes_of(&table.name).next().is_some()),
             boolean(false),
-            text("p"),
+            text(if table.temporary { "t" } else { "p" }),
             text("r"),
             number(table.columns.len()),
             number(table.checks.len()),
@@ -367,6 +367,14 @@ fn pg_class(catalog: &Catalog, pool: &BufferPool) -> Result<(Vec<Column>, Vec<Ve
     for sequence in catalog.sequences.values() {
         let mut row = vec![number(crate::pg_catalog::sequence_oid(sequence)), text(&sequence.name), number(PUBLIC_OID), number(OWNER_OID), number(0), number(0), number(0)];
         row.extend([number(1), boolean(false), boolean(false), text("p"), text("S"), number(3), number(0)]);
+        row.extend(rest(false, "n", &[]));
+        rows.push(row);
+    }
+    // A view has no storage: no file, no access method, no tuples.
+    for view in catalog.views.values() {
+        let mut row = vec![number(view.oid), text(&view.name), number(PUBLIC_OID), number(OWNER_OID), number(0), number(0), number(0)];
+        let persistence = if view.temporary { "t" } else { "p" };
+        row.extend([number(-1), boolean(false), boolean(false), text(persistence), text("v"), number(view.columns.len()), number(0)]);
         row.extend(rest(false, "n", &[]));
         rows.push(row);
     }
@@ -505,6 +513,9 @@ fn information_schema_tables(catalog: &Catalog) -> (Vec<Column>, Vec<Vec<Value>>
         .map(|t| {
             vec![text(DATABASE_NAME), text("public"), text(&t.name), text("BASE TABLE"), None, None, None, None, None, text("YES"), text("NO"), None]
         })
+        .chain(catalog.views.values().map(|v| {
+            vec![text(DATABASE_NAME), text("public"), text(&v.name), text("VIEW"), None, None, None, None, None, text("NO"), text("NO"), None]
+        }))
         .collect();
     (columns, rows)
 }

@@ -287,6 +287,8 @@ impl Database {
         let in_flight = catalog.in_flight_xids();
         catalog.next_xid = in_flight.end;
         catalog.aborted.insert_range(in_flight);
+        // The sessions that owned temporary tables are gone.
+        catalog.forget_temporary_tables();
         catalog.publish(dir, smgr.fsync_enabled())?;
         remove_orphans(&smgr, &catalog)?;
 

@@ -31,6 +31,7 @@ mod ordered_set;
 mod params;
 mod parse;
 mod planner;
+mod pull_up;
 mod returning;
 mod selectivity;
 mod sequences;
@@ -44,6 +45,7 @@ mod transaction;
 mod unread_outputs;
 mod upsert;
 mod vacuum;
+mod views;
 mod window;
 
 pub use copy::CopyClient;

@@ -437,6 +437,9 @@ pub(crate) fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Resu
             if let Some(args) = args {
                 return plan_table_function(&table_name, &args.args, alias.as_ref(), *with_ordinality, ctx);
             }
+            if let Some(view) = ctx.catalog.views.get(&table_name) {
+                return crate::views::plan_view(view, alias.as_ref(), ctx);
+            }
             let meta = ctx.catalog.table(&table_name).map_err(|e| crate::error_cursor::place_at(e, name.span()))?;
             let qualifier = alias.as_ref().map(|a| ident_name(&a.name)).unwrap_or_else(|| table_name.clone());
             let mut scope = Scope::default();
@@ -865,6 +868,7 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
             }
             FromPlan::Single(single) => {
                 let mut source = single.source;
+                crate::pull_up::pull_up_simple_subquery(&mut source, &mut filter, exprs.iter_mut().collect());
                 {
                     let mut all: Vec<&mut Expr> = exprs.iter_mut().collect();
                     if let Some(f) = filter.as_mut() {
@@ -1018,6 +1022,11 @@ pub(crate) fn plan_aggregate(
         FromPlan::Single(single) => {
             let mut source = single.source;
             {
+                let mut exprs: Vec<&mut Expr> = group_by.iter_mut().collect();
+                exprs.extend(calls.iter_mut().flat_map(AggregateCall::exprs_mut));
+                crate::pull_up::pull_up_simple_subquery(&mut source, &mut filter, exprs);
+            }
+            {
                 let mut all: Vec<&mut Expr> = group_by.iter_mut().collect();
                 all.extend(calls.iter_mut().flat_map(AggregateCall::exprs_mut));
                 if let Some(f) = filter.as_mut() {
@@ -1165,7 +1174,9 @@ fn prune_heap_columns(source: &mut Source, exprs: Vec<&mut Expr>) {
     for e in exprs {
         remap_columns(e, &map);
     }
-    heap.columns = used.into_iter().collect();
+    // Positions in the row the source decodes now (already pruned once, for a pulled-up
+    // subquery), mapped back to table columns.
+    heap.columns = used.into_iter().map(|position| heap.columns[position]).collect();
 }
 
 /// Workers for a pipeline over `source`, PostgreSQL's rule: none below

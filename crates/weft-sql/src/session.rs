@@ -35,12 +35,16 @@ pub struct Session {
     pub(crate) block: Mutex<Option<crate::transaction::Block>>,
     /// The session's number among the database's sessions, as `pg_backend_pid()` gives it.
     backend_pid: i32,
+    /// The temporary tables this session created (name, oid), dropped when it ends.
+    pub(crate) temp_tables: Mutex<Vec<(String, u32)>>,
 }
 
 impl Drop for Session {
     /// A session that goes away inside a block rolls it back, as a closed connection does.
     fn drop(&mut self) {
         self.abandon_block();
+        // A failure here leaves the tables to the next start-up, which forgets them.
+        let _ = crate::statements::drop_temp_tables(self);
     }
 }
 
@@ -128,6 +132,7 @@ impl Database {
             backend_pid,
             last_index_build: Mutex::new(None),
             block: Mutex::new(None),
+            temp_tables: Mutex::new(Vec::new()),
         }
     }
 }
@@ -284,7 +289,7 @@ impl Session {
         &self.settings
     }
 
-    /// The tables, indexes and sequences for `\d`, `\dt`, `\di` and `\ds` (and their `+` forms), sorted by
+    /// The tables, indexes, sequences and views for `\d`, `\dt`, `\di`, `\ds` and `\dv` (and their `+` forms), sorted by
     /// name (bytewise, as PostgreSQL sorts `name`).
     pub fn list_relations(&self) -> Vec<RelationInfo> {
         let catalog = self.catalog();
@@ -302,7 +307,8 @@ impl Session {
         });
         // A sequence's state lives in the catalog, not in a relation file of its own.
         let sequences = catalog.sequences.values().map(|s| RelationInfo { name: s.name.clone(), kind: "sequence".into(), table: None, size_bytes: 0 });
-        let mut out: Vec<RelationInfo> = tables.chain(indexes).chain(sequences).collect();
+        let views = catalog.views.values().map(|v| RelationInfo { name: v.name.clone(), kind: "view".into(), table: None, size_bytes: 0 });
+        let mut out: Vec<RelationInfo> = tables.chain(indexes).chain(sequences).chain(views).collect();
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out
     }

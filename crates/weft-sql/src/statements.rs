@@ -28,6 +28,10 @@ pub fn execute(session: &mut Session, statement: &Statement, cancel: &CancelToke
         }
         Statement::CreateTable(create) => create_table(session, create, cancel),
         Statement::Drop { object_type: ObjectType::Table, if_exists, names, cascade, .. } => drop_tables(session, names, *if_exists, *cascade),
+        Statement::Drop { object_type: ObjectType::View, if_exists, names, cascade, .. } => {
+            crate::views::drop_views(session, names, *if_exists, *cascade)
+        }
+        Statement::CreateView(create) => crate::views::create_view(session, create),
         Statement::Drop { object_type: ObjectType::Index, if_exists, names, .. } => {
             crate::indexes::drop_indexes(session, names, *if_exists)
         }
@@ -209,10 +213,13 @@ fn already_exists(name: &str) -> Error {
 }
 
 fn create_table(session: &mut Session, create: &ast::CreateTable, cancel: &CancelToken) -> Result<QueryResult> {
-    if create.temporary || create.external || create.or_replace {
+    if create.external || create.or_replace {
         return Err(Error::not_supported("only plain CREATE TABLE is supported"));
     }
-    let name = object_name(&create.name)?;
+    if create.temporary && !matches!(create.on_commit, None | Some(ast::OnCommit::PreserveRows)) {
+        return Err(Error::not_supported("ON COMMIT DELETE ROWS / DROP is not supported"));
+    }
+    let name = temp_table_name(&create.name, create.temporary)?;
     let mut notices = Vec::new();
     let tag = session.write(|txn| {
         if txn.catalog.relation_exists(&name) {
@@ -227,7 +234,9 @@ fn create_table(session: &mut Session, create: &ast::CreateTable, cancel: &Cance
                 if !create.constraints.is_empty() {
                     return Err(Error::not_supported("constraints in CREATE TABLE AS are not supported"));
                 }
-                create_table_as(session, txn, &name, create, query, cancel)
+                let tag = create_table_as(session, txn, &name, create, query, cancel)?;
+                mark_temporary(session, txn, &name, create.temporary)?;
+                Ok(tag)
             }
             None => {
                 let (mut columns, mut keys, mut constraints, serials) = column_definitions(&create.columns)?;
@@ -239,6 +248,7 @@ fn create_table(session: &mut Session, create: &ast::CreateTable, cancel: &Cance
                 }
                 add_serial_sequences(txn, &name, &mut columns, &serials);
                 add_table(session, txn, &name, columns)?;
+                mark_temporary(session, txn, &name, create.temporary)?;
                 add_key_constraints(session, txn, &name, &keys, cancel, &mut notices)?;
                 crate::constraints::add_constraints(session, txn, &name, constraints, cancel)?;
                 Ok("CREATE TABLE".to_string())
@@ -248,6 +258,60 @@ fn create_table(session: &mut Session, create: &ast::CreateTable, cancel: &Cance
     let mut result = QueryResult::command(tag);
     result.notices = notices;
     Ok(result)
+}
+
+/// The name of a table being created: a temporary one lives in `pg_temp`, not `public`.
+fn temp_table_name(name: &ast::ObjectName, temporary: bool) -> Result<String> {
+    let qualified_public = name.0.len() == 2 && name.0[0].as_ident().is_some_and(|s| ident_name(s) == "public");
+    if temporary && qualified_public {
+        return Err(Error::new(SqlState::INVALID_TABLE_DEFINITION, "cannot create temporary relation in non-temporary schema"));
+    }
+    object_name(name)
+}
+
+/// Make `name` temporary and remember it in the session, which drops it when it ends.
+fn mark_temporary(session: &Session, txn: &mut WriteTxn, name: &str, temporary: bool) -> Result<()> {
+    if !temporary {
+        return Ok(());
+    }
+    let table = txn.catalog.table_mut(name)?;
+    table.temporary = true;
+    session.temp_tables.lock().push((name.to_string(), table.oid));
+    Ok(())
+}
+
+/// Drop the session's temporary tables and views that still exist (the session is ending).
+pub(crate) fn drop_temp_tables(session: &mut Session) -> Result<()> {
+    let tables = std::mem::take(&mut *session.temp_tables.lock());
+    if tables.is_empty() {
+        return Ok(());
+    }
+    session.write(|txn| {
+        let names: Vec<String> =
+            tables.iter().filter(|(name, oid)| txn.catalog.tables.get(name).is_some_and(|t| t.oid == *oid)).map(|(name, _)| name.clone()).collect();
+        let views: Vec<String> =
+            tables.iter().filter(|(name, oid)| txn.catalog.views.get(name).is_some_and(|v| v.oid == *oid)).map(|(name, _)| name.clone()).collect();
+        crate::constraints::drop_references_to(txn, &names, true)?;
+        let dropping: Vec<String> = names.iter().chain(&views).cloned().collect();
+        crate::views::drop_dependent_views(txn, &dropping, true)?;
+        for name in &names {
+            remove_table(txn, name);
+        }
+        for name in &views {
+            txn.catalog.views.remove(name);
+        }
+        Ok(())
+    })
+}
+
+/// Take a table out of the catalog with its indexes and owned sequences; its files are
+/// removed when the transaction commits.
+fn remove_table(txn: &mut WriteTxn, name: &str) -> bool {
+    let Some(table) = txn.catalog.tables.remove(name) else { return false };
+    txn.drop_relation(table.locator());
+    crate::indexes::drop_indexes_of(txn, name);
+    txn.catalog.sequences.retain(|_, s| s.owned_by.as_ref().is_none_or(|(t, _)| t != name));
+    true
 }
 
 /// The columns of CREATE TABLE, the key constraints written on them, their CHECK and
@@ -390,7 +454,7 @@ pub(crate) fn add_serial_sequences(txn: &mut WriteTxn, name: &str, columns: &mut
 
 fn add_table(session: &Session, txn: &mut WriteTxn, name: &str, columns: Vec<ColumnMeta>) -> Result<TableMeta> {
     let rel = txn.create_relation(&session.db)?;
-    let table = TableMeta { oid: rel.rel_number, name: name.to_string(), columns, rel_number: rel.rel_number, row_count: 0, parallel_workers: None, has_dead_rows: false, checks: Vec::new(), foreign_keys: Vec::new() };
+    let table = TableMeta { oid: rel.rel_number, name: name.to_string(), columns, rel_number: rel.rel_number, row_count: 0, parallel_workers: None, has_dead_rows: false, checks: Vec::new(), foreign_keys: Vec::new(), temporary: false };
     txn.catalog.tables.insert(name.to_string(), table.clone());
     Ok(table)
 }
@@ -449,20 +513,21 @@ fn drop_tables(session: &mut Session, names: &[ast::ObjectName], if_exists: bool
         let existing: Vec<String> =
             names.iter().map(object_name).collect::<Result<Vec<_>>>()?.into_iter().filter(|n| txn.catalog.tables.contains_key(n)).collect();
         notices.extend(crate::constraints::drop_references_to(txn, &existing, cascade)?);
+        notices.extend(crate::views::drop_dependent_views(txn, &existing, cascade)?);
         for name in names {
             let name = object_name(name)?;
-            match txn.catalog.tables.remove(&name) {
-                Some(table) => {
-                    txn.drop_relation(table.locator());
-                    crate::indexes::drop_indexes_of(txn, &name);
-                    txn.catalog.sequences.retain(|_, s| s.owned_by.as_ref().is_none_or(|(t, _)| *t != name));
+            match remove_table(txn, &name) {
+                true => {}
+                false if txn.catalog.views.contains_key(&name) => {
+                    return Err(Error::new(SqlState::WRONG_OBJECT_TYPE, format!("\"{name}\" is not a table"))
+                        .with_hint("Use DROP VIEW to remove a view."))
                 }
-                None if txn.catalog.indexes.contains_key(&name) => {
+                false if txn.catalog.indexes.contains_key(&name) => {
                     return Err(Error::new(SqlState::WRONG_OBJECT_TYPE, format!("\"{name}\" is not a table"))
                         .with_hint("Use DROP INDEX to remove an index."))
                 }
-                None if if_exists => notices.push(format!("NOTICE:  table \"{name}\" does not exist, skipping")),
-                None => {
+                false if if_exists => notices.push(format!("NOTICE:  table \"{name}\" does not exist, skipping")),
+                false => {
                     return Err(Error::new(SqlState::UNDEFINED_TABLE, format!("table \"{name}\" does not exist")))
                 }
             }

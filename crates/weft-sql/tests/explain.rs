@@ -163,7 +163,7 @@ fn explain_analyze_limit_aggregate_and_subquery_rows() {
             assert!((rows * loops - gathered).abs() <= loops, "{text}");
         }
 
-        let lines = explain(&mut s, "EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*) FROM (SELECT k FROM t WHERE i <= 100) s WHERE k > 0");
+        let lines = explain(&mut s, "EXPLAIN (ANALYZE, TIMING OFF) SELECT count(*) FROM (SELECT k FROM t WHERE i <= 100 OFFSET 0) s WHERE k > 0");
         let text = lines.join("\n");
         let expected = count(&mut s, "SELECT count(*) FROM t WHERE i <= 100 AND k > 0");
         assert!(!text.contains("actual time="), "{text}");

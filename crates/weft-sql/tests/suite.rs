@@ -17,6 +17,7 @@ mod indexes;
 mod join_plans;
 mod slt;
 mod topn_zone_maps;
+mod temp_tables;
 mod transactions;
 mod upsert_model;
 mod vacuum;

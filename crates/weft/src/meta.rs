@@ -179,13 +179,14 @@ fn log(runner: &Runner, level: Level, text: &str, location: Location<'_>) {
     runner.print_error(&format!("{level}{text}"), location);
 }
 
-/// `\d`, and `\d` followed by any of `t` (tables), `i` (indexes) and `s` (sequences), each
-/// letter at most once, with an optional `+`.
+/// `\d`, and `\d` followed by any of `t` (tables), `i` (indexes), `s` (sequences) and `v`
+/// (views), each letter at most once, with an optional `+`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct RelationCommand {
     tables: bool,
     indexes: bool,
     sequences: bool,
+    views: bool,
     /// `\d` without letters: with a pattern it describes, without one it lists tables and
     /// sequences.
     describe: bool,
@@ -200,7 +201,7 @@ impl RelationCommand {
             None => (rest, false),
         };
         let count = |letter: char| letters.chars().filter(|&c| c == letter).count();
-        if !letters.chars().all(|c| matches!(c, 't' | 'i' | 's')) || ['t', 'i', 's'].iter().any(|&c| count(c) > 1) {
+        if !letters.chars().all(|c| matches!(c, 't' | 'i' | 's' | 'v')) || ['t', 'i', 's', 'v'].iter().any(|&c| count(c) > 1) {
             return None;
         }
         let describe = letters.is_empty();
@@ -208,6 +209,7 @@ impl RelationCommand {
             tables: describe || count('t') == 1,
             indexes: count('i') == 1,
             sequences: describe || count('s') == 1,
+            views: describe || count('v') == 1,
             describe,
             verbose,
         })
@@ -234,6 +236,7 @@ fn relations(runner: &mut Runner, name: &str, command: RelationCommand, argument
             let shown = |relation: &RelationInfo| match relation.kind.as_str() {
                 "index" => command.indexes,
                 "sequence" => command.sequences,
+                "view" => command.views,
                 _ => command.tables,
             };
             let relations: Vec<RelationInfo> =
@@ -280,7 +283,7 @@ fn list_relations(
             if command.verbose {
                 let access_method = match relation.kind.as_str() {
                     "index" => cell("btree"),
-                    "sequence" => None,
+                    "sequence" | "view" => None,
                     _ => cell("heap"),
                 };
                 row.extend([cell("permanent"), access_method, Some(size_pretty(relation.size_bytes)), None]);
@@ -510,16 +513,17 @@ mod tests {
 
     #[test]
     fn commands_parse() {
-        let c = |tables, indexes, sequences, describe, verbose| Some(RelationCommand { tables, indexes, sequences, describe, verbose });
-        assert_eq!(RelationCommand::parse("d"), c(true, false, true, true, false));
-        assert_eq!(RelationCommand::parse("d+"), c(true, false, true, true, true));
-        assert_eq!(RelationCommand::parse("dt"), c(true, false, false, false, false));
-        assert_eq!(RelationCommand::parse("di+"), c(false, true, false, false, true));
-        assert_eq!(RelationCommand::parse("dti"), c(true, true, false, false, false));
-        assert_eq!(RelationCommand::parse("dit+"), c(true, true, false, false, true));
-        assert_eq!(RelationCommand::parse("ds"), c(false, false, true, false, false));
-        assert_eq!(RelationCommand::parse("dsti+"), c(true, true, true, false, true));
-        for bad in ["dtt", "dii", "dss", "dx", "d++", "dv", "x"] {
+        let c = |tables, indexes, sequences, views, describe, verbose| Some(RelationCommand { tables, indexes, sequences, views, describe, verbose });
+        assert_eq!(RelationCommand::parse("d"), c(true, false, true, true, true, false));
+        assert_eq!(RelationCommand::parse("d+"), c(true, false, true, true, true, true));
+        assert_eq!(RelationCommand::parse("dt"), c(true, false, false, false, false, false));
+        assert_eq!(RelationCommand::parse("di+"), c(false, true, false, false, false, true));
+        assert_eq!(RelationCommand::parse("dti"), c(true, true, false, false, false, false));
+        assert_eq!(RelationCommand::parse("dit+"), c(true, true, false, false, false, true));
+        assert_eq!(RelationCommand::parse("ds"), c(false, false, true, false, false, false));
+        assert_eq!(RelationCommand::parse("dv"), c(false, false, false, true, false, false));
+        assert_eq!(RelationCommand::parse("dsti+"), c(true, true, true, false, false, true));
+        for bad in ["dtt", "dii", "dss", "dvv", "dx", "d++", "x"] {
             assert_eq!(RelationCommand::parse(bad), None, "{bad}");
         }
     }

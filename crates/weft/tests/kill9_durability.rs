@@ -179,3 +179,36 @@ fn interrupted_update_and_delete_are_all_or_nothing() {
     assert!(deleted > 0);
     assert_eq!(sum_and_count(dir.path()).1, count_before - deleted);
 }
+
+/// Temporary tables and views of a killed process: forgotten when the database is next
+/// opened, their files with them.
+#[test]
+fn temporary_relations_of_a_killed_process_are_forgotten() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = weft_shell(dir.path());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    writeln!(stdin, "CREATE TABLE kept (a int);").unwrap();
+    writeln!(stdin, "CREATE TEMP TABLE lost (a serial PRIMARY KEY, b int REFERENCES lost (a));").unwrap();
+    writeln!(stdin, "INSERT INTO lost (b) SELECT NULL FROM generate_series(1, 3000);").unwrap();
+    writeln!(stdin, "CREATE TEMP VIEW lost_view AS SELECT * FROM kept;").unwrap();
+    writeln!(stdin, "CREATE VIEW kept_view AS SELECT * FROM kept;").unwrap();
+    stdin.flush().unwrap();
+    // Both views created: everything before them is in the catalog.
+    let mut line = String::new();
+    let mut views = 0;
+    while views < 2 {
+        line.clear();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "weft exited early");
+        views += usize::from(line.starts_with("CREATE VIEW"));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let db = Database::open(dir.path(), &[]).unwrap();
+    let session = db.session();
+    let names: Vec<String> = session.list_relations().into_iter().map(|r| r.name).collect();
+    assert_eq!(names, ["kept", "kept_view"]);
+    drop(session);
+    drop(db);
+    assert!(orphan_files(dir.path()).is_empty(), "{:?}", orphan_files(dir.path()));
+}

@@ -39,6 +39,7 @@ mod pg_oracle_sql_gaps;
 mod pg_oracle_sublink;
 mod pg_oracle_txn;
 mod pg_oracle_typmod;
+mod pg_oracle_views;
 mod pg_oracle_window;
 mod pg_oracle_with_ties;
 mod postgres_harness;
