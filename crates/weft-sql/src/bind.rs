@@ -590,6 +590,11 @@ impl<'a> Binder<'a> {
             A::IsNotTrue(inner) => self.is_bool(inner, true, true),
             A::IsFalse(inner) => self.is_bool(inner, false, false),
             A::IsNotFalse(inner) => self.is_bool(inner, false, true),
+            // x IS [NOT] UNKNOWN is x IS [NOT] NULL for a boolean x.
+            A::IsUnknown(inner) => Ok(Expr::IsNull { expr: Box::new(self.bool_argument(inner, "IS UNKNOWN")?), negated: false }),
+            A::IsNotUnknown(inner) => {
+                Ok(Expr::IsNull { expr: Box::new(self.bool_argument(inner, "IS NOT UNKNOWN")?), negated: true })
+            }
             A::Between { expr: inner, negated, low, high } => {
                 let ge = A::BinaryOp { left: inner.clone(), op: BinaryOperator::GtEq, right: low.clone() };
                 let le = A::BinaryOp { left: inner.clone(), op: BinaryOperator::LtEq, right: high.clone() };
@@ -962,9 +967,23 @@ impl<'a> Binder<'a> {
         Ok(Expr::Column { index, data_type })
     }
 
+    /// The operand of `IS [NOT] TRUE / FALSE / UNKNOWN`: a boolean, or a quoted literal or
+    /// NULL read as one.
+    fn bool_argument(&mut self, inner: &ast::Expr, test: &str) -> Result<Expr> {
+        let bound = self.bind(inner)?;
+        if bound.data_type() != DataType::Bool && !is_unknown_literal(&bound) {
+            return Err(Error::new(
+                SqlState::DATATYPE_MISMATCH,
+                format!("argument of {test} must be type boolean, not type {}", bound.data_type().name()),
+            ));
+        }
+        ex::coerce(bound, DataType::Bool, false)
+    }
+
     fn is_bool(&mut self, inner: &ast::Expr, value: bool, negated: bool) -> Result<Expr> {
         // x IS TRUE  ==  coalesce(x = true, false); IS NOT TRUE negates that.
-        let bound = ex::coerce(self.bind(inner)?, DataType::Bool, false)?;
+        let test = format!("IS {}{}", if negated { "NOT " } else { "" }, if value { "TRUE" } else { "FALSE" });
+        let bound = self.bool_argument(inner, &test)?;
         let eq = ex::resolve_binary(
             BinaryOp::Eq,
             bound,

@@ -95,19 +95,9 @@ fn mismatch() -> Error {
 /// A position or an output name stands for its select-list expression, as in ORDER BY.
 fn resolve(e: &ast::Expr, items: &[(ast::Expr, String)], clause: &str) -> Result<ast::Expr> {
     match e {
-        ast::Expr::Value(v) => match &v.value {
-            ast::Value::Number(n, _) if n.bytes().all(|b| b.is_ascii_digit()) => {
-                let position: usize = n.parse().unwrap_or(0);
-                match items.get(position.wrapping_sub(1)) {
-                    Some((item, _)) => Ok(item.clone()),
-                    None => Err(Error::new(
-                        SqlState::INVALID_COLUMN_REFERENCE,
-                        format!("{clause} position {n} is not in select list"),
-                    )),
-                }
-            }
-            _ => Ok(e.clone()),
-        },
+        e if crate::planner::is_clause_constant(e) => {
+            Ok(items[crate::planner::select_list_position(e, items.len(), clause)?].0.clone())
+        }
         ast::Expr::Identifier(ident) => {
             let name = ident_name(ident);
             Ok(items.iter().find(|(_, n)| *n == name).map_or_else(|| e.clone(), |(item, _)| item.clone()))

@@ -21,7 +21,7 @@ use sqlparser::ast::{self, Spanned, Statement, VisitorMut};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::{Location, Token, Tokenizer};
+use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};
 use weft_common::{Cursor, Error, Result};
 
 /// Parse SQL text holding statements separated by `;`.
@@ -87,10 +87,15 @@ fn function_in_from(name: ast::ObjectName, alias: Option<ast::TableAlias>, args:
 /// not read: its keyword is taken out of the tokens and the BETWEEN rewritten after.
 fn parse_with_symmetric(sql: &str) -> Result<Vec<Statement>> {
     let dialect = PostgreSqlDialect {};
-    if !sql.to_ascii_lowercase().contains("symmetric") {
+    let lower = sql.to_ascii_lowercase();
+    let grouping = lower.contains("cube") || lower.contains("rollup") || lower.contains("grouping");
+    if !lower.contains("symmetric") && !grouping {
         return Parser::parse_sql(&dialect, sql).map_err(|e| syntax_error(e, sql));
     }
     let mut tokens = Tokenizer::new(&dialect, sql).with_unescape(true).tokenize_with_location().map_err(|e| syntax_error(e.into(), sql))?;
+    if grouping {
+        wrap_grouping_set_elements(&mut tokens);
+    }
     let mut symmetric = BTreeSet::new();
     let mut previous_word: Option<(Keyword, Location)> = None;
     tokens.retain(|t| {
@@ -128,6 +133,81 @@ fn parse_with_symmetric(sql: &str) -> Result<Vec<Statement>> {
         return Err(Error::not_supported("BETWEEN SYMMETRIC is not supported in this position"));
     }
     Ok(statements)
+}
+
+/// In `CUBE (...)`, `ROLLUP (...)` and `GROUPING SETS (...)` sqlparser reads an element that
+/// starts with `(` as a parenthesized list and fails on what follows its `)`, as in
+/// `CUBE ((a)::text, b)`, which PostgreSQL reads as an expression. Such an element is put
+/// in parentheses of its own, `CUBE (((a)::text), b)`: a set of one expression, which
+/// groups as the bare expression does.
+fn wrap_grouping_set_elements(tokens: &mut Vec<TokenWithSpan>) {
+    let next_solid = |tokens: &[TokenWithSpan], mut i: usize| {
+        while i < tokens.len() && matches!(tokens[i].token, Token::Whitespace(_)) {
+            i += 1;
+        }
+        i
+    };
+    let is_word = |t: &TokenWithSpan, k: Keyword| matches!(&t.token, Token::Word(w) if w.keyword == k && w.quote_style.is_none());
+    // The `(` opening each list, found before any insertion.
+    let mut opens = Vec::new();
+    for i in 0..tokens.len() {
+        let after = if is_word(&tokens[i], Keyword::CUBE) || is_word(&tokens[i], Keyword::ROLLUP) {
+            i + 1
+        } else if is_word(&tokens[i], Keyword::GROUPING) {
+            let sets = next_solid(tokens, i + 1);
+            if sets < tokens.len() && is_word(&tokens[sets], Keyword::SETS) {
+                sets + 1
+            } else {
+                continue;
+            }
+        } else {
+            continue;
+        };
+        let open = next_solid(tokens, after);
+        if open < tokens.len() && tokens[open].token == Token::LParen {
+            opens.push(open);
+        }
+    }
+    // The last list first, so the positions of earlier ones stay right.
+    for &open in opens.iter().rev() {
+        let mut start = open + 1;
+        loop {
+            start = next_solid(tokens, start);
+            if start >= tokens.len() || tokens[start].token == Token::RParen {
+                break;
+            }
+            // The element's end: the `,` or `)` at the list's depth.
+            let (mut depth, mut end, mut first_close) = (0usize, start, None);
+            while end < tokens.len() {
+                match tokens[end].token {
+                    Token::LParen => depth += 1,
+                    Token::RParen if depth == 0 => break,
+                    Token::RParen => {
+                        depth -= 1;
+                        if depth == 0 && first_close.is_none() {
+                            first_close = Some(end);
+                        }
+                    }
+                    Token::Comma if depth == 0 => break,
+                    Token::EOF | Token::SemiColon => break,
+                    _ => {}
+                }
+                end += 1;
+            }
+            let wrap = tokens[start].token == Token::LParen
+                && first_close.is_some_and(|close| next_solid(tokens, close + 1) < end);
+            if wrap {
+                let (from, to) = (tokens[start].span, tokens[end - 1].span);
+                tokens.insert(end, TokenWithSpan::new(Token::RParen, to));
+                tokens.insert(start, TokenWithSpan::new(Token::LParen, from));
+                end += 2;
+            }
+            if end >= tokens.len() || tokens[end].token != Token::Comma {
+                break;
+            }
+            start = end + 1;
+        }
+    }
 }
 
 /// Rewrites the BETWEEN nodes whose keyword was followed by SYMMETRIC.
@@ -248,6 +328,15 @@ mod tests {
     fn the_word_elsewhere_is_left_alone() {
         assert_eq!(one("SELECT \"symmetric\" FROM t WHERE a BETWEEN \"symmetric\" AND 2"), "SELECT \"symmetric\" FROM t WHERE a BETWEEN \"symmetric\" AND 2");
         assert_eq!(one("SELECT 'symmetric' LIKE 'a'"), "SELECT 'symmetric' LIKE 'a'");
+    }
+
+    #[test]
+    fn grouping_set_elements_may_be_expressions_starting_with_a_parenthesis() {
+        assert_eq!(
+            one("SELECT 1 FROM t GROUP BY CUBE ((a)::text, (b), (c, d)), ROLLUP ((a) + 1), GROUPING SETS ((a)::int, ())"),
+            "SELECT 1 FROM t GROUP BY CUBE ((a)::TEXT, b, (c, d)), ROLLUP ((a) + 1), GROUPING SETS (((a)::INT), ())"
+        );
+        assert_eq!(one("SELECT rollup FROM cube GROUP BY (a)::text"), "SELECT rollup FROM cube GROUP BY (a)::TEXT");
     }
 
     #[test]

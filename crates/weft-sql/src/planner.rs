@@ -259,6 +259,47 @@ fn limit_count(expr: &ast::Expr, what: &str, ctx: &PlanContext) -> Result<LimitC
     Ok(LimitCount::Known(if is_limit { limit } else { Some(offset) }))
 }
 
+/// A constant as PostgreSQL's parser reads one (an `A_Const`, where a minus sign before a
+/// number is part of it): `Some(Ok(n))` for an integer, `Some(Err(()))` for any other.
+fn clause_constant(e: &ast::Expr) -> Option<std::result::Result<i64, ()>> {
+    let number = |n: &str| match n.parse::<i32>() {
+        Ok(v) if n.bytes().all(|b| b.is_ascii_digit()) => Ok(i64::from(v)),
+        // Past int4 PostgreSQL's lexer makes a numeric: not an integer constant.
+        _ => Err(()),
+    };
+    match e {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => Some(number(n)),
+            ast::Value::Placeholder(_) => None,
+            _ => Some(Err(())),
+        },
+        ast::Expr::UnaryOp { op: ast::UnaryOperator::Minus, expr } => match expr.as_ref() {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::Number(n, _) => Some(number(n).map(|v| -v)),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The 0-based select-list item a constant in ORDER BY, GROUP BY or DISTINCT ON names
+/// (`clause` says which): an integer position, or an error as in PostgreSQL's
+/// `findTargetlistEntrySQL92`.
+pub(crate) fn select_list_position(e: &ast::Expr, len: usize, clause: &str) -> Result<usize> {
+    match clause_constant(e) {
+        Some(Ok(n)) if n >= 1 && n as usize <= len => Ok(n as usize - 1),
+        Some(Ok(n)) => Err(Error::new(SqlState::INVALID_COLUMN_REFERENCE, format!("{clause} position {n} is not in select list"))),
+        _ => Err(Error::new(SqlState::SYNTAX_ERROR, format!("non-integer constant in {clause}"))),
+    }
+}
+
+/// Whether [`select_list_position`] reads `e` (rather than it being an expression).
+pub(crate) fn is_clause_constant(e: &ast::Expr) -> bool {
+    clause_constant(e).is_some()
+}
+
 pub(crate) fn plan_order_by(
     input: Plan,
     columns: &[ColumnInfo],
@@ -270,19 +311,7 @@ pub(crate) fn plan_order_by(
     let mut keys = Vec::with_capacity(exprs.len());
     for item in exprs {
         let column = match &item.expr {
-            ast::Expr::Value(v) => match &v.value {
-                ast::Value::Number(n, _) if n.bytes().all(|b| b.is_ascii_digit()) => {
-                    let position: usize = n.parse().unwrap_or(0);
-                    if position == 0 || position > columns.len() {
-                        return Err(Error::new(
-                            SqlState::INVALID_COLUMN_REFERENCE,
-                            format!("ORDER BY position {n} is not in select list"),
-                        ));
-                    }
-                    position - 1
-                }
-                _ => return Err(Error::new(SqlState::SYNTAX_ERROR, "non-integer constant in ORDER BY")),
-            },
+            e if clause_constant(e).is_some() => select_list_position(e, columns.len(), "ORDER BY")?,
             ast::Expr::Identifier(ident) if columns.iter().any(|c| c.name == ident_name(ident)) => {
                 let name = ident_name(ident);
                 let position = columns.iter().position(|c| c.name == name).expect("checked");
@@ -739,7 +768,7 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     let mut hidden = Vec::new();
     for item in order_by {
         let e = &item.expr;
-        let is_position = matches!(e, ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)));
+        let is_position = is_clause_constant(e);
         let is_output_name =
             matches!(e, ast::Expr::Identifier(i) if items[..visible].iter().any(|(_, n)| *n == ident_name(i)));
         let is_select_item = items[..visible].iter().any(|(x, _)| x == e);
@@ -822,9 +851,9 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     }
     // DISTINCT over plain rows is a GROUP BY of every output column (PostgreSQL plans it
     // the same way: a HashAggregate keyed by the select list).
-    // A constant number in the select list is a value to group by, not a position.
+    // A constant in the select list is a value to group by, not a position.
     let as_group_key = |e: &ast::Expr| match e {
-        ast::Expr::Value(v) if matches!(v.value, ast::Value::Number(..)) => ast::Expr::Nested(Box::new(e.clone())),
+        e if is_clause_constant(e) => ast::Expr::Nested(Box::new(e.clone())),
         _ => e.clone(),
     };
     let (group_by_asts, is_aggregate) =
@@ -1127,17 +1156,8 @@ pub(crate) fn column_ast(col: &ScopeColumn) -> ast::Expr {
 /// `GROUP BY 1` and `GROUP BY alias` refer to select-list items; input columns win over
 /// output names, as in PostgreSQL.
 fn resolve_group_item(g: &ast::Expr, items: &[(ast::Expr, String)], scope: &Scope) -> Result<ast::Expr> {
-    if let ast::Expr::Value(v) = g {
-        if let ast::Value::Number(n, _) = &v.value {
-            let position: usize = n.parse().unwrap_or(0);
-            if position == 0 || position > items.len() {
-                return Err(Error::new(
-                    SqlState::INVALID_COLUMN_REFERENCE,
-                    format!("GROUP BY position {n} is not in select list"),
-                ));
-            }
-            return Ok(items[position - 1].0.clone());
-        }
+    if clause_constant(g).is_some() {
+        return Ok(items[select_list_position(g, items.len(), "GROUP BY")?].0.clone());
     }
     if let ast::Expr::Identifier(ident) = g {
         let name = ident_name(ident);

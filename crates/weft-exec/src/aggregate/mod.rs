@@ -97,7 +97,9 @@ pub(crate) enum Accumulator {
     SumFloat { sum: f64, any: bool },
     SumNumeric { sum: Option<Numeric> },
     AvgInt { sum: i128, count: i64 },
-    AvgFloat { sum: f64, count: i64 },
+    /// PostgreSQL's avg(float8) keeps float8_accum's state, whose Σ(x − mean)² can
+    /// overflow (an error) where the sum alone would not.
+    AvgFloat(FloatMoments),
     AvgNumeric { sum: Option<Numeric>, count: i64 },
     Min(Option<Datum>),
     Max(Option<Datum>),
@@ -243,7 +245,7 @@ impl Accumulator {
             (Sum, Some(DataType::Float8)) => Accumulator::SumFloat { sum: 0.0, any: false },
             (Sum, Some(DataType::Numeric)) => Accumulator::SumNumeric { sum: None },
             (Avg, Some(DataType::Int4 | DataType::Int8)) => Accumulator::AvgInt { sum: 0, count: 0 },
-            (Avg, Some(DataType::Float8)) => Accumulator::AvgFloat { sum: 0.0, count: 0 },
+            (Avg, Some(DataType::Float8)) => Accumulator::AvgFloat(FloatMoments::default()),
             (Avg, Some(DataType::Numeric)) => Accumulator::AvgNumeric { sum: None, count: 0 },
             // false < true: AND is the minimum, OR the maximum.
             (Min | BoolAnd, _) => Accumulator::Min(None),
@@ -303,10 +305,7 @@ impl Accumulator {
                 *sum = sum.checked_add(int_value(value)?).ok_or_else(numeric_overflow)?;
                 *count += 1;
             }
-            Accumulator::AvgFloat { sum, count } => {
-                *sum = float_add(*sum, float_value(value)?)?;
-                *count += 1;
-            }
+            Accumulator::AvgFloat(moments) => moments.add(float_value(value)?)?,
             Accumulator::AvgNumeric { sum, count } => {
                 *sum = Some(add_numeric(sum.take(), numeric_value(value)?)?);
                 *count += 1;
@@ -435,10 +434,7 @@ impl Accumulator {
                 *sum = sum_float(*sum, *any, v)?;
                 *any = true;
             }
-            Accumulator::AvgFloat { sum, count } => {
-                *sum = float_add(*sum, v)?;
-                *count += 1;
-            }
+            Accumulator::AvgFloat(moments) => moments.add(v)?,
             _ => {
                 self.update_owned(Datum::Float8(v))?;
             }
@@ -470,10 +466,7 @@ impl Accumulator {
                 *sum = sum.checked_add(s).ok_or_else(numeric_overflow)?;
                 *count += c;
             }
-            (Accumulator::AvgFloat { sum, count }, Accumulator::AvgFloat { sum: s, count: c }) => {
-                *sum = float_add(*sum, s)?;
-                *count += c;
-            }
+            (Accumulator::AvgFloat(a), Accumulator::AvgFloat(b)) => a.merge(&b)?,
             (Accumulator::AvgNumeric { sum, count }, Accumulator::AvgNumeric { sum: s, count: c }) => {
                 if let Some(s) = s {
                     *sum = Some(add_numeric(sum.take(), s)?);
@@ -542,12 +535,11 @@ impl Accumulator {
             Accumulator::SumFloat { sum, .. } => Datum::Float8(sum),
             Accumulator::SumNumeric { sum } => sum.map(Datum::Numeric).unwrap_or(Datum::Null),
             Accumulator::AvgInt { count: 0, .. }
-            | Accumulator::AvgFloat { count: 0, .. }
             | Accumulator::AvgNumeric { count: 0, .. } => Datum::Null,
             Accumulator::AvgInt { sum, count } => {
                 Datum::Numeric(Numeric::from_i128(sum).div(&Numeric::from_i64(count))?)
             }
-            Accumulator::AvgFloat { sum, count } => Datum::Float8(sum / count as f64),
+            Accumulator::AvgFloat(moments) => moments.mean(),
             Accumulator::AvgNumeric { sum, count } => match sum {
                 Some(sum) => Datum::Numeric(sum.div(&Numeric::from_i64(count))?),
                 None => Datum::Null,

@@ -231,10 +231,9 @@ fn encode_state(out: &mut Vec<u8>, s: &Accumulator) {
             out.extend_from_slice(&sum.to_le_bytes());
             out.extend_from_slice(&count.to_le_bytes());
         }
-        Accumulator::AvgFloat { sum, count } => {
+        Accumulator::AvgFloat(moments) => {
             out.push(5);
-            out.extend_from_slice(&sum.to_bits().to_le_bytes());
-            out.extend_from_slice(&count.to_le_bytes());
+            encode_floats(out, &[moments.n, moments.sx, moments.sxx]);
         }
         Accumulator::AvgNumeric { sum, count } => {
             out.push(6);
@@ -367,7 +366,7 @@ impl Decoder<'_> {
             (2, Accumulator::SumFloat { .. }) => Accumulator::SumFloat { sum: self.f64()?, any: self.bool()? },
             (3, Accumulator::SumNumeric { .. }) => Accumulator::SumNumeric { sum: self.optional_numeric()? },
             (4, Accumulator::AvgInt { .. }) => Accumulator::AvgInt { sum: self.i128()?, count: self.i64()? },
-            (5, Accumulator::AvgFloat { .. }) => Accumulator::AvgFloat { sum: self.f64()?, count: self.i64()? },
+            (5, Accumulator::AvgFloat(_)) => Accumulator::AvgFloat(FloatMoments { n: self.f64()?, sx: self.f64()?, sxx: self.f64()? }),
             (6, Accumulator::AvgNumeric { .. }) => {
                 Accumulator::AvgNumeric { sum: self.optional_numeric()?, count: self.i64()? }
             }

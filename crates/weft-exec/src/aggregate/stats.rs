@@ -167,6 +167,14 @@ impl FloatMoments {
         Ok(())
     }
 
+    /// avg(float8): Σx / n, NULL without rows (`float8_avg`).
+    pub(super) fn mean(&self) -> Datum {
+        if self.n == 0.0 {
+            return Datum::Null;
+        }
+        Datum::Float8(self.sx / self.n)
+    }
+
     pub(super) fn finish(&self, spread: Spread) -> Datum {
         if spread.too_few(self.n) {
             return Datum::Null;

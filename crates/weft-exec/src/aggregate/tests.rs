@@ -14,6 +14,7 @@ use weft_common::{DataType, Datum, Result, SqlState};
 use weft_storage::{BufferMappingKind, BufferPool, BufferPoolConfig, StorageManager};
 
 use super::spill::{encode_for_test, Decoder};
+use super::stats::FloatMoments;
 use super::{Accumulator, AggregateSink, AggregateSpillReport, Budget};
 use crate::execute::{run_pipeline, ExecContext, Sink};
 use crate::expr::compare::{compare_datums, GroupKey};
@@ -587,10 +588,9 @@ fn bit_identical(a: &Datum, b: &Datum) -> bool {
 fn states_identical(a: &Accumulator, b: &Accumulator) -> bool {
     match (a, b) {
         (Accumulator::SumFloat { sum: x, any: p }, Accumulator::SumFloat { sum: y, any: q }) => x.to_bits() == y.to_bits() && p == q,
-        (Accumulator::AvgFloat { sum: x, count: p }, Accumulator::AvgFloat { sum: y, count: q }) => x.to_bits() == y.to_bits() && p == q,
         (Accumulator::Min(Some(x)), Accumulator::Min(Some(y))) | (Accumulator::Max(Some(x)), Accumulator::Max(Some(y))) => bit_identical(x, y),
         // NaN spreads are not equal to themselves: compare what they show.
-        (Accumulator::FloatMoments { .. }, _) | (Accumulator::Regr { .. }, _) => format!("{a:?}") == format!("{b:?}"),
+        (Accumulator::FloatMoments { .. } | Accumulator::AvgFloat(_), _) | (Accumulator::Regr { .. }, _) => format!("{a:?}") == format!("{b:?}"),
         _ => a == b,
     }
 }
@@ -607,7 +607,7 @@ fn extreme_states_round_trip() {
         Accumulator::SumNumeric { sum: None },
         Accumulator::SumNumeric { sum: Some(n(i128::MAX, 38)) },
         Accumulator::AvgInt { sum: i128::MAX, count: i64::MAX },
-        Accumulator::AvgFloat { sum: f64::NEG_INFINITY, count: 3 },
+        Accumulator::AvgFloat(FloatMoments { n: 3.0, sx: f64::NEG_INFINITY, sxx: f64::NAN }),
         Accumulator::AvgNumeric { sum: Some(n(-100, 2)), count: 7 },
         Accumulator::AvgNumeric { sum: None, count: 0 },
         Accumulator::Min(None),
