@@ -9,15 +9,24 @@
 //! on the entry's keys before the heap row is fetched. The pipeline's filter checks the
 //! rest of the WHERE; the ranges themselves are exact (NULLs excluded by their bounds), so
 //! the conjuncts they implement are not evaluated again.
+//!
+//! Inside a subplan or a LATERAL item the ranges may hold parameters (`ParamRanges`):
+//! they are evaluated over the run's parameters when the scan starts and made into ranges
+//! as the planner makes constant ones (a NULL value, or an int8 value an int4 key cannot
+//! equal, means no rows).
 
+use std::borrow::Cow;
+use std::cmp::Ordering as CmpOrdering;
+use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use weft_access::btree::{BTree, ScanDirection};
 use weft_access::heap;
-use weft_common::{Datum, Result};
+use weft_common::{DataType, Datum, Error, Result};
 
 use crate::execute::ExecContext;
-use crate::plan::IndexSource;
+use crate::expr::{compare_datums, BinaryOp, EvalContext};
+use crate::plan::{IndexSource, KeyRange, KeyValue, ParamRanges};
 
 /// Entries between two cancellation checks.
 const CANCEL_CHECK_ENTRIES: u64 = 1024;
@@ -45,9 +54,13 @@ fn scan(source: &IndexSource, ctx: &ExecContext, fetches: &mut u64, mut emit: im
         table.columns.iter().map(|c| source.key_columns.iter().position(|k| k == c)).collect();
     let mut row: Vec<Datum> = Vec::with_capacity(table.columns.len());
     let mut seen = 0u64;
+    let ranges: Cow<[KeyRange]> = match &source.param_ranges {
+        Some(p) => Cow::Owned(param_ranges(p, ctx.eval)?),
+        None => Cow::Borrowed(&source.ranges),
+    };
     let ranges: Box<dyn Iterator<Item = _>> = match source.direction {
-        ScanDirection::Forward => Box::new(source.ranges.iter()),
-        ScanDirection::Backward => Box::new(source.ranges.iter().rev()),
+        ScanDirection::Forward => Box::new(ranges.iter()),
+        ScanDirection::Backward => Box::new(ranges.iter().rev()),
     };
     for (lower, upper) in ranges {
         ctx.cancel.check()?;
@@ -94,4 +107,179 @@ fn scan(source: &IndexSource, ctx: &ExecContext, fetches: &mut u64, mut emit: im
         }
     }
     Ok(())
+}
+
+/// What `key op value` allows on a key column of type `t` (`value` not NULL).
+enum KeyCondition {
+    /// No key (a NULL, or an int8 value outside an int4 key's range for `=`).
+    Nothing,
+    /// Every non-NULL key.
+    All,
+    /// `op` against this value of the key's type.
+    Exact(Datum),
+}
+
+/// `value` converted exactly to a key of type `t` for `key op value`.
+fn key_condition(op: BinaryOp, value: Datum, t: DataType) -> Result<KeyCondition> {
+    if value.is_null() {
+        return Ok(KeyCondition::Nothing);
+    }
+    if value.data_type() == Some(t) {
+        return Ok(KeyCondition::Exact(value));
+    }
+    match (value, t) {
+        (Datum::Int4(v), DataType::Int8) => Ok(KeyCondition::Exact(Datum::Int8(v as i64))),
+        (Datum::Int8(v), DataType::Int4) => match i32::try_from(v) {
+            Ok(v) => Ok(KeyCondition::Exact(Datum::Int4(v))),
+            // Below every int4: `key > v` holds for all keys, `key = v` / `key < v` for none.
+            Err(_) if v < 0 => Ok(if matches!(op, BinaryOp::Gt | BinaryOp::GtEq) { KeyCondition::All } else { KeyCondition::Nothing }),
+            Err(_) => Ok(if matches!(op, BinaryOp::Lt | BinaryOp::LtEq) { KeyCondition::All } else { KeyCondition::Nothing }),
+        },
+        (value, t) => Err(Error::internal(format!("an index key of type {t:?} bound to a parameter of type {:?}", value.data_type()))),
+    }
+}
+
+/// The key ranges of `p` for the parameters of `eval`, in index order.
+pub(crate) fn param_ranges(p: &ParamRanges, eval: &EvalContext) -> Result<Vec<KeyRange>> {
+    let value = |v: &KeyValue, op: BinaryOp, k: usize| -> Result<KeyCondition> {
+        let t = p.key_types.get(k).copied().ok_or_else(|| Error::internal("an index key value past the index's columns"))?;
+        match v {
+            // Converted by the planner (a NULL here is an IS NULL prefix).
+            KeyValue::Const(d) => Ok(KeyCondition::Exact(d.clone())),
+            KeyValue::Param(e) => key_condition(op, e.eval(&[], eval)?, t),
+        }
+    };
+    let mut prefixes = Vec::with_capacity(p.prefixes.len());
+    for prefix in &p.prefixes {
+        let mut keys = Vec::with_capacity(prefix.len());
+        for (k, v) in prefix.iter().enumerate() {
+            match value(v, BinaryOp::Eq, k)? {
+                KeyCondition::Exact(d) => keys.push(d),
+                // `=` never yields All.
+                KeyCondition::Nothing | KeyCondition::All => return Ok(Vec::new()),
+            }
+        }
+        prefixes.push(keys);
+    }
+    if p.bounds.is_empty() {
+        return Ok(prefixes.into_iter().map(|k| (Bound::Included(k.clone()), Bound::Included(k))).collect());
+    }
+    // The tightest bound on each side, in value order: (value, inclusive).
+    let k = p.prefixes.first().map_or(0, Vec::len);
+    let mut lower: Option<(Datum, bool)> = None;
+    let mut upper: Option<(Datum, bool)> = None;
+    for (op, v) in &p.bounds {
+        let d = match value(v, *op, k)? {
+            KeyCondition::Nothing => return Ok(Vec::new()),
+            KeyCondition::All => continue,
+            KeyCondition::Exact(d) => d,
+        };
+        let inclusive = matches!(op, BinaryOp::LtEq | BinaryOp::GtEq);
+        let (slot, wanted) = match op {
+            BinaryOp::Gt | BinaryOp::GtEq => (&mut lower, CmpOrdering::Greater),
+            BinaryOp::Lt | BinaryOp::LtEq => (&mut upper, CmpOrdering::Less),
+            other => return Err(Error::internal(format!("an index bound with operator {other:?}"))),
+        };
+        let tighter = match slot {
+            None => true,
+            Some((old, old_inclusive)) => match compare_datums(&d, old) {
+                CmpOrdering::Equal => *old_inclusive && !inclusive,
+                o => o == wanted,
+            },
+        };
+        if tighter {
+            *slot = Some((d, inclusive));
+        }
+    }
+    // Bounds that cross leave nothing (the B-tree scan expects lower <= upper).
+    if let (Some((lo, lo_inclusive)), Some((hi, hi_inclusive))) = (&lower, &upper) {
+        match compare_datums(lo, hi) {
+            CmpOrdering::Greater => return Ok(Vec::new()),
+            CmpOrdering::Equal if !(*lo_inclusive && *hi_inclusive) => return Ok(Vec::new()),
+            _ => {}
+        }
+    }
+    // In index order, a descending column's upper value bound comes first.
+    let (first, last) = if p.bound_descending { (upper, lower) } else { (lower, upper) };
+    let ranges = prefixes
+        .iter()
+        .map(|prefix| {
+            let with = |v: &Datum| {
+                let mut key = prefix.clone();
+                key.push(v.clone());
+                key
+            };
+            let open = || if prefix.is_empty() { Bound::Unbounded } else { Bound::Included(prefix.clone()) };
+            // NULLs satisfy no comparison: stop before them on the open side.
+            let lower_bound = match &first {
+                Some((v, true)) => Bound::Included(with(v)),
+                Some((v, false)) => Bound::Excluded(with(v)),
+                None if p.bound_nulls_first => Bound::Excluded(with(&Datum::Null)),
+                None => open(),
+            };
+            let upper_bound = match &last {
+                Some((v, true)) => Bound::Included(with(v)),
+                Some((v, false)) => Bound::Excluded(with(v)),
+                None if !p.bound_nulls_first => Bound::Excluded(with(&Datum::Null)),
+                None => open(),
+            };
+            (lower_bound, upper_bound)
+        })
+        .collect();
+    Ok(ranges)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::Expr;
+
+    fn param(data_type: DataType) -> KeyValue {
+        KeyValue::Param(Expr::Param { index: 0, data_type })
+    }
+
+    fn ranges(p: &ParamRanges, value: Datum) -> Vec<KeyRange> {
+        param_ranges(p, &EvalContext::with_seed(0).with_params(vec![value])).unwrap()
+    }
+
+    #[test]
+    fn equality_on_a_parameter() {
+        let p = ParamRanges {
+            prefixes: vec![vec![param(DataType::Int8)]],
+            bounds: Vec::new(),
+            key_types: vec![DataType::Int4],
+            bound_descending: false,
+            bound_nulls_first: false,
+        };
+        let point = |v: i32| vec![(Bound::Included(vec![Datum::Int4(v)]), Bound::Included(vec![Datum::Int4(v)]))];
+        assert_eq!(ranges(&p, Datum::Int8(7)), point(7));
+        // `k = NULL` and an int8 no int4 equals match nothing.
+        assert!(ranges(&p, Datum::Null).is_empty());
+        assert!(ranges(&p, Datum::Int8(5_000_000_000)).is_empty());
+        assert!(ranges(&p, Datum::Int8(-5_000_000_000)).is_empty());
+    }
+
+    #[test]
+    fn bounds_on_a_parameter() {
+        // key > $0 AND key < 10 on an int4 key, ascending, NULLs last.
+        let mut p = ParamRanges {
+            prefixes: vec![Vec::new()],
+            bounds: vec![(BinaryOp::Gt, param(DataType::Int8)), (BinaryOp::Lt, KeyValue::Const(Datum::Int4(10)))],
+            key_types: vec![DataType::Int4],
+            bound_descending: false,
+            bound_nulls_first: false,
+        };
+        let key = |v: i32| vec![Datum::Int4(v)];
+        assert_eq!(ranges(&p, Datum::Int8(3)), vec![(Bound::Excluded(key(3)), Bound::Excluded(key(10)))]);
+        // Below every int4: the constant bound alone, NULLs (first here) excluded.
+        p.bound_nulls_first = true;
+        assert_eq!(ranges(&p, Datum::Int8(-5_000_000_000)), vec![(Bound::Excluded(vec![Datum::Null]), Bound::Excluded(key(10)))]);
+        // Above every int4, crossing bounds, NULL: nothing.
+        assert!(ranges(&p, Datum::Int8(5_000_000_000)).is_empty());
+        assert!(ranges(&p, Datum::Int8(10)).is_empty());
+        assert!(ranges(&p, Datum::Null).is_empty());
+        // A descending key: the upper value bound comes first in index order.
+        p.bound_descending = true;
+        assert_eq!(ranges(&p, Datum::Int8(3)), vec![(Bound::Excluded(key(10)), Bound::Excluded(key(3)))]);
+    }
 }

@@ -51,6 +51,34 @@ pub enum Source {
 /// A range of index keys: lower and upper bounds, each a key prefix in index order.
 pub type KeyRange = (Bound<Vec<Datum>>, Bound<Vec<Datum>>);
 
+/// A key value of [`ParamRanges`]: a constant converted to the key column's type at plan
+/// time, or an expression over no row but the parameters of a subplan or LATERAL item,
+/// evaluated when the scan starts (each rescan).
+#[derive(Clone, Debug)]
+pub enum KeyValue {
+    Const(Datum),
+    Param(Expr),
+}
+
+/// Key ranges known only when the scan starts, because some of their values are
+/// parameters (`index_scan::param_ranges` makes the [`KeyRange`]s then).
+#[derive(Clone, Debug)]
+pub struct ParamRanges {
+    /// Equality prefixes on the leading key columns, in index order (several for an IN
+    /// list of constants).
+    pub prefixes: Vec<Vec<KeyValue>>,
+    /// Comparisons (`<`, `<=`, `>`, `>=`: key op value) on the key column after the
+    /// prefix; the tightest on each side wins. Empty: equality ranges on the prefixes.
+    pub bounds: Vec<(crate::expr::BinaryOp, KeyValue)>,
+    /// The type of each key column: a parameter's value is converted to it exactly (an
+    /// int4 key against an int8 value outside int4's range bounds nothing or everything).
+    pub key_types: Vec<DataType>,
+    /// Whether the bounded column (the one after the prefix) is descending, and where its
+    /// NULLs are.
+    pub bound_descending: bool,
+    pub bound_nulls_first: bool,
+}
+
 /// A B-tree range scan and the heap rows its entries point to (`index_scan.rs`).
 #[derive(Clone, Debug)]
 pub struct IndexSource {
@@ -64,6 +92,10 @@ pub struct IndexSource {
     /// Key ranges in index order (several for an IN list), disjoint; scanned first to
     /// last, or last to first when the direction is backward.
     pub ranges: Vec<KeyRange>,
+    /// When set, the ranges are made from these when the scan starts (and `ranges` is
+    /// unused): an index scan inside a subplan or a LATERAL item whose conditions read
+    /// the outer row's parameters.
+    pub param_ranges: Option<ParamRanges>,
     pub direction: ScanDirection,
     /// Every column the query needs is a key: rows come from the entries, and the heap is
     /// visited only for entries added after the build.
@@ -775,6 +807,12 @@ impl Pipeline {
             Source::Subquery { plan, .. } => plan.for_each_expr(f),
             Source::Index(index) => {
                 index.conditions.iter().for_each(|e| f(e));
+                let params = index.param_ranges.iter().flat_map(|p| p.prefixes.iter().flatten().chain(p.bounds.iter().map(|b| &b.1)));
+                params.for_each(|v| {
+                    if let KeyValue::Param(e) = v {
+                        f(e)
+                    }
+                });
                 index.key_filter.iter().for_each(|e| f(e));
             }
         }

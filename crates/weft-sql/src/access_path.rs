@@ -56,13 +56,13 @@ use weft_access::index_build::btree_desc;
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Numeric};
 use weft_exec::expr::{compare_datums, BinaryOp, Expr, UnaryOp};
-use weft_exec::plan::{HeapSource, IndexSource, Plan, SortPlan, Source, Step};
+use weft_exec::plan::{HeapSource, IndexSource, KeyValue, ParamRanges, Plan, SortPlan, Source, Step};
 use weft_sort::{SortColumn, SortKeys};
 use weft_storage::ForkNumber;
 
 use crate::cost::{self, Estimate, IndexScanCost, IndexScanInput, CPU_OPERATOR_COST, DISABLE_COST};
 use crate::planner::{choose_workers, PlanContext};
-use crate::selectivity::{self, column_comparison, in_list, RelStats};
+use crate::selectivity::{self, column_comparison, column_param_comparison, in_list, RelStats};
 
 /// Most ranges an index scan is split into (IN lists multiply them).
 pub const MAX_RANGES: usize = 10_000;
@@ -84,6 +84,10 @@ enum Condition {
     Range { lower: Option<(Datum, bool)>, upper: Option<(Datum, bool)> },
     /// No row qualifies (a comparison with NULL, a value the column's type cannot hold).
     Empty,
+    /// `op value` (`=`, `<`, `<=`, `>`, `>=`) where the value is known only when the scan
+    /// starts (a subplan's or LATERAL item's parameters): of the column's type, or an
+    /// integer the executor converts exactly (int4 and int8 either way).
+    Param { op: BinaryOp, value: Expr },
 }
 
 #[derive(Clone, Debug)]
@@ -231,9 +235,23 @@ fn condition(conjunct: &Expr, columns: &[usize], types: &[DataType]) -> Option<(
         Expr::Binary { .. } => {
             // The column may be widened by a cast (`column_of`); `position` converts the
             // constant back exactly or gives up (an int8 compared as float8).
-            let (column, op, value) = column_comparison(conjunct)?;
+            if let Some((column, op, value)) = column_comparison(conjunct) {
+                let column = table_column(column)?;
+                return Some((column, comparison_condition(op, &value, types[column])?));
+            }
+            let (column, op, value) = column_param_comparison(conjunct)?;
+            if !matches!(op, BinaryOp::Eq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq) {
+                return None;
+            }
             let column = table_column(column)?;
-            Some((column, comparison_condition(op, &value, types[column])?))
+            // Other type pairs (an int4 key against a numeric or float8 value) cannot be
+            // bounded exactly without knowing the value: left to the filter.
+            let exact = match (value.data_type(), types[column]) {
+                (v, t) if v == t => true,
+                (DataType::Int4, DataType::Int8) | (DataType::Int8, DataType::Int4) => true,
+                _ => false,
+            };
+            exact.then(|| (column, Condition::Param { op, value: value.clone() }))
         }
         Expr::IsNull { expr, negated } => match expr.as_ref() {
             Expr::Column { index, .. } => {
@@ -283,11 +301,32 @@ struct Ranges {
     /// Conjuncts on other index columns, checked on each entry's keys before the heap is
     /// visited (PostgreSQL's non-boundary index quals), in index column order.
     key_checks: Vec<usize>,
+    /// Ranges with parameters, made when the scan starts (`ranges` is then empty).
+    param: Option<ParamRanges>,
+}
+
+impl Ranges {
+    /// Index descents per scan.
+    fn scans(&self) -> usize {
+        self.param.as_ref().map_or(self.ranges.len(), |p| p.prefixes.len())
+    }
+}
+
+/// Prefixes holding only constants as datums.
+fn constant_prefixes(prefixes: Vec<Vec<KeyValue>>) -> Vec<Vec<Datum>> {
+    let datum = |v: KeyValue| match v {
+        KeyValue::Const(d) => d,
+        // Not reached: prefixes with parameters become `ParamRanges`.
+        KeyValue::Param(_) => Datum::Null,
+    };
+    prefixes.into_iter().map(|p| p.into_iter().map(datum).collect()).collect()
 }
 
 /// The ranges `conditions` allow on `index` (a full scan when none applies).
 fn ranges_for(index: &IndexMeta, desc: &BTreeDesc, conditions: &[ColumnCondition]) -> Ranges {
-    let mut prefixes: Vec<Vec<Datum>> = vec![Vec::new()];
+    let mut prefixes: Vec<Vec<KeyValue>> = vec![Vec::new()];
+    let mut has_param = false;
+    let key_types: Vec<DataType> = desc.columns().iter().map(|c| c.data_type).collect();
     let mut used = Vec::new();
     let mut fixed_columns = Vec::new();
     let mut all_points = true;
@@ -295,12 +334,20 @@ fn ranges_for(index: &IndexMeta, desc: &BTreeDesc, conditions: &[ColumnCondition
         let on: Vec<&ColumnCondition> = conditions.iter().filter(|c| c.column == key.column).collect();
         if let Some(c) = on.iter().find(|c| matches!(c.condition, Condition::Empty)) {
             used.push(c.conjunct);
-            return Ranges { ranges: Vec::new(), used, unique_point: true, fixed_columns, key_checks: Vec::new() };
+            return Ranges { ranges: Vec::new(), used, unique_point: true, fixed_columns, key_checks: Vec::new(), param: None };
         }
         if let Some(c) = on.iter().find(|c| matches!(c.condition, Condition::Eq(_))) {
             let Condition::Eq(v) = &c.condition else { unreachable!() };
             all_points &= !v.is_null();
-            prefixes.iter_mut().for_each(|p| p.push(v.clone()));
+            prefixes.iter_mut().for_each(|p| p.push(KeyValue::Const(v.clone())));
+            used.push(c.conjunct);
+            fixed_columns.push(k);
+            continue;
+        }
+        if let Some(c) = on.iter().find(|c| matches!(c.condition, Condition::Param { op: BinaryOp::Eq, .. })) {
+            let Condition::Param { value, .. } = &c.condition else { unreachable!() };
+            prefixes.iter_mut().for_each(|p| p.push(KeyValue::Param(value.clone())));
+            has_param = true;
             used.push(c.conjunct);
             fixed_columns.push(k);
             continue;
@@ -313,7 +360,7 @@ fn ranges_for(index: &IndexMeta, desc: &BTreeDesc, conditions: &[ColumnCondition
                 .flat_map(|p| {
                     values.iter().map(move |v| {
                         let mut p = p.clone();
-                        p.push(v.clone());
+                        p.push(KeyValue::Const(v.clone()));
                         p
                     })
                 })
@@ -357,9 +404,29 @@ fn ranges_for(index: &IndexMeta, desc: &BTreeDesc, conditions: &[ColumnCondition
                 }
             }
         }
-        if !any {
+        let mut bounds: Vec<(BinaryOp, KeyValue)> = Vec::new();
+        for c in &on {
+            if let Condition::Param { op: op @ (BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq), value } = &c.condition {
+                used.push(c.conjunct);
+                bounds.push((*op, KeyValue::Param(value.clone())));
+            }
+        }
+        if !any && bounds.is_empty() {
             break;
         }
+        if has_param || !bounds.is_empty() {
+            // The constant bounds join the parameters'; the executor takes the tightest.
+            if let Some((v, inclusive)) = lower {
+                bounds.push((if inclusive { BinaryOp::GtEq } else { BinaryOp::Gt }, KeyValue::Const(v)));
+            }
+            if let Some((v, inclusive)) = upper {
+                bounds.push((if inclusive { BinaryOp::LtEq } else { BinaryOp::Lt }, KeyValue::Const(v)));
+            }
+            let param = ParamRanges { prefixes, bounds, key_types, bound_descending: key.descending, bound_nulls_first: key.nulls_first };
+            let key_checks = key_checks(index, conditions, &used);
+            return Ranges { ranges: Vec::new(), used, unique_point: false, fixed_columns, key_checks, param: Some(param) };
+        }
+        let prefixes = constant_prefixes(prefixes);
         // In index order, a descending column's upper value bound comes first.
         let (first, last) = if key.descending { (upper, lower) } else { (lower, upper) };
         let ranges = prefixes
@@ -388,16 +455,20 @@ fn ranges_for(index: &IndexMeta, desc: &BTreeDesc, conditions: &[ColumnCondition
             })
             .collect();
         let key_checks = key_checks(index, conditions, &used);
-        return Ranges { ranges, used, unique_point: false, fixed_columns, key_checks };
+        return Ranges { ranges, used, unique_point: false, fixed_columns, key_checks, param: None };
+    }
+    let unique_point = index.unique && all_points && used.len() >= index.columns.len() && !used.is_empty();
+    let key_checks = key_checks(index, conditions, &used);
+    if has_param {
+        let param = ParamRanges { prefixes, bounds: Vec::new(), key_types, bound_descending: false, bound_nulls_first: false };
+        return Ranges { ranges: Vec::new(), used, unique_point, fixed_columns, key_checks, param: Some(param) };
     }
     let ranges = if used.is_empty() {
         vec![(Bound::Unbounded, Bound::Unbounded)]
     } else {
-        prefixes.into_iter().map(|p| (Bound::Included(p.clone()), Bound::Included(p))).collect()
+        constant_prefixes(prefixes).into_iter().map(|p| (Bound::Included(p.clone()), Bound::Included(p))).collect()
     };
-    let unique_point = index.unique && all_points && used.len() >= index.columns.len() && !used.is_empty();
-    let key_checks = key_checks(index, conditions, &used);
-    Ranges { ranges, used, unique_point, fixed_columns, key_checks }
+    Ranges { ranges, used, unique_point, fixed_columns, key_checks, param: None }
 }
 
 /// Conditions on `index`'s columns that the ranges do not implement, in column order.
@@ -621,7 +692,7 @@ impl<'a> Scan<'a> {
             index_pages,
             index_tuples: self.tuples,
             entries: 0.0,
-            scans: ranges.ranges.len() as f64,
+            scans: ranges.scans() as f64,
             index_quals: used.len() + ranges.key_checks.len(),
             key_check_selectivity: key_check_sel,
             correlation: 0.0,
@@ -638,12 +709,14 @@ impl<'a> Scan<'a> {
         }
         if ranges.used.is_empty() {
             input.entries = self.tuples;
-        } else if stats.is_some() {
+        } else if stats.is_some() || ranges.param.is_some() {
+            // Ranges with parameters cannot be probed: estimated like PostgreSQL's
+            // (`var_eq_non_const`: one of the column's distinct values per equality).
             let mut entries = self.tuples * self.selectivity(is_used);
             if ranges.unique_point {
-                entries = entries.min(ranges.ranges.len() as f64);
+                entries = entries.min(ranges.scans() as f64);
             }
-            input.entries = entries.max(if ranges.ranges.is_empty() { 0.0 } else { 1.0 });
+            input.entries = entries.max(if ranges.scans() == 0 { 0.0 } else { 1.0 });
         } else {
             // No statistics: count the entries (a cheap path is cheap to count).
             let per_entry = cost::CPU_INDEX_TUPLE_COST + cost::CPU_TUPLE_COST;
@@ -733,6 +806,7 @@ impl<'a> Scan<'a> {
             desc: path.desc,
             key_columns: path.index.columns.iter().map(|c| c.column).chain(path.index.include.iter().copied()).collect(),
             ranges: path.ranges.ranges,
+            param_ranges: path.ranges.param,
             direction: path.direction,
             index_only: path.index_only,
             conditions,
@@ -972,6 +1046,9 @@ fn replace_expressions(expr: &Expr, targets: &[Expr], base: usize) -> Expr {
 /// allowed by `outer` too?
 fn condition_within(inner: &Condition, outer: &Condition) -> bool {
     let is_null = |c: &Condition| matches!(c, Condition::Eq(Datum::Null));
+    if matches!(inner, Condition::Param { .. }) || matches!(outer, Condition::Param { .. }) {
+        return false;
+    }
     if matches!(inner, Condition::Empty) {
         return true;
     }
@@ -988,7 +1065,7 @@ fn condition_within(inner: &Condition, outer: &Condition) -> bool {
                 _ => false,
             }
         }
-        Condition::Empty => return false,
+        Condition::Empty | Condition::Param { .. } => return false,
     };
     let above = |v: &Datum, inclusive: bool| match &lower {
         None => true,
@@ -1021,6 +1098,7 @@ fn condition_within(inner: &Condition, outer: &Condition) -> bool {
             low_ok && high_ok
         }
         Condition::Empty => true,
+        Condition::Param { .. } => false,
     }
 }
 
@@ -1052,6 +1130,25 @@ mod tests {
         // An int8 compared as float8 is not converted.
         assert_eq!(cond(BinaryOp::Eq, Datum::Float8(1.0), DataType::Int8), "None");
         assert_eq!(cond(BinaryOp::NotEq, Datum::Int4(1), DataType::Int4), "None");
+    }
+
+    #[test]
+    fn parameters_are_conditions_of_exact_types() {
+        let col = |t| Expr::Column { index: 0, data_type: t };
+        let param = |t| Expr::Param { index: 0, data_type: t };
+        let cmp = |op, l: Expr, r: Expr| Expr::Binary { op, left: Box::new(l), right: Box::new(r), data_type: DataType::Bool };
+        let widened = Expr::Cast { expr: Box::new(col(DataType::Int4)), to: DataType::Int8 };
+        let is_param = |e: &Expr, t: DataType| matches!(condition(e, &[0], &[t]), Some((0, Condition::Param { .. })));
+        assert!(is_param(&cmp(BinaryOp::Eq, col(DataType::Int4), param(DataType::Int4)), DataType::Int4));
+        assert!(is_param(&cmp(BinaryOp::Lt, widened, param(DataType::Int8)), DataType::Int4));
+        assert!(is_param(&cmp(BinaryOp::GtEq, param(DataType::Text), col(DataType::Text)), DataType::Text));
+        // An int4 column compared as float8 is not bounded exactly; `<>` bounds nothing;
+        // a value reading the scan's own columns is no parameter.
+        let as_float = Expr::Cast { expr: Box::new(col(DataType::Int4)), to: DataType::Float8 };
+        assert!(condition(&cmp(BinaryOp::Eq, as_float, param(DataType::Float8)), &[0], &[DataType::Int4]).is_none());
+        assert!(condition(&cmp(BinaryOp::NotEq, col(DataType::Int4), param(DataType::Int4)), &[0], &[DataType::Int4]).is_none());
+        let mixed = Expr::Binary { op: BinaryOp::Add, left: Box::new(param(DataType::Int4)), right: Box::new(col(DataType::Int4)), data_type: DataType::Int4 };
+        assert!(condition(&cmp(BinaryOp::Eq, col(DataType::Int4), mixed), &[0], &[DataType::Int4]).is_none());
     }
 
     #[test]

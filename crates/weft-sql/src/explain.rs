@@ -252,6 +252,7 @@ pub(crate) fn explain(
         used_names: RefCell::new(Vec::new()),
         ctes: RefCell::new(Vec::new()),
         cte_names: RefCell::new(Vec::new()),
+        subplan_args: RefCell::new(Vec::new()),
     };
     // The INSERT's target is the first range-table entry: it keeps its name.
     if let Some(table) = &insert_into {
@@ -304,12 +305,25 @@ fn init_plan_sections<'a>(builder: &Builder<'a>, plan: &Plan, all: &'a [Arc<Init
         node: builder.plan(&p.plan).node,
         init_plans: init_plan_sections(builder, &p.plan, all),
     });
-    let subplans = subplans.into_iter().map(|p| InitPlanSection {
-        title: format!("SubPlan {}", p.number),
-        node: builder.plan(&p.plan).node,
-        init_plans: init_plan_sections(builder, &p.plan, all),
+    let subplans = subplans.into_iter().map(|p| {
+        let mut node = builder.plan(&p.plan).node;
+        let args = builder.subplan_args.borrow().iter().find(|(n, _)| *n == p.number).map(|(_, a)| a.clone());
+        if let Some(args) = args {
+            rename_params(&mut node, &args);
+        }
+        InitPlanSection { title: format!("SubPlan {}", p.number), node, init_plans: init_plan_sections(builder, &p.plan, all) }
     });
     init_plans.collect::<Vec<_>>().into_iter().chain(subplans).collect()
+}
+
+/// Print parameter `$i` of a subplan or LATERAL item as `names[i]` (the outer column).
+fn rename_params(node: &mut Node, names: &[String]) {
+    for line in &mut node.lines {
+        for (i, name) in names.iter().enumerate().rev() {
+            *line = line.replace(&format!("${i}"), name);
+        }
+    }
+    node.children.iter_mut().for_each(|c| rename_params(c, names));
 }
 
 /// [`render`], with the init plan sections after the node's properties and before its
@@ -495,6 +509,9 @@ struct Builder<'a> {
     /// The recursive CTEs whose recursive union is being built, innermost last (what a
     /// working table scan is of).
     cte_names: RefCell<Vec<String>>,
+    /// Per subplan (by number): its arguments as the node evaluating it names them
+    /// (qualified), so that its parameters print as those outer columns, as in PostgreSQL.
+    subplan_args: RefCell<Vec<(usize, Vec<String>)>>,
 }
 
 /// Per-loop averages over a pipeline's participants: time to the first row (or the end,
@@ -542,8 +559,29 @@ impl<'a> Builder<'a> {
     fn project(&self, expr: &Expr, input: &[Col]) -> Col {
         match expr {
             Expr::Column { index, .. } if *index < input.len() => input[*index].clone(),
-            other => self.computed(|q| deparse(other, &names(input, q)), other.data_type()),
+            other => {
+                self.note_subplans(other, input);
+                self.computed(|q| deparse(other, &names(input, q)), other.data_type())
+            }
         }
+    }
+
+    /// Record the arguments of the subplans `expr` (over `input`) evaluates.
+    fn note_subplans(&self, expr: &Expr, input: &[Col]) {
+        let mut found = Vec::new();
+        expr.collect_subplans(&mut found);
+        if found.is_empty() {
+            return;
+        }
+        let qualified = names(input, true);
+        expr.for_each_node(&mut |e| {
+            if let Expr::SubPlan { subplan, args } = e {
+                let mut known = self.subplan_args.borrow_mut();
+                if !known.iter().any(|(n, _)| *n == subplan.number) {
+                    known.push((subplan.number, args.iter().map(|a| deparse(a, &qualified)).collect()));
+                }
+            }
+        });
     }
 
     /// Names in sort keys, group keys and the filters of upper nodes.
@@ -624,15 +662,7 @@ impl<'a> Builder<'a> {
         let outer = self.plan(&nl.outer);
         let mut inner = self.plan(&nl.inner);
         let param_names: Vec<String> = nl.params.iter().map(|p| deparse(p, &names(&outer.cols, true))).collect();
-        fn rename(node: &mut Node, names: &[String]) {
-            for line in &mut node.lines {
-                for (i, name) in names.iter().enumerate().rev() {
-                    *line = line.replace(&format!("${i}"), name);
-                }
-            }
-            node.children.iter_mut().for_each(|c| rename(c, names));
-        }
-        rename(&mut inner.node, &param_names);
+        rename_params(&mut inner.node, &param_names);
         let (o, i) = (outer.node.estimate, inner.node.estimate);
         let mut rows = o.rows * i.rows;
         let mut cols = outer.cols.clone();
@@ -933,6 +963,7 @@ impl<'a> Builder<'a> {
             match step {
                 Step::Filter(predicate) => {
                     cpu += rows * cost::operator_count(predicate) * CPU_OPERATOR_COST;
+                    self.note_subplans(predicate, &cols);
                     filters.push(deparse(predicate, &names(&cols, qualify_filter)));
                     rows *= selectivity::clauselist_selectivity(&selectivity::conjuncts(predicate), &rel);
                 }
@@ -997,6 +1028,7 @@ impl<'a> Builder<'a> {
                 match step {
                     Step::Filter(predicate) => {
                         node.estimate.total += rows / divisor * cost::operator_count(predicate) * CPU_OPERATOR_COST;
+                        self.note_subplans(predicate, &cols);
                         after.push(deparse(predicate, &names(&cols, true)));
                         rows *= cost::selectivity(predicate);
                         node.estimate.rows = cost::clamp_rows(rows / divisor);
@@ -1221,6 +1253,7 @@ impl<'a> Builder<'a> {
         for step in output {
             match step {
                 Step::Filter(predicate) => {
+                    self.note_subplans(predicate, &cols);
                     having.push(deparse(predicate, &names(&cols, self.upper_qualified())));
                     selectivity *= cost::selectivity(predicate);
                     output_ops += cost::operator_count(predicate);

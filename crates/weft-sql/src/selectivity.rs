@@ -5,6 +5,7 @@
 //! | clause | with statistics | without |
 //! |---|---|---|
 //! | `v = c` | the MCV's frequency, else `(1 − Σ mcv − null_frac) / (n_distinct − #mcv)` capped by the least MCV frequency (`var_eq_const`) | `1 / n_distinct` when known (unique column: 1/rows; boolean: 1/2), else `DEFAULT_EQ_SEL` 0.005 (1/rows below 200 rows) |
+//! | `v = p` (`p` a subplan's parameter, known when it runs) | `(1 − null_frac) / n_distinct`, at most the commonest value's frequency (`var_eq_non_const`) | `1 / n_distinct` when known, else 1/200 |
 //! | `v <> c` | `1 − eq − null_frac` | 0.995 |
 //! | `v < c` ... | MCVs that satisfy it, plus the histogram fraction (interpolated within the bucket, text by its leading bytes) of the rest (`scalarineqsel`) | `DEFAULT_INEQ_SEL` 1/3 |
 //! | `lo < v AND v < hi` | `s(v > lo) + s(v < hi) − 1 + null_frac` (`clauselist_selectivity`'s range pairs) | `DEFAULT_RANGE_INEQ_SEL` 0.005 |
@@ -164,6 +165,36 @@ pub fn column_comparison(e: &Expr) -> Option<(usize, BinaryOp, Datum)> {
     None
 }
 
+/// An expression known only when a subplan or LATERAL item runs (an index key
+/// evaluated when the scan starts): over the run's parameters (at least one), without
+/// columns, subqueries or volatile functions.
+pub fn is_param_value(e: &Expr) -> bool {
+    let (mut param, mut other) = (false, false);
+    walk(e, &mut |n| match n {
+        Expr::Param { .. } => param = true,
+        Expr::Column { .. } | Expr::SubPlan { .. } | Expr::ScalarSubquery(_) => other = true,
+        Expr::Function { func, .. } => other |= func.is_volatile(),
+        _ => {}
+    });
+    param && !other
+}
+
+/// `column op value` where the value is a parameter expression ([`is_param_value`]):
+/// the column (seen through a widening cast), the operator (flipped if needed), the value.
+pub fn column_param_comparison(e: &Expr) -> Option<(usize, BinaryOp, &Expr)> {
+    let Expr::Binary { op, left, right, .. } = e else { return None };
+    if !matches!(op, BinaryOp::Eq | BinaryOp::NotEq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq) {
+        return None;
+    }
+    if let (Some(c), true) = (column_of(left), is_param_value(right)) {
+        return Some((c, *op, right));
+    }
+    if let (Some(c), true) = (column_of(right), is_param_value(left)) {
+        return Some((c, commute(*op), left));
+    }
+    None
+}
+
 /// The operator with its operands swapped.
 pub fn commute(op: BinaryOp) -> BinaryOp {
     match op {
@@ -249,6 +280,20 @@ pub fn clauselist_selectivity(clauses: &[&Expr], rel: &RelStats) -> f64 {
                 continue;
             }
         }
+        // A parameter bound pairs like a constant one (PostgreSQL's range pair of two
+        // default selectivities is DEFAULT_RANGE_INEQ_SEL).
+        if let Some((column, op @ (BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq), _)) = column_param_comparison(clause) {
+            let entry = match ranges.iter_mut().find(|r| r.0 == column) {
+                Some(entry) => entry,
+                None => {
+                    ranges.push((column, None, None));
+                    ranges.last_mut().expect("pushed")
+                }
+            };
+            let slot = if matches!(op, BinaryOp::Gt | BinaryOp::GtEq) { &mut entry.1 } else { &mut entry.2 };
+            *slot = Some(slot.map_or(DEFAULT_INEQ_SEL, |old: f64| old.min(DEFAULT_INEQ_SEL)));
+            continue;
+        }
         s *= clause_selectivity(clause, rel);
     }
     for (column, lower, upper) in ranges {
@@ -329,9 +374,13 @@ pub fn clause_selectivity(e: &Expr, rel: &RelStats) -> f64 {
                         op => ineq_selectivity(column, op, &value, rel),
                     }
                 }
-                None => match e {
-                    Expr::Binary { op: BinaryOp::Eq, .. } => DEFAULT_EQ_SEL,
-                    Expr::Binary { op: BinaryOp::NotEq, .. } => 1.0 - DEFAULT_EQ_SEL,
+                None => match (e, column_param_comparison(e)) {
+                    (_, Some((column, BinaryOp::Eq, _))) => eq_non_const_selectivity(column, column_type(e, column), rel),
+                    (_, Some((column, BinaryOp::NotEq, _))) => {
+                        1.0 - eq_non_const_selectivity(column, column_type(e, column), rel) - rel.null_frac(column).unwrap_or(0.0)
+                    }
+                    (Expr::Binary { op: BinaryOp::Eq, .. }, _) => DEFAULT_EQ_SEL,
+                    (Expr::Binary { op: BinaryOp::NotEq, .. }, _) => 1.0 - DEFAULT_EQ_SEL,
                     _ => DEFAULT_INEQ_SEL,
                 },
             }
@@ -400,6 +449,28 @@ pub fn eq_selectivity(column: usize, value: &Datum, data_type: DataType, rel: &R
         }
     }
     selec
+}
+
+/// `column = value` for a value known only at run time, such as a subplan's parameter
+/// (PostgreSQL's `var_eq_non_const`): the non-NULL fraction over the distinct values
+/// (`DEFAULT_NUM_DISTINCT` when unknown), at most the commonest value's frequency.
+pub fn eq_non_const_selectivity(column: usize, data_type: DataType, rel: &RelStats) -> f64 {
+    if rel.is_unique(column) && rel.tuples >= 1.0 {
+        return 1.0 / rel.tuples;
+    }
+    let distinct = match rel.distinct(column, data_type) {
+        Some(d) => d,
+        None if rel.tuples >= 1.0 && rel.tuples < DEFAULT_NUM_DISTINCT => rel.tuples,
+        None => DEFAULT_NUM_DISTINCT,
+    };
+    let mut s = 1.0 - rel.null_frac(column).unwrap_or(0.0);
+    if distinct > 1.0 {
+        s /= distinct;
+    }
+    if let Some(first) = rel.column_stats(column).and_then(|c| c.most_common_freqs.first()) {
+        s = s.min(*first);
+    }
+    s.clamp(0.0, 1.0)
 }
 
 /// `column op value` for `<`, `<=`, `>`, `>=` (PostgreSQL's `scalarineqsel`).

@@ -31,6 +31,7 @@ mod pg_oracle_lateral;
 mod pg_oracle_modify;
 mod pg_oracle_numeric_special;
 mod pg_oracle_ordered_set;
+mod pg_oracle_param_index;
 mod pg_oracle_recursive;
 mod pg_oracle_returning;
 mod pg_oracle_sort;
