@@ -257,6 +257,20 @@ pub fn conjuncts(e: &Expr) -> Vec<&Expr> {
     go(e, &mut out);
     out
 }
+/// Tighten `column`'s lower (`>`, `>=`) or upper (`<`, `<=`) bound in `ranges` to a
+/// selectivity of at most `selectivity`.
+fn bound_range(ranges: &mut Vec<(usize, Option<f64>, Option<f64>)>, column: usize, op: BinaryOp, selectivity: f64) {
+    let entry = match ranges.iter().position(|r| r.0 == column) {
+        Some(at) => &mut ranges[at],
+        None => {
+            ranges.push((column, None, None));
+            ranges.last_mut().expect("pushed")
+        }
+    };
+    let slot = if matches!(op, BinaryOp::Gt | BinaryOp::GtEq) { &mut entry.1 } else { &mut entry.2 };
+    *slot = Some(slot.map_or(selectivity, |old: f64| old.min(selectivity)));
+}
+
 
 /// Selectivity of a conjunction (PostgreSQL's `clauselist_selectivity`): a product,
 /// except that a lower and an upper bound on one column are taken together.
@@ -267,31 +281,14 @@ pub fn clauselist_selectivity(clauses: &[&Expr], rel: &RelStats) -> f64 {
     for clause in clauses {
         if let Some((column, op @ (BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq), value)) = column_comparison(clause) {
             if !value.is_null() {
-                let sel = clause_selectivity(clause, rel);
-                let entry = match ranges.iter_mut().find(|r| r.0 == column) {
-                    Some(entry) => entry,
-                    None => {
-                        ranges.push((column, None, None));
-                        ranges.last_mut().expect("pushed")
-                    }
-                };
-                let slot = if matches!(op, BinaryOp::Gt | BinaryOp::GtEq) { &mut entry.1 } else { &mut entry.2 };
-                *slot = Some(slot.map_or(sel, |old: f64| old.min(sel)));
+                bound_range(&mut ranges, column, op, clause_selectivity(clause, rel));
                 continue;
             }
         }
         // A parameter bound pairs like a constant one (PostgreSQL's range pair of two
         // default selectivities is DEFAULT_RANGE_INEQ_SEL).
         if let Some((column, op @ (BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq), _)) = column_param_comparison(clause) {
-            let entry = match ranges.iter_mut().find(|r| r.0 == column) {
-                Some(entry) => entry,
-                None => {
-                    ranges.push((column, None, None));
-                    ranges.last_mut().expect("pushed")
-                }
-            };
-            let slot = if matches!(op, BinaryOp::Gt | BinaryOp::GtEq) { &mut entry.1 } else { &mut entry.2 };
-            *slot = Some(slot.map_or(DEFAULT_INEQ_SEL, |old: f64| old.min(DEFAULT_INEQ_SEL)));
+            bound_range(&mut ranges, column, op, DEFAULT_INEQ_SEL);
             continue;
         }
         s *= clause_selectivity(clause, rel);

@@ -486,8 +486,22 @@ fn create_table_as(
 ) -> Result<String> {
     let planned = plan(session, &txn.catalog, query)?;
     let renames: Vec<String> = create.columns.iter().map(|c| ident_name(&c.name)).collect();
+    let columns = output_columns(&planned, &renames, "too many column names were specified")?;
+    let table = add_table(session, txn, name, columns)?;
+    let target = insert_target_for(&table, txn.xid);
+    let ctx = exec_context(session, cancel);
+    let outcome = run_insert_plan(&planned.plan, &ctx, &target);
+    finish_context(session, &ctx);
+    let inserted = outcome?;
+    txn.catalog.table_mut(name)?.row_count = inserted;
+    Ok(format!("SELECT {inserted}"))
+}
+
+/// The columns a query's output makes (CREATE TABLE AS, CREATE VIEW), the first renamed
+/// by `renames`; `too_many` is the syntax error for more names than columns.
+pub(crate) fn output_columns(planned: &PlannedQuery, renames: &[String], too_many: &str) -> Result<Vec<ColumnMeta>> {
     if renames.len() > planned.columns.len() {
-        return Err(Error::syntax("too many column names were specified"));
+        return Err(Error::syntax(too_many));
     }
     let mut columns: Vec<ColumnMeta> = Vec::with_capacity(planned.columns.len());
     for (i, col) in planned.columns.iter().enumerate() {
@@ -497,14 +511,7 @@ fn create_table_as(
         }
         columns.push(ColumnMeta { name, data_type: col.data_type, not_null: false, default: None, type_modifier: col.type_modifier });
     }
-    let table = add_table(session, txn, name, columns)?;
-    let target = insert_target_for(&table, txn.xid);
-    let ctx = exec_context(session, cancel);
-    let outcome = run_insert_plan(&planned.plan, &ctx, &target);
-    finish_context(session, &ctx);
-    let inserted = outcome?;
-    txn.catalog.table_mut(name)?.row_count = inserted;
-    Ok(format!("SELECT {inserted}"))
+    Ok(columns)
 }
 
 fn drop_tables(session: &mut Session, names: &[ast::ObjectName], if_exists: bool, cascade: bool) -> Result<QueryResult> {

@@ -125,17 +125,7 @@ pub(crate) fn create_view(session: &mut Session, create: &ast::CreateView) -> Re
         };
         let planned = crate::statements::plan(session, &txn.catalog, &create.query)?;
         let renames: Vec<String> = create.columns.iter().map(|c| ident_name(&c.name)).collect();
-        if renames.len() > planned.columns.len() {
-            return Err(Error::syntax("CREATE VIEW specifies more column names than columns"));
-        }
-        let mut columns: Vec<ColumnMeta> = Vec::with_capacity(planned.columns.len());
-        for (i, col) in planned.columns.iter().enumerate() {
-            let column = renames.get(i).cloned().unwrap_or_else(|| col.name.clone());
-            if columns.iter().any(|c| c.name == column) {
-                return Err(Error::new(SqlState::DUPLICATE_COLUMN, format!("column \"{column}\" specified more than once")));
-            }
-            columns.push(ColumnMeta { name: column, data_type: col.data_type, not_null: false, default: None, type_modifier: col.type_modifier });
-        }
+        let columns = crate::statements::output_columns(&planned, &renames, "CREATE VIEW specifies more column names than columns")?;
         if let Some(old) = &replacing {
             check_replacement(old, &columns)?;
         }
