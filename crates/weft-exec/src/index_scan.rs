@@ -26,7 +26,7 @@ use weft_common::{DataType, Datum, Error, Result};
 
 use crate::execute::ExecContext;
 use crate::expr::{compare_datums, BinaryOp, EvalContext};
-use crate::plan::{IndexSource, KeyRange, KeyValue, ParamRanges};
+use crate::plan::{prefix_range, IndexSource, KeyRange, KeyValue, ParamRanges};
 
 /// Entries between two cancellation checks.
 const CANCEL_CHECK_ENTRIES: u64 = 1024;
@@ -203,28 +203,7 @@ pub(crate) fn param_ranges(p: &ParamRanges, eval: &EvalContext) -> Result<Vec<Ke
     let (first, last) = if p.bound_descending { (upper, lower) } else { (lower, upper) };
     let ranges = prefixes
         .iter()
-        .map(|prefix| {
-            let with = |v: &Datum| {
-                let mut key = prefix.clone();
-                key.push(v.clone());
-                key
-            };
-            let open = || if prefix.is_empty() { Bound::Unbounded } else { Bound::Included(prefix.clone()) };
-            // NULLs satisfy no comparison: stop before them on the open side.
-            let lower_bound = match &first {
-                Some((v, true)) => Bound::Included(with(v)),
-                Some((v, false)) => Bound::Excluded(with(v)),
-                None if p.bound_nulls_first => Bound::Excluded(with(&Datum::Null)),
-                None => open(),
-            };
-            let upper_bound = match &last {
-                Some((v, true)) => Bound::Included(with(v)),
-                Some((v, false)) => Bound::Excluded(with(v)),
-                None if !p.bound_nulls_first => Bound::Excluded(with(&Datum::Null)),
-                None => open(),
-            };
-            (lower_bound, upper_bound)
-        })
+        .map(|prefix| prefix_range(prefix, first.as_ref(), last.as_ref(), p.bound_nulls_first))
         .collect();
     Ok(ranges)
 }

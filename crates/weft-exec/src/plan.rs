@@ -51,6 +51,38 @@ pub enum Source {
 /// A range of index keys: lower and upper bounds, each a key prefix in index order.
 pub type KeyRange = (Bound<Vec<Datum>>, Bound<Vec<Datum>>);
 
+/// The key range of an equality `prefix` followed by a value range on the next column,
+/// given in index order: `first` is the bound met first in the scan (the upper value bound
+/// of a descending column), each `(value, inclusive)`; `None` is an open side. NULLs
+/// satisfy no comparison, so an open side stops before the column's NULLs (which sort
+/// first when `nulls_first`).
+pub fn prefix_range(
+    prefix: &[Datum],
+    first: Option<&(Datum, bool)>,
+    last: Option<&(Datum, bool)>,
+    nulls_first: bool,
+) -> KeyRange {
+    let with = |v: &Datum| {
+        let mut key = prefix.to_vec();
+        key.push(v.clone());
+        key
+    };
+    let open = || if prefix.is_empty() { Bound::Unbounded } else { Bound::Included(prefix.to_vec()) };
+    let lower = match first {
+        Some((v, true)) => Bound::Included(with(v)),
+        Some((v, false)) => Bound::Excluded(with(v)),
+        None if nulls_first => Bound::Excluded(with(&Datum::Null)),
+        None => open(),
+    };
+    let upper = match last {
+        Some((v, true)) => Bound::Included(with(v)),
+        Some((v, false)) => Bound::Excluded(with(v)),
+        None if !nulls_first => Bound::Excluded(with(&Datum::Null)),
+        None => open(),
+    };
+    (lower, upper)
+}
+
 /// A key value of [`ParamRanges`]: a constant converted to the key column's type at plan
 /// time, or an expression over no row but the parameters of a subplan or LATERAL item,
 /// evaluated when the scan starts (each rescan).

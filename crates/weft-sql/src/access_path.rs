@@ -56,7 +56,7 @@ use weft_access::index_build::btree_desc;
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Numeric};
 use weft_exec::expr::{compare_datums, BinaryOp, Expr, UnaryOp};
-use weft_exec::plan::{HeapSource, IndexSource, KeyValue, ParamRanges, Plan, SortPlan, Source, Step};
+use weft_exec::plan::{prefix_range, HeapSource, IndexSource, KeyValue, ParamRanges, Plan, SortPlan, Source, Step};
 use weft_sort::{SortColumn, SortKeys};
 use weft_storage::ForkNumber;
 
@@ -431,28 +431,7 @@ fn ranges_for(index: &IndexMeta, desc: &BTreeDesc, conditions: &[ColumnCondition
         let (first, last) = if key.descending { (upper, lower) } else { (lower, upper) };
         let ranges = prefixes
             .iter()
-            .map(|prefix| {
-                let with = |v: &Datum| {
-                    let mut p = prefix.clone();
-                    p.push(v.clone());
-                    p
-                };
-                let open = || if prefix.is_empty() { Bound::Unbounded } else { Bound::Included(prefix.clone()) };
-                // NULLs satisfy no comparison: stop before them on the open side.
-                let lower_bound = match &first {
-                    Some((v, true)) => Bound::Included(with(v)),
-                    Some((v, false)) => Bound::Excluded(with(v)),
-                    None if key.nulls_first => Bound::Excluded(with(&Datum::Null)),
-                    None => open(),
-                };
-                let upper_bound = match &last {
-                    Some((v, true)) => Bound::Included(with(v)),
-                    Some((v, false)) => Bound::Excluded(with(v)),
-                    None if !key.nulls_first => Bound::Excluded(with(&Datum::Null)),
-                    None => open(),
-                };
-                (lower_bound, upper_bound)
-            })
+            .map(|prefix| prefix_range(prefix, first.as_ref(), last.as_ref(), key.nulls_first))
             .collect();
         let key_checks = key_checks(index, conditions, &used);
         return Ranges { ranges, used, unique_point: false, fixed_columns, key_checks, param: None };
