@@ -142,6 +142,42 @@ pub fn order_quals(filter: Expr) -> Expr {
     cheap.into_iter().chain(costly).reduce(and).expect("a term")
 }
 
-fn and(left: Expr, right: Expr) -> Expr {
+pub fn and(left: Expr, right: Expr) -> Expr {
     Expr::Binary { op: weft_exec::expr::BinaryOp::And, left: Box::new(left), right: Box::new(right), data_type: weft_common::DataType::Bool }
+}
+
+/// Input columns that `qual` proves non-null wherever it passes (is true): a row with NULL
+/// in any of them makes it NULL or false. This is PostgreSQL's `find_nonnullable_rels` over
+/// columns: strict operators and casts pass NULL through, `IS NOT NULL` rejects it, AND
+/// at the top level proves what any arm proves, OR (and AND below the top) only what
+/// every arm proves. Functions, CASE and COALESCE prove nothing.
+pub fn nonnullable_columns(qual: &Expr) -> std::collections::BTreeSet<usize> {
+    fn go(e: &Expr, top_level: bool) -> std::collections::BTreeSet<usize> {
+        use weft_exec::expr::{BinaryOp, UnaryOp};
+        match e {
+            Expr::Column { index, .. } => [*index].into(),
+            Expr::Binary { op: BinaryOp::And, left, right, .. } if top_level => {
+                let mut out = go(left, true);
+                out.extend(go(right, true));
+                out
+            }
+            Expr::Binary { op: BinaryOp::And | BinaryOp::Or, left, right, .. } => {
+                let (l, r) = (go(left, top_level), go(right, top_level));
+                l.intersection(&r).copied().collect()
+            }
+            Expr::Binary { left, right, .. } => {
+                let mut out = go(left, false);
+                out.extend(go(right, false));
+                out
+            }
+            // NOT false is true: below NOT only strictness counts.
+            Expr::Unary { op: UnaryOp::Not, expr, .. } => go(expr, false),
+            Expr::Unary { expr, .. } | Expr::Cast { expr, .. } | Expr::ApplyModifier { expr, .. } => go(expr, false),
+            Expr::IsNull { expr, negated: true } if top_level => go(expr, false),
+            // A one-argument COALESCE is the identity (it marks an IN list).
+            Expr::Coalesce { args, .. } if args.len() == 1 => go(&args[0], top_level),
+            _ => Default::default(),
+        }
+    }
+    go(qual, true)
 }

@@ -30,7 +30,7 @@ use weft_exec::plan::{HashJoin, HashJoinMode, JoinType, Pipeline, Plan, ScanLabe
 
 use crate::bind::{contains_aggregate, object_name, Binder, Scope, ScopeColumn};
 use crate::exprutil::{columns_used, is_volatile, remap_columns, substitute_columns};
-use crate::planner::{choose_workers_reading, plan_query, plan_table_factor, require_bool, From, PlanContext};
+use crate::planner::{choose_workers_reading, plan_query, plan_table_factor, prune_heap_columns, require_bool, From, PlanContext};
 
 /// A relation whose size is unknown (a subquery) is planned as this many rows.
 const UNKNOWN_ROWS: f64 = 1000.0;
@@ -153,6 +153,12 @@ impl FromClause {
                     produced.push(decode.iter().copied().filter(|c| needed.contains(c)).collect());
                     decoded.push(decode);
                 }
+                // A simple subquery is read as its table (see `scan`): its row then holds
+                // only the columns read above.
+                source if crate::pull_up::simple_subquery(source).is_some() => {
+                    produced.push(mine.iter().copied().filter(|c| needed.contains(c)).collect());
+                    decoded.push(mine);
+                }
                 _ => {
                     produced.push(mine.clone());
                     decoded.push(mine);
@@ -184,6 +190,11 @@ impl FromClause {
     fn column_type(&self, raw: usize) -> DataType {
         let rel = self.rel_of(raw);
         self.rels[rel].columns[raw - self.offsets[rel]].data_type
+    }
+
+    /// The relations that `conditions` (conjuncts over the raw row) prove non-null.
+    fn nonnullable_rels(&self, conditions: &[Expr]) -> BTreeSet<usize> {
+        conditions.iter().flat_map(crate::exprutil::nonnullable_columns).map(|c| self.rel_of(c)).collect()
     }
 
     fn rels_used(&self, expr: &Expr) -> BTreeSet<usize> {
@@ -417,7 +428,11 @@ fn estimated_rows(source: &Source, ctx: &PlanContext) -> f64 {
         Source::Series { start, stop, step, .. } => (((*stop as f64 - *start as f64) / *step as f64).floor() + 1.0).max(0.0),
         Source::Values(rows) => rows.len() as f64,
         Source::Single => 1.0,
-        Source::Subquery { .. } | Source::SeriesExprs { .. } | Source::WorkTable { .. } => UNKNOWN_ROWS,
+        Source::Subquery { .. } => match crate::pull_up::simple_subquery(source) {
+            Some((table, filter, _)) => estimated_rows(table, ctx) * if filter.is_some() { 0.5 } else { 1.0 },
+            None => UNKNOWN_ROWS,
+        },
+        Source::SeriesExprs { .. } | Source::WorkTable { .. } => UNKNOWN_ROWS,
         Source::Unnest { .. } => 10.0,
     }
 }
@@ -573,6 +588,9 @@ pub(crate) fn plan_joins(
         semis.push(SemiJoin::bind(condition, &from, ctx)?);
     }
     let outputs: Vec<Expr> = used.iter().map(|&i| from.values[i].clone()).collect();
+    let mut tree = std::mem::replace(&mut from.tree, Tree::Rel(0));
+    reduce_outer_joins(&mut tree, &from.nonnullable_rels(&raw_where), &from);
+    from.tree = tree;
 
     // Which raw columns each relation must produce.
     let mut needed = BTreeSet::new();
@@ -745,6 +763,33 @@ fn set_modes(steps: &mut [Step], workers: usize, rule: &ShapeRule) {
     }
 }
 
+/// PostgreSQL's `reduce_outer_joins`: an outer join whose nullable side's NULL-extended
+/// rows a condition above rejects (`nonnullable`: the relations the conditions above prove
+/// non-null) is an inner join (a full join a left or right one), and is planned as such —
+/// freely ordered, with those conditions pushed down to the scans. An inner join's ON
+/// conditions reject on both sides; a left join's reject only within its nullable side.
+fn reduce_outer_joins(tree: &mut Tree, nonnullable: &BTreeSet<usize>, from: &FromClause) {
+    let Tree::Join { kind, left, right, on } = tree else { return };
+    let left_forced = !nonnullable.is_disjoint(&left.rel_set());
+    let right_forced = !nonnullable.is_disjoint(&right.rel_set());
+    *kind = match (*kind, left_forced, right_forced) {
+        (Kind::Left, _, true) | (Kind::Right, true, _) | (Kind::Full, true, true) => Kind::Inner,
+        (Kind::Full, true, false) => Kind::Left,
+        (Kind::Full, false, true) => Kind::Right,
+        (unchanged, _, _) => unchanged,
+    };
+    let mut with_on = from.nonnullable_rels(on);
+    with_on.extend(nonnullable);
+    let (to_left, to_right) = match *kind {
+        Kind::Inner => (with_on.clone(), with_on),
+        Kind::Left => (nonnullable.clone(), with_on),
+        Kind::Right => (with_on, nonnullable.clone()),
+        Kind::Full => (BTreeSet::new(), BTreeSet::new()),
+    };
+    reduce_outer_joins(left, &to_left, from);
+    reduce_outer_joins(right, &to_right, from);
+}
+
 fn collect_tree_columns(tree: &Tree, out: &mut BTreeSet<usize>) {
     if let Tree::Join { left, right, on, .. } = tree {
         for e in on {
@@ -801,17 +846,24 @@ impl Planner<'_, '_> {
             });
         }
         let selectivity = if filter.is_some() { 0.5 } else { 1.0 };
+        // Columns only the filter read are dropped after it.
+        let mut project: Option<Vec<Expr>> = (self.decoded[r] != self.produced[r])
+            .then(|| self.produced[r].iter().map(|&c| Expr::Column { index: positions[&c], data_type: self.from.column_type(c) }).collect());
+        if crate::pull_up::simple_subquery(&source).is_some() {
+            let mut exprs = project.take().unwrap_or_else(|| {
+                self.decoded[r].iter().map(|&c| Expr::Column { index: positions[&c], data_type: self.from.column_type(c) }).collect()
+            });
+            crate::pull_up::pull_up_simple_subquery(&mut source, &mut filter, exprs.iter_mut().collect());
+            prune_heap_columns(&mut source, exprs.iter_mut().chain(filter.as_mut()).collect());
+            project = Some(exprs);
+        }
         crate::access_path::choose_index_scan(&mut source, &mut filter, self.ctx);
         let rows = match &source {
             Source::Index(index) => index.estimated_rows,
             _ => rel.rows * selectivity,
         };
         let mut steps: Vec<Step> = filter.map(Step::Filter).into_iter().collect();
-        if self.decoded[r] != self.produced[r] {
-            // Columns only the filter read are dropped after it.
-            let project = self.produced[r].iter().map(|&c| Expr::Column { index: positions[&c], data_type: self.from.column_type(c) }).collect();
-            steps.push(Step::Project(project));
-        }
+        steps.extend(project.map(Step::Project));
         Ok(Partial { source, steps, rels: vec![r], rows: rows.max(1.0), joined: false })
     }
 

@@ -66,7 +66,16 @@ enum Kind {
 
 /// Analyse a FROM clause holding LATERAL items into one relation (and the join planner's
 /// form of it).
-pub(crate) fn analyze_lateral_from(from: &[ast::TableWithJoins], ctx: &PlanContext) -> Result<FromClause> {
+/// WHERE (`selection`) still applies to the whole; its conjuncts over the columns left of
+/// a LATERAL item also filter those rows before the item runs for them (see [`collapse`]).
+pub(crate) fn analyze_lateral_from(from: &[ast::TableWithJoins], selection: Option<&ast::Expr>, ctx: &PlanContext) -> Result<FromClause> {
+    // A RIGHT or FULL join would NULL-extend the rows on its left, which a condition like
+    // `x IS NULL` then reads otherwise: no condition moves below one.
+    let (mut conditions, _) = crate::join::split_where(selection);
+    if from.iter().any(has_right_or_full_join) {
+        conditions.clear();
+    }
+    conditions.retain(|c| !crate::bind::contains_subquery(c));
     let mut current: Option<From> = None;
     let mut pending: Vec<Piece> = Vec::new();
     for item in from {
@@ -80,7 +89,14 @@ pub(crate) fn analyze_lateral_from(from: &[ast::TableWithJoins], ctx: &PlanConte
             // Nothing to its left: planned alone (a reference to a later item fails).
             pending.push(Piece::Item(ast::TableWithJoins { relation: item.relation.clone(), joins: Vec::new() }));
         } else if first == 0 {
-            let left = collapse(current.take(), std::mem::take(&mut pending), ctx)?;
+            // `x, LATERAL s FULL JOIN c` is `x CROSS JOIN (s FULL JOIN c)`: the join would
+            // need planning inside the loop, per row of `x`. An inner or left join there
+            // is the same as after the loop.
+            let outer_join = |j: &ast::Join| matches!(j.join_operator, ast::JoinOperator::Right(_) | ast::JoinOperator::RightOuter(_) | ast::JoinOperator::FullOuter(_));
+            if item.joins.iter().any(outer_join) {
+                return Err(Error::not_supported("a RIGHT or FULL JOIN whose left side is a LATERAL item after a comma is not supported"));
+            }
+            let left = collapse(current.take(), std::mem::take(&mut pending), &conditions, ctx)?;
             current = Some(nest_loop(left, &item.relation, Kind::Inner, &ast::JoinConstraint::None, ctx)?);
         } else {
             pending.push(Piece::Item(ast::TableWithJoins { relation: item.relation.clone(), joins: item.joins[..first - 1].to_vec() }));
@@ -113,11 +129,20 @@ pub(crate) fn analyze_lateral_from(from: &[ast::TableWithJoins], ctx: &PlanConte
                 pending.push(Piece::Join(join.clone()));
                 continue;
             }
-            let left = collapse(current.take(), std::mem::take(&mut pending), ctx)?;
+            let left = collapse(current.take(), std::mem::take(&mut pending), &conditions, ctx)?;
             current = Some(nest_loop(left, &join.relation, kind, constraint, ctx)?);
         }
     }
     analyze_pieces(current, &pending, ctx)
+}
+
+fn has_right_or_full_join(item: &ast::TableWithJoins) -> bool {
+    use ast::JoinOperator as J;
+    let nested = |factor: &TableFactor| matches!(factor, TableFactor::NestedJoin { table_with_joins, .. } if has_right_or_full_join(table_with_joins));
+    nested(&item.relation)
+        || item.joins.iter().any(|j| {
+            matches!(j.join_operator, J::Right(_) | J::RightOuter(_) | J::FullOuter(_)) || nested(&j.relation)
+        })
 }
 
 /// The table a "missing FROM-clause entry" error names.
@@ -165,24 +190,48 @@ fn collect_names(factor: &TableFactor, out: &mut Vec<String>) {
 }
 
 /// The pieces before a LATERAL item (after the relation `current` built so far) as one
-/// relation whose row is its scope's columns in order.
-fn collapse(current: Option<From>, pieces: Vec<Piece>, ctx: &PlanContext) -> Result<From> {
-    match (current, pieces.as_slice()) {
-        (Some(current), []) => return Ok(current),
+/// relation whose row is its scope's columns in order. The WHERE `conditions` that read
+/// only its columns filter it here, so the item runs only for the rows that can pass
+/// WHERE, and a condition on a table can use its index (PostgreSQL pushes them down too).
+fn collapse(current: Option<From>, pieces: Vec<Piece>, conditions: &[ast::Expr], ctx: &PlanContext) -> Result<From> {
+    let single = match (current, pieces.as_slice()) {
+        (Some(current), []) => current,
         (None, [Piece::Item(item)]) if item.joins.is_empty() && !matches!(item.relation, TableFactor::NestedJoin { .. }) => {
-            return plan_table_factor(&item.relation, ctx);
+            plan_table_factor(&item.relation, ctx)?
         }
         (None, []) => return Err(Error::internal("a LATERAL item with nothing to its left")),
         (current, _) => {
             let clause = analyze_pieces(current, &pieces, ctx)?;
             let scope = clause.scope.clone();
+            let filter = pushed_down(conditions, &scope, ctx);
             let used = (0..scope.columns.len() + scope.qualified_only.len()).collect();
-            let input = crate::join::plan_joins(clause, None, &[], &used, false, ctx)?;
+            let input = crate::join::plan_joins(clause, filter, &[], &used, false, ctx)?;
             let plan = Plan::Pipeline(Pipeline { source: input.source, steps: input.steps, workers: input.workers });
-            let label = ScanLabel { alias: None, columns: scope.columns.iter().chain(&scope.qualified_only).map(|c| c.name.clone()).collect() };
-            Ok(From { source: Source::Subquery { plan: Box::new(plan), label }, scope })
+            return Ok(From { source: Source::Subquery { plan: Box::new(plan), label: row_label(&scope) }, scope });
         }
-    }
+    };
+    let Some(filter) = pushed_down(conditions, &single.scope, ctx) else { return Ok(single) };
+    let From { mut source, scope } = single;
+    let mut filter = Some(filter);
+    crate::access_path::choose_index_scan(&mut source, &mut filter, ctx);
+    let plan = Plan::Pipeline(Pipeline { source, steps: filter.map(Step::Filter).into_iter().collect(), workers: 0 });
+    Ok(From { source: Source::Subquery { plan: Box::new(plan), label: row_label(&scope) }, scope })
+}
+
+/// The label of a relation whose row is `scope`'s columns in order, with no alias.
+fn row_label(scope: &Scope) -> ScanLabel {
+    ScanLabel { alias: None, columns: scope.columns.iter().chain(&scope.qualified_only).map(|c| c.name.clone()).collect() }
+}
+
+/// The conjunction of the `conditions` that bind in `scope` alone (no outer query's
+/// columns either) and are not volatile, over the scope's columns.
+fn pushed_down(conditions: &[ast::Expr], scope: &Scope, ctx: &PlanContext) -> Option<Expr> {
+    let alone = ctx.nested(None);
+    conditions
+        .iter()
+        .filter_map(|c| Binder::new(scope).planning(&alone).bind(c).ok())
+        .filter(|e| e.data_type() == weft_common::DataType::Bool && !crate::exprutil::is_volatile(e))
+        .reduce(crate::exprutil::and)
 }
 
 /// `left` joined with the LATERAL item `factor`: a nested loop running the item per row.

@@ -31,6 +31,7 @@ mod ordered_set;
 mod params;
 mod parse;
 mod planner;
+mod prepared;
 mod pull_up;
 mod returning;
 mod selectivity;

@@ -149,6 +149,23 @@ impl VisitorMut for Substitute<'_> {
     }
 }
 
+/// Put `replacements[n - 1]` in place of each `$n` of `statement`.
+pub(crate) fn substitute_parameters(statement: &mut Statement, replacements: &[Expr]) -> Result<()> {
+    let mut substitute = Substitute { replacements, missing: None };
+    let _ = crate::ast_walk::walk_mut(statement, &mut substitute);
+    match substitute.missing {
+        Some(n) => Err(Error::new(SqlState("42P02"), format!("there is no parameter ${n}"))),
+        None => Ok(()),
+    }
+}
+
+/// The highest `$n` in `statement` (0 for none).
+pub(crate) fn highest_parameter(statement: &Statement) -> usize {
+    let mut scan = Scan::default();
+    let _ = crate::ast_walk::walk_mut(&mut statement.clone(), &mut scan);
+    scan.count
+}
+
 /// The SQL expression a parameter becomes: `'text'`, NULL, or either cast to its type.
 fn parameter_expr(value: Option<&str>, data_type: Option<DataType>) -> Result<Expr> {
     let literal = match value {
@@ -294,11 +311,7 @@ impl Session {
             .enumerate()
             .map(|(i, value)| parameter_expr(value.as_deref(), types.get(i).copied().flatten()))
             .collect::<Result<Vec<_>>>()?;
-        let mut substitute = Substitute { replacements: &replacements, missing: None };
-        let _ = crate::ast_walk::walk_mut(&mut statement, &mut substitute);
-        if let Some(n) = substitute.missing {
-            return Err(Error::new(SqlState("42P02"), format!("there is no parameter ${n}")));
-        }
+        substitute_parameters(&mut statement, &replacements)?;
         Ok(Some(statement.to_string()))
     }
 

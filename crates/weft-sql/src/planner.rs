@@ -498,12 +498,16 @@ pub(crate) fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Resu
         }
         // A LATERAL subquery is planned here too, inside a nested loop (`lateral.rs`)
         // whose outer scope its references to earlier FROM items resolve in.
-        TableFactor::Derived { subquery, alias, .. } => {
+        TableFactor::Derived { subquery, alias, lateral, .. } => {
             let Some(alias) = alias else {
                 return Err(Error::syntax("subquery in FROM must have an alias")
                     .with_hint("For example, FROM (SELECT ...) [AS] foo."));
             };
-            let planned = plan_query(subquery, ctx)?;
+            let mut planned = plan_query(subquery, ctx)?;
+            // A LATERAL item runs per outer row as it is planned (see `lateral.rs`).
+            if !*lateral && subquery.order_by.is_none() {
+                crate::pull_up::defer_access_path(&mut planned.plan);
+            }
             let qualifier = ident_name(&alias.name);
             let renames: Vec<String> = alias.columns.iter().map(|c| ident_name(&c.name)).collect();
             let scope = Scope::new(
@@ -1014,7 +1018,7 @@ pub(crate) fn bind_grouped_outputs<'a>(
 /// The FROM clause analysed for planning: one relation, or joins (LATERAL items too).
 pub(crate) fn analyze_from_clause(select: &ast::Select, ctx: &PlanContext) -> Result<FromPlan> {
     Ok(if crate::lateral::has_lateral(&select.from) {
-        FromPlan::Joins(crate::lateral::analyze_lateral_from(&select.from, ctx).map_err(|e| crate::lateral::invalid_reference(e, &select.from))?)
+        FromPlan::Joins(crate::lateral::analyze_lateral_from(&select.from, select.selection.as_ref(), ctx).map_err(|e| crate::lateral::invalid_reference(e, &select.from))?)
     } else if crate::join::needs_join_planning(select) {
         FromPlan::Joins(crate::join::analyze_from(&select.from, ctx).map_err(|e| crate::lateral::invalid_reference(e, &select.from))?)
     } else {
@@ -1184,7 +1188,7 @@ pub(crate) fn require_bool(expr: Expr, clause: &str) -> Result<Expr> {
 }
 
 /// Make a heap source decode only the columns `exprs` use, and renumber them.
-fn prune_heap_columns(source: &mut Source, exprs: Vec<&mut Expr>) {
+pub(crate) fn prune_heap_columns(source: &mut Source, exprs: Vec<&mut Expr>) {
     let Source::Heap(heap) = source else { return };
     let mut used = BTreeSet::new();
     for e in exprs.iter() {

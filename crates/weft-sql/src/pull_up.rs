@@ -9,39 +9,65 @@
 //! subquery's, and the access path (index or sequential, parallel or not) is chosen for
 //! the whole filter.
 
-use weft_exec::expr::{BinaryOp, Expr};
+use weft_exec::expr::Expr;
 use weft_exec::plan::{Plan, Source, Step};
 
-use crate::exprutil::{is_volatile, substitute_columns};
+use crate::exprutil::{and, is_volatile, substitute_columns};
 
-/// If `source` is a subquery that only filters and projects a table's rows, with nothing
-/// volatile, make `source` that table's scan: `filter` (over the subquery's rows) becomes
-/// the subquery's filter and then `filter`, and each of `exprs` is rewritten over the
-/// table's row. Anything else is left as it is.
-pub(crate) fn pull_up_simple_subquery(source: &mut Source, filter: &mut Option<Expr>, exprs: Vec<&mut Expr>) {
-    let Source::Subquery { plan, .. } = source else { return };
-    let Plan::Pipeline(inner) = plan.as_ref() else { return };
+/// A subquery that only filters and projects a table's rows, with nothing volatile: its
+/// table's scan, its filter and its projection. `None` for any other source.
+pub(crate) fn simple_subquery(source: &Source) -> Option<(&Source, Option<&Expr>, &[Expr])> {
+    let Source::Subquery { plan, .. } = source else { return None };
+    let Plan::Pipeline(inner) = plan.as_ref() else { return None };
     if !matches!(inner.source, Source::Heap(_)) {
-        return;
+        return None;
     }
-    let (inner_filter, projection) = match inner.steps.as_slice() {
+    let (filter, projection) = match inner.steps.as_slice() {
         [Step::Project(projection)] => (None, projection),
         [Step::Filter(f), Step::Project(projection)] => (Some(f), projection),
-        _ => return,
+        _ => return None,
     };
     // A volatile expression must run once per subquery row, not once per use above.
-    if projection.iter().chain(inner_filter).any(is_volatile) {
-        return;
+    if projection.iter().chain(filter).any(is_volatile) {
+        return None;
     }
+    Some((&inner.source, filter, projection))
+}
+
+/// If `source` is a [`simple_subquery`], make `source` that table's scan: `filter` (over
+/// the subquery's rows) becomes the subquery's filter and then `filter`, and each of
+/// `exprs` is rewritten over the table's row. Anything else is left as it is.
+pub(crate) fn pull_up_simple_subquery(source: &mut Source, filter: &mut Option<Expr>, exprs: Vec<&mut Expr>) {
+    let Some((table, inner_filter, projection)) = simple_subquery(source) else { return };
     for e in exprs {
         *e = substitute_columns(e, projection);
     }
     let outer = filter.take().map(|f| substitute_columns(&f, projection));
     *filter = match (inner_filter.cloned(), outer) {
-        (Some(inner), Some(outer)) => {
-            Some(Expr::Binary { op: BinaryOp::And, left: Box::new(inner), right: Box::new(outer), data_type: weft_common::DataType::Bool })
-        }
+        (Some(inner), Some(outer)) => Some(and(inner, outer)),
         (inner, outer) => inner.or(outer),
     };
-    *source = inner.source.clone();
+    *source = table.clone();
+}
+
+/// A subquery in FROM planned as an index scan, a filter and a projection: make it the
+/// table's sequential scan under the whole filter again, when that makes it a
+/// [`simple_subquery`], so that the query reading it, which pulls it up, chooses the
+/// access path for its own conditions and the subquery's together. Only for a subquery
+/// without ORDER BY: an index scan may stand for its sort.
+pub(crate) fn defer_access_path(plan: &mut Plan) {
+    let Plan::Pipeline(pipeline) = plan else { return };
+    let Source::Index(index) = &pipeline.source else { return };
+    let (filter, projection) = match pipeline.steps.as_slice() {
+        [Step::Project(projection)] => (None, projection),
+        [Step::Filter(f), Step::Project(projection)] => (Some(f), projection),
+        _ => return,
+    };
+    let conditions = index.conditions.iter().chain(filter).cloned().reduce(and);
+    let steps = conditions.map(Step::Filter).into_iter().chain([Step::Project(projection.clone())]).collect();
+    let heap = Source::Heap(index.heap.clone());
+    let candidate = Plan::Pipeline(weft_exec::plan::Pipeline { source: heap, steps, workers: pipeline.workers });
+    if simple_subquery(&Source::Subquery { plan: Box::new(candidate.clone()), label: Default::default() }).is_some() {
+        *plan = candidate;
+    }
 }

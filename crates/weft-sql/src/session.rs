@@ -37,6 +37,8 @@ pub struct Session {
     backend_pid: i32,
     /// The temporary tables this session created (name, oid), dropped when it ends.
     pub(crate) temp_tables: Mutex<Vec<(String, u32)>>,
+    /// The statements PREPARE kept, by name (`prepared.rs`).
+    pub(crate) prepared: std::collections::HashMap<String, crate::prepared::Prepared>,
 }
 
 impl Drop for Session {
@@ -133,6 +135,7 @@ impl Database {
             last_index_build: Mutex::new(None),
             block: Mutex::new(None),
             temp_tables: Mutex::new(Vec::new()),
+            prepared: Default::default(),
         }
     }
 }

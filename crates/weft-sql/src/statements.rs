@@ -23,7 +23,18 @@ use crate::session::Session;
 pub fn execute(session: &mut Session, statement: &Statement, cancel: &CancelToken, copy: Option<&mut dyn crate::copy::CopyClient>) -> Result<QueryResult> {
     match statement {
         Statement::Query(query) => select(session, query, cancel),
+        Statement::Prepare { name, data_types, statement: inner } => crate::prepared::prepare(session, name, data_types, inner),
+        Statement::Execute { name, parameters, immediate: false, into, using, output: false, default: false, .. } if into.is_empty() && using.is_empty() => {
+            let bound = crate::prepared::bound_statement(session, name.as_ref(), parameters)?;
+            execute(session, &bound, cancel, copy)
+        }
+        Statement::Deallocate { name, .. } => crate::prepared::deallocate(session, name),
         Statement::Explain { statement: inner, analyze, verbose, format, options, query_plan: false, estimate: false, .. } => {
+            let bound = match inner.as_ref() {
+                Statement::Execute { name, parameters, .. } => Some(crate::prepared::bound_statement(session, name.as_ref(), parameters)?),
+                _ => None,
+            };
+            let inner = bound.as_ref().unwrap_or(inner.as_ref());
             crate::explain::explain(session, inner, *analyze, *verbose, format.as_ref(), options.as_deref(), cancel)
         }
         Statement::CreateTable(create) => create_table(session, create, cancel),

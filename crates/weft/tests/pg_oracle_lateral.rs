@@ -60,6 +60,15 @@ const QUERIES: &[&str] = &[
     "SELECT count(*) FROM c, LATERAL (SELECT k FROM c c2 WHERE c2.k < 3) s",
     // RIGHT JOIN LATERAL reading nothing of its left is an ordinary join.
     "SELECT c.k, s.k FROM c RIGHT JOIN LATERAL (SELECT k FROM c WHERE k > 2) s ON s.k = c.k ORDER BY 2",
+    // WHERE conditions on the columns left of a LATERAL item filter before it runs.
+    "SELECT g.id, s.x FROM g LEFT JOIN LATERAL (SELECT x FROM v WHERE v.g_id = g.id ORDER BY x LIMIT 1) s ON true WHERE g.n IS NULL ORDER BY g.id",
+    "SELECT g.id, s.x FROM g LEFT JOIN LATERAL (SELECT x FROM v WHERE v.g_id = g.id ORDER BY x LIMIT 1) s ON true WHERE g.id = 7 OR s.x IS NULL ORDER BY g.id",
+    "SELECT g.id, c.label, s.c FROM g LEFT JOIN c ON c.k = g.n, LATERAL (SELECT count(*) AS c FROM v WHERE v.g_id = g.id) s WHERE c.label IS NULL AND g.id > 30 ORDER BY 1",
+    "SELECT g.id, c.label, s.c FROM g LEFT JOIN LATERAL (SELECT count(*) AS c FROM v WHERE v.g_id = g.id) s ON true FULL JOIN c ON c.k = s.c - 60 WHERE g.id IS NULL OR g.id < 3 ORDER BY 1, 2",
+    "SELECT g.id, c.label, s.c FROM g, LATERAL (SELECT count(*) AS c FROM v WHERE v.g_id = g.id) s, g g2 RIGHT JOIN c ON c.k = g2.n WHERE g2.s IS NULL AND g.id = 5 ORDER BY 1, 2",
+    "SELECT g.id, s.x FROM g, LATERAL (SELECT max(x) AS x FROM v WHERE v.g_id = g.id) s WHERE g.id < 5 AND g.id + s.x > 100 AND random() < 2 ORDER BY 1",
+    "SELECT g.id, s.x FROM g, LATERAL (SELECT max(x) AS x FROM v WHERE v.g_id = g.id) s WHERE g.k IN (SELECT k FROM c WHERE k < 2) AND g.id = (SELECT max(k) FROM c) * 3 ORDER BY 1",
+    "SELECT g.id, (SELECT count(*) FROM c, LATERAL (SELECT c.k + 1 AS k1) s WHERE c.k = g.k AND s.k1 > 1) FROM g WHERE g.id < 12 ORDER BY 1",
 ];
 
 const ERRORS_WITH_SQLSTATE: &[&str] = &[
@@ -76,4 +85,33 @@ fn lateral_matches_postgresql() {
     let mut mismatches = error_mismatches(&pg, &mut session, &[], ERRORS_WITH_SQLSTATE);
     mismatches.extend(mismatches_in_modes(&pg, &mut session, QUERIES));
     assert!(mismatches.is_empty(), "{} mismatches:\n{}", mismatches.len(), mismatches.join("\n\n"));
+}
+
+/// The LATERAL item runs only for the rows WHERE keeps: a condition on the table to its
+/// left filters that table's scan below the nested loop, and its index is used.
+#[test]
+fn where_conditions_filter_before_a_lateral_item() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = weft_sql::Database::open(dir.path(), &[]).unwrap();
+    let mut session = db.session();
+    let setup = [
+        "CREATE TABLE big (id int, k int)",
+        "INSERT INTO big SELECT i, i % 100 FROM generate_series(1, 50000) i",
+        "CREATE INDEX big_id ON big (id)",
+        "CREATE TABLE small (k int, x int)",
+        "INSERT INTO small SELECT i % 100, i FROM generate_series(1, 1000) i",
+        "ANALYZE",
+    ];
+    for sql in setup {
+        session.execute(sql).unwrap();
+    }
+    let sql = "EXPLAIN SELECT big.id, s.c FROM big, LATERAL (SELECT count(*) AS c FROM small WHERE small.k = big.k) s WHERE big.id = 7";
+    let plan = oracle::lines(&session.execute(sql).unwrap()).join("\n");
+    let nested_loop = plan.find("Nested Loop").expect("a nested loop");
+    let scan = plan.find("Index Scan using big_id on big").unwrap_or_else(|| panic!("{plan}"));
+    assert!(scan > nested_loop, "{plan}");
+    // `big, LATERAL s FULL JOIN small` joins s and small per row of big: not supported,
+    // rather than the rows of `(big, s) FULL JOIN small`.
+    let error = session.execute("SELECT * FROM big, LATERAL (SELECT big.k AS j) s FULL JOIN small ON small.k = s.j").unwrap_err();
+    assert_eq!(error.sqlstate.0, "0A000", "{error:?}");
 }
