@@ -971,13 +971,15 @@ impl<'a> Binder<'a> {
     /// NULL read as one.
     fn bool_argument(&mut self, inner: &ast::Expr, test: &str) -> Result<Expr> {
         let bound = self.bind(inner)?;
-        if bound.data_type() != DataType::Bool && !is_unknown_literal(&bound) {
+        let quoted_literal = is_unknown_literal(&bound);
+        if bound.data_type() != DataType::Bool && !quoted_literal {
             return Err(Error::new(
                 SqlState::DATATYPE_MISMATCH,
                 format!("argument of {test} must be type boolean, not type {}", bound.data_type().name()),
             ));
         }
-        ex::coerce(bound, DataType::Bool, false)
+        // A quoted literal is read by boolean's input function: `'f' IS FALSE` is true.
+        ex::coerce(bound, DataType::Bool, quoted_literal)
     }
 
     fn is_bool(&mut self, inner: &ast::Expr, value: bool, negated: bool) -> Result<Expr> {
