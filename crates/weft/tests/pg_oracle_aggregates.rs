@@ -54,6 +54,11 @@ const QUERIES: &[&str] = &[
     "SELECT stddev(x) FROM (VALUES (123456789012::bigint), (-98765432109), (5)) v(x)",
     "SELECT var_samp(x), stddev(x) FROM (VALUES (0.001), (0.002), (0.0035)) v(x)",
     "SELECT stddev(x) FROM generate_series(1, 1000) x",
+    // Squares past 38 digits: int8 extremes, and numerics with 20 decimals whose spread is
+    // 0 or small (Σx² is summed exactly; only the result must fit weft's numeric).
+    "SELECT k, stddev(x), var_pop(x), var_samp(x), stddev_pop(x) FROM (SELECT id % 3 AS k, CASE WHEN id % 2 = 0 THEN 9223372036854775807 - id ELSE -9223372036854775807 + id END::bigint AS x FROM g) s GROUP BY k ORDER BY k",
+    "SELECT n / 4 AS q, var_pop(n / 4), stddev(n / 4), var_samp(n / 4) FROM g GROUP BY 1 ORDER BY 1",
+    "SELECT k, var_samp(n / 1000), stddev(n / 1000), var_pop(n / 1000) FROM g GROUP BY k ORDER BY k",
 ];
 
 const ERRORS_WITH_SQLSTATE: &[&str] = &[
