@@ -10,16 +10,18 @@
 //! scope: the columns before, then the item's), joined with what follows as before.
 //! `JOIN LATERAL ... ON` keeps its condition in the loop (a LEFT JOIN NULL-extends an
 //! outer row none of the item's rows matched); RIGHT and FULL JOIN LATERAL may not read
-//! the left side, as in PostgreSQL.
+//! the left side, as in PostgreSQL. The WHERE clause's conditions on the relation before
+//! an item alone filter its rows before the loop (they are applied again above it), as
+//! PostgreSQL pushes them down: the item does not run for rows WHERE drops anyway.
 
 use std::collections::BTreeMap;
 
 use sqlparser::ast::{self, TableFactor};
-use weft_common::{Error, Result, SqlState};
-use weft_exec::expr::Expr;
+use weft_common::{DataType, Error, Result, SqlState};
+use weft_exec::expr::{BinaryOp, Expr};
 use weft_exec::plan::{NestLoopPlan, Pipeline, Plan, ScanLabel, Source, Step};
 
-use crate::bind::{contains_aggregate, ident_name, Binder, Scope};
+use crate::bind::{contains_aggregate, contains_subquery, ident_name, Binder, Scope};
 use crate::exprutil::remap_columns;
 use crate::join::{analyze_pieces, FromClause, Piece};
 use crate::planner::{plan_table_factor, require_bool, From, PlanContext};
@@ -66,10 +68,21 @@ enum Kind {
 
 /// Analyse a FROM clause holding LATERAL items into one relation (and the join planner's
 /// form of it).
-pub(crate) fn analyze_lateral_from(from: &[ast::TableWithJoins], ctx: &PlanContext) -> Result<FromClause> {
+/// `where_clause` is the query's WHERE, whose conditions on the relation before a LATERAL
+/// item are applied to it before the item runs — unless a RIGHT or FULL join follows, which
+/// could NULL-extend that relation's columns (`a.x IS NULL` would then keep other rows).
+pub(crate) fn analyze_lateral_from(from: &[ast::TableWithJoins], where_clause: Option<&ast::Expr>, ctx: &PlanContext) -> Result<FromClause> {
     let mut current: Option<From> = None;
     let mut pending: Vec<Piece> = Vec::new();
-    for item in from {
+    // WHERE for the relation before a LATERAL item when the joins from `joins` of item `i`
+    // on leave its rows unextended.
+    let pushable = |i: usize, joins: usize| {
+        use ast::JoinOperator as J;
+        let later = from[i].joins.iter().skip(joins).chain(from[i + 1..].iter().flat_map(|t| &t.joins));
+        let extended = later.into_iter().any(|j| matches!(j.join_operator, J::Right(_) | J::RightOuter(_) | J::FullOuter(_)));
+        where_clause.filter(|_| !extended)
+    };
+    for (i, item) in from.iter().enumerate() {
         if !item_has_lateral(item) {
             pending.push(Piece::Item(item.clone()));
             continue;
@@ -80,12 +93,12 @@ pub(crate) fn analyze_lateral_from(from: &[ast::TableWithJoins], ctx: &PlanConte
             // Nothing to its left: planned alone (a reference to a later item fails).
             pending.push(Piece::Item(ast::TableWithJoins { relation: item.relation.clone(), joins: Vec::new() }));
         } else if first == 0 {
-            let left = collapse(current.take(), std::mem::take(&mut pending), ctx)?;
+            let left = collapse(current.take(), std::mem::take(&mut pending), pushable(i, 0), ctx)?;
             current = Some(nest_loop(left, &item.relation, Kind::Inner, &ast::JoinConstraint::None, ctx)?);
         } else {
             pending.push(Piece::Item(ast::TableWithJoins { relation: item.relation.clone(), joins: item.joins[..first - 1].to_vec() }));
         }
-        for join in item.joins.iter().skip(first.saturating_sub(1)) {
+        for (j, join) in item.joins.iter().enumerate().skip(first.saturating_sub(1)) {
             // (`first` 0: every join follows the LATERAL relation.)
             if !is_lateral(&join.relation) {
                 pending.push(Piece::Join(join.clone()));
@@ -113,7 +126,7 @@ pub(crate) fn analyze_lateral_from(from: &[ast::TableWithJoins], ctx: &PlanConte
                 pending.push(Piece::Join(join.clone()));
                 continue;
             }
-            let left = collapse(current.take(), std::mem::take(&mut pending), ctx)?;
+            let left = collapse(current.take(), std::mem::take(&mut pending), pushable(i, j + 1), ctx)?;
             current = Some(nest_loop(left, &join.relation, kind, constraint, ctx)?);
         }
     }
@@ -165,24 +178,68 @@ fn collect_names(factor: &TableFactor, out: &mut Vec<String>) {
 }
 
 /// The pieces before a LATERAL item (after the relation `current` built so far) as one
-/// relation whose row is its scope's columns in order.
-fn collapse(current: Option<From>, pieces: Vec<Piece>, ctx: &PlanContext) -> Result<From> {
-    match (current, pieces.as_slice()) {
-        (Some(current), []) => return Ok(current),
-        (None, [Piece::Item(item)]) if item.joins.is_empty() && !matches!(item.relation, TableFactor::NestedJoin { .. }) => {
-            return plan_table_factor(&item.relation, ctx);
+/// relation whose row is its scope's columns in order, filtered by the conditions of
+/// `where_clause` on it alone.
+fn collapse(current: Option<From>, pieces: Vec<Piece>, where_clause: Option<&ast::Expr>, ctx: &PlanContext) -> Result<From> {
+    let single = matches!(
+        (&current, pieces.as_slice()),
+        (None, [Piece::Item(item)]) if item.joins.is_empty() && !matches!(item.relation, TableFactor::NestedJoin { .. })
+    );
+    let (current, pieces) = match (current, pieces) {
+        (None, pieces) if single => {
+            let Some(Piece::Item(item)) = pieces.first() else { return Err(Error::internal("a LATERAL item's left side is not one item")) };
+            (Some(plan_table_factor(&item.relation, ctx)?), Vec::new())
         }
-        (None, []) => return Err(Error::internal("a LATERAL item with nothing to its left")),
+        (None, pieces) if pieces.is_empty() => return Err(Error::internal("a LATERAL item with nothing to its left")),
+        other => other,
+    };
+    match (current, pieces.as_slice()) {
+        (Some(current), []) if pushed_filter(where_clause, &current.scope).is_none() => Ok(current),
         (current, _) => {
             let clause = analyze_pieces(current, &pieces, ctx)?;
             let scope = clause.scope.clone();
+            let filter = pushed_filter(where_clause, &scope);
             let used = (0..scope.columns.len() + scope.qualified_only.len()).collect();
-            let input = crate::join::plan_joins(clause, None, &[], &used, false, ctx)?;
+            let input = crate::join::plan_joins(clause, filter, &[], &used, false, ctx)?;
             let plan = Plan::Pipeline(Pipeline { source: input.source, steps: input.steps, workers: input.workers });
             let label = ScanLabel { alias: None, columns: scope.columns.iter().chain(&scope.qualified_only).map(|c| c.name.clone()).collect() };
             Ok(From { source: Source::Subquery { plan: Box::new(plan), label }, scope })
         }
     }
+}
+
+/// The conditions ANDed at the top of `where_clause` that read only `scope`'s columns,
+/// bound over it; `None` without any. One that holds a subquery, an aggregate, a window
+/// function or a volatile call stays where it is.
+fn pushed_filter(where_clause: Option<&ast::Expr>, scope: &Scope) -> Option<Expr> {
+    let mut conjuncts = Vec::new();
+    let mut pending: Vec<&ast::Expr> = where_clause.into_iter().collect();
+    while let Some(e) = pending.pop() {
+        match e {
+            ast::Expr::BinaryOp { left, op: ast::BinaryOperator::And, right } => {
+                pending.push(right);
+                pending.push(left);
+            }
+            ast::Expr::Nested(inner) => pending.push(inner),
+            other => conjuncts.push(other),
+        }
+    }
+    let mut pushed: Option<Expr> = None;
+    for conjunct in conjuncts {
+        if contains_subquery(conjunct) || contains_aggregate(conjunct) || crate::window::contains_window(conjunct) {
+            continue;
+        }
+        // A name the scope lacks (a later item's column, an outer query's) fails to bind.
+        let Ok(bound) = Binder::new(scope).bind(conjunct) else { continue };
+        if bound.data_type() != DataType::Bool || crate::exprutil::is_volatile(&bound) {
+            continue;
+        }
+        pushed = Some(match pushed {
+            None => bound,
+            Some(p) => Expr::Binary { op: BinaryOp::And, left: Box::new(p), right: Box::new(bound), data_type: DataType::Bool },
+        });
+    }
+    pushed
 }
 
 /// `left` joined with the LATERAL item `factor`: a nested loop running the item per row.

@@ -1017,7 +1017,7 @@ pub(crate) fn bind_grouped_outputs<'a>(
 /// The FROM clause analysed for planning: one relation, or joins (LATERAL items too).
 pub(crate) fn analyze_from_clause(select: &ast::Select, ctx: &PlanContext) -> Result<FromPlan> {
     Ok(if crate::lateral::has_lateral(&select.from) {
-        FromPlan::Joins(crate::lateral::analyze_lateral_from(&select.from, ctx).map_err(|e| crate::lateral::invalid_reference(e, &select.from))?)
+        FromPlan::Joins(crate::lateral::analyze_lateral_from(&select.from, select.selection.as_ref(), ctx).map_err(|e| crate::lateral::invalid_reference(e, &select.from))?)
     } else if crate::join::needs_join_planning(select) {
         FromPlan::Joins(crate::join::analyze_from(&select.from, ctx).map_err(|e| crate::lateral::invalid_reference(e, &select.from))?)
     } else {
