@@ -59,6 +59,8 @@ const QUERIES: &[&str] = &[
     "SELECT k, stddev(x), var_pop(x), var_samp(x), stddev_pop(x) FROM (SELECT id % 3 AS k, CASE WHEN id % 2 = 0 THEN 9223372036854775807 - id ELSE -9223372036854775807 + id END::bigint AS x FROM g) s GROUP BY k ORDER BY k",
     "SELECT n / 4 AS q, var_pop(n / 4), stddev(n / 4), var_samp(n / 4) FROM g GROUP BY 1 ORDER BY 1",
     "SELECT k, var_samp(n / 1000), stddev(n / 1000), var_pop(n / 1000) FROM g GROUP BY k ORDER BY k",
+    "SELECT k, stddev(n / 100), stddev_pop(n / 100), var_samp(n / 100) FROM g GROUP BY k ORDER BY k",
+    "SELECT sqrt(0.0000250000000000000000000000000000000000), sqrt(0.00027000000000000000000000000000000001)",
 ];
 
 const ERRORS_WITH_SQLSTATE: &[&str] = &[

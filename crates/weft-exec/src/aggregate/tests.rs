@@ -989,9 +989,8 @@ fn variance_family_matches_postgresql() {
     check_statistic(VarPop, DataType::Numeric, &same, 1, "0");
     check_statistic(Stddev, DataType::Numeric, &same, 2, "0");
     let close = wide(&["0.10000000000000000000", "0.11000000000000000000", "0.10500000000000000000"]);
-    // (Their stddev, 0.0050000000000000000000000000000000000000, still overflows: the
-    // root at scale 40 needs a radicand past Numeric::sqrt's 256 bits.)
     check_statistic(VarSamp, DataType::Numeric, &close, 1, "0.0000250000000000000000000000000000000000");
+    check_statistic(Stddev, DataType::Numeric, &close, 2, "0.0050000000000000000000000000000000000000");
     check_statistic(VarPop, DataType::Numeric, &close, 0, "0.0000166666666666666666666666666666666667");
     let mixed = wide(&["123456789012345678.5", "-98765432109876543.25", "7"]);
     check_statistic(Variance, DataType::Numeric, &mixed, 1, "12396484148930549499990349981522143.3958");
