@@ -7,8 +7,9 @@
 //! Float results of a parallel or spilled aggregate combine partial states in another
 //! order than PostgreSQL's, so their last digits may differ: the harness compares floats
 //! to 1e-12 relative; serial results are PostgreSQL's algorithm and digits. Numeric
-//! inputs have scale 2 here: weft's numeric holds 38 digits, and `var_pop` of values with
-//! 20 decimals would need 40 (PostgreSQL's numeric has no such limit).
+//! inputs mostly have scale 2 here: weft's numeric holds 38 digits, and `var_pop` of values
+//! with 20 decimals shows 40, which fits only for a spread below about 1.7 (PostgreSQL's
+//! numeric has no such limit; the sums behind it are exact in 256 bits).
 
 use super::oracle;
 
