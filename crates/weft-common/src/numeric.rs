@@ -798,7 +798,10 @@ impl Numeric {
         let mut radicand = Wide { high: 0, low: self.mantissa.unsigned_abs() };
         if digits >= 0 {
             for _ in 0..digits {
-                radicand = radicand.times_ten().ok_or_else(overflow)?;
+                match radicand.times_ten() {
+                    Some(r) => radicand = r,
+                    None => return self.sqrt_without_extra_digit(scale),
+                }
             }
         } else {
             // floor(sqrt(floor(x))) = floor(sqrt(x)): dropping digits below the last
@@ -809,15 +812,36 @@ impl Numeric {
                 None => 0,
             };
         }
-        let truncated = radicand.isqrt().ok_or_else(overflow)?;
+        let Some(truncated) = radicand.isqrt() else { return self.sqrt_without_extra_digit(scale) };
         let magnitude = truncated / 10 + u128::from(truncated % 10 >= 5);
+        Ok(Numeric { mantissa: signed(magnitude, false)?, scale })
+    }
+
+    /// [`Numeric::sqrt`] when the radicand with one more digit passes 256 bits (a root of
+    /// 38 digits): the root r at `scale`, truncated, is rounded up when x ≥ (r + ½)², that
+    /// is 4x ≥ (2r + 1)², the same rounding as the extra digit's.
+    fn sqrt_without_extra_digit(&self, scale: u16) -> Result<Numeric> {
+        let digits = 2 * scale as i64 - self.scale as i64;
+        if digits < 0 {
+            return Err(overflow());
+        }
+        let mut radicand = Wide { high: 0, low: self.mantissa.unsigned_abs() };
+        for _ in 0..digits {
+            radicand = radicand.times_ten().ok_or_else(overflow)?;
+        }
+        let root = radicand.isqrt().ok_or_else(overflow)?;
+        let odd = root.checked_mul(2).and_then(|r| r.checked_add(1)).ok_or_else(overflow)?;
+        let (high, low) = mul_wide(odd, odd);
+        // isqrt succeeded: the radicand is below 2^254, so 4x fits.
+        let quadruple = Wide { high: (radicand.high << 2) | (radicand.low >> 126), low: radicand.low << 2 };
+        let magnitude = root + u128::from(quadruple >= Wide { high, low });
         Ok(Numeric { mantissa: signed(magnitude, false)?, scale })
     }
 }
 
 /// An unsigned 256-bit integer, high·2^128 + low: square roots of numerics rescaled past
 /// 38 digits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Wide {
     high: u128,
     low: u128,
@@ -875,6 +899,10 @@ mod tests {
         // A radicand past 128 bits: 10^30 at 20 digits needs 10^72.
         assert_eq!(root("1000000000000000000000000000000", 20), "1000000000000000.00000000000000000000");
         assert_eq!(root("99999999999999999999999999999999999998", 0), "10000000000000000000");
+        // Roots of 38 digits, whose extra digit would pass 256 bits (PostgreSQL 15's sqrt).
+        assert_eq!(root("0.0000250000000000000000000000000000000000", 40), "0.0050000000000000000000000000000000000000");
+        assert_eq!(root("2.0000000000000000000000000000000000000", 37), "1.4142135623730950488016887242096980786");
+        assert_eq!(root("0.0000000000000000000000000000000000000000", 40), "0.0000000000000000000000000000000000000000");
         assert_eq!(n("-1").sqrt(2).unwrap_err().sqlstate, SqlState("2201F"));
     }
 

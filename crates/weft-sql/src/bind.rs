@@ -152,6 +152,11 @@ pub(crate) fn function_name(name: &ast::ObjectName) -> Result<String> {
 pub struct AggregateContext {
     pub group_by: Vec<Expr>,
     pub calls: Vec<AggregateCall>,
+    /// The GROUP BY expressions as written (positions and output names resolved), in
+    /// `group_by`'s numbering (it may hold more keys). A key holding a subquery cannot be
+    /// matched by its bound form (subplans compare by identity), so an expression equal to
+    /// its text is that key, as PostgreSQL matches a grouped expression before its columns.
+    pub key_asts: Vec<ast::Expr>,
 }
 
 pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
@@ -213,6 +218,14 @@ pub fn aggregate_of_call(f: &ast::Function) -> Option<AggregateFunction> {
 }
 
 /// Does the expression hold a subquery (`(SELECT ...)`, EXISTS, IN (SELECT ...))?
+/// `expr` without the parentheses around it.
+fn strip_nested(mut expr: &ast::Expr) -> &ast::Expr {
+    while let ast::Expr::Nested(inner) = expr {
+        expr = inner;
+    }
+    expr
+}
+
 pub(crate) fn contains_subquery(expr: &ast::Expr) -> bool {
     let mut subquery = false;
     let _ = crate::ast_walk::expressions(expr, |e| {
@@ -324,6 +337,14 @@ impl<'a> Binder<'a> {
             }
         }
         if matches!(expr, ast::Expr::Value(_)) || contains_aggregate(expr) {
+            return Ok(None);
+        }
+        if contains_subquery(expr) {
+            let aggregates = self.aggregates.as_ref().expect("aggregate mode");
+            let written = strip_nested(expr);
+            if let Some(index) = aggregates.key_asts.iter().position(|k| strip_nested(k) == written) {
+                return Ok(Some(Expr::Column { index, data_type: aggregates.group_by[index].data_type() }));
+            }
             return Ok(None);
         }
         // Matched against the group keys without a planner: a subquery is never planned
@@ -971,13 +992,15 @@ impl<'a> Binder<'a> {
     /// NULL read as one.
     fn bool_argument(&mut self, inner: &ast::Expr, test: &str) -> Result<Expr> {
         let bound = self.bind(inner)?;
-        if bound.data_type() != DataType::Bool && !is_unknown_literal(&bound) {
+        let quoted_literal = is_unknown_literal(&bound);
+        if bound.data_type() != DataType::Bool && !quoted_literal {
             return Err(Error::new(
                 SqlState::DATATYPE_MISMATCH,
                 format!("argument of {test} must be type boolean, not type {}", bound.data_type().name()),
             ));
         }
-        ex::coerce(bound, DataType::Bool, false)
+        // A quoted literal is read by boolean's input function: `'f' IS FALSE` is true.
+        ex::coerce(bound, DataType::Bool, quoted_literal)
     }
 
     fn is_bool(&mut self, inner: &ast::Expr, value: bool, negated: bool) -> Result<Expr> {

@@ -273,11 +273,13 @@ pub struct GroupedQuery<'q> {
     pub windows: WindowContext,
     /// Every grouping expression bound over the scope, in `sets`' numbering.
     pub keys: Vec<Expr>,
+    /// The grouping expressions as written, in `keys`' numbering.
+    pub key_asts: Vec<ast::Expr>,
 }
 
 /// One aggregate per grouping set, appended (see the module's header).
 pub fn plan(query: GroupedQuery, sets: GroupingSets, ctx: &PlanContext) -> Result<PlannedQuery> {
-    let GroupedQuery { select, from, filter, subqueries, items, visible, hidden, windows, keys } = query;
+    let GroupedQuery { select, from, filter, subqueries, items, visible, hidden, windows, keys, key_asts } = query;
     // Keys written differently but bound alike (`a`, `t.a`) are one key.
     let canonical: Vec<usize> = keys.iter().enumerate().map(|(i, k)| keys.iter().position(|o| o == k).unwrap_or(i)).collect();
     let sets: Vec<Vec<usize>> = sets
@@ -331,7 +333,7 @@ pub fn plan(query: GroupedQuery, sets: GroupingSets, ctx: &PlanContext) -> Resul
     group_by.extend(markers.iter().cloned());
     let named = rewritten_items.iter().zip(items).map(|(rewritten, (_, name))| (rewritten, name));
     let GroupedOutputs { outputs, mut columns, pending, having, aggregates } =
-        bind_grouped_outputs(scope, ctx, group_by, windows, named, having_ast.as_ref())?;
+        bind_grouped_outputs(scope, ctx, group_by, key_asts, windows, named, having_ast.as_ref())?;
     let AggregateContext { calls, .. } = aggregates;
 
     let mut first_from = Some(from);

@@ -143,7 +143,7 @@ impl Binder<'_> {
             return Ok(());
         }
         let Some(aggregates) = self.aggregates.as_ref() else { return Ok(()) };
-        let mut keys_only = AggregateContext { group_by: aggregates.group_by.clone(), calls: Vec::new() };
+        let mut keys_only = AggregateContext { group_by: aggregates.group_by.clone(), calls: Vec::new(), key_asts: aggregates.key_asts.clone() };
         let mut checker = Binder::with_aggregates(self.scope, &mut keys_only);
         for e in direct_argument_asts(f)?.0 {
             checker.bind(e).map_err(|error| match error.sqlstate {

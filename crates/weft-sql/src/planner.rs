@@ -932,16 +932,18 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
 
     // Aggregate query. GROUP BY items may name output columns or positions, as in PostgreSQL.
     let mut group_by = Vec::with_capacity(group_by_asts.len());
+    let mut key_asts = Vec::with_capacity(group_by_asts.len());
     for g in &group_by_asts {
         let resolved = resolve_group_item(g, &items, scope)?;
         if contains_aggregate(&resolved) {
             return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in GROUP BY"));
         }
         group_by.push(Binder::new(scope).planning(ctx).bind(&resolved)?);
+        key_asts.push(resolved);
     }
     if grouping_sets.is_some() || uses_grouping {
         let sets = grouping_sets.unwrap_or_else(|| crate::grouping_sets::GroupingSets::single(group_by.len()));
-        let query = crate::grouping_sets::GroupedQuery { select, from, filter, subqueries: &subqueries, items: &items, visible, hidden, windows, keys: group_by };
+        let query = crate::grouping_sets::GroupedQuery { select, from, filter, subqueries: &subqueries, items: &items, visible, hidden, windows, keys: group_by, key_asts };
         let planned = crate::grouping_sets::plan(query, sets, ctx)?;
         return match distinct_on {
             Some(on) => on.plan(planned),
@@ -949,8 +951,8 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         };
     }
     let GroupedOutputs { outputs, mut columns, pending, having, aggregates } =
-        bind_grouped_outputs(scope, ctx, group_by, windows, items.iter().map(|(e, name)| (e, name)), select.having.as_ref())?;
-    let AggregateContext { group_by, calls } = aggregates;
+        bind_grouped_outputs(scope, ctx, group_by, key_asts, windows, items.iter().map(|(e, name)| (e, name)), select.having.as_ref())?;
+    let AggregateContext { group_by, calls, .. } = aggregates;
     let mut output = Vec::new();
     if let Some(h) = having {
         output.push(Step::Filter(h));
@@ -981,16 +983,17 @@ pub(crate) struct GroupedOutputs {
 }
 
 /// Bind the select list `items` (expression, output name) and `having` of a query grouped
-/// by `group_by` (plain GROUP BY, or every grouping set at once).
+/// by `group_by` (plain GROUP BY, or every grouping set at once), written `key_asts`.
 pub(crate) fn bind_grouped_outputs<'a>(
     scope: &Scope,
     ctx: &PlanContext,
     group_by: Vec<Expr>,
+    key_asts: Vec<ast::Expr>,
     mut windows: WindowContext,
     items: impl ExactSizeIterator<Item = (&'a ast::Expr, &'a String)>,
     having: Option<&ast::Expr>,
 ) -> Result<GroupedOutputs> {
-    let mut aggregates = AggregateContext { group_by, calls: Vec::new() };
+    let mut aggregates = AggregateContext { group_by, calls: Vec::new(), key_asts };
     let mut outputs = Vec::with_capacity(items.len());
     let mut columns = Vec::with_capacity(items.len());
     for (ast_expr, name) in items {

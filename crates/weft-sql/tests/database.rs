@@ -98,6 +98,37 @@ fn cancel_stops_a_running_statement_and_leaves_nothing_behind() {
 }
 
 #[test]
+fn cancel_stops_a_keyless_anti_join() {
+    // Each of the 18M rows of the first join probes all 6000 inner rows of the keyless
+    // anti join (none matches): without a check in the probe itself the statement ignored
+    // the cancel for minutes (serial and parallel).
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), &[]).unwrap();
+    let mut s = db.session();
+    s.execute("CREATE TABLE t (a int)").unwrap();
+    s.execute("INSERT INTO t SELECT i FROM generate_series(1, 6000) i").unwrap();
+    s.execute("CREATE TABLE u (b int)").unwrap();
+    s.execute("INSERT INTO u SELECT -i FROM generate_series(1, 6000) i").unwrap();
+    for workers in ["0", "2"] {
+        s.execute(&format!("SET max_parallel_workers_per_gather = {workers}")).unwrap();
+        let handle = s.cancel_handle();
+        let canceller = std::thread::spawn(move || {
+            for _ in 0..50 {
+                std::thread::sleep(Duration::from_millis(20));
+                handle.cancel();
+            }
+        });
+        let started = std::time::Instant::now();
+        let err = s
+            .execute("SELECT count(*) FROM t t1 JOIN t t2 ON t1.a <= t2.a WHERE NOT EXISTS (SELECT 1 FROM u WHERE u.b > t2.a)")
+            .unwrap_err();
+        canceller.join().unwrap();
+        assert_eq!(err.sqlstate, SqlState::QUERY_CANCELED);
+        assert!(started.elapsed() < Duration::from_secs(20), "cancel took {:?}", started.elapsed());
+    }
+}
+
+#[test]
 fn errors_leave_the_session_usable() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path(), &[]).unwrap();

@@ -7,8 +7,9 @@
 //! Float results of a parallel or spilled aggregate combine partial states in another
 //! order than PostgreSQL's, so their last digits may differ: the harness compares floats
 //! to 1e-12 relative; serial results are PostgreSQL's algorithm and digits. Numeric
-//! inputs have scale 2 here: weft's numeric holds 38 digits, and `var_pop` of values with
-//! 20 decimals would need 40 (PostgreSQL's numeric has no such limit).
+//! inputs mostly have scale 2 here: weft's numeric holds 38 digits, and `var_pop` of values
+//! with 20 decimals shows 40, which fits only for a spread below about 1.7 (PostgreSQL's
+//! numeric has no such limit; the sums behind it are exact in 256 bits).
 
 use super::oracle;
 
@@ -54,6 +55,13 @@ const QUERIES: &[&str] = &[
     "SELECT stddev(x) FROM (VALUES (123456789012::bigint), (-98765432109), (5)) v(x)",
     "SELECT var_samp(x), stddev(x) FROM (VALUES (0.001), (0.002), (0.0035)) v(x)",
     "SELECT stddev(x) FROM generate_series(1, 1000) x",
+    // Squares past 38 digits: int8 extremes, and numerics with 20 decimals whose spread is
+    // 0 or small (Σx² is summed exactly; only the result must fit weft's numeric).
+    "SELECT k, stddev(x), var_pop(x), var_samp(x), stddev_pop(x) FROM (SELECT id % 3 AS k, CASE WHEN id % 2 = 0 THEN 9223372036854775807 - id ELSE -9223372036854775807 + id END::bigint AS x FROM g) s GROUP BY k ORDER BY k",
+    "SELECT n / 4 AS q, var_pop(n / 4), stddev(n / 4), var_samp(n / 4) FROM g GROUP BY 1 ORDER BY 1",
+    "SELECT k, var_samp(n / 1000), stddev(n / 1000), var_pop(n / 1000) FROM g GROUP BY k ORDER BY k",
+    "SELECT k, stddev(n / 100), stddev_pop(n / 100), var_samp(n / 100) FROM g GROUP BY k ORDER BY k",
+    "SELECT sqrt(0.0000250000000000000000000000000000000000), sqrt(0.00027000000000000000000000000000000001)",
 ];
 
 const ERRORS_WITH_SQLSTATE: &[&str] = &[

@@ -52,6 +52,13 @@ const QUERIES: &[&str] = &[
     "SELECT g.id, s.x, c.label FROM g, LATERAL (SELECT x, k FROM v WHERE v.g_id = g.id ORDER BY x LIMIT 1) s JOIN c ON c.k = s.k ORDER BY 1",
     "SELECT g.id, s.m, t.m2 FROM g, LATERAL (SELECT max(x) AS m FROM v WHERE v.g_id = g.id) s, LATERAL (SELECT s.m + g.id AS m2) t WHERE g.id % 10 = 1 ORDER BY 1",
     "SELECT a.id, b.id, s.c FROM g a JOIN g b ON a.id = b.id + 1, LATERAL (SELECT count(*) AS c FROM v WHERE v.g_id IN (a.id, b.id)) s WHERE a.id < 10 ORDER BY 1",
+    // WHERE conditions on the relation before the item filter it before the item runs
+    // (also through an outer join there), but not when a RIGHT JOIN follows: a condition
+    // true of NULL (`g.id IS NULL`) would then keep rows the join NULL-extended.
+    "SELECT a.id, b.id, s.x FROM g a RIGHT JOIN g b ON a.id = b.n AND b.id IS NULL LEFT JOIN LATERAL (SELECT x FROM v WHERE v.g_id = a.id ORDER BY x LIMIT 1) s ON true WHERE b.k = 3 AND least(b.id, b.n) <> 2 ORDER BY 2",
+    "SELECT g.id, s.x FROM g LEFT JOIN LATERAL (SELECT x FROM v WHERE v.g_id = g.id ORDER BY x DESC LIMIT 2) s ON true WHERE (g.k = 2 OR g.s IS NULL) AND coalesce(s.x, 0) < 95 AND g.id > 3 ORDER BY 1, 2",
+    "SELECT g.id, s.x, c.k FROM g CROSS JOIN LATERAL (SELECT max(x) AS x FROM v WHERE v.g_id = g.id) s RIGHT JOIN c ON c.k = g.n WHERE g.id IS NULL OR g.id < 5 ORDER BY 3, 1",
+    "SELECT g.id, s.x, c.k FROM c LEFT JOIN g ON c.k = g.n CROSS JOIN LATERAL (SELECT max(x) AS x FROM v WHERE v.g_id = g.id) s WHERE g.id IS NULL OR g.id < 5 ORDER BY 3, 1",
     // Grouping and ordering over the joined rows.
     "SELECT g.k, count(*), sum(s.x) FROM g, LATERAL (SELECT x FROM v WHERE v.g_id = g.id ORDER BY x DESC LIMIT 2) s GROUP BY g.k ORDER BY g.k",
     "SELECT DISTINCT s.k FROM g, LATERAL (SELECT k FROM v WHERE v.g_id = g.id LIMIT 1) s ORDER BY 1",

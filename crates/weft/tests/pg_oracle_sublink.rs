@@ -56,6 +56,14 @@ const QUERIES: &[&str] = &[
     "SELECT k, count(*) FROM o GROUP BY k HAVING k IN (SELECT k FROM n WHERE y > 20) OR count(*) > 36",
     "SELECT k, bool_or(x IN (SELECT y FROM nn)), count(*) FILTER (WHERE EXISTS (SELECT 1 FROM n WHERE n.y = o.x)) FROM o GROUP BY k",
     "SELECT k, EXISTS (SELECT 1 FROM n WHERE n.k = o.k AND n.y > 30) FROM o GROUP BY k",
+    // Grouped by an expression holding a subquery: the same expression is that key.
+    "SELECT k IN (SELECT y FROM n), count(*) FROM o GROUP BY 1",
+    "SELECT EXISTS (SELECT 1 FROM n WHERE n.y = o.x), count(*), sum(id) FROM o GROUP BY EXISTS (SELECT 1 FROM n WHERE n.y = o.x)",
+    "SELECT x NOT IN (SELECT y FROM n WHERE n.k = o.k) AS m, count(*) FROM o GROUP BY m HAVING (x NOT IN (SELECT y FROM n WHERE n.k = o.k)) IS NOT NULL",
+    "SELECT (x <> ALL (SELECT y FROM nn WHERE nn.k = o.k)) AS c0, sum(x) FROM o GROUP BY (x <> ALL (SELECT y FROM nn WHERE nn.k = o.k)) ORDER BY 1",
+    "SELECT CASE WHEN k IN (SELECT y FROM n) THEN 'in' ELSE 'out' END, count(*) FROM o GROUP BY 1",
+    "SELECT (SELECT max(y) FROM n WHERE n.k = o.k), count(*) FROM o GROUP BY 1",
+    "SELECT k IN (SELECT y FROM n) AS m, count(*) FROM o GROUP BY ROLLUP (m)",
     // In join conditions and over joins.
     "SELECT o.id, n.y FROM o LEFT JOIN n ON o.k = n.k AND n.y IN (SELECT y FROM nn WHERE k < 6) WHERE o.id < 120",
     "SELECT count(*), sum(o.id) FROM o JOIN n ON o.k = n.k WHERE o.x > 40 OR n.s IN (SELECT s FROM o WHERE id < 50)",
@@ -73,6 +81,8 @@ const ERRORS_WITH_SQLSTATE: &[&str] = &[
     "SELECT id FROM o WHERE (k) IN (SELECT k, y FROM n)",
     "SELECT id FROM o WHERE (k, x) NOT IN (SELECT k FROM n)",
     "SELECT (k, x) IN (SELECT k, y, s FROM n) FROM o",
+    // A subquery that is not the grouped one reads an ungrouped column.
+    "SELECT k IN (SELECT y FROM n), count(*) FROM o GROUP BY k IN (SELECT k FROM n)",
 ];
 
 /// Data-modifying statements whose conditions hold such subqueries, correlated or not.

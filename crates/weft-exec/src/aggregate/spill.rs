@@ -21,7 +21,7 @@ use weft_common::{Datum, Error, Result};
 use weft_sort::TempFileSet;
 
 use super::distinct::DistinctValues;
-use super::stats::{ExactMoments, FloatMoments, RegrMoments};
+use super::stats::{ExactMoments, FloatMoments, RegrMoments, U256};
 use super::{Accumulator, ArrayValues, SortedValues};
 pub(super) use crate::spill::{DiskCounters, Decoder};
 use crate::spill::{corrupt, encode_datum, encode_optional_numeric, encode_text, io_error};
@@ -293,7 +293,9 @@ fn encode_state(out: &mut Vec<u8>, s: &Accumulator) {
             out.push(12);
             out.extend_from_slice(&moments.n.to_le_bytes());
             encode_optional_numeric(out, &Some(moments.sum));
-            encode_optional_numeric(out, &Some(moments.sum_sq));
+            out.extend_from_slice(&moments.sum_sq.high.to_le_bytes());
+            out.extend_from_slice(&moments.sum_sq.low.to_le_bytes());
+            out.extend_from_slice(&moments.sum_sq_scale.to_le_bytes());
         }
         Accumulator::FloatMoments { moments, .. } => {
             out.push(13);
@@ -409,10 +411,12 @@ impl Decoder<'_> {
             }
             (12, Accumulator::Moments { spread, .. }) => {
                 let n = self.i64()?;
-                let (Some(sum), Some(sum_sq)) = (self.optional_numeric()?, self.optional_numeric()?) else {
+                let Some(sum) = self.optional_numeric()? else {
                     return Err(corrupt());
                 };
-                Accumulator::Moments { moments: Box::new(ExactMoments { n, sum, sum_sq }), spread: *spread }
+                let sum_sq = U256 { high: self.i128()? as u128, low: self.i128()? as u128 };
+                let sum_sq_scale = u16::from_le_bytes(self.take()?);
+                Accumulator::Moments { moments: Box::new(ExactMoments { n, sum, sum_sq, sum_sq_scale }), spread: *spread }
             }
             (13, Accumulator::FloatMoments { spread, .. }) => Accumulator::FloatMoments {
                 moments: FloatMoments { n: self.f64()?, sx: self.f64()?, sxx: self.f64()? },

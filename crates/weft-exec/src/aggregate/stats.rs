@@ -3,8 +3,9 @@
 //! `regr_slope`, ...), with PostgreSQL 15's arithmetic so results match digit for digit.
 //!
 //! - Integers and numerics keep exact sums of x and x² (PostgreSQL's int128 and numeric
-//!   states); the result is `(n·Σx² − (Σx)²) / (n·(n−1))` (or `/ n²`) divided at
-//!   `select_div_scale`, and its square root taken at the same scale.
+//!   states; Σx² in 256 bits, as x² of an int8 or of a numeric with many decimals passes
+//!   `Numeric`'s 38 digits); the result is `(n·Σx² − (Σx)²) / (n·(n−1))` (or `/ n²`)
+//!   divided at `select_div_scale`, and its square root taken at the same scale.
 //! - float8 keeps (n, Σx, Σ(x − mean)²) updated by the Youngs-Cramer formulas (float.c's
 //!   `float8_accum`), the regressions (n, Σx, Sxx, Σy, Syy, Sxy) likewise; two partial
 //!   states combine by the generalized formulas PostgreSQL's parallel aggregation uses.
@@ -68,28 +69,151 @@ pub(super) fn float_add(a: f64, b: f64) -> Result<f64> {
     Ok(sum)
 }
 
+/// An unsigned 256-bit integer: the exact Σx² and the variance's numerator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct U256 {
+    pub(super) high: u128,
+    pub(super) low: u128,
+}
+
+impl U256 {
+    const ZERO: U256 = U256 { high: 0, low: 0 };
+
+    fn from_u128(low: u128) -> U256 {
+        U256 { high: 0, low }
+    }
+
+    /// `a × b`, exactly.
+    fn product(a: u128, b: u128) -> U256 {
+        const LOW: u128 = u64::MAX as u128;
+        let (a_high, a_low) = (a >> 64, a & LOW);
+        let (b_high, b_low) = (b >> 64, b & LOW);
+        let low_low = a_low * b_low;
+        let low_high = a_low * b_high;
+        let high_low = a_high * b_low;
+        let middle = (low_low >> 64) + (low_high & LOW) + (high_low & LOW);
+        let low = (low_low & LOW) | (middle << 64);
+        let high = a_high * b_high + (low_high >> 64) + (high_low >> 64) + (middle >> 64);
+        U256 { high, low }
+    }
+
+    fn checked_add(self, other: U256) -> Option<U256> {
+        let (low, carry) = self.low.overflowing_add(other.low);
+        let high = self.high.checked_add(other.high)?.checked_add(carry as u128)?;
+        Some(U256 { high, low })
+    }
+
+    /// `self − other` for `self ≥ other`.
+    fn minus(self, other: U256) -> U256 {
+        let (low, borrow) = self.low.overflowing_sub(other.low);
+        U256 { high: self.high - other.high - borrow as u128, low }
+    }
+
+    fn checked_mul(self, m: u128) -> Option<U256> {
+        let low = U256::product(self.low, m);
+        let high = U256::product(self.high, m);
+        if high.high != 0 {
+            return None;
+        }
+        low.checked_add(U256 { high: high.low, low: 0 })
+    }
+
+    fn checked_mul_pow10(mut self, mut exponent: u32) -> Option<U256> {
+        while exponent > 0 {
+            let step = exponent.min(38);
+            self = self.checked_mul(10u128.pow(step))?;
+            exponent -= step;
+        }
+        Some(self)
+    }
+
+    /// The quotient and remainder of `self / divisor` (`divisor` ≠ 0).
+    fn div_rem(self, divisor: u128) -> (U256, u128) {
+        let (quotient_high, mut remainder) = (self.high / divisor, self.high % divisor);
+        // Binary long division of (remainder, low): its quotient fits 128 bits.
+        let mut quotient_low = 0u128;
+        for bit in (0..128).rev() {
+            let carry = remainder >> 127;
+            remainder = (remainder << 1) | ((self.low >> bit) & 1);
+            if carry == 1 || remainder >= divisor {
+                remainder = remainder.wrapping_sub(divisor);
+                quotient_low |= 1 << bit;
+            }
+        }
+        (U256 { high: quotient_high, low: quotient_low }, remainder)
+    }
+
+    /// The number of decimal digits (1 for zero).
+    fn digits(self) -> u32 {
+        if self.high == 0 {
+            return self.low.checked_ilog10().unwrap_or(0) + 1;
+        }
+        // 2^256 < 10^78: the quotient fits 128 bits.
+        38 + self.div_rem(10u128.pow(38)).0.digits()
+    }
+
+    /// `self / 10^exponent`, truncated.
+    fn shift_right_decimal(mut self, mut exponent: u32) -> U256 {
+        while exponent > 0 {
+            let step = exponent.min(38);
+            self = self.div_rem(10u128.pow(step)).0;
+            exponent -= step;
+        }
+        self
+    }
+
+    /// PostgreSQL's base-10000 weight and first digit of `self × 10^-scale` (non-zero).
+    fn weight_and_first_digit(self, scale: u16) -> (i32, u128) {
+        let digits = self.digits() as i32;
+        let leading_exponent = digits - 1 - scale as i32;
+        let weight = leading_exponent.div_euclid(4);
+        let width = leading_exponent - weight * 4 + 1;
+        let first = if digits >= width {
+            self.shift_right_decimal((digits - width) as u32).low
+        } else {
+            self.low * 10u128.pow((width - digits) as u32)
+        };
+        (weight, first)
+    }
+}
+
 /// The exact moments of integer or numeric values: count, Σx, Σx². A numeric Σx keeps the
 /// largest input scale and Σx² twice it (each x² is exact), as PostgreSQL's sums do.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ExactMoments {
     pub(super) n: i64,
     pub(super) sum: Numeric,
-    pub(super) sum_sq: Numeric,
+    /// Σx² of the finite values, `sum_sq × 10^-sum_sq_scale`.
+    pub(super) sum_sq: U256,
+    pub(super) sum_sq_scale: u16,
 }
 
 impl ExactMoments {
-    pub(super) const EMPTY: ExactMoments = ExactMoments { n: 0, sum: Numeric::ZERO, sum_sq: Numeric::ZERO };
+    pub(super) const EMPTY: ExactMoments = ExactMoments { n: 0, sum: Numeric::ZERO, sum_sq: U256::ZERO, sum_sq_scale: 0 };
 
     pub(super) fn add(&mut self, x: Numeric) -> Result<()> {
         self.sum = self.sum.add(&x)?;
-        self.sum_sq = self.sum_sq.add(&x.mul(&x)?)?;
+        if !x.is_special() {
+            let magnitude = x.mantissa.unsigned_abs();
+            self.add_squares(U256::product(magnitude, magnitude), x.scale.checked_mul(2).ok_or_else(numeric_overflow)?)?;
+        }
         self.n += 1;
+        Ok(())
+    }
+
+    /// Add `squares × 10^-scale` to Σx², at the larger of the two scales.
+    fn add_squares(&mut self, squares: U256, scale: u16) -> Result<()> {
+        let target = self.sum_sq_scale.max(scale);
+        let ours = self.sum_sq.checked_mul_pow10(u32::from(target - self.sum_sq_scale));
+        let theirs = squares.checked_mul_pow10(u32::from(target - scale));
+        self.sum_sq = ours.zip(theirs).and_then(|(a, b)| a.checked_add(b)).ok_or_else(numeric_overflow)?;
+        self.sum_sq_scale = target;
         Ok(())
     }
 
     pub(super) fn merge(&mut self, other: &ExactMoments) -> Result<()> {
         self.sum = self.sum.add(&other.sum)?;
-        self.sum_sq = self.sum_sq.add(&other.sum_sq)?;
+        self.add_squares(other.sum_sq, other.sum_sq_scale)?;
         self.n += other.n;
         Ok(())
     }
@@ -102,17 +226,39 @@ impl ExactMoments {
             return Ok(Datum::Null);
         }
         // As float8's: any NaN or infinite input makes the spread NaN.
-        if self.sum.is_special() || self.sum_sq.is_special() {
+        if self.sum.is_special() {
             return Ok(Datum::Numeric(Numeric::NAN));
         }
-        let n = Numeric::from_i64(self.n);
-        let numerator = n.mul(&self.sum_sq)?.sub(&self.sum.mul(&self.sum)?)?;
-        if numerator.mantissa <= 0 {
+        // n·Σx² − (Σx)², exactly, at the larger scale.
+        let sum = self.sum.mantissa.unsigned_abs();
+        let sum_squared_scale = self.sum.scale.checked_mul(2).ok_or_else(numeric_overflow)?;
+        let scale = self.sum_sq_scale.max(sum_squared_scale);
+        let terms = self.sum_sq.checked_mul(self.n as u128).and_then(|t| t.checked_mul_pow10(u32::from(scale - self.sum_sq_scale)));
+        let sum_squared = U256::product(sum, sum).checked_mul_pow10(u32::from(scale - sum_squared_scale));
+        let (terms, sum_squared) = terms.zip(sum_squared).ok_or_else(numeric_overflow)?;
+        if terms <= sum_squared {
             return Ok(Datum::Numeric(Numeric::ZERO));
         }
+        let numerator = terms.minus(sum_squared);
         let pairs = if spread.sample() { self.n.checked_mul(self.n - 1) } else { self.n.checked_mul(self.n) };
-        let denominator = Numeric::from_i128(pairs.map(i128::from).ok_or_else(numeric_overflow)?);
-        let variance = numerator.div(&denominator)?;
+        let denominator = pairs.ok_or_else(numeric_overflow)? as u128;
+        // numeric's select_div_scale, then the quotient rounded half away from zero.
+        let (numerator_weight, numerator_first) = numerator.weight_and_first_digit(scale);
+        let (denominator_weight, denominator_first) = U256::from_u128(denominator).weight_and_first_digit(0);
+        let mut quotient_weight = numerator_weight - denominator_weight;
+        if numerator_first <= denominator_first {
+            quotient_weight -= 1;
+        }
+        let result_scale = (16 - quotient_weight * 4).max(i32::from(scale)).clamp(0, 1000) as u16;
+        let shifted = numerator.checked_mul_pow10(u32::from(result_scale.saturating_sub(scale))).ok_or_else(numeric_overflow)?;
+        let (mut quotient, remainder) = shifted.div_rem(denominator);
+        if remainder >= denominator - remainder {
+            quotient = quotient.checked_add(U256::from_u128(1)).ok_or_else(numeric_overflow)?;
+        }
+        if quotient.high != 0 || quotient.low > i128::MAX as u128 {
+            return Err(numeric_overflow());
+        }
+        let variance = Numeric { mantissa: quotient.low as i128, scale: result_scale };
         Ok(Datum::Numeric(if spread.root() { variance.sqrt(variance.scale)? } else { variance }))
     }
 }

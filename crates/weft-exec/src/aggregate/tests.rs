@@ -971,6 +971,30 @@ fn variance_family_matches_postgresql() {
     let numerics: Vec<Datum> = ["1.5", "2.25", "-3.125"].into_iter().map(|s| Datum::Numeric(Numeric::parse(s).unwrap())).collect();
     check_statistic(Stddev, DataType::Numeric, &numerics, 1, "2.9110064124514280");
     check_statistic(VarPop, DataType::Numeric, &numerics, 2, "5.6493055555555556");
+    // Squares past numeric's 38 digits (int8 extremes, numerics with 20 decimals) are
+    // summed exactly, as PostgreSQL's numeric state sums them.
+    let extremes = [Datum::Int8(i64::MAX), Datum::Int8(i64::MIN), Datum::Int8(5)];
+    for (f, expected) in [
+        (Stddev, "9223372036854775808"),
+        (VarPop, "56713727820156410571080186547391518044"),
+        (VarSamp, "85070591730234615856620279821087277066"),
+        (StddevPop, "7530851732716320752"),
+    ] {
+        for split in 0..=3 {
+            check_statistic(f, DataType::Int8, &extremes, split, expected);
+        }
+    }
+    let wide = |texts: &[&str]| -> Vec<Datum> { texts.iter().map(|s| Datum::Numeric(Numeric::parse(s).unwrap())).collect() };
+    let same = wide(&["0.37000000000000000000", "0.37000000000000000000", "0.37000000000000000000"]);
+    check_statistic(VarPop, DataType::Numeric, &same, 1, "0");
+    check_statistic(Stddev, DataType::Numeric, &same, 2, "0");
+    let close = wide(&["0.10000000000000000000", "0.11000000000000000000", "0.10500000000000000000"]);
+    check_statistic(VarSamp, DataType::Numeric, &close, 1, "0.0000250000000000000000000000000000000000");
+    check_statistic(Stddev, DataType::Numeric, &close, 2, "0.0050000000000000000000000000000000000000");
+    check_statistic(VarPop, DataType::Numeric, &close, 0, "0.0000166666666666666666666666666666666667");
+    let mixed = wide(&["123456789012345678.5", "-98765432109876543.25", "7"]);
+    check_statistic(Variance, DataType::Numeric, &mixed, 1, "12396484148930549499990349981522143.3958");
+    check_statistic(Stddev, DataType::Numeric, &mixed, 2, "111339499500090036.5552");
     let floats: Vec<Datum> = [0.1, 0.2, 0.3, 1e10, -7.5].into_iter().map(Datum::Float8).collect();
     for (f, expected) in [
         (StddevSamp, "4472135955.771023"),

@@ -260,7 +260,14 @@ pub(crate) struct JoinLocal<'s, 'p> {
     /// Outer rows this participant probed against skew tuples, and wrote to batch files.
     skew_outer: u64,
     spilled: u64,
+    /// Outer rows probed, to poll the cancel token every [`PROBES_PER_CANCEL_CHECK`]: a
+    /// row may visit every inner tuple (a join without keys), and a join emitting few
+    /// rows (an anti join) would otherwise never reach a check downstream.
+    probes: u64,
 }
+
+/// How often [`JoinLocal::probe`] polls the cancel token.
+const PROBES_PER_CANCEL_CHECK: u64 = 64;
 
 struct OuterSpill {
     nbatch: usize,
@@ -390,7 +397,7 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
         } else {
             (None, None)
         };
-        JoinLocal { handle, table, buffers: ProbeBuffers::default(), outer, phase, keys: Vec::new(), skew_outer: 0, spilled: 0 }
+        JoinLocal { handle, table, buffers: ProbeBuffers::default(), outer, phase, keys: Vec::new(), skew_outer: 0, spilled: 0, probes: 0 }
     }
 
     /// Take one outer row: probe batch 0's table with it, or write it to its batch's file.
@@ -401,6 +408,10 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
             // row only comes after a LIMIT stopped the statement (see `JoinLocal::phase`).
             return Ok(false);
         };
+        self.probes += 1;
+        if self.probes % PROBES_PER_CANCEL_CHECK == 0 {
+            ctx.cancel.check()?;
+        }
         if let Some(spill) = &mut self.outer {
             if let Some(hash) = outer_keys(join, outer, ctx.eval, &mut self.keys)?.map(key_hash) {
                 let batch = batch_of(hash, spill.nbatch);
