@@ -25,7 +25,7 @@ use weft_storage::{BlockNumber, BufferAccessStrategy, BufferPool, NumberedPages,
 
 use crate::aggregate::AggregateSink;
 use crate::hash_join::run::{JoinLocal, JoinRun};
-use crate::expr::{compare_datums, EvalContext};
+use crate::expr::{compare_datums, EvalContext, Expr};
 use crate::plan::{IndexSource, Pipeline, Plan, Row, Source, Step};
 use crate::sort::SortSettings;
 
@@ -926,6 +926,21 @@ fn flush_joins(
     Ok(true)
 }
 
+/// Does a filter of `steps` reject every row: a conjunct that is the constant false or
+/// NULL (`WHERE false`, a condition folded to it), with no join after it that emits
+/// unmatched inner rows (those would not pass through it)?
+fn never_passes(steps: &[Step]) -> bool {
+    fn constant_false(e: &Expr) -> bool {
+        match e {
+            Expr::Literal { value: Datum::Bool(false) | Datum::Null, .. } => true,
+            Expr::Binary { op: crate::expr::BinaryOp::And, left, right, .. } => constant_false(left) || constant_false(right),
+            _ => false,
+        }
+    }
+    let Some(last_false) = steps.iter().rposition(|s| matches!(s, Step::Filter(f) if constant_false(f))) else { return false };
+    !steps[last_false..].iter().any(|s| matches!(s, Step::HashJoin(join) if join.join_type.emits_unmatched_inner()))
+}
+
 fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecContext, sink: &S) -> Result<()> {
     let participants = workers + 1;
     let joins: Vec<Option<JoinRun>> = pipeline
@@ -942,17 +957,21 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
     let started = Instant::now();
     let intervals: Mutex<Vec<(Instant, Instant)>> = Mutex::new(Vec::new());
     let participant_stats: Mutex<Vec<ParticipantStats>> = Mutex::new(Vec::new());
-    let state = SourceState::new(&pipeline.source, ctx, participants)?;
     let steps = &pipeline.steps;
+    // A filter false whatever the row lets nothing through: the source is not read
+    // (PostgreSQL's planner makes such a plan a `One-Time Filter: false`).
+    let nothing = Source::Values(Vec::new());
+    let source = if never_passes(steps) { &nothing } else { &pipeline.source };
+    let state = SourceState::new(source, ctx, participants)?;
     // A heap scan straight into a sink that decodes tuples itself skips building rows.
-    let raw = match (&state, &pipeline.source) {
+    let raw = match (&state, source) {
         (SourceState::Heap { .. }, Source::Heap(heap)) => {
             (steps.is_empty() || is_identity(steps, heap.columns.len())) && sink.accepts_raw(&heap.layout, &heap.columns)
         }
         _ => false,
     };
     // A raw scan into a sink that can skip blocks by a zone map (an integer or text column).
-    let raw_zone_column = match (&pipeline.source, raw) {
+    let raw_zone_column = match (source, raw) {
         (Source::Heap(heap), true) => sink
             .zone_prunable_column()
             .filter(|&c| matches!(heap.layout.types().get(c), Some(DataType::Int4 | DataType::Int8 | DataType::Text)))

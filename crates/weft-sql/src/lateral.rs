@@ -10,7 +10,11 @@
 //! scope: the columns before, then the item's), joined with what follows as before.
 //! `JOIN LATERAL ... ON` keeps its condition in the loop (a LEFT JOIN NULL-extends an
 //! outer row none of the item's rows matched); RIGHT and FULL JOIN LATERAL may not read
-//! the left side, as in PostgreSQL.
+//! the left side, as in PostgreSQL. WHERE's conditions on the relation before an item
+//! alone filter its rows before the loop (and again above it), as PostgreSQL pushes them
+//! down, so the item does not run for rows WHERE drops — unless the FROM clause holds a
+//! RIGHT or FULL join, which could NULL-extend that relation. `x, LATERAL s FULL JOIN c`
+//! (a join whose left side is the item) is 0A000.
 
 use std::collections::BTreeMap;
 
