@@ -30,34 +30,48 @@ pub fn walk(expr: &Expr, f: &mut impl FnMut(&Expr)) {
     }
 }
 
-/// Rewrite every column index in place.
-pub fn remap_columns(expr: &mut Expr, map: &BTreeMap<usize, usize>) {
+/// Visit every node of `expr` mutably, parents first (a node `f` replaces is then walked
+/// as it now is).
+pub fn walk_mut(expr: &mut Expr, f: &mut impl FnMut(&mut Expr)) {
+    f(expr);
     match expr {
-        Expr::Column { index, .. } => {
-            *index = map[index];
-        }
-        Expr::Literal { .. } | Expr::ScalarSubquery(_) | Expr::Param { .. } => {}
-        Expr::SubPlan { args, .. } => args.iter_mut().for_each(|a| remap_columns(a, map)),
-        Expr::Cast { expr, .. } | Expr::ApplyModifier { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => {
-            remap_columns(expr, map)
-        }
+        Expr::Column { .. } | Expr::Literal { .. } | Expr::ScalarSubquery(_) | Expr::Param { .. } => {}
+        Expr::SubPlan { args, .. } => args.iter_mut().for_each(|a| walk_mut(a, f)),
+        Expr::Cast { expr, .. } | Expr::ApplyModifier { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => walk_mut(expr, f),
         Expr::Binary { left, right, .. } => {
-            remap_columns(left, map);
-            remap_columns(right, map);
+            walk_mut(left, f);
+            walk_mut(right, f);
         }
         Expr::Case { whens, otherwise, .. } => {
             for (c, r) in whens {
-                remap_columns(c, map);
-                remap_columns(r, map);
+                walk_mut(c, f);
+                walk_mut(r, f);
             }
             if let Some(o) = otherwise {
-                remap_columns(o, map);
+                walk_mut(o, f);
             }
         }
-        Expr::Coalesce { args, .. } | Expr::Function { args, .. } => {
-            args.iter_mut().for_each(|a| remap_columns(a, map))
-        }
+        Expr::Coalesce { args, .. } | Expr::Function { args, .. } => args.iter_mut().for_each(|a| walk_mut(a, f)),
     }
+}
+
+/// Rewrite every column index in place.
+pub fn remap_columns(expr: &mut Expr, map: &BTreeMap<usize, usize>) {
+    walk_mut(expr, &mut |e| {
+        if let Expr::Column { index, .. } = e {
+            *index = map[index];
+        }
+    });
+}
+
+/// Replace every parameter `Param { index }` (of a subplan or LATERAL item) by
+/// `values[index]`, the expression it stands for.
+pub fn replace_params(expr: &mut Expr, values: &[Expr]) {
+    walk_mut(expr, &mut |e| {
+        if let Expr::Param { index, .. } = e {
+            *e = values[*index].clone();
+        }
+    });
 }
 
 pub fn columns_used(expr: &Expr, out: &mut std::collections::BTreeSet<usize>) {

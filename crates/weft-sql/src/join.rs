@@ -243,6 +243,19 @@ pub(crate) fn analyze_from_with_target(target: From, from: &[ast::TableWithJoins
     Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values() })
 }
 
+/// `left` joined with `right` (inner, or a left join when `left_join`) on the conjuncts
+/// `on` over the raw row (`left`'s row, then `right`'s), seen through `scope`, whose
+/// columns' values over the raw row are `values`: a LATERAL subquery pulled up into a
+/// join (`lateral.rs`). Each side's row is its scope's visible columns.
+pub(crate) fn joined_pair(left: From, right: From, left_join: bool, on: Vec<Expr>, scope: Scope, values: Vec<Expr>, ctx: &PlanContext) -> Result<FromClause> {
+    let mut analyzer = Analyzer { rels: Vec::new(), width: 0, offsets: Vec::new(), ctx };
+    let (left, _) = analyzer.add_rel(left)?;
+    let (right, _) = analyzer.add_rel(right)?;
+    let kind = if left_join { Kind::Left } else { Kind::Inner };
+    let tree = Tree::Join { kind, left: Box::new(left), right: Box::new(right), on };
+    Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope, values })
+}
+
 /// A piece of a FROM clause for [`analyze_pieces`]: an item of the comma list, or a JOIN
 /// clause applying to everything before it.
 pub(crate) enum Piece {

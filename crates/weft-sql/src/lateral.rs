@@ -14,7 +14,9 @@
 //! alone filter its rows before the loop (and again above it), as PostgreSQL pushes them
 //! down, so the item does not run for rows WHERE drops — unless the FROM clause holds a
 //! RIGHT or FULL join, which could NULL-extend that relation. `x, LATERAL s FULL JOIN c`
-//! (a join whose left side is the item) is 0A000.
+//! (a join whose left side is the item) is 0A000. A subquery that only filters and
+//! projects one table (sequentially scanned) is no loop but a join with that table
+//! ([`pulled_up_join`]), so its equalities with the left's columns are hash keys.
 
 use std::collections::BTreeMap;
 
@@ -23,7 +25,7 @@ use weft_common::{Error, Result, SqlState};
 use weft_exec::expr::Expr;
 use weft_exec::plan::{NestLoopPlan, Pipeline, Plan, ScanLabel, Source, Step};
 
-use crate::bind::{contains_aggregate, ident_name, Binder, Scope};
+use crate::bind::{contains_aggregate, ident_name, Binder, Scope, ScopeColumn};
 use crate::exprutil::remap_columns;
 use crate::join::{analyze_pieces, FromClause, Piece};
 use crate::planner::{plan_table_factor, require_bool, From, PlanContext};
@@ -238,6 +240,83 @@ fn pushed_down(conditions: &[ast::Expr], scope: &Scope, ctx: &PlanContext) -> Op
         .reduce(crate::exprutil::and)
 }
 
+/// A LATERAL subquery that only filters and projects one table read by a sequential scan,
+/// whose references to the left are all in its filter, planned as a join with that table
+/// (PostgreSQL pulls such subqueries up too): its filter and the ON condition become the
+/// join's conditions, so an equality with the left's columns is a hash key instead of a
+/// scan of the table for every left row. An index scan keyed by the left row stays in the
+/// loop. Under a LEFT JOIN the subquery's columns must be plain columns (an expression
+/// would not be NULL for a left row nothing matched). `scope`: the loop's, whose row is
+/// in scope order (the left's qualified-only columns, which `join::joined_pair` does not
+/// carry, must be none). `None` when the subquery is not such a one.
+fn pulled_up_join(left: &From, planned: &From, params: &[Expr], on: Option<&Expr>, kind: Kind, scope: &Scope, ctx: &PlanContext) -> Option<Result<Source>> {
+    let Source::Subquery { plan, label } = &planned.source else { return None };
+    let Plan::Pipeline(inner) = plan.as_ref() else { return None };
+    let Source::Heap(heap) = &inner.source else { return None };
+    let (filter, projection) = match inner.steps.as_slice() {
+        [Step::Project(projection)] => (None, projection),
+        [Step::Filter(f), Step::Project(projection)] => (Some(f), projection),
+        _ => return None,
+    };
+    let plain = |e: &Expr| matches!(e, Expr::Column { .. });
+    if projection.iter().any(crate::exprutil::is_volatile) || (kind == Kind::Left && !projection.iter().all(plain)) {
+        return None;
+    }
+    // The filter may read the left's columns (parameters), but nothing volatile.
+    let mut runs_per_row = false;
+    if let Some(f) = filter {
+        crate::exprutil::walk(f, &mut |e| match e {
+            Expr::Function { func, .. } => runs_per_row |= func.is_volatile(),
+            Expr::SubPlan { .. } => runs_per_row = true,
+            _ => {}
+        });
+    }
+    if runs_per_row || on.is_some_and(crate::exprutil::is_volatile) {
+        return None;
+    }
+    let meta = ctx.catalog.tables.get(&heap.table_name)?;
+    // The table as a relation of its own, every column decoded (the join planner prunes).
+    let left_width = left.scope.columns.len();
+    let table_columns: Vec<ScopeColumn> = meta
+        .columns
+        .iter()
+        .map(|c| ScopeColumn { table: label.alias.clone(), name: c.name.clone(), data_type: c.data_type, type_modifier: c.type_modifier })
+        .collect();
+    let to_raw: BTreeMap<usize, usize> = heap.columns.iter().enumerate().map(|(k, &c)| (k, left_width + c)).collect();
+    let mut conditions = Vec::new();
+    if let Some(f) = filter {
+        let mut f = f.clone();
+        remap_columns(&mut f, &to_raw);
+        crate::exprutil::replace_params(&mut f, params);
+        conditions.extend(crate::selectivity::conjuncts(&f).into_iter().cloned());
+    }
+    let outputs: Vec<Expr> = projection
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            remap_columns(&mut e, &to_raw);
+            e
+        })
+        .collect();
+    let left_values = (0..left_width).map(|i| Expr::Column { index: i, data_type: left.scope.columns[i].data_type });
+    let values: Vec<Expr> = left_values.chain(outputs).collect();
+    if let Some(on) = on {
+        conditions.push(crate::exprutil::substitute_columns(on, &values));
+    }
+    let mut table = heap.clone();
+    table.columns = (0..meta.columns.len()).collect();
+    let right = From { source: Source::Heap(table), scope: Scope::new(table_columns) };
+    let clause = match crate::join::joined_pair(From { source: left.source.clone(), scope: left.scope.clone() }, right, kind == Kind::Left, conditions, scope.clone(), values, ctx) {
+        Ok(clause) => clause,
+        Err(e) => return Some(Err(e)),
+    };
+    let used = (0..scope.columns.len()).collect();
+    Some(crate::join::plan_joins(clause, None, &[], &used, false, ctx).map(|input| {
+        let plan = Plan::Pipeline(Pipeline { source: input.source, steps: input.steps, workers: input.workers });
+        Source::Subquery { plan: Box::new(plan), label: row_label(scope) }
+    }))
+}
+
 /// `left` joined with the LATERAL item `factor`: a nested loop running the item per row.
 fn nest_loop(left: From, factor: &TableFactor, kind: Kind, constraint: &ast::JoinConstraint, ctx: &PlanContext) -> Result<From> {
     let outer = OuterQuery::new(&left.scope, ctx.outer);
@@ -273,6 +352,11 @@ fn nest_loop(left: From, factor: &TableFactor, kind: Kind, constraint: &ast::Joi
         ast::JoinConstraint::None => None,
         _ => return Err(Error::not_supported("JOIN LATERAL with USING or NATURAL is not supported")),
     };
+    if left.scope.qualified_only.is_empty() {
+        if let Some(joined) = pulled_up_join(&left, &planned, &params, filter.as_ref(), kind, &scope, ctx) {
+            return joined.map(|source| From { source, scope });
+        }
+    }
     let inner_types = planned.scope.columns.iter().map(|c| c.data_type).collect();
     let inner = match planned.source {
         Source::Subquery { plan, .. } => *plan,

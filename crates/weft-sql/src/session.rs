@@ -316,7 +316,8 @@ impl Session {
         out
     }
 
-    /// `\d NAME` (NAME exact, as stored): a table with its indexes, an index, or a sequence.
+    /// `\d NAME` (NAME exact, as stored): a table with its indexes, an index, a sequence or
+    /// a view.
     pub fn describe(&self, name: &str) -> Result<RelationDescription> {
         let catalog = self.catalog();
         if let Some(sequence) = catalog.sequences.get(name) {
@@ -376,6 +377,20 @@ impl Session {
                 definitions: key_columns.iter().map(|c| c.3.clone()).collect(),
                 footer: vec![footer],
                 verbose_footer: options_line(&options).into_iter().collect(),
+            });
+        }
+        if let Some(view) = catalog.views.get(name) {
+            // Its text as written, where psql prints PostgreSQL's deparsed query.
+            return Ok(RelationDescription {
+                name: view.name.clone(),
+                kind: "view".into(),
+                columns: view.columns.iter().map(|c| (c.name.clone(), c.type_name(), true)).collect(),
+                storage: view.columns.iter().map(|c| storage_of(c.data_type).to_string()).collect(),
+                defaults: Vec::new(),
+                sequence: Vec::new(),
+                definitions: Vec::new(),
+                footer: Vec::new(),
+                verbose_footer: vec!["View definition:".to_string(), format!(" {};", view.query.trim_end_matches([';', ' ']))],
             });
         }
         let table = catalog.tables.get(name).ok_or_else(not_found)?;

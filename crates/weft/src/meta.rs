@@ -360,20 +360,26 @@ fn description_table(description: &RelationDescription, verbose: bool) -> Table 
         let title = format!("Index \"{SCHEMA}.{}\"", description.name);
         Table::text(Some(&title), &headers, rows.collect(), Footer::Lines(footer))
     } else {
+        // psql shows a view's columns as a table's, without compression and statistics.
+        let view = description.kind == "view";
         let rows = description.columns.iter().enumerate().map(|(i, (column, type_name, nullable))| {
             let nullable = if *nullable { None } else { Some("not null".to_string()) };
             let default = description.defaults.get(i).cloned().flatten();
             let mut row = vec![Some(column.clone()), Some(type_name.clone()), None, nullable, default];
-            if verbose {
+            if verbose && view {
+                row.extend([storage(i), None]);
+            } else if verbose {
                 row.extend([storage(i), None, None, None]);
             }
             row
         });
         let mut headers = vec!["Column", "Type", "Collation", "Nullable", "Default"];
-        if verbose {
+        if verbose && view {
+            headers.extend(["Storage", "Description"]);
+        } else if verbose {
             headers.extend(["Storage", "Compression", "Stats target", "Description"]);
         }
-        let title = format!("Table \"{SCHEMA}.{}\"", description.name);
+        let title = format!("{} \"{SCHEMA}.{}\"", if view { "View" } else { "Table" }, description.name);
         Table::text(Some(&title), &headers, rows.collect(), Footer::Lines(footer))
     }
 }

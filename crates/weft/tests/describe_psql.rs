@@ -36,6 +36,7 @@ create unique index ex_part on ex (a) where v is not null and b > 3;
 create index ex_inc on ex (a) include (name, v);
 create table sq (id serial, b bigserial, c int);
 create table defs (s text default 'x', v varchar(5) default 'ab', n numeric(6,2) default 1.5 not null, t timestamptz default now(), i int default -1);
+create view u2_v as select a, b || 'x' as bx, c from u2 where a > 1;
 ";
 
 /// Meta-commands whose output carries no sizes.
@@ -64,6 +65,8 @@ const DESCRIBE: &str = "\
 \\ds
 \\dts
 \\d sq_id_seq
+\\d u2_v
+\\dv
 \\d sq_b_seq
 \\d ex_lower_idx
 \\d ex_expr_name_idx

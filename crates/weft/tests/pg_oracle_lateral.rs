@@ -59,6 +59,16 @@ const QUERIES: &[&str] = &[
     "SELECT g.id, s.x FROM g LEFT JOIN LATERAL (SELECT x FROM v WHERE v.g_id = g.id ORDER BY x DESC LIMIT 2) s ON true WHERE (g.k = 2 OR g.s IS NULL) AND coalesce(s.x, 0) < 95 AND g.id > 3 ORDER BY 1, 2",
     "SELECT g.id, s.x, c.k FROM g CROSS JOIN LATERAL (SELECT max(x) AS x FROM v WHERE v.g_id = g.id) s RIGHT JOIN c ON c.k = g.n WHERE g.id IS NULL OR g.id < 5 ORDER BY 3, 1",
     "SELECT g.id, s.x, c.k FROM c LEFT JOIN g ON c.k = g.n CROSS JOIN LATERAL (SELECT max(x) AS x FROM v WHERE v.g_id = g.id) s WHERE g.id IS NULL OR g.id < 5 ORDER BY 3, 1",
+    // Subqueries that only filter and project one table: joined as that table.
+    "SELECT g.id, s.x, s.t FROM g CROSS JOIN LATERAL (SELECT x, t FROM v WHERE v.g_id = g.id AND v.x > 50) s ORDER BY 1, 2, 3",
+    "SELECT g.id, s.y FROM g, LATERAL (SELECT x * 2 + 1 AS y FROM v WHERE v.k = g.k AND v.g_id < g.id) s WHERE g.id < 30 ORDER BY 1, 2",
+    "SELECT g.id, s.x FROM g LEFT JOIN LATERAL (SELECT x FROM v WHERE v.g_id = g.id + 40) s ON s.x > 30 ORDER BY 1, 2",
+    "SELECT g.id, s.x, s.one FROM g LEFT JOIN LATERAL (SELECT x, 1 AS one FROM v WHERE v.g_id = g.id + 45) s ON true ORDER BY 1, 2",
+    "SELECT g.id, s.gx FROM g, LATERAL (SELECT g.id + v.x AS gx FROM v WHERE v.g_id = g.id) s WHERE g.id < 6 ORDER BY 1, 2",
+    "SELECT g.id, s.x FROM g, LATERAL (SELECT g.x FROM v g WHERE g.g_id = 7) s WHERE g.id < 3 ORDER BY 1, 2",
+    "SELECT g.id, s.t FROM g, LATERAL (SELECT t FROM v WHERE v.t = g.s OR v.k = g.n AND v.x < 3) s ORDER BY 1, 2",
+    "SELECT count(*), count(s.x), sum(s.x) FROM g LEFT JOIN LATERAL (SELECT x FROM v WHERE v.k = g.n AND v.x IS NOT NULL) s ON s.x < g.id",
+    "SELECT g.id, s.r FROM g, LATERAL (SELECT x AS r FROM v WHERE v.g_id = g.id AND random() < 2) s WHERE g.id = 9 ORDER BY 2",
     // Grouping and ordering over the joined rows.
     "SELECT g.k, count(*), sum(s.x) FROM g, LATERAL (SELECT x FROM v WHERE v.g_id = g.id ORDER BY x DESC LIMIT 2) s GROUP BY g.k ORDER BY g.k",
     "SELECT DISTINCT s.k FROM g, LATERAL (SELECT k FROM v WHERE v.g_id = g.id LIMIT 1) s ORDER BY 1",
@@ -117,6 +127,10 @@ fn where_conditions_filter_before_a_lateral_item() {
     let nested_loop = plan.find("Nested Loop").expect("a nested loop");
     let scan = plan.find("Index Scan using big_id on big").unwrap_or_else(|| panic!("{plan}"));
     assert!(scan > nested_loop, "{plan}");
+    // A LATERAL subquery filtering one table by the left's columns is a hash join.
+    let sql = "EXPLAIN SELECT big.id, s.x FROM big, LATERAL (SELECT x FROM small WHERE small.k = big.k) s";
+    let plan = oracle::lines(&session.execute(sql).unwrap()).join("\n");
+    assert!(plan.contains("Hash Cond:") && !plan.contains("Nested Loop"), "{plan}");
     // `big, LATERAL s FULL JOIN small` joins s and small per row of big: not supported,
     // rather than the rows of `(big, s) FULL JOIN small`.
     let error = session.execute("SELECT * FROM big, LATERAL (SELECT big.k AS j) s FULL JOIN small ON small.k = s.j").unwrap_err();
