@@ -164,7 +164,8 @@ pub fn and(left: Expr, right: Expr) -> Expr {
 /// in any of them makes it NULL or false. This is PostgreSQL's `find_nonnullable_rels` over
 /// columns: strict operators and casts pass NULL through, `IS NOT NULL` rejects it, AND
 /// at the top level proves what any arm proves, OR (and AND below the top) only what
-/// every arm proves. Functions, CASE and COALESCE prove nothing.
+/// every arm proves; `x op ANY (subquery)` at the top level proves `x`'s. Functions,
+/// CASE and COALESCE prove nothing.
 pub fn nonnullable_columns(qual: &Expr) -> std::collections::BTreeSet<usize> {
     fn go(e: &Expr, top_level: bool) -> std::collections::BTreeSet<usize> {
         use weft_exec::expr::{BinaryOp, UnaryOp};
@@ -190,6 +191,12 @@ pub fn nonnullable_columns(qual: &Expr) -> std::collections::BTreeSet<usize> {
             Expr::IsNull { expr, negated: true } if top_level => go(expr, false),
             // A one-argument COALESCE is the identity (it marks an IN list).
             Expr::Coalesce { args, .. } if args.len() == 1 => go(&args[0], top_level),
+            // `x op ANY (subquery)` is NULL or false for a NULL `x` (its last argument),
+            // never true; not below NOT (false there is true) nor for ALL (true when empty).
+            Expr::SubPlan { subplan, args } if top_level => match subplan.kind {
+                weft_exec::expr::SubLinkKind::Quantified { all: false, width: 1, .. } => args.last().map(|x| go(x, false)).unwrap_or_default(),
+                _ => Default::default(),
+            },
             _ => Default::default(),
         }
     }

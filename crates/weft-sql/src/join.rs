@@ -601,8 +601,15 @@ pub(crate) fn plan_joins(
         semis.push(SemiJoin::bind(condition, &from, ctx)?);
     }
     let outputs: Vec<Expr> = used.iter().map(|&i| from.values[i].clone()).collect();
+    // WHERE's conditions, and the keys of its IN / EXISTS semi joins (a NULL key matches
+    // nothing), reject NULL-extended rows of the relations they read.
+    let mut nonnullable = from.nonnullable_rels(&raw_where);
+    for semi in semis.iter().filter(|s| s.join_type == JoinType::Semi) {
+        let keys: Vec<Expr> = semi.keys.iter().map(|(outer, _)| outer.clone()).collect();
+        nonnullable.extend(from.nonnullable_rels(&keys));
+    }
     let mut tree = std::mem::replace(&mut from.tree, Tree::Rel(0));
-    reduce_outer_joins(&mut tree, &from.nonnullable_rels(&raw_where), &from);
+    reduce_outer_joins(&mut tree, &nonnullable, &from);
     from.tree = tree;
 
     // Which raw columns each relation must produce.
