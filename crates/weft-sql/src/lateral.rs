@@ -241,37 +241,23 @@ fn pushed_down(conditions: &[ast::Expr], scope: &Scope, ctx: &PlanContext) -> Op
 }
 
 /// A LATERAL subquery that only filters and projects one table read by a sequential scan,
-/// whose references to the left are all in its filter, planned as a join with that table
-/// (PostgreSQL pulls such subqueries up too): its filter and the ON condition become the
-/// join's conditions, so an equality with the left's columns is a hash key instead of a
-/// scan of the table for every left row. An index scan keyed by the left row stays in the
-/// loop. Under a LEFT JOIN the subquery's columns must be plain columns (an expression
-/// would not be NULL for a left row nothing matched). `scope`: the loop's, whose row is
+/// planned as a join with that table (PostgreSQL pulls such subqueries up too): its
+/// filter and the ON condition become the join's conditions, so an equality with the
+/// left's columns is a hash key instead of a scan of the table for every left row; its
+/// references to the left become the join's columns. An index scan keyed by the left row
+/// stays in the loop. Under a LEFT JOIN an expression column is computed only for matched
+/// rows (a CASE on a table column the conditions prove non-null; without one, the loop
+/// stays). `scope`: the loop's, whose row is
 /// in scope order (the left's qualified-only columns, which `join::joined_pair` does not
 /// carry, must be none). `None` when the subquery is not such a one.
 fn pulled_up_join(left: &From, planned: &From, params: &[Expr], on: Option<&Expr>, kind: Kind, scope: &Scope, ctx: &PlanContext) -> Option<Result<Source>> {
     let Source::Subquery { plan, label } = &planned.source else { return None };
     let Plan::Pipeline(inner) = plan.as_ref() else { return None };
     let Source::Heap(heap) = &inner.source else { return None };
-    let (filter, projection) = match inner.steps.as_slice() {
-        [Step::Project(projection)] => (None, projection),
-        [Step::Filter(f), Step::Project(projection)] => (Some(f), projection),
-        _ => return None,
-    };
-    let plain = |e: &Expr| matches!(e, Expr::Column { .. });
-    if projection.iter().any(crate::exprutil::is_volatile) || (kind == Kind::Left && !projection.iter().all(plain)) {
-        return None;
-    }
-    // The filter may read the left's columns (parameters), but nothing volatile.
-    let mut runs_per_row = false;
-    if let Some(f) = filter {
-        crate::exprutil::walk(f, &mut |e| match e {
-            Expr::Function { func, .. } => runs_per_row |= func.is_volatile(),
-            Expr::SubPlan { .. } => runs_per_row = true,
-            _ => {}
-        });
-    }
-    if runs_per_row || on.is_some_and(crate::exprutil::is_volatile) {
+    let (filter, projection) = crate::pull_up::filter_and_projection(&inner.steps)?;
+    // The filter and the projection may read the left's columns (parameters), but
+    // nothing volatile.
+    if projection.iter().chain(filter).any(crate::exprutil::runs_per_row) || on.is_some_and(crate::exprutil::is_volatile) {
         return None;
     }
     let meta = ctx.catalog.tables.get(&heap.table_name)?;
@@ -295,13 +281,29 @@ fn pulled_up_join(left: &From, planned: &From, params: &[Expr], on: Option<&Expr
         .map(|e| {
             let mut e = e.clone();
             remap_columns(&mut e, &to_raw);
+            crate::exprutil::replace_params(&mut e, params);
             e
         })
         .collect();
     let left_values = (0..left_width).map(|i| Expr::Column { index: i, data_type: left.scope.columns[i].data_type });
-    let values: Vec<Expr> = left_values.chain(outputs).collect();
+    let mut values: Vec<Expr> = left_values.chain(outputs).collect();
     if let Some(on) = on {
         conditions.push(crate::exprutil::substitute_columns(on, &values));
+    }
+    if kind == Kind::Left {
+        // An expression column must be NULL for a left row nothing matched, as the loop's
+        // NULL-extended row of the subquery is: it is computed only when a column of the
+        // table that the conditions prove non-null in every matched row is not NULL.
+        let proven = conditions.iter().flat_map(crate::exprutil::nonnullable_columns).filter(|&c| c >= left_width).min();
+        let matched = proven.map(|c| Expr::Column { index: c, data_type: meta.columns[c - left_width].data_type });
+        for e in &mut values[left_width..] {
+            if matches!(e, Expr::Column { .. }) {
+                continue;
+            }
+            let Some(matched) = &matched else { return None };
+            let when = Expr::IsNull { expr: Box::new(matched.clone()), negated: true };
+            *e = Expr::Case { whens: vec![(when, e.clone())], otherwise: None, data_type: e.data_type() };
+        }
     }
     let mut table = heap.clone();
     table.columns = (0..meta.columns.len()).collect();

@@ -35,16 +35,13 @@ pub(crate) fn prepare(session: &mut Session, name: &ast::Ident, types: &[ast::Da
     if session.prepared.contains_key(&name) {
         return Err(Error::new(SqlState("42P05"), format!("prepared statement \"{name}\" already exists")));
     }
-    for data_type in types {
-        crate::bind::sql_type_modified(data_type)?;
-    }
+    let declared = types.iter().map(|t| Ok(Some(crate::bind::sql_type(t)?))).collect::<Result<Vec<_>>>()?;
     if !matches!(statement, Statement::Query(_) | Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_)) {
         return Err(Error::syntax(format!("syntax error at or near \"{}\"", statement.to_string().split_whitespace().next().unwrap_or(""))));
     }
     let parameters = crate::params::highest_parameter(statement).max(types.len());
     // Checked now with every parameter NULL (of its declared type).
     let nulls: Vec<Option<String>> = vec![None; parameters];
-    let declared: Vec<Option<weft_common::DataType>> = types.iter().map(|t| crate::bind::sql_type(t).ok()).collect();
     session.describe_with_params(&statement.to_string(), &nulls, &declared)?;
     session.prepared.insert(name, Prepared { statement: statement.clone(), types: types.to_vec(), parameters });
     Ok(QueryResult::command("PREPARE"))

@@ -14,6 +14,16 @@ use weft_exec::plan::{Plan, Source, Step};
 
 use crate::exprutil::{and, is_volatile, substitute_columns};
 
+/// A pipeline's steps when they are a projection, after a filter or not: the filter and
+/// the projection's expressions.
+pub(crate) fn filter_and_projection(steps: &[Step]) -> Option<(Option<&Expr>, &[Expr])> {
+    match steps {
+        [Step::Project(projection)] => Some((None, projection)),
+        [Step::Filter(f), Step::Project(projection)] => Some((Some(f), projection)),
+        _ => None,
+    }
+}
+
 /// A subquery that only filters and projects a table's rows, with nothing volatile: its
 /// table's scan, its filter and its projection. `None` for any other source.
 pub(crate) fn simple_subquery(source: &Source) -> Option<(&Source, Option<&Expr>, &[Expr])> {
@@ -22,11 +32,7 @@ pub(crate) fn simple_subquery(source: &Source) -> Option<(&Source, Option<&Expr>
     if !matches!(inner.source, Source::Heap(_)) {
         return None;
     }
-    let (filter, projection) = match inner.steps.as_slice() {
-        [Step::Project(projection)] => (None, projection),
-        [Step::Filter(f), Step::Project(projection)] => (Some(f), projection),
-        _ => return None,
-    };
+    let (filter, projection) = filter_and_projection(&inner.steps)?;
     // A volatile expression must run once per subquery row, not once per use above.
     if projection.iter().chain(filter).any(is_volatile) {
         return None;
@@ -58,13 +64,9 @@ pub(crate) fn pull_up_simple_subquery(source: &mut Source, filter: &mut Option<E
 pub(crate) fn defer_access_path(plan: &mut Plan) {
     let Plan::Pipeline(pipeline) = plan else { return };
     let Source::Index(index) = &pipeline.source else { return };
-    let (filter, projection) = match pipeline.steps.as_slice() {
-        [Step::Project(projection)] => (None, projection),
-        [Step::Filter(f), Step::Project(projection)] => (Some(f), projection),
-        _ => return,
-    };
+    let Some((filter, projection)) = filter_and_projection(&pipeline.steps) else { return };
     let conditions = index.conditions.iter().chain(filter).cloned().reduce(and);
-    let steps = conditions.map(Step::Filter).into_iter().chain([Step::Project(projection.clone())]).collect();
+    let steps = conditions.map(Step::Filter).into_iter().chain([Step::Project(projection.to_vec())]).collect();
     let heap = Source::Heap(index.heap.clone());
     let candidate = Plan::Pipeline(weft_exec::plan::Pipeline { source: heap, steps, workers: pipeline.workers });
     if simple_subquery(&Source::Subquery { plan: Box::new(candidate.clone()), label: Default::default() }).is_some() {

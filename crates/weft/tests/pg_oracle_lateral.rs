@@ -69,6 +69,11 @@ const QUERIES: &[&str] = &[
     "SELECT g.id, s.t FROM g, LATERAL (SELECT t FROM v WHERE v.t = g.s OR v.k = g.n AND v.x < 3) s ORDER BY 1, 2",
     "SELECT count(*), count(s.x), sum(s.x) FROM g LEFT JOIN LATERAL (SELECT x FROM v WHERE v.k = g.n AND v.x IS NOT NULL) s ON s.x < g.id",
     "SELECT g.id, s.r FROM g, LATERAL (SELECT x AS r FROM v WHERE v.g_id = g.id AND random() < 2) s WHERE g.id = 9 ORDER BY 2",
+    // Under LEFT JOIN, expression columns (also reading the left) are NULL for unmatched rows.
+    "SELECT g.id, s.* FROM g LEFT JOIN LATERAL (SELECT x + g.n AS w, 1 AS one, t || 'x' AS tx, x FROM v WHERE v.g_id = g.id + 44) s ON true ORDER BY 1, 2, 3, 4, 5",
+    "SELECT g.id, s.* FROM g LEFT JOIN LATERAL (SELECT coalesce(x, -1) AS w, 'c' AS c FROM v WHERE v.g_id = g.id + 44) s ON s.w > 20 ORDER BY 1, 2, 3",
+    "SELECT g.id, s.seven FROM g LEFT JOIN LATERAL (SELECT 7 AS seven FROM v WHERE v.g_id = g.id + 45 OR v.g_id IS NULL) s ON true ORDER BY 1, 2",
+    "SELECT count(*), count(s.one), sum(s.w) FROM g LEFT JOIN LATERAL (SELECT 1 AS one, x - g.id AS w FROM v WHERE v.k = g.n AND v.t IS NOT NULL) s ON s.w < 0",
     // Grouping and ordering over the joined rows.
     "SELECT g.k, count(*), sum(s.x) FROM g, LATERAL (SELECT x FROM v WHERE v.g_id = g.id ORDER BY x DESC LIMIT 2) s GROUP BY g.k ORDER BY g.k",
     "SELECT DISTINCT s.k FROM g, LATERAL (SELECT k FROM v WHERE v.g_id = g.id LIMIT 1) s ORDER BY 1",
@@ -129,6 +134,10 @@ fn where_conditions_filter_before_a_lateral_item() {
     assert!(scan > nested_loop, "{plan}");
     // A LATERAL subquery filtering one table by the left's columns is a hash join.
     let sql = "EXPLAIN SELECT big.id, s.x FROM big, LATERAL (SELECT x FROM small WHERE small.k = big.k) s";
+    let plan = oracle::lines(&session.execute(sql).unwrap()).join("\n");
+    assert!(plan.contains("Hash Cond:") && !plan.contains("Nested Loop"), "{plan}");
+    // Under LEFT JOIN too, with expression columns computed only for matched rows.
+    let sql = "EXPLAIN SELECT big.id, s.y FROM big LEFT JOIN LATERAL (SELECT x * 2 + big.id AS y FROM small WHERE small.k = big.k) s ON true";
     let plan = oracle::lines(&session.execute(sql).unwrap()).join("\n");
     assert!(plan.contains("Hash Cond:") && !plan.contains("Nested Loop"), "{plan}");
     // `big, LATERAL s FULL JOIN small` joins s and small per row of big: not supported,
