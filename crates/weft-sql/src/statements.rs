@@ -156,6 +156,10 @@ impl ex::SubPlanRunner for StatementRunner {
     fn run(&self, plan: &Plan, eval: &EvalContext) -> Result<Vec<weft_exec::Row>> {
         run_plan(plan, &self.settings.context(&self.db, &self.cancel, eval))
     }
+
+    fn hash_memory(&self) -> usize {
+        (self.settings.hash.work_mem as f64 * self.settings.hash.hash_mem_multiplier) as usize
+    }
 }
 
 /// Hand what an execution recorded to the session: notices for the result, sort reports.

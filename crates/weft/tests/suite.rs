@@ -27,6 +27,7 @@ mod pg_oracle_grouping_sets;
 mod pg_oracle_index;
 mod pg_oracle_index_expr;
 mod pg_oracle_join;
+mod pg_oracle_keyed_subplan;
 mod pg_oracle_lateral;
 mod pg_oracle_modify;
 mod pg_oracle_numeric_special;

@@ -59,6 +59,7 @@ mod regexp;
 mod text;
 pub mod resolve;
 mod sequence;
+mod keyed_subplan;
 mod subplan;
 mod subquery;
 #[cfg(test)]

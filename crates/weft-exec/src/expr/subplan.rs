@@ -12,7 +12,9 @@
 //! is `NOT (= ANY)`) outside the top-level conditions of WHERE (which the planner turns
 //! into semi and anti joins) are subplans too, of another [`SubLinkKind`]. One that
 //! reads no outer column collects its rows once per statement and keeps them: its
-//! arguments are only the left-hand side, evaluated per row.
+//! arguments are only the left-hand side, evaluated per row. One over a small table whose
+//! correlation is a set of comparisons runs once too, kept by its keys
+//! ([`super::keyed_subplan`]).
 
 use std::collections::HashSet;
 use std::sync::{Arc, OnceLock};
@@ -20,6 +22,7 @@ use std::sync::{Arc, OnceLock};
 use parking_lot::Mutex;
 use weft_common::{DataType, Datum, Error, Result};
 
+use super::keyed_subplan::{KeyedPlan, KeyedRows};
 use super::subquery::single_value;
 use super::compare::GroupKey;
 use super::{BinaryOp, EvalContext, Expr};
@@ -39,6 +42,9 @@ pub struct SubPlan {
     /// The same rows as a hash set, for an `= ANY` (`IN`) or `<> ALL` (`NOT IN`) test of
     /// one type on both sides (PostgreSQL's hashed SubPlan).
     hashed: OnceLock<HashedRows>,
+    /// The rows of a correlated subplan over one small table, kept by their
+    /// correlation keys after its first evaluation (`None`: evaluated per row).
+    keyed: OnceLock<Option<KeyedRows>>,
 }
 
 /// The values of a subplan's rows, for membership tests under SQL's NULL rules.
@@ -79,6 +85,10 @@ pub trait SubPlanRunner: Send + Sync {
     /// Every row of `plan`, evaluating its expressions with `eval` (which holds the
     /// parameters).
     fn run(&self, plan: &Plan, eval: &EvalContext) -> Result<Vec<Row>>;
+
+    /// The bytes a hash table of the statement may hold (`work_mem` ×
+    /// `hash_mem_multiplier`).
+    fn hash_memory(&self) -> usize;
 }
 
 /// The runner of the statement in progress, shared by every clone of a session's
@@ -104,7 +114,7 @@ impl SubPlanSlot {
 
 impl SubPlan {
     pub fn new(number: usize, plan: Plan, data_type: DataType, kind: SubLinkKind) -> SubPlan {
-        SubPlan { number, plan, data_type, kind, rows: OnceLock::new(), hashed: OnceLock::new() }
+        SubPlan { number, plan, data_type, kind, rows: OnceLock::new(), hashed: OnceLock::new(), keyed: OnceLock::new() }
     }
 
     /// The expression's value for the outer row `row`: `args` (over `row`) are the
@@ -124,8 +134,14 @@ impl SubPlan {
         let rows: &[Row] = if params.is_empty() {
             self.collected_rows(ctx)?
         } else {
-            fresh = ctx.subplans().runner()?.run(&self.plan, &ctx.with_params(params))?;
-            &fresh
+            let with_params = ctx.with_params(params);
+            match self.keyed_rows(ctx)? {
+                Some(keyed) => keyed.matching(&with_params)?,
+                None => {
+                    fresh = ctx.subplans().runner()?.run(&self.plan, &with_params)?;
+                    &fresh
+                }
+            }
         };
         match &self.kind {
             SubLinkKind::Value => single_value(rows.to_vec()),
@@ -156,6 +172,22 @@ impl SubPlan {
     /// (EXPLAIN's `hashed SubPlan`): an `= ANY` / `<> ALL` without parameters.
     pub fn is_hashed(&self, args: &[Expr]) -> bool {
         args.len() == 1 && self.hashable_test().is_some()
+    }
+
+    /// The rows of a correlated subplan run once and kept by their correlation keys,
+    /// when its plan allows it ([`KeyedPlan::of`]); built by the first evaluation.
+    fn keyed_rows(&self, ctx: &EvalContext) -> Result<Option<&KeyedRows>> {
+        if let Some(keyed) = self.keyed.get() {
+            return Ok(keyed.as_ref());
+        }
+        let runner = ctx.subplans().runner()?;
+        let keyed = KeyedPlan::of(&self.plan, runner.hash_memory()).and_then(|keyed| {
+            // A failed run (a conjunct erring on a row the correlation filters out
+            // first) leaves the per-row evaluation to raise what it raises.
+            let rows = runner.run(keyed.plan(), ctx).ok()?;
+            Some(keyed.keep(rows))
+        });
+        Ok(self.keyed.get_or_init(|| keyed).as_ref())
     }
 
     /// The rows of a subplan without parameters: run by the first evaluation, kept.
