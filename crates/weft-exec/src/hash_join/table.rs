@@ -149,8 +149,12 @@ fn filter_bit(hash: u64) -> u64 {
 }
 
 /// A tuple's chain entry: its hash and the next tuple, side by side (one cache line).
+/// In an integer-row arena (`Arena::int_rows`) a keyed tuple's `word` is its value, not
+/// its hash (computed again from the value when needed): a probe then finds the key it
+/// compares in the entry it reads for the chain, one cache line a tuple instead of two.
 pub(crate) struct Entry {
-    hash: u64,
+    /// The hash, or an integer-row arena's keyed value.
+    word: u64,
     next: AtomicU64,
 }
 
@@ -165,12 +169,12 @@ pub(crate) struct Arena {
     /// False for a tuple with a NULL key (never in a chain; kept for right/full joins).
     keyed: Vec<bool>,
     keys: Vec<Datum>,
-    /// The rows, `width` datums a tuple — unless `int_rows` holds them.
+    /// The rows, `width` datums a tuple — unless `int_rows` is set.
     rows: Vec<Datum>,
     /// When the row is one int4 or int8 column that is also the key (a key-only build
-    /// side, as in a self-join or a semi join), its type and values: 8 bytes a tuple
-    /// instead of a 32-byte datum, compared as integers.
-    int_rows: Option<(DataType, Vec<i64>)>,
+    /// side, as in a self-join or a semi join), its type: the value is kept in the
+    /// tuple's entry (`Entry::word`) instead of a 32-byte datum, compared as an integer.
+    int_rows: Option<DataType>,
     matched: Vec<AtomicBool>,
     bytes: usize,
     /// The range of the keyed tuples' key when the key is one integer (int4 or int8)
@@ -241,7 +245,7 @@ impl Arena {
     }
 
     /// The type of a join's inner rows when they are one int4 or int8 column that is the
-    /// whole key (stored as `int_rows`).
+    /// whole key (kept in the entries: `int_rows`).
     fn int_row_type(join: &HashJoin) -> Option<DataType> {
         match (join.inner_width, join.inner_keys.as_slice()) {
             (1, [Expr::Column { index: 0, data_type: t @ (DataType::Int4 | DataType::Int8) }]) => Some(*t),
@@ -254,7 +258,7 @@ impl Arena {
     pub fn estimated_tuple_bytes(join: &HashJoin) -> usize {
         let fixed = std::mem::size_of::<Entry>() + 2;
         match Arena::int_row_type(join) {
-            Some(_) => fixed + std::mem::size_of::<i64>(),
+            Some(_) => fixed,
             None => fixed + join.inner_width * std::mem::size_of::<Datum>() + join.estimated_inner_width,
         }
     }
@@ -268,7 +272,7 @@ impl Arena {
             keyed: Vec::new(),
             keys: Vec::new(),
             rows: Vec::new(),
-            int_rows: int_row.map(|t| (t, Vec::new())),
+            int_rows: int_row,
             matched: Vec::new(),
             bytes: 0,
             int_keys: IntKeyRange::Empty,
@@ -283,9 +287,6 @@ impl Arena {
         self.keyed.clear();
         self.keys.clear();
         self.rows.clear();
-        if let Some((_, values)) = &mut self.int_rows {
-            values.clear();
-        }
         self.matched.clear();
         self.bytes = 0;
         self.int_keys = IntKeyRange::Empty;
@@ -298,15 +299,9 @@ impl Arena {
         self.keyed.reserve(tuples);
         // Probes land anywhere in these: huge pages save a TLB miss on most of them.
         advise_huge_pages(&mut self.entries);
-        match &mut self.int_rows {
-            Some((_, values)) => {
-                values.reserve(tuples);
-                advise_huge_pages(values);
-            }
-            None => {
-                self.rows.reserve(tuples * self.width);
-                advise_huge_pages(&mut self.rows);
-            }
+        if self.int_rows.is_none() {
+            self.rows.reserve(tuples * self.width);
+            advise_huge_pages(&mut self.rows);
         }
         self.matched.reserve(tuples);
         if self.key_columns.is_none() {
@@ -326,7 +321,7 @@ impl Arena {
     /// Bytes a tuple of `row` (with `keys`, or none when a key is NULL) takes here.
     pub fn tuple_bytes(&self, keys: Option<&[Datum]>, row: &[Datum]) -> usize {
         if self.int_rows.is_some() {
-            return std::mem::size_of::<Entry>() + 2 + std::mem::size_of::<i64>();
+            return std::mem::size_of::<Entry>() + 2;
         }
         let mut bytes = std::mem::size_of::<Entry>() + 2 + row.iter().map(datum_bytes).sum::<usize>();
         if self.key_columns.is_none() {
@@ -340,7 +335,14 @@ impl Arena {
     /// tuple's index.
     pub fn push(&mut self, hash: u64, keys: Option<&[Datum]>, row: &[Datum]) -> usize {
         let index = self.entries.len();
-        self.entries.push(Entry { hash, next: AtomicU64::new(0) });
+        let word = match (self.int_rows, keys.is_some()) {
+            // Keyed: the value (its hash is `int_key_hash` of it). A tuple with a NULL key
+            // keeps its (made-up) hash.
+            (Some(_), true) => int_value(&row[0]).unwrap_or(0) as u64,
+            _ => hash,
+        };
+        debug_assert!(self.int_rows.is_none() || keys.is_none() || int_key_hash(self.int_rows.unwrap(), word as i64) == hash);
+        self.entries.push(Entry { word, next: AtomicU64::new(0) });
         self.keyed.push(keys.is_some());
         let bytes = self.tuple_bytes(keys, row);
         if self.key_columns.is_none() {
@@ -349,10 +351,8 @@ impl Arena {
                 None => self.keys.extend(std::iter::repeat_n(Datum::Null, self.key_count)),
             }
         }
-        match &mut self.int_rows {
-            // A NULL (the tuple is then not keyed) is stored as 0.
-            Some((_, values)) => values.push(int_value(&row[0]).unwrap_or(0)),
-            None => self.rows.extend_from_slice(row),
+        if self.int_rows.is_none() {
+            self.rows.extend_from_slice(row);
         }
         self.matched.push(AtomicBool::new(false));
         self.bytes += bytes;
@@ -376,7 +376,7 @@ impl Arena {
     pub fn count_where(&self, pred: impl Fn(u64) -> bool) -> (u64, usize) {
         let (mut tuples, mut bytes) = (0, 0);
         for index in 0..self.len() {
-            if self.keyed[index] && pred(self.entries[index].hash) {
+            if self.keyed[index] && pred(self.hash_at(index)) {
                 tuples += 1;
                 bytes += self.tuple_bytes_at(index);
             }
@@ -386,14 +386,14 @@ impl Arena {
 
     /// Tuple `index`'s hash, keyed flag and row (to write it to a batch file).
     pub fn tuple(&self, index: usize) -> (u64, bool, ArenaRow<'_>) {
-        (self.entries[index].hash, self.keyed[index], self.row(index))
+        (self.hash_at(index), self.keyed[index], self.row(index))
     }
 
     /// Keep the tuples `keep` says yes to (by hash), handing the others to `moved`
     /// (hash, keyed, row, bytes) first; the indexes of the kept tuples change, so their
     /// chains must be rebuilt. Returns the bytes moved.
     pub fn retain(&mut self, keep: impl Fn(u64) -> bool, moved: &mut dyn FnMut(u64, bool, &[Datum], usize) -> Result<()>) -> Result<usize> {
-        let empty = Arena::empty(self.width, self.key_count, self.key_columns.clone(), self.int_rows.as_ref().map(|(t, _)| *t));
+        let empty = Arena::empty(self.width, self.key_count, self.key_columns.clone(), self.int_rows);
         let old = std::mem::replace(self, empty);
         let mut moved_bytes = 0;
         for index in 0..old.len() {
@@ -414,22 +414,42 @@ impl Arena {
         Ok(moved_bytes)
     }
 
+    /// Tuple `index`'s hash.
+    #[inline]
+    fn hash_at(&self, index: usize) -> u64 {
+        let word = self.entries[index].word;
+        match self.int_rows {
+            Some(data_type) if self.keyed[index] => int_key_hash(data_type, word as i64),
+            _ => word,
+        }
+    }
+
     pub fn row(&self, index: usize) -> ArenaRow<'_> {
-        match &self.int_rows {
-            Some((data_type, values)) => ArenaRow::Int([match (self.keyed[index], data_type) {
-                (false, _) => Datum::Null,
-                (true, DataType::Int4) => Datum::Int4(values[index] as i32),
-                (true, _) => Datum::Int8(values[index]),
-            }]),
+        match self.int_rows {
+            Some(data_type) => ArenaRow::Int([if self.keyed[index] { int_datum(data_type, self.entries[index].word as i64) } else { Datum::Null }]),
             None => ArenaRow::Datums(&self.rows[index * self.width..(index + 1) * self.width]),
         }
     }
 
-    /// Are tuple `index`'s keys equal to `probe`'s?
-    fn key_equals(&self, index: usize, probe: &[Datum]) -> bool {
-        if let Some((_, values)) = &self.int_rows {
+    /// Tuple `index`'s row, the tuple being on a chain (keyed).
+    #[inline]
+    fn chained_row(&self, index: usize) -> ArenaRow<'_> {
+        match self.int_rows {
+            Some(data_type) => ArenaRow::Int([int_datum(data_type, self.entries[index].word as i64)]),
+            None => ArenaRow::Datums(&self.rows[index * self.width..(index + 1) * self.width]),
+        }
+    }
+
+    /// Are tuple `index`'s keys equal to `probe`'s? `hash` is the probe's.
+    #[inline]
+    fn key_equals(&self, index: usize, hash: u64, probe: &[Datum]) -> bool {
+        let word = self.entries[index].word;
+        if self.int_rows.is_some() {
             // Only keyed tuples are on chains; both keys have the column's type.
-            return int_value(&probe[0]) == Some(values[index]);
+            return int_value(&probe[0]) == Some(word as i64);
+        }
+        if word != hash {
+            return false;
         }
         match &self.key_columns {
             Some(columns) => {
@@ -442,6 +462,21 @@ impl Arena {
             }
         }
     }
+}
+
+/// An int4 or int8 value as a datum of `data_type`.
+#[inline]
+fn int_datum(data_type: DataType, v: i64) -> Datum {
+    match data_type {
+        DataType::Int4 => Datum::Int4(v as i32),
+        _ => Datum::Int8(v),
+    }
+}
+
+/// The hash of a one-column integer key of `data_type` whose value is `v`.
+#[inline]
+fn int_key_hash(data_type: DataType, v: i64) -> u64 {
+    key_hash(std::slice::from_ref(&int_datum(data_type, v)))
 }
 
 /// A tuple's row: borrowed from its arena, or rebuilt from an integer-row arena's value.
@@ -521,9 +556,9 @@ impl Buckets {
     }
 
     /// Push a tuple on its chain: lock-free, any number of participants at once.
-    fn insert(&self, id: TupleId, entry: &Entry) {
-        let head = &self.heads[(entry.hash & self.mask) as usize];
-        let bit = filter_bit(entry.hash);
+    fn insert(&self, id: TupleId, hash: u64, entry: &Entry) {
+        let head = &self.heads[(hash & self.mask) as usize];
+        let bit = filter_bit(hash);
         let mut current = head.load(Ordering::Relaxed);
         loop {
             entry.next.store(current & ID_MASK, Ordering::Relaxed);
@@ -667,10 +702,10 @@ impl JoinTable {
         for index in indexes.clone() {
             let ahead = index + INSERT_PREFETCH_DISTANCE;
             if prefetching && ahead < indexes.end {
-                prefetch(&buckets.heads[(arena.entries[ahead].hash & buckets.mask) as usize]);
+                prefetch(&buckets.heads[(arena.hash_at(ahead) & buckets.mask) as usize]);
             }
             if arena.keyed[index] {
-                buckets.insert(pack(arena_number, index), &arena.entries[index]);
+                buckets.insert(pack(arena_number, index), arena.hash_at(index), &arena.entries[index]);
             }
         }
     }
@@ -814,12 +849,9 @@ impl JoinTable {
         let (arena, index) = unpack(id);
         let arena = &self.arenas[arena];
         prefetch(&arena.entries[index]);
-        match &arena.int_rows {
-            Some((_, values)) => prefetch(&values[index]),
-            None => {
-                if let Some(first) = arena.rows.get(index * arena.width) {
-                    prefetch(first);
-                }
+        if arena.int_rows.is_none() {
+            if let Some(first) = arena.rows.get(index * arena.width) {
+                prefetch(first);
             }
         }
     }
@@ -868,12 +900,12 @@ impl JoinTable {
                 let arena = &self.arenas[arena_number];
                 let entry = &arena.entries[index];
                 id = entry.next.load(Ordering::Relaxed);
-                if entry.hash != hash || !arena.key_equals(index, keys) {
+                if !arena.key_equals(index, hash, keys) {
                     continue;
                 }
                 joined.clear();
                 joined.extend_from_slice(outer);
-                joined.extend_from_slice(&arena.row(index));
+                joined.extend_from_slice(&arena.chained_row(index));
                 if let Some(filter) = &join.filter {
                     if !matches!(filter.eval(joined, eval)?, Datum::Bool(true)) {
                         continue;
