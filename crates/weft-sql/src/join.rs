@@ -50,6 +50,7 @@ enum Kind {
     Full,
 }
 
+#[derive(Clone)]
 enum Tree {
     Rel(usize),
     /// `on`: the join's conditions, conjuncts over the raw row.
@@ -847,6 +848,9 @@ impl Planner<'_, '_> {
                 let mut items = Vec::new();
                 let mut conditions = extra;
                 flatten_inner(tree, &mut items, &mut conditions);
+                if let Some(pulled_up) = self.outer_join_above_island(&items, &conditions) {
+                    return self.plan_tree(&pulled_up, conditions);
+                }
                 self.plan_island(items, conditions)
             }
             Tree::Join { kind, left, right, on } => self.plan_outer(*kind, left, right, on, extra),
@@ -885,6 +889,27 @@ impl Planner<'_, '_> {
         let mut steps: Vec<Step> = filter.map(Step::Filter).into_iter().collect();
         steps.extend(project.map(Step::Project));
         Ok(Partial { source, steps, rels: vec![r], rows: rows.max(1.0), joined: false })
+    }
+
+    /// An island of inner joins holding `A LEFT JOIN B` among its items, where none of
+    /// the island's `conditions` reads B, rewritten as `(island with A) LEFT JOIN B`:
+    /// `(A ⟕ B) ⋈ C = (A ⋈ C) ⟕ B` when the join with C does not read B (PostgreSQL's
+    /// outer-join identity 1). The inner joins then filter A before the left join
+    /// multiplies it: a left join that matches many rows of B per row of A no longer
+    /// runs over rows the island's other joins throw away.
+    fn outer_join_above_island(&self, items: &[&Tree], conditions: &[Expr]) -> Option<Tree> {
+        let read: BTreeSet<usize> = conditions.iter().flat_map(|c| self.from.rels_used(c)).collect();
+        let (position, preserved, nullable, on) = items.iter().enumerate().find_map(|(i, item)| match item {
+            Tree::Join { kind: Kind::Left, left, right, on } => Some((i, left, right, on)),
+            Tree::Join { kind: Kind::Right, left, right, on } => Some((i, right, left, on)),
+            _ => None,
+        }.filter(|(_, _, nullable, _)| nullable.rel_set().is_disjoint(&read)))?;
+        let island = items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| if i == position { (**preserved).clone() } else { (*item).clone() })
+            .reduce(|left, right| Tree::Join { kind: Kind::Inner, left: Box::new(left), right: Box::new(right), on: Vec::new() })?;
+        Some(Tree::Join { kind: Kind::Left, left: Box::new(island), right: nullable.clone(), on: on.clone() })
     }
 
     /// Inner joins among `items`, in the order the greedy rule picks.

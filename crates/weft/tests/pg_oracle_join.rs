@@ -360,6 +360,36 @@ fn reduced_outer_joins_and_pulled_up_subqueries_match_postgresql() {
     assert!(plan.contains("Index Scan using b_id on b") && !plan.contains("Subquery Scan"), "{plan}");
 }
 
+/// `(A LEFT JOIN B) JOIN C ON <A and C only>` is planned as `(A JOIN C) LEFT JOIN B`,
+/// so C's join filters A before the left join multiplies it; where the inner joins or
+/// WHERE read B (COALESCE, IS NULL), the left join stays below them.
+#[test]
+fn left_joins_above_inner_joins_match_postgresql() {
+    let queries = [
+        "SELECT a.id, b.id, c.v FROM a LEFT JOIN b ON a.k = b.k JOIN c ON c.k = a.id % 200 WHERE a.id < 400",
+        "SELECT a.id, b.id, c.v FROM c JOIN (a LEFT JOIN b ON a.k = b.k AND b.id % 2 = 0) ON c.k = a.k",
+        "SELECT a.id, b.id, c.v FROM a RIGHT JOIN b ON a.k = b.k JOIN c ON c.k = b.k WHERE c.k < 40",
+        "SELECT a.id, b.id, c.v, e.k FROM a LEFT JOIN b ON a.k = b.k LEFT JOIN e ON e.k = b.id JOIN c ON c.k = a.k % 7",
+        "SELECT a.id, b.id, a2.id FROM a LEFT JOIN b ON a.k = b.k JOIN a a2 ON a2.id = a.id + 1 LEFT JOIN c ON c.k = a2.k WHERE a.id < 300",
+        "SELECT count(*), count(b.id), count(c.v) FROM a LEFT JOIN b ON a.k = b.k, c WHERE c.k = a.k AND a.id < 1500",
+        "SELECT count(*), count(b.id) FROM a LEFT JOIN b ON a.k = b.k CROSS JOIN (SELECT k FROM c WHERE k < 3) c3",
+        // The island or WHERE reads B: the left join stays below.
+        "SELECT a.id, b.id, c.v FROM a LEFT JOIN b ON a.k = b.k JOIN c ON c.k = coalesce(b.id, a.id) % 200 WHERE a.id < 300",
+        "SELECT a.id, b.id, c.v FROM a LEFT JOIN b ON a.k = b.k JOIN c ON c.k = a.k WHERE b.id IS NULL",
+        "SELECT a.id, b.id, c.v FROM a LEFT JOIN b ON a.k = b.k JOIN c ON c.k = a.k AND (b.t IS NULL OR c.v < 'v5')",
+        "SELECT a.id, b.id, c.v FROM a FULL JOIN b ON a.k = b.k JOIN c ON c.k = a.k",
+    ];
+    compare_under_configurations(SETUP, &queries);
+
+    let Some((_pg, _dir, db)) = start_with_setup(SETUP) else { return };
+    let mut s = db.session();
+    let sql = "EXPLAIN SELECT a.id, b.id, c.v FROM a LEFT JOIN b ON a.k = b.k JOIN c ON c.k = a.id % 200";
+    let plan = oracle::lines(&s.execute(sql).unwrap()).join("\n");
+    let left = plan.find("Left Join").or_else(|| plan.find("Right Join")).unwrap_or_else(|| panic!("{plan}"));
+    let inner = plan.find("Hash Cond: (c.k = ").or_else(|| plan.find("= c.k)")).unwrap_or_else(|| panic!("{plan}"));
+    assert!(left < inner, "the inner join with c runs below the left join:\n{plan}");
+}
+
 /// A filter false for every row (`WHERE false`, a conjunct folded to false or NULL) lets
 /// the pipeline skip its source — but not when a join after it emits unmatched inner rows,
 /// which never pass through that filter.
