@@ -106,6 +106,10 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
         }
         planned.plan = plan_order_by(planned.plan, &planned.columns, &planned.hidden, &planned.hidden_types, &planned.select_items, order_exprs)?;
         if !with_ties {
+            // (WITH TIES compares every key, constant ones included, after a sort.)
+            planned.plan = drop_constant_sort_keys(planned.plan);
+        }
+        if !with_ties {
             // WITH TIES compares the rows' sort keys, which a sort keeps and an index scan does not.
             planned.plan = crate::access_path::use_index_order(planned.plan, None, ctx);
         }
@@ -336,6 +340,44 @@ pub(crate) fn plan_order_by(
     }
     let types = columns.iter().map(|c| c.data_type).chain(hidden_types.iter().copied()).collect();
     Ok(Plan::Sort(SortPlan { input: Box::new(input), keys, types, bound: None, output_width: columns.len(), read_outputs: None }))
+}
+
+/// ORDER BY keys that are the same for every row (a constant, an uncorrelated scalar
+/// subquery, operators and casts over those) order nothing, and PostgreSQL drops them
+/// (the pathkey of a constant is redundant). With no key left the rows need no sort, so a
+/// LIMIT above stops its input early instead of waiting for all of it (`ORDER BY
+/// (SELECT 1) LIMIT 5` over a huge join).
+fn drop_constant_sort_keys(plan: Plan) -> Plan {
+    let Plan::Sort(mut sort) = plan else { return plan };
+    let keys_before = sort.keys.len();
+    if let Plan::Pipeline(Pipeline { steps, .. }) = sort.input.as_ref() {
+        if let Some(Step::Project(exprs)) = steps.last() {
+            if exprs.len() == sort.types.len() {
+                sort.keys.retain(|k| !is_row_constant(&exprs[k.column]));
+            }
+        }
+    }
+    if !sort.keys.is_empty() || keys_before == 0 {
+        return Plan::Sort(sort);
+    }
+    let SortPlan { input, output_width, .. } = sort;
+    let Plan::Pipeline(mut pipeline) = *input else { unreachable!("checked: a pipeline") };
+    // The hidden columns computed only to sort by are projected away, as the sort did.
+    if let Some(Step::Project(exprs)) = pipeline.steps.last_mut() {
+        exprs.truncate(output_width);
+    }
+    Plan::Pipeline(pipeline)
+}
+
+/// Whether `e` has one value for all rows of its query (no columns, parameters, subplans
+/// or volatile functions).
+fn is_row_constant(e: &Expr) -> bool {
+    match e {
+        Expr::Literal { .. } | Expr::ScalarSubquery(_) => true,
+        Expr::Cast { expr, .. } | Expr::Unary { expr, .. } | Expr::IsNull { expr, .. } => is_row_constant(expr),
+        Expr::Binary { left, right, .. } => is_row_constant(left) && is_row_constant(right),
+        _ => false,
+    }
 }
 
 /// An ORDER BY item's (descending, nulls first).

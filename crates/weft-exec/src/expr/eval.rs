@@ -40,12 +40,12 @@ impl Expr {
             Expr::Binary { op, left, right, .. } => {
                 // Operands borrowed where they are columns or literals: a text column is
                 // compared in place, not cloned.
+                // Both operands are evaluated before the NULL test, as PostgreSQL evaluates
+                // a strict operator's arguments: `NULL + (i + i)` still raises the
+                // overflow of `i + i`.
                 let left = left.eval_borrowed(row, ctx)?;
-                if left.is_null() {
-                    return Ok(Datum::Null);
-                }
                 let right = right.eval_borrowed(row, ctx)?;
-                if right.is_null() {
+                if left.is_null() || right.is_null() {
                     return Ok(Datum::Null);
                 }
                 if let Some(ord) = comparison(*op) {
@@ -80,13 +80,14 @@ impl Expr {
                 func.call(std::slice::from_ref(&*value), ctx)
             }
             Expr::Function { func, args, .. } => {
+                // Every argument is evaluated (its errors raised) before a strict
+                // function's NULL test, as in PostgreSQL.
                 let mut values = Vec::with_capacity(args.len());
                 for arg in args {
-                    let value = arg.eval(row, ctx)?;
-                    if value.is_null() && func.is_strict() {
-                        return Ok(Datum::Null);
-                    }
-                    values.push(value);
+                    values.push(arg.eval(row, ctx)?);
+                }
+                if func.is_strict() && values.iter().any(Datum::is_null) {
+                    return Ok(Datum::Null);
                 }
                 func.call(&values, ctx)
             }
