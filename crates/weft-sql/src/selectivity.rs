@@ -159,7 +159,7 @@ pub fn column_comparison(e: &Expr) -> Option<(usize, BinaryOp, Datum)> {
     }
     if let Some(c) = column_of(right) {
         if let Some(v) = constant_value(left) {
-            return Some((c, commute(*op), v));
+            return Some((c, op.commuted(), v));
         }
     }
     None
@@ -190,21 +190,11 @@ pub fn column_param_comparison(e: &Expr) -> Option<(usize, BinaryOp, &Expr)> {
         return Some((c, *op, right));
     }
     if let (Some(c), true) = (column_of(right), is_param_value(left)) {
-        return Some((c, commute(*op), left));
+        return Some((c, op.commuted(), left));
     }
     None
 }
 
-/// The operator with its operands swapped.
-pub fn commute(op: BinaryOp) -> BinaryOp {
-    match op {
-        BinaryOp::Lt => BinaryOp::Gt,
-        BinaryOp::LtEq => BinaryOp::GtEq,
-        BinaryOp::Gt => BinaryOp::Lt,
-        BinaryOp::GtEq => BinaryOp::LtEq,
-        other => other,
-    }
-}
 
 /// An OR of equalities between one column and constants (how the binder writes an IN
 /// list or `= ANY (array)`): the column and the values.

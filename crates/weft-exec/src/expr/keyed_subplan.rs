@@ -94,17 +94,6 @@ fn conjuncts(expr: &Expr, out: &mut Vec<Expr>) {
     }
 }
 
-/// `op` with its operands swapped: `a < b` is `b > a`.
-fn commuted(op: BinaryOp) -> BinaryOp {
-    match op {
-        BinaryOp::Lt => BinaryOp::Gt,
-        BinaryOp::LtEq => BinaryOp::GtEq,
-        BinaryOp::Gt => BinaryOp::Lt,
-        BinaryOp::GtEq => BinaryOp::LtEq,
-        other => other,
-    }
-}
-
 /// `conjunct` as `key op probe`, when it compares an expression of the row alone with
 /// one of the parameters alone, of one type.
 fn correlation(conjunct: &Expr) -> Option<Correlation> {
@@ -117,7 +106,7 @@ fn correlation(conjunct: &Expr) -> Option<Correlation> {
     }
     match (reads(left), reads(right)) {
         ((_, false), (false, true)) => Some(Correlation { key: (**left).clone(), op: *op, probe: (**right).clone() }),
-        ((false, true), (_, false)) => Some(Correlation { key: (**right).clone(), op: commuted(*op), probe: (**left).clone() }),
+        ((false, true), (_, false)) => Some(Correlation { key: (**right).clone(), op: op.commuted(), probe: (**left).clone() }),
         _ => None,
     }
 }

@@ -126,6 +126,20 @@ pub enum BinaryOp {
     Concat,
 }
 
+impl BinaryOp {
+    /// The comparison with its operands swapped (`a < b` is `b > a`); any other
+    /// operator as it is.
+    pub fn commuted(self) -> BinaryOp {
+        match self {
+            BinaryOp::Lt => BinaryOp::Gt,
+            BinaryOp::LtEq => BinaryOp::GtEq,
+            BinaryOp::Gt => BinaryOp::Lt,
+            BinaryOp::GtEq => BinaryOp::LtEq,
+            other => other,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum UnaryOp {
     Neg,
