@@ -217,7 +217,6 @@ pub fn aggregate_of_call(f: &ast::Function) -> Option<AggregateFunction> {
     aggregate_function(&name).or_else(|| if f.within_group.is_empty() { None } else { hypothetical_function(&name) })
 }
 
-/// Does the expression hold a subquery (`(SELECT ...)`, EXISTS, IN (SELECT ...))?
 /// `expr` without the parentheses around it.
 fn strip_nested(mut expr: &ast::Expr) -> &ast::Expr {
     while let ast::Expr::Nested(inner) = expr {
@@ -226,6 +225,7 @@ fn strip_nested(mut expr: &ast::Expr) -> &ast::Expr {
     expr
 }
 
+/// Does the expression hold a subquery (`(SELECT ...)`, EXISTS, IN (SELECT ...))?
 pub(crate) fn contains_subquery(expr: &ast::Expr) -> bool {
     let mut subquery = false;
     let _ = crate::ast_walk::expressions(expr, |e| {

@@ -106,11 +106,9 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
         }
         planned.plan = plan_order_by(planned.plan, &planned.columns, &planned.hidden, &planned.hidden_types, &planned.select_items, order_exprs)?;
         if !with_ties {
-            // (WITH TIES compares every key, constant ones included, after a sort.)
+            // WITH TIES compares the rows' sort keys, constant ones included, which a sort
+            // keeps and an index scan does not.
             planned.plan = drop_constant_sort_keys(planned.plan);
-        }
-        if !with_ties {
-            // WITH TIES compares the rows' sort keys, which a sort keeps and an index scan does not.
             planned.plan = crate::access_path::use_index_order(planned.plan, None, ctx);
         }
         planned.hidden.clear();
