@@ -346,25 +346,25 @@ pub(crate) fn plan_order_by(
 /// LIMIT above stops its input early instead of waiting for all of it (`ORDER BY
 /// (SELECT 1) LIMIT 5` over a huge join).
 fn drop_constant_sort_keys(plan: Plan) -> Plan {
-    let Plan::Sort(mut sort) = plan else { return plan };
-    let keys_before = sort.keys.len();
-    if let Plan::Pipeline(Pipeline { steps, .. }) = sort.input.as_ref() {
-        if let Some(Step::Project(exprs)) = steps.last() {
-            if exprs.len() == sort.types.len() {
-                sort.keys.retain(|k| !is_row_constant(&exprs[k.column]));
+    let Plan::Sort(SortPlan { input, mut keys, types, bound, output_width, read_outputs }) = plan else { return plan };
+    let input = match *input {
+        Plan::Pipeline(mut pipeline) if !keys.is_empty() => {
+            if let Some(Step::Project(exprs)) = pipeline.steps.last_mut() {
+                if exprs.len() == types.len() {
+                    keys.retain(|k| !is_row_constant(&exprs[k.column]));
+                    if keys.is_empty() {
+                        // The hidden columns computed only to sort by are projected away,
+                        // as the sort did.
+                        exprs.truncate(output_width);
+                        return Plan::Pipeline(pipeline);
+                    }
+                }
             }
+            Plan::Pipeline(pipeline)
         }
-    }
-    if !sort.keys.is_empty() || keys_before == 0 {
-        return Plan::Sort(sort);
-    }
-    let SortPlan { input, output_width, .. } = sort;
-    let Plan::Pipeline(mut pipeline) = *input else { unreachable!("checked: a pipeline") };
-    // The hidden columns computed only to sort by are projected away, as the sort did.
-    if let Some(Step::Project(exprs)) = pipeline.steps.last_mut() {
-        exprs.truncate(output_width);
-    }
-    Plan::Pipeline(pipeline)
+        other => other,
+    };
+    Plan::Sort(SortPlan { input: Box::new(input), keys, types, bound, output_width, read_outputs })
 }
 
 /// Whether `e` has one value for all rows of its query (no columns, parameters, subplans
