@@ -622,7 +622,7 @@ impl<'a> Scan<'a> {
         if let Some(predicate) = &bound.predicate {
             let predicate = to_pipeline(predicate, self.table, &self.heap.columns);
             let types = self.table.column_types();
-            for part in selectivity::conjuncts(&predicate) {
+            for part in predicate.conjuncts() {
                 if let Some(i) = self.conjuncts.iter().position(|c| c == part) {
                     view.implied.push(i);
                     continue;
@@ -799,7 +799,7 @@ impl<'a> Scan<'a> {
 }
 
 fn split_conjuncts(filter: Option<&Expr>) -> Vec<Expr> {
-    filter.map(|f| selectivity::conjuncts(f).into_iter().cloned().collect()).unwrap_or_default()
+    filter.map(|f| f.conjuncts().into_iter().cloned().collect()).unwrap_or_default()
 }
 
 /// Replace a heap source by an index scan when one of the table's indexes is cheaper;

@@ -965,7 +965,7 @@ impl<'a> Builder<'a> {
                     cpu += rows * cost::operator_count(predicate) * CPU_OPERATOR_COST;
                     self.note_subplans(predicate, &cols);
                     filters.push(deparse(predicate, &names(&cols, qualify_filter)));
-                    rows *= selectivity::clauselist_selectivity(&selectivity::conjuncts(predicate), &rel);
+                    rows *= selectivity::clauselist_selectivity(&predicate.conjuncts(), &rel);
                 }
                 Step::Project(exprs) => {
                     cpu += rows * exprs.iter().map(cost::operator_count).sum::<f64>() * CPU_OPERATOR_COST;

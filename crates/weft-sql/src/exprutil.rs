@@ -87,23 +87,11 @@ pub fn columns_used(expr: &Expr, out: &mut std::collections::BTreeSet<usize>) {
 /// subquery (which runs a plan per row) and its parameters (known only while it runs,
 /// never folded at plan time) count as volatile too.
 pub fn is_volatile(expr: &Expr) -> bool {
-    runs_per_row(expr) || {
+    expr.runs_per_row() || {
         let mut param = false;
         walk(expr, &mut |e| param |= matches!(e, Expr::Param { .. }));
         param
     }
-}
-
-/// Whether `expr` holds something that must run for each row it is evaluated on: a
-/// volatile function or a SubPlan (an outer query's parameters are allowed).
-pub fn runs_per_row(expr: &Expr) -> bool {
-    let mut per_row = false;
-    walk(expr, &mut |e| match e {
-        Expr::Function { func, .. } => per_row |= func.is_volatile(),
-        Expr::SubPlan { .. } => per_row = true,
-        _ => {}
-    });
-    per_row
 }
 
 /// A copy of `expr` with every `Column { index }` replaced by `values[index]`.

@@ -412,7 +412,7 @@ impl Analyzer<'_, '_> {
             sides.qualified_only.extend(left_cols.qualified_only.iter().chain(&right_cols.qualified_only).cloned());
             let bound = require_bool(Binder::new(&sides.scope()).planning(self.ctx).bind(condition)?, "JOIN/ON")?;
             let bound = substitute_columns(&bound, &sides.values());
-            on.extend(crate::selectivity::conjuncts(&bound).into_iter().cloned());
+            on.extend(bound.conjuncts().into_iter().cloned());
         }
         Ok((Tree::Join { kind, left: Box::new(left_tree), right: Box::new(right_tree), on }, columns))
     }
@@ -593,7 +593,7 @@ pub(crate) fn plan_joins(
 ) -> Result<JoinedInput> {
     let mut from = from;
     let raw_where: Vec<Expr> = match &filter {
-        Some(f) => crate::selectivity::conjuncts(&substitute_columns(f, &from.values)).into_iter().cloned().collect(),
+        Some(f) => substitute_columns(f, &from.values).conjuncts().into_iter().cloned().collect(),
         None => Vec::new(),
     };
     // Subquery conditions, bound now so their outer references count as used columns.
@@ -1270,7 +1270,7 @@ impl SemiJoin {
             }
             let bound = require_bool(Binder::new(&scope).planning(ctx).bind(e)?, "WHERE")?;
             let bound = substitute_columns(&bound, &values);
-            conjuncts.extend(crate::selectivity::conjuncts(&bound).into_iter().cloned());
+            conjuncts.extend(bound.conjuncts().into_iter().cloned());
         }
         let mut keys = Vec::new();
         let mut in_pairs = Vec::new();

@@ -257,7 +257,7 @@ fn pulled_up_join(left: &From, planned: &From, params: &[Expr], on: Option<&Expr
     let (filter, projection) = crate::pull_up::filter_and_projection(&inner.steps)?;
     // The filter and the projection may read the left's columns (parameters), but
     // nothing volatile.
-    if projection.iter().chain(filter).any(crate::exprutil::runs_per_row) || on.is_some_and(crate::exprutil::is_volatile) {
+    if projection.iter().chain(filter).any(Expr::runs_per_row) || on.is_some_and(crate::exprutil::is_volatile) {
         return None;
     }
     let meta = ctx.catalog.tables.get(&heap.table_name)?;
@@ -274,7 +274,7 @@ fn pulled_up_join(left: &From, planned: &From, params: &[Expr], on: Option<&Expr
         let mut f = f.clone();
         remap_columns(&mut f, &to_raw);
         crate::exprutil::replace_params(&mut f, params);
-        conditions.extend(crate::selectivity::conjuncts(&f).into_iter().cloned());
+        conditions.extend(f.conjuncts().into_iter().cloned());
     }
     let outputs: Vec<Expr> = projection
         .iter()

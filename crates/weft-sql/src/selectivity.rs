@@ -232,21 +232,6 @@ pub fn in_list(e: &Expr) -> Option<(usize, Vec<Datum>)> {
     Some((column?, values))
 }
 
-/// Conjuncts of an AND tree, in order.
-pub fn conjuncts(e: &Expr) -> Vec<&Expr> {
-    let mut out = Vec::new();
-    fn go<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-        match e {
-            Expr::Binary { op: BinaryOp::And, left, right, .. } => {
-                go(left, out);
-                go(right, out);
-            }
-            other => out.push(other),
-        }
-    }
-    go(e, &mut out);
-    out
-}
 /// Tighten `column`'s lower (`>`, `>=`) or upper (`<`, `<=`) bound in `ranges` to a
 /// selectivity of at most `selectivity`.
 fn bound_range(ranges: &mut Vec<(usize, Option<f64>, Option<f64>)>, column: usize, op: BinaryOp, selectivity: f64) {
@@ -311,7 +296,7 @@ pub fn clause_selectivity(e: &Expr, rel: &RelStats) -> f64 {
     let s = match e {
         Expr::Literal { value: Datum::Bool(true), .. } => 1.0,
         Expr::Literal { .. } => 0.0,
-        Expr::Binary { op: BinaryOp::And, .. } => clauselist_selectivity(&conjuncts(e), rel),
+        Expr::Binary { op: BinaryOp::And, .. } => clauselist_selectivity(&e.conjuncts(), rel),
         Expr::Binary { op: BinaryOp::Or, left, right, .. } => match in_list(e) {
             Some((column, values)) => {
                 let data_type = column_type(e, column);

@@ -64,16 +64,6 @@ struct Group {
     rows: Vec<Row>,
 }
 
-fn per_row(expr: &Expr) -> bool {
-    let mut found = false;
-    expr.for_each_node(&mut |e| match e {
-        Expr::Function { func, .. } => found |= func.is_volatile(),
-        Expr::SubPlan { .. } => found = true,
-        _ => {}
-    });
-    found
-}
-
 fn reads(expr: &Expr) -> (bool, bool) {
     let (mut columns, mut params) = (false, false);
     expr.for_each_node(&mut |e| match e {
@@ -84,16 +74,6 @@ fn reads(expr: &Expr) -> (bool, bool) {
     (columns, params)
 }
 
-fn conjuncts(expr: &Expr, out: &mut Vec<Expr>) {
-    match expr {
-        Expr::Binary { op: BinaryOp::And, left, right, .. } => {
-            conjuncts(left, out);
-            conjuncts(right, out);
-        }
-        other => out.push(other.clone()),
-    }
-}
-
 /// `conjunct` as `key op probe`, when it compares an expression of the row alone with
 /// one of the parameters alone, of one type.
 fn correlation(conjunct: &Expr) -> Option<Correlation> {
@@ -101,7 +81,7 @@ fn correlation(conjunct: &Expr) -> Option<Correlation> {
     if !matches!(op, BinaryOp::Eq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq) {
         return None;
     }
-    if left.data_type() != right.data_type() || per_row(left) || per_row(right) {
+    if left.data_type() != right.data_type() || left.runs_per_row() || right.runs_per_row() {
         return None;
     }
     match (reads(left), reads(right)) {
@@ -127,21 +107,19 @@ impl KeyedPlan {
             return None;
         }
         let [Step::Filter(filter), Step::Project(projection)] = pipeline.steps.as_slice() else { return None };
-        if projection.iter().any(|e| per_row(e) || reads(e).1) {
+        if projection.iter().any(|e| e.runs_per_row() || reads(e).1) {
             return None;
         }
-        let mut parts = Vec::new();
-        conjuncts(filter, &mut parts);
         let (mut rest, mut equalities, mut range) = (Vec::new(), Vec::new(), None);
-        for part in parts {
-            if per_row(&part) {
+        for part in filter.conjuncts() {
+            if part.runs_per_row() {
                 return None;
             }
-            if !reads(&part).1 {
-                rest.push(part);
+            if !reads(part).1 {
+                rest.push(part.clone());
                 continue;
             }
-            let correlation = correlation(&part)?;
+            let correlation = correlation(part)?;
             if correlation.op == BinaryOp::Eq {
                 equalities.push(correlation);
             } else if range.replace(correlation).is_some() {

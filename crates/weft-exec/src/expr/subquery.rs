@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 
-use super::Expr;
+use super::{BinaryOp, Expr};
 use crate::execute::{execute, ExecContext};
 use crate::plan::{Plan, Row};
 
@@ -107,6 +107,34 @@ impl Expr {
             }
             Expr::Coalesce { args, .. } | Expr::Function { args, .. } => args.iter().for_each(|a| a.for_each_node(f)),
         }
+    }
+
+    /// Whether the expression holds something that must run for each row it is evaluated
+    /// on: a volatile function or a SubPlan (an outer query's parameters are allowed).
+    pub fn runs_per_row(&self) -> bool {
+        let mut per_row = false;
+        self.for_each_node(&mut |e| match e {
+            Expr::Function { func, .. } => per_row |= func.is_volatile(),
+            Expr::SubPlan { .. } => per_row = true,
+            _ => {}
+        });
+        per_row
+    }
+
+    /// The conjuncts of an AND tree, in order (the expression itself when it is no AND).
+    pub fn conjuncts(&self) -> Vec<&Expr> {
+        fn collect<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+            match e {
+                Expr::Binary { op: BinaryOp::And, left, right, .. } => {
+                    collect(left, out);
+                    collect(right, out);
+                }
+                other => out.push(other),
+            }
+        }
+        let mut out = Vec::new();
+        collect(self, &mut out);
+        out
     }
 
     /// The init plans this expression reads directly, and those its subplans read (they
