@@ -49,6 +49,7 @@ use crate::cost::{
     self, Estimate, CPU_OPERATOR_COST, CPU_TUPLE_COST, PARALLEL_SETUP_COST, PARALLEL_TUPLE_COST, SEQ_PAGE_COST,
 };
 use crate::selectivity::{self, RelStats};
+use crate::join_size::{join_rows, KeyDistinct};
 use crate::deparse::{aggregate_call, column_reference, deparse, quote_identifier, ColumnText};
 use crate::session::Session;
 use crate::statements;
@@ -1108,14 +1109,21 @@ impl<'a> Builder<'a> {
             lines: hash_lines,
             children: vec![inner.node],
         };
-        let rows = match join.join_type {
-            JoinType::Inner if join.outer_keys.is_empty() => outer_rows * inner_total_rows,
-            JoinType::Inner => outer_rows.max(inner_total_rows).min(outer_rows * inner_total_rows),
-            JoinType::Left => outer_rows.max(inner_total_rows).min(outer_rows * inner_total_rows.max(1.0)),
-            JoinType::Right | JoinType::Full => outer_rows.max(inner_total_rows),
-            JoinType::Semi | JoinType::Anti => outer_rows * 0.5,
+        let key_distinct = |key: &Expr, cols: &[Col]| match key {
+            Expr::Column { index, .. } => cols.get(*index).and_then(|c| c.distinct),
+            Expr::Cast { expr, .. } => match expr.as_ref() {
+                Expr::Column { index, .. } => cols.get(*index).and_then(|c| c.distinct),
+                _ => None,
+            },
+            _ => None,
         };
-        let rows = if join.filter.is_some() { rows * cost::DEFAULT_JOIN_FILTER_SELECTIVITY } else { rows };
+        let key_distincts: Vec<KeyDistinct> = join
+            .outer_keys
+            .iter()
+            .zip(&join.inner_keys)
+            .map(|(o, i)| KeyDistinct { outer: key_distinct(o, &outer_cols), inner: key_distinct(i, &inner.cols) })
+            .collect();
+        let rows = join_rows(join.join_type, outer_rows, inner_total_rows, &key_distincts, join.filter.is_some());
         let startup = hash.estimate.total;
         let probe = outer_rows / divisor * CPU_OPERATOR_COST * keys + rows / divisor * CPU_TUPLE_COST;
         let estimate = Estimate {

@@ -30,6 +30,7 @@ use weft_exec::plan::{HashJoin, HashJoinMode, JoinType, Pipeline, Plan, ScanLabe
 
 use crate::bind::{contains_aggregate, object_name, Binder, Scope, ScopeColumn};
 use crate::exprutil::{columns_used, is_volatile, remap_columns, substitute_columns};
+use crate::join_size::{join_rows, KeyDistinct};
 use crate::planner::{choose_workers_reading, plan_query, plan_table_factor, prune_heap_columns, require_bool, From, PlanContext};
 
 /// A relation whose size is unknown (a subquery) is planned as this many rows.
@@ -492,33 +493,56 @@ pub(crate) fn split_where(selection: Option<&ast::Expr>) -> (Vec<ast::Expr>, Vec
     (plain, subqueries)
 }
 
-/// A `NOT IN` whose subquery reads the query's columns is not an anti join here (its NULL
-/// rule needs the subquery's rows for each outer row), nor is a row `(a, b) NOT IN`: they
-/// go back to the plain conditions, where the binder makes them subplans. Correlation is found by planning the
-/// subquery on its own: an unknown name means it reads the query around it.
-pub(crate) fn keep_correlated_not_in(mut plain: Vec<ast::Expr>, subqueries: Vec<SubqueryCondition>, ctx: &PlanContext) -> (Vec<ast::Expr>, Vec<SubqueryCondition>) {
+/// Subquery conditions that stay per-row subplans rather than semi or anti joins go back
+/// to the plain conditions, where the binder makes them subplans:
+/// - a `NOT IN` whose subquery reads the query's columns (its NULL rule needs the
+///   subquery's rows for each outer row), and a row `(a, b) NOT IN` (a field's NULL need
+///   not make the row unknown, which the null-aware anti join, one key, does not model);
+/// - an `EXISTS` or `IN` whose subquery is not a plain SELECT (aggregates, GROUP BY,
+///   DISTINCT, LIMIT, ...) and reads the query's columns: such a subquery is joined as a
+///   relation planned on its own, which it cannot be.
+///
+/// Correlation is found by planning the subquery on its own: an unknown name means it
+/// reads the query around it.
+pub(crate) fn keep_correlated_subplans(mut plain: Vec<ast::Expr>, subqueries: Vec<SubqueryCondition>, ctx: &PlanContext) -> (Vec<ast::Expr>, Vec<SubqueryCondition>) {
     let mut kept = Vec::with_capacity(subqueries.len());
+    let correlated = |condition: &SubqueryCondition| {
+        let standalone = ctx.nested(None);
+        matches!(crate::planner::plan_query(&condition.subquery, &standalone), Err(e) if crate::subplan::is_unresolved(&e))
+    };
     for condition in subqueries {
-        let Some(outer) = condition.outer.as_ref().filter(|_| condition.negated) else {
+        let per_row = match condition.outer.as_ref() {
+            Some(outer) if condition.negated => crate::bind::row_items(outer).len() > 1 || correlated(&condition),
+            _ => !is_plain_select(&condition.subquery) && correlated(&condition),
+        };
+        if !per_row {
             kept.push(condition);
             continue;
-        };
-        let to_plain = |plain: &mut Vec<ast::Expr>| {
-            plain.push(ast::Expr::InSubquery { expr: Box::new(outer.clone()), subquery: Box::new(condition.subquery.clone()), negated: true })
-        };
-        // A row NOT IN: a field's NULL need not make the row unknown, which the null-aware
-        // anti join (one key) does not model.
-        if crate::bind::row_items(outer).len() > 1 {
-            to_plain(&mut plain);
-            continue;
         }
-        let standalone = ctx.nested(None);
-        match crate::planner::plan_query(&condition.subquery, &standalone) {
-            Err(e) if crate::subplan::is_unresolved(&e) => to_plain(&mut plain),
-            _ => kept.push(condition),
-        }
+        let subquery = Box::new(condition.subquery);
+        plain.push(match condition.outer {
+            Some(outer) => ast::Expr::InSubquery { expr: Box::new(outer), subquery, negated: condition.negated },
+            None => ast::Expr::Exists { subquery, negated: condition.negated },
+        });
     }
     (plain, kept)
+}
+
+/// Whether `query` is one SELECT over a FROM clause, without aggregates, GROUP BY,
+/// HAVING, DISTINCT, LIMIT or a WITH clause: a semi join reads its relations directly.
+fn is_plain_select(query: &ast::Query) -> bool {
+    let ast::SetExpr::Select(select) = query.body.as_ref() else { return false };
+    query.with.is_none()
+        && query.limit_clause.is_none()
+        && query.fetch.is_none()
+        && select.distinct.is_none()
+        && !select.from.is_empty()
+        && select.having.is_none()
+        && matches!(&select.group_by, ast::GroupByExpr::Expressions(e, _) if e.is_empty())
+        && !select.projection.iter().any(|item| match item {
+            ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => contains_aggregate(e),
+            _ => false,
+        })
 }
 
 fn is_subquery_condition(e: &ast::Expr) -> bool {
@@ -859,6 +883,7 @@ impl Planner<'_, '_> {
 
     fn scan(&mut self, r: usize, conditions: Vec<Expr>) -> Result<Partial> {
         let rel = &self.from.rels[r];
+        let selectivity = self.selectivity_on(r, &conditions);
         let mut source = rel.source.clone();
         let positions: BTreeMap<usize, usize> = self.decoded[r].iter().enumerate().map(|(pos, &c)| (c, pos)).collect();
         let mut filter: Option<Expr> = None;
@@ -869,7 +894,6 @@ impl Planner<'_, '_> {
                 Some(f) => Expr::Binary { op: BinaryOp::And, left: Box::new(f), right: Box::new(c), data_type: DataType::Bool },
             });
         }
-        let selectivity = if filter.is_some() { 0.5 } else { 1.0 };
         // Columns only the filter read are dropped after it.
         let mut project: Option<Vec<Expr>> = (self.decoded[r] != self.produced[r])
             .then(|| self.produced[r].iter().map(|&c| Expr::Column { index: positions[&c], data_type: self.from.column_type(c) }).collect());
@@ -929,7 +953,7 @@ impl Planner<'_, '_> {
                 _ => pending.push((touched, c)),
             }
         }
-        let sizes: Vec<f64> = items.iter().map(|t| self.estimate(t)).collect();
+        let sizes: Vec<f64> = items.iter().zip(&own).map(|(t, own)| self.item_rows(t, own)).collect();
         let first = (0..items.len()).max_by(|&a, &b| sizes[a].total_cmp(&sizes[b])).unwrap_or(0);
         let mut joined: BTreeSet<usize> = BTreeSet::from([first]);
         let mut partial = self.plan_tree(items[first], std::mem::take(&mut own[first]))?;
@@ -940,7 +964,24 @@ impl Planner<'_, '_> {
                 v if v.is_empty() => remaining,
                 v => v,
             };
-            let next = pool.iter().copied().min_by(|&a, &b| sizes[a].total_cmp(&sizes[b])).expect("an item remains");
+            // The item whose join keeps the fewest rows, then the smallest.
+            let partial_rels: BTreeSet<usize> = partial.rels.iter().copied().collect();
+            let result_rows = |i: usize| {
+                let item_rels = &item_rels[i];
+                let keys: Vec<KeyDistinct> = pending
+                    .iter()
+                    .filter(|(t, _)| t.contains(&i) && t.iter().all(|x| *x == i || joined.contains(x)))
+                    .filter_map(|(_, c)| self.key_pair(c, &partial_rels, item_rels).ok().flatten())
+                    .map(|(o, i)| self.key_distinct(&o, &i))
+                    .collect();
+                join_rows(JoinType::Inner, partial.rows, sizes[i], &keys, false)
+            };
+            let next = pool
+                .iter()
+                .map(|&i| (result_rows(i), sizes[i], i))
+                .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)))
+                .map(|(_, _, i)| i)
+                .expect("an item remains");
             joined.insert(next);
             let (ready, waiting): (Vec<_>, Vec<_>) = pending.into_iter().partition(|(t, _)| t.iter().all(|x| joined.contains(x)));
             pending = waiting;
@@ -949,6 +990,53 @@ impl Planner<'_, '_> {
             partial = self.hash_join(partial, build, JoinType::Inner, conditions, Vec::new())?;
         }
         Ok(partial)
+    }
+
+    /// Rows of an island item after its own conditions.
+    fn item_rows(&self, item: &Tree, own: &[Expr]) -> f64 {
+        match item {
+            Tree::Rel(r) => (self.from.rels[*r].rows * self.selectivity_on(*r, own)).max(1.0),
+            other => self.estimate(other),
+        }
+    }
+
+    /// The fraction of relation `r`'s rows that `conditions` (over the raw row, reading
+    /// only `r`) keep: from the table's statistics for a table, a half otherwise.
+    fn selectivity_on(&self, r: usize, conditions: &[Expr]) -> f64 {
+        if conditions.is_empty() {
+            return 1.0;
+        }
+        let offset = self.from.offsets[r];
+        let Some((meta, columns)) = self.table_of(r) else { return crate::selectivity::DEFAULT_SEL };
+        let local: Vec<Expr> = conditions.iter().map(|c| shift_columns(c, offset.wrapping_neg())).collect();
+        let rel = crate::selectivity::RelStats::for_table(self.ctx.catalog, meta, &(0..columns).collect::<Vec<_>>());
+        crate::selectivity::clauselist_selectivity(&local.iter().collect::<Vec<_>>(), &rel)
+    }
+
+    /// The table relation `r` scans and its number of columns, when it is a plain table.
+    fn table_of(&self, r: usize) -> Option<(&weft_access::catalog::TableMeta, usize)> {
+        let rel = &self.from.rels[r];
+        let Source::Heap(heap) = &rel.source else { return None };
+        let meta = self.ctx.catalog.tables.get(&heap.table_name)?;
+        Some((meta, rel.columns.len()))
+    }
+
+    /// The distinct values of a join key's two sides (over the raw row), when each is a
+    /// table's column (a cast of one keeps its distinct values).
+    fn key_distinct(&self, outer: &Expr, inner: &Expr) -> KeyDistinct {
+        KeyDistinct { outer: self.column_distinct(outer), inner: self.column_distinct(inner) }
+    }
+
+    fn column_distinct(&self, key: &Expr) -> Option<f64> {
+        let key = match key {
+            Expr::Cast { expr, .. } => expr.as_ref(),
+            other => other,
+        };
+        let Expr::Column { index: raw, data_type } = key else { return None };
+        let r = self.from.rel_of(*raw);
+        let (meta, columns) = self.table_of(r)?;
+        let rel = crate::selectivity::RelStats::for_table(self.ctx.catalog, meta, &(0..columns).collect::<Vec<_>>());
+        rel.distinct(raw - self.from.offsets[r], *data_type)
     }
 
     fn estimate(&self, tree: &Tree) -> f64 {
@@ -993,7 +1081,7 @@ impl Planner<'_, '_> {
         let left_simple = matches!(left, Tree::Rel(_));
         let right_simple = matches!(right, Tree::Rel(_));
         let probe_left = match (left_simple, right_simple) {
-            (true, true) => self.estimate(left) >= self.estimate(right),
+            (true, true) => self.item_rows(left, &left_own) >= self.item_rows(right, &right_own),
             (false, true) => true,
             (true, false) => false,
             (false, false) => true,
@@ -1029,9 +1117,11 @@ impl Planner<'_, '_> {
         let mut inner_keys = Vec::new();
         let mut filters = Vec::new();
         let mut outer_mcvs = Vec::new();
+        let mut distinct = Vec::new();
         for c in conditions {
             if let Some((mut o, mut i)) = self.key_pair(&c, &probe_rels, &build_rels)? {
                 outer_mcvs = if outer_keys.is_empty() { self.outer_mcvs(&o) } else { Vec::new() };
+                distinct.push(self.key_distinct(&o, &i));
                 remap_columns(&mut o, &probe_pos);
                 remap_columns(&mut i, &build_pos);
                 outer_keys.push(o);
@@ -1042,7 +1132,7 @@ impl Planner<'_, '_> {
                 filters.push(c);
             }
         }
-        let rows = if outer_keys.is_empty() { probe.rows * build.rows } else { probe.rows.max(build.rows) };
+        let rows = join_rows(join_type, probe.rows, build.rows, &distinct, !filters.is_empty());
         let estimated_inner_rows = build.rows;
         let join = HashJoin {
             join_type,
@@ -1229,23 +1319,7 @@ impl SemiJoin {
     fn bind(condition: &SubqueryCondition, outer: &FromClause, ctx: &PlanContext) -> Result<SemiJoin> {
         let join_type = if condition.negated { JoinType::Anti } else { JoinType::Semi };
         let query = &condition.subquery;
-        let simple = match query.body.as_ref() {
-            ast::SetExpr::Select(select) => {
-                query.with.is_none()
-                    && query.limit_clause.is_none()
-                    && query.fetch.is_none()
-                    && select.distinct.is_none()
-                    && !select.from.is_empty()
-                    && select.having.is_none()
-                    && matches!(&select.group_by, ast::GroupByExpr::Expressions(e, _) if e.is_empty())
-                    && !select.projection.iter().any(|item| match item {
-                        ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => contains_aggregate(e),
-                        _ => false,
-                    })
-            }
-            _ => false,
-        };
-        if !simple {
+        if !is_plain_select(query) {
             return Self::bind_materialized(condition, outer, join_type, ctx);
         }
         let ast::SetExpr::Select(select) = query.body.as_ref() else {

@@ -25,6 +25,7 @@ mod grouping_sets;
 mod index_expr;
 mod indexes;
 mod join;
+mod join_size;
 mod lateral;
 mod modify;
 mod ordered_set;

@@ -761,7 +761,7 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         return Err(Error::not_supported("SELECT INTO is not supported; use CREATE TABLE AS"));
     }
     let (where_plain, subqueries) = crate::join::split_where(select.selection.as_ref());
-    let (where_plain, subqueries) = crate::join::keep_correlated_not_in(where_plain, subqueries, ctx);
+    let (where_plain, subqueries) = crate::join::keep_correlated_subplans(where_plain, subqueries, ctx);
     let from = analyze_from_clause(select, ctx)?;
     let scope = from.scope();
 

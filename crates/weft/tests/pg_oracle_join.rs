@@ -390,6 +390,39 @@ fn left_joins_above_inner_joins_match_postgresql() {
     assert!(left < inner, "the inner join with c runs below the left join:\n{plan}");
 }
 
+/// An island of inner joins joins next the item whose join keeps the fewest rows,
+/// estimated from the keys' distinct values: `f JOIN db` (db's keys are `f.b`'s, unique,
+/// so it keeps at most db's rows) before `f JOIN da` (each `da` row matches 20 of `f`),
+/// though `da` is the smaller table.
+#[test]
+fn island_order_follows_estimated_join_rows() {
+    let setup = [
+        "CREATE TABLE f (a int4, b int4, pad text)",
+        "INSERT INTO f SELECT i % 1000, i, 'p' || i FROM generate_series(1, 20000) i",
+        "CREATE TABLE da (a int4, x int4)",
+        "INSERT INTO da SELECT i, i * 2 FROM generate_series(0, 999) i",
+        "CREATE TABLE db (b int4, y int4)",
+        "INSERT INTO db SELECT CASE WHEN i <= 40 THEN i * 7 ELSE 100000 + i END, i FROM generate_series(1, 5000) i",
+        "ANALYZE f",
+        "ANALYZE da",
+        "ANALYZE db",
+    ];
+    let queries = [
+        "SELECT f.b, da.x, db.y FROM f JOIN da ON da.a = f.a JOIN db ON db.b = f.b",
+        "SELECT count(*), sum(da.x) FROM f, da, db WHERE da.a = f.a AND db.b = f.b AND db.y % 3 = 0",
+        "SELECT f.b, da.x, db.y FROM f JOIN da ON da.a = f.a LEFT JOIN db ON db.b = f.b WHERE f.b < 300",
+        "SELECT count(*) FROM f JOIN da ON da.a = f.a JOIN db ON db.b = f.b AND db.y < da.x",
+    ];
+    compare_under_configurations(&setup, &queries);
+
+    let Some((_pg, _dir, db)) = start_with_setup(&setup) else { return };
+    let mut s = db.session();
+    let plan = oracle::lines(&s.execute("EXPLAIN SELECT f.b, da.x, db.y FROM f JOIN da ON da.a = f.a JOIN db ON db.b = f.b").unwrap()).join("\n");
+    let with_da = plan.find("da.a").unwrap_or_else(|| panic!("{plan}"));
+    let with_db = plan.find("db.b").unwrap_or_else(|| panic!("{plan}"));
+    assert!(with_da < with_db, "the join with db runs first (below the join with da):\n{plan}");
+}
+
 /// A filter false for every row (`WHERE false`, a conjunct folded to false or NULL) lets
 /// the pipeline skip its source — but not when a join after it emits unmatched inner rows,
 /// which never pass through that filter.

@@ -37,6 +37,14 @@ const QUERIES: &[&str] = &[
     "SELECT id FROM o WHERE k NOT IN (SELECT k FROM n WHERE n.y > o.x)",
     "SELECT id FROM o WHERE x NOT IN (SELECT y FROM n WHERE n.k = o.k) AND id < 300",
     "SELECT id FROM o WHERE NOT (s IN (SELECT s FROM n WHERE n.k = o.k)) AND x <> ALL (SELECT y FROM nn WHERE nn.k = o.k)",
+    // Correlated EXISTS / IN at the top level of WHERE whose subquery aggregates, groups,
+    // is DISTINCT or has a LIMIT: subplan filters, not joins with a relation planned alone.
+    "SELECT id FROM o WHERE x IN (SELECT max(y) FROM n WHERE n.k = o.k GROUP BY s)",
+    "SELECT id FROM o WHERE x IN (SELECT max(y) FROM n WHERE n.k = o.k) AND id < 400",
+    "SELECT id FROM o WHERE EXISTS (SELECT max(y) FROM n WHERE n.k = o.k GROUP BY y HAVING count(*) > 1)",
+    "SELECT id FROM o WHERE NOT EXISTS (SELECT count(*) FROM n WHERE n.y = o.x HAVING count(*) > 1)",
+    "SELECT id FROM o WHERE x = ANY (SELECT y FROM n WHERE n.k = o.k GROUP BY y)",
+    "SELECT id FROM o WHERE x IN (SELECT DISTINCT y FROM n WHERE n.k = o.k) AND s IN (SELECT s FROM n WHERE n.y < o.x ORDER BY s LIMIT 3)",
     // Rows: (a, b) [NOT] IN (SELECT x, y ...), a semi join on two keys at the top level,
     // a subplan elsewhere and for NOT IN (a NULL field need not make the row unknown).
     "SELECT id FROM o WHERE (k, x) IN (SELECT k, y FROM n)",
