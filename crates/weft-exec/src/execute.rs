@@ -447,7 +447,7 @@ pub fn execute_insert(plan: &Plan, ctx: &ExecContext, target: &InsertTarget) -> 
     Ok(sink.inserted.load(Ordering::Relaxed))
 }
 
-fn apply_steps_to_all(rows: Vec<Row>, steps: &[Step], eval: &EvalContext) -> Result<Vec<Row>> {
+pub(crate) fn apply_steps_to_all(rows: Vec<Row>, steps: &[Step], eval: &EvalContext) -> Result<Vec<Row>> {
     if steps.is_empty() {
         return Ok(rows);
     }

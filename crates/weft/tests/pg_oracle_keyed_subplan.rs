@@ -5,7 +5,9 @@
 //! row), so both paths give the rows PostgreSQL gives: EXISTS, NOT EXISTS, IN, NOT IN,
 //! ANY / ALL and scalar subqueries under OR, in the select list and in CASE; NULL keys
 //! and NULL outer values; NaN and -0 in float keys; numerics of different scales;
-//! casts of the outer value; a key that is an expression; LIMIT / OFFSET in the subquery.
+//! casts of the outer value; a key that is an expression; LIMIT / OFFSET in the subquery;
+//! aggregating subqueries (with GROUP BY, HAVING, DISTINCT, FILTER and ORDER BY in the
+//! aggregate), whose keys with no rows get the aggregate over no rows.
 
 use super::oracle;
 
@@ -44,9 +46,21 @@ const QUERIES: &[&str] = &[
     "SELECT id, (SELECT ki.x FROM ki WHERE ki.k = ko.k AND ki.d = ko.d) FROM ko ORDER BY 1",
     "SELECT id, (SELECT 1 FROM ki WHERE ki.k = ko.k LIMIT 1), (SELECT count(*) FROM (SELECT 1 FROM ki WHERE ki.k = ko.k OFFSET 140) s) FROM ko ORDER BY 1",
     "SELECT id, CASE WHEN EXISTS (SELECT 1 FROM ki WHERE ki.k = ko.k AND ki.d BETWEEN ko.d AND ko.d + 20) THEN 'y' ELSE 'n' END FROM ko ORDER BY 1",
+    // Aggregating subqueries, grouped by the keys first: a key no row has gets the
+    // aggregate over no rows (count 0, max NULL, no row under GROUP BY or a false HAVING).
+    "SELECT id, (SELECT max(ki.d) FROM ki WHERE ki.k = ko.k), (SELECT count(*) FROM ki WHERE ki.k = ko.k + 20 AND ki.x > 2) FROM ko ORDER BY 1",
+    "SELECT id, (SELECT sum(ki.x) + count(ki.s) FROM ki WHERE ki.s = ko.s AND ki.k = ko.k HAVING count(*) > 1) FROM ko ORDER BY 1",
+    "SELECT id, (SELECT string_agg(DISTINCT ki.s, ',' ORDER BY ki.s) FROM ki WHERE ki.f = ko.f AND ki.x = 3) FROM ko ORDER BY 1",
+    "SELECT id, (SELECT avg(ki.n) FROM ki WHERE ki.n = ko.n), (SELECT count(*) FILTER (WHERE ki.x > 4) FROM ki WHERE ki.k::bigint = ko.b) FROM ko ORDER BY 1",
+    "SELECT id FROM ko WHERE ko.d > (SELECT avg(ki.d) FROM ki WHERE ki.k = ko.k) OR ko.id < 3 ORDER BY 1",
+    "SELECT id FROM ko WHERE ko.id < 0 OR ko.d IN (SELECT max(ki.d) FROM ki WHERE ki.k = ko.k GROUP BY ki.s) ORDER BY 1",
+    "SELECT id, EXISTS (SELECT ki.s FROM ki WHERE ki.k = ko.k GROUP BY ki.s HAVING count(*) > 17) FROM ko ORDER BY 1",
+    "SELECT id, (SELECT max(ki.d) FROM ki WHERE ki.k = ko.k LIMIT 1 OFFSET 0), (SELECT count(*) FROM ki WHERE ki.k = ko.k OFFSET 1) FROM ko ORDER BY 1",
 ];
 
 const ERRORS_WITH_SQLSTATE: &[&str] = &[
+    // A grouped aggregate with more than one row for some outer row.
+    "SELECT id, (SELECT count(*) FROM ki WHERE ki.k = ko.k GROUP BY ki.s) FROM ko",
     // More than one row for some outer row.
     "SELECT id, (SELECT ki.x FROM ki WHERE ki.k = ko.k AND ki.d < ko.d) FROM ko",
 ];

@@ -185,7 +185,11 @@ impl SubPlan {
             // A failed run (a conjunct erring on a row the correlation filters out
             // first) leaves the per-row evaluation to raise what it raises.
             let rows = runner.run(keyed.plan(), ctx).ok()?;
-            Some(keyed.keep(rows))
+            let absent = match keyed.absent_plan() {
+                Some(plan) => runner.run(plan, ctx).ok()?,
+                None => Vec::new(),
+            };
+            keyed.keep(rows, absent, ctx).ok()
         });
         Ok(self.keyed.get_or_init(|| keyed).as_ref())
     }
