@@ -18,7 +18,7 @@ use weft_common::{Datum, Error, Result};
 
 use super::batch::{Block, Records};
 use super::run::*;
-use super::table::{emit_unmatched_outer, inner_keys, is_marked, outer_keys, Arena, Buckets, JoinTable, ProbeBuffers, MAX_ARENAS};
+use super::table::{emit_unmatched_outer, inner_keys, int_rows_type, is_marked, outer_keys, Arena, Buckets, IntProbe, JoinTable, ProbeBuffers, MAX_ARENAS};
 use crate::execute::ExecContext;
 use crate::plan::JoinType;
 
@@ -312,6 +312,12 @@ impl<'p> SharedJoin<'p> {
                 (self.round_arena.fetch_add(1, Ordering::Relaxed), spare.unwrap_or_else(|| Arena::new(self.join)))
             });
             let mut records = Records::new(&buf);
+            if let Some(data_type) = Arena::int_row_type(self.join) {
+                // Compact records first (a block's are all compact but for NULL keys).
+                while let Some(value) = records.next_int(data_type)? {
+                    a.push_int(value);
+                }
+            }
             while let Some((hash, keyed)) = records.next_into(self.join.inner_width, &mut row)? {
                 let row_keys = if keyed { inner_keys(self.join, &row, ctx.eval, &mut keys)? } else { None };
                 a.push(hash, row_keys, &row);
@@ -353,11 +359,27 @@ impl<'p> SharedJoin<'p> {
         let marks = if round.chunked { plan.marks[round.batch].as_deref() } else { None };
         let (mut buf, mut row, mut keys) = (Vec::new(), Vec::new(), Vec::new());
         let mut buffers = ProbeBuffers::default();
+        let int_rows = int_rows_type(self.join);
+        let mut ints = IntProbe::default();
         loop {
             ctx.cancel.check()?;
             let j = self.probe_cursor.fetch_add(1, Ordering::Relaxed);
             let Some((block, start)) = plan.outer_block(round.batch, j) else { return Ok(true) };
             block.read(&mut buf)?;
+            if let Some(data_type) = int_rows {
+                let mut records = Records::new(&buf);
+                ints.values.clear();
+                while let Some(value) = records.next_int(data_type)? {
+                    ints.values.push(value);
+                }
+                // An outer row always has its key: every record is compact.
+                if records.at_end() {
+                    if !table.probe_ints(self.join, data_type, &mut ints, marks.map(|m| (m, start)), out)? {
+                        return Ok(false);
+                    }
+                    continue;
+                }
+            }
             let mut records = Records::new(&buf);
             // The mark of the first row waiting in `buffers`.
             let (mut k, mut first_waiting) = (start, start);

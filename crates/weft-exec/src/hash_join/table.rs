@@ -204,6 +204,11 @@ fn int_value(d: &Datum) -> Option<i64> {
 impl IntKeyRange {
     fn add(self, key: &Datum) -> IntKeyRange {
         let Some(v) = int_value(key) else { return IntKeyRange::Unknown };
+        self.add_value(v)
+    }
+
+    #[inline]
+    fn add_value(self, v: i64) -> IntKeyRange {
         match self {
             IntKeyRange::Empty => IntKeyRange::Range(v, v),
             IntKeyRange::Range(lo, hi) => IntKeyRange::Range(lo.min(v), hi.max(v)),
@@ -246,7 +251,7 @@ impl Arena {
 
     /// The type of a join's inner rows when they are one int4 or int8 column that is the
     /// whole key (kept in the entries: `int_rows`).
-    fn int_row_type(join: &HashJoin) -> Option<DataType> {
+    pub(crate) fn int_row_type(join: &HashJoin) -> Option<DataType> {
         match (join.inner_width, join.inner_keys.as_slice()) {
             (1, [Expr::Column { index: 0, data_type: t @ (DataType::Int4 | DataType::Int8) }]) => Some(*t),
             _ => None,
@@ -363,6 +368,20 @@ impl Arena {
             };
             self.int_keys = self.int_keys.add(key);
         }
+        index
+    }
+
+    /// Add a keyed tuple of value `value` to an integer-row arena (`int_rows`), read from
+    /// a compact batch record: no `Datum` row is built for it. Returns its index.
+    #[inline]
+    pub fn push_int(&mut self, value: i64) -> usize {
+        debug_assert!(self.int_rows.is_some());
+        let index = self.entries.len();
+        self.entries.push(Entry { word: value as u64, next: AtomicU64::new(0) });
+        self.keyed.push(true);
+        self.matched.push(AtomicBool::new(false));
+        self.bytes += std::mem::size_of::<Entry>() + 2;
+        self.int_keys = self.int_keys.add_value(value);
         index
     }
 
@@ -723,7 +742,17 @@ impl JoinTable {
         buffers: &mut ProbeBuffers,
         emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
     ) -> Result<bool> {
-        let ProbeBuffers { keys: key_buffer, joined, pending } = buffers;
+        if let Some(data_type) = buffers.int_rows {
+            // The outer row is its one integer key (a NULL one takes the general way).
+            if let Some(value) = int_value(&outer[0]) {
+                buffers.ints.values.push(value);
+                if buffers.ints.values.len() >= INT_PROBE_BATCH {
+                    return self.flush_ints(join, data_type, buffers, emit);
+                }
+                return Ok(true);
+            }
+        }
+        let ProbeBuffers { keys: key_buffer, joined, pending, .. } = buffers;
         let keys = outer_keys(join, outer, eval, key_buffer)?;
         let hash = keys.map_or(0, key_hash);
         if self.buckets.len() < BATCHED_PROBE_MIN_BUCKETS {
@@ -792,6 +821,11 @@ impl JoinTable {
         marks: Option<(&OuterMarks, usize)>,
         emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
     ) -> Result<bool> {
+        if let Some(data_type) = buffers.int_rows {
+            if !buffers.ints.values.is_empty() && !self.flush_ints(join, data_type, buffers, emit)? {
+                return Ok(false);
+            }
+        }
         let mut pending = std::mem::take(&mut buffers.pending);
         let count = pending.has_key.len();
         let width = join.outer_width;
@@ -840,6 +874,14 @@ impl JoinTable {
         }
         pending.clear();
         buffers.pending = pending;
+        Ok(going)
+    }
+
+    /// Probe with the integer outer rows waiting in `buffers.ints` (see
+    /// [`ProbeBuffers::for_join`]).
+    fn flush_ints(&self, join: &HashJoin, data_type: DataType, buffers: &mut ProbeBuffers, emit: &mut dyn FnMut(&[Datum]) -> Result<bool>) -> Result<bool> {
+        let going = self.probe_ints(join, data_type, &mut buffers.ints, None, emit)?;
+        buffers.ints.values.clear();
         Ok(going)
     }
 
@@ -941,6 +983,155 @@ impl JoinTable {
         Ok(true)
     }
 
+    /// Probe an integer-row table (`Arena::int_rows`) with outer rows that are nothing
+    /// but their one integer key of `data_type` (`scratch.values`, read from a batch
+    /// file's compact records, none NULL), for a join without a further ON condition:
+    /// what [`JoinTable::probe_one`] does, without a `Datum` row per outer row (a joined
+    /// row is two datums on the stack). `marks` as for [`JoinTable::probe_keyed_batched`],
+    /// the first value's bit at its `usize`.
+    ///
+    /// The cache misses are software-pipelined instead of taken in batches: row `i + HEAD_AHEAD`'s
+    /// bucket head is prefetched, row `i + FIRST_AHEAD`'s head (arrived by then) read and
+    /// its first tuple prefetched, row `i + SECOND_AHEAD`'s first tuple read and the second
+    /// prefetched, and row `i` walked: the misses of a block's rows overlap all along
+    /// instead of one batch's at a time.
+    pub fn probe_ints(
+        &self,
+        join: &HashJoin,
+        data_type: DataType,
+        scratch: &mut IntProbe,
+        marks: Option<(&OuterMarks, usize)>,
+        emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
+    ) -> Result<bool> {
+        debug_assert!(join.filter.is_none() && join.outer_width == 1);
+        if join.null_aware && self.facts.inner_has_null_key {
+            // NOT IN against a NULL: never true.
+            return Ok(true);
+        }
+        let IntProbe { values, hashes, heads } = scratch;
+        let n = values.len();
+        hashes.clear();
+        hashes.extend(values.iter().map(|&v| int_key_hash(data_type, v)));
+        heads.clear();
+        heads.resize(n, 0);
+        let buckets = &*self.buckets;
+        let head_of = |hash: u64| &buckets.heads[(hash & buckets.mask) as usize];
+        // The first tuple of row `j`'s chain, when the filter lets it have one.
+        let first_of = |j: usize, heads: &[u64]| {
+            let head = heads[j];
+            if head & filter_bit(hashes[j]) != 0 {
+                head & ID_MASK
+            } else {
+                0
+            }
+        };
+        let entry_of = |id: TupleId| {
+            let (arena, index) = unpack(id);
+            &self.arenas[arena].entries[index]
+        };
+        for &hash in &hashes[..HEAD_AHEAD.min(n)] {
+            prefetch(head_of(hash));
+        }
+        for j in 0..FIRST_AHEAD.min(n) {
+            heads[j] = head_of(hashes[j]).load(Ordering::Acquire);
+            let first = first_of(j, heads);
+            if first != 0 {
+                prefetch(entry_of(first));
+            }
+        }
+        for j in 0..SECOND_AHEAD.min(n) {
+            let first = first_of(j, heads);
+            if first != 0 {
+                let second = entry_of(first).next.load(Ordering::Relaxed);
+                if second != 0 {
+                    prefetch(entry_of(second));
+                }
+            }
+        }
+        let join_type = join.join_type;
+        let semi_or_anti = matches!(join_type, JoinType::Semi | JoinType::Anti);
+        'rows: for i in 0..n {
+            if i + HEAD_AHEAD < n {
+                prefetch(head_of(hashes[i + HEAD_AHEAD]));
+            }
+            if i + FIRST_AHEAD < n {
+                let j = i + FIRST_AHEAD;
+                heads[j] = head_of(hashes[j]).load(Ordering::Acquire);
+                let first = first_of(j, heads);
+                if first != 0 {
+                    prefetch(entry_of(first));
+                }
+            }
+            if i + SECOND_AHEAD < n {
+                let first = first_of(i + SECOND_AHEAD, heads);
+                if first != 0 {
+                    let second = entry_of(first).next.load(Ordering::Relaxed);
+                    if second != 0 {
+                        prefetch(entry_of(second));
+                    }
+                }
+            }
+            let value = values[i];
+            let mark = marks.map(|(m, start)| (m, start + i));
+            if let Some((m, k)) = mark {
+                if semi_or_anti && is_marked(m, k) {
+                    // Decided by an earlier chunk.
+                    continue;
+                }
+            }
+            let mut any = false;
+            let mut id = first_of(i, heads);
+            while id != 0 {
+                let (arena_number, index) = unpack(id);
+                let arena = &self.arenas[arena_number];
+                let entry = &arena.entries[index];
+                id = entry.next.load(Ordering::Relaxed);
+                // Only keyed tuples are on chains: `word` is the value.
+                if entry.word != value as u64 {
+                    continue;
+                }
+                if !any {
+                    any = true;
+                    if let Some((m, k)) = mark {
+                        if set_mark(m, k) && join_type == JoinType::Semi {
+                            continue 'rows;
+                        }
+                    }
+                }
+                match join_type {
+                    JoinType::Semi => {
+                        if !emit(&[int_datum(data_type, value)])? {
+                            return Ok(false);
+                        }
+                        continue 'rows;
+                    }
+                    JoinType::Anti => continue 'rows,
+                    JoinType::Right | JoinType::Full => {
+                        if !arena.matched[index].load(Ordering::Relaxed) {
+                            arena.matched[index].store(true, Ordering::Relaxed);
+                        }
+                    }
+                    JoinType::Inner | JoinType::Left => {}
+                }
+                // Both columns are the key: equal values.
+                if !emit(&[int_datum(data_type, value), int_datum(data_type, value)])? {
+                    return Ok(false);
+                }
+            }
+            if !any && mark.is_none() {
+                let going = match join_type {
+                    JoinType::Anti => emit(&[int_datum(data_type, value)])?,
+                    JoinType::Left | JoinType::Full => emit(&[int_datum(data_type, value), Datum::Null])?,
+                    _ => true,
+                };
+                if !going {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
     /// Right and full joins: the inner tuples of global numbers `range` no outer row
     /// matched, after NULLs for the outer columns.
     pub fn emit_unmatched(
@@ -984,6 +1175,22 @@ pub(crate) fn emit_unmatched_outer(
     emit(joined)
 }
 
+/// How far ahead of the row it walks [`JoinTable::probe_ints`] prefetches a bucket head,
+/// reads it (prefetching the first tuple), and reads the first tuple (prefetching the
+/// second).
+const HEAD_AHEAD: usize = 24;
+const FIRST_AHEAD: usize = 16;
+const SECOND_AHEAD: usize = 8;
+
+/// Scratch of [`JoinTable::probe_ints`]: a block's outer values (filled by the caller),
+/// their hashes and bucket heads.
+#[derive(Default)]
+pub(crate) struct IntProbe {
+    pub values: Vec<i64>,
+    hashes: Vec<u64>,
+    heads: Vec<u64>,
+}
+
 /// How far ahead of its insert a tuple's bucket head is fetched.
 const INSERT_PREFETCH_DISTANCE: usize = 16;
 
@@ -1000,13 +1207,38 @@ pub(crate) struct ProbeBuffers {
     keys: Vec<Datum>,
     joined: Vec<Datum>,
     pending: PendingRows,
+    /// Set when both sides' rows are one integer key ([`int_rows_type`]): outer rows with
+    /// a key then wait in `ints` as bare values, probed by [`JoinTable::probe_ints`].
+    int_rows: Option<DataType>,
+    ints: IntProbe,
 }
 
+/// Outer integer keys probed together by [`JoinTable::probe`]: the software pipeline of
+/// [`JoinTable::probe_ints`] runs across them.
+const INT_PROBE_BATCH: usize = 256;
+
 impl ProbeBuffers {
+    /// Buffers for probing `join`'s table with its outer rows.
+    pub fn for_join(join: &HashJoin) -> ProbeBuffers {
+        ProbeBuffers { int_rows: int_rows_type(join), ..ProbeBuffers::default() }
+    }
+
     /// Are outer rows waiting (a flush is due before the probe ends)?
     pub fn has_pending(&self) -> bool {
-        !self.pending.has_key.is_empty()
+        !self.pending.has_key.is_empty() || !self.ints.values.is_empty()
     }
+}
+
+/// The key's type when both sides' rows are nothing but one int4/int8 key column (the
+/// self-join `SELECT count(*) FROM t t1 JOIN t t2 USING (a)`) and no further ON condition
+/// applies: the table keeps its tuples' values in their entries (`Arena::int_rows`), batch
+/// files hold compact records of both sides, and outer rows are probed as bare values
+/// ([`JoinTable::probe_ints`]); a round's inner records are loaded without `Datum` rows
+/// (`Arena::push_int`).
+pub(crate) fn int_rows_type(join: &HashJoin) -> Option<DataType> {
+    let data_type = Arena::int_row_type(join)?;
+    let outer_is_key = join.outer_width == 1 && matches!(join.outer_keys.as_slice(), [Expr::Column { index: 0, data_type: t }] if *t == data_type);
+    (outer_is_key && join.filter.is_none()).then_some(data_type)
 }
 
 /// Outer rows (flat), their keys (flat), hashes, and bucket heads once loaded.
@@ -1028,3 +1260,4 @@ impl PendingRows {
         self.heads.clear();
     }
 }
+
