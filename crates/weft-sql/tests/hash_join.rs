@@ -847,7 +847,7 @@ fn zone_maps_under_concurrent_inserts() {
     assert_eq!(result(&mut s, sql), vec![(501 + inserted).to_string()]);
 }
 
-/// Rows of a key-only join (`lk`, `rk`: one integer column `k` each), each as "left
+/// Rows of a key-only join (`l`, `r`: one integer column `k` each), each as "left
 /// k|right k" (empty for NULL) or "left k" for semi, anti and NOT IN: nested loops over
 /// each left row's equal right rows (found by grouping).
 fn key_oracle(kind: &str, left: &[Option<i64>], right: &[Option<i64>]) -> Vec<String> {
@@ -901,13 +901,13 @@ fn key_oracle(kind: &str, left: &[Option<i64>], right: &[Option<i64>]) -> Vec<St
 
 fn key_query(kind: &str) -> String {
     match kind {
-        "inner" => "SELECT l.k, r.k FROM lk l JOIN rk r ON l.k = r.k",
-        "left" => "SELECT l.k, r.k FROM lk l LEFT JOIN rk r ON l.k = r.k",
-        "right" => "SELECT l.k, r.k FROM lk l RIGHT JOIN rk r ON l.k = r.k",
-        "full" => "SELECT l.k, r.k FROM lk l FULL JOIN rk r ON l.k = r.k",
-        "semi" => "SELECT l.k FROM lk l WHERE EXISTS (SELECT 1 FROM rk r WHERE r.k = l.k)",
-        "anti" => "SELECT l.k FROM lk l WHERE NOT EXISTS (SELECT 1 FROM rk r WHERE r.k = l.k)",
-        "not in" => "SELECT l.k FROM lk l WHERE l.k NOT IN (SELECT k FROM rk)",
+        "inner" => "SELECT l.k, r.k FROM l JOIN r ON l.k = r.k",
+        "left" => "SELECT l.k, r.k FROM l LEFT JOIN r ON l.k = r.k",
+        "right" => "SELECT l.k, r.k FROM l RIGHT JOIN r ON l.k = r.k",
+        "full" => "SELECT l.k, r.k FROM l FULL JOIN r ON l.k = r.k",
+        "semi" => "SELECT l.k FROM l WHERE EXISTS (SELECT 1 FROM r WHERE r.k = l.k)",
+        "anti" => "SELECT l.k FROM l WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.k = l.k)",
+        "not in" => "SELECT l.k FROM l WHERE l.k NOT IN (SELECT k FROM r)",
         other => unreachable!("{other}"),
     }
     .to_string()
@@ -942,7 +942,7 @@ fn key_only_joins_match_nested_loops() {
             }
             right.extend(std::iter::repeat_n(Some(42), 8000));
         }
-        for (name, rows) in [("lk", &left), ("rk", &right)] {
+        for (name, rows) in [("l", &left), ("r", &right)] {
             s.execute(&format!("DROP TABLE IF EXISTS {name}")).unwrap();
             s.execute(&format!("CREATE TABLE {name} (k {data_type})")).unwrap();
             for chunk in rows.chunks(1000) {
@@ -964,10 +964,12 @@ fn key_only_joins_match_nested_loops() {
                         let got = result(&mut s, &sql);
                         assert!(&got == expected, "{data_type} round {round}, {shape} {workers} {budget:?}: {sql}\n{} rows, expected {}", got.len(), expected.len());
                     }
-                    let sql = "SELECT l.k FROM lk l WHERE l.k NOT IN (SELECT k FROM rk WHERE k IS NOT NULL)";
+                    let sql = "SELECT l.k FROM l WHERE l.k NOT IN (SELECT k FROM r WHERE k IS NOT NULL)";
                     assert_eq!(result(&mut s, sql), not_in_no_nulls, "{shape} {workers} {budget:?}: {sql}");
-                    assert_eq!(result(&mut s, "SELECT count(*) FROM lk JOIN rk USING (k)"), vec![count.clone()], "{shape} {workers} {budget:?}");
-                    if budget == TINY_BUDGET {
+                    assert_eq!(result(&mut s, "SELECT count(*) FROM l JOIN r USING (k)"), vec![count.clone()], "{shape} {workers} {budget:?}");
+                    // A private table's 64kB takes several batches (a shared one combines its
+                    // participants' budgets: key-only tuples may then fit in one).
+                    if budget == TINY_BUDGET && shape != "aware" {
                         let plan = result(&mut s, &format!("EXPLAIN ANALYZE {}", key_query("full"))).join("\n");
                         assert!(batches(&plan).iter().all(|&b| b > 1), "{shape} {workers}: {plan}");
                     }
