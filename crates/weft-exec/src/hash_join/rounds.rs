@@ -18,7 +18,7 @@ use weft_common::{Datum, Error, Result};
 
 use super::batch::{Block, Records};
 use super::run::*;
-use super::table::{emit_unmatched_outer, inner_keys, is_marked, outer_keys, Arena, Buckets, JoinTable, ProbeBuffers, MAX_ARENAS};
+use super::table::{emit_unmatched_outer, inner_keys, int_rows_type, is_marked, outer_keys, Arena, Buckets, IntProbe, JoinTable, ProbeBuffers, BUCKETS_MIN, MAX_ARENAS};
 use crate::execute::ExecContext;
 use crate::plan::JoinType;
 
@@ -40,7 +40,8 @@ pub(crate) struct RoundPlan {
 pub(crate) struct Round {
     pub batch: usize,
     pub blocks: Range<usize>,
-    pub tuples: usize,
+    /// Its bucket array's length (see `SharedJoin::round_buckets`).
+    pub buckets: usize,
     pub chunked: bool,
     pub last_chunk: bool,
 }
@@ -71,15 +72,14 @@ impl RoundState {
         }
     }
 
-    /// An empty array of `Buckets::count_for(tuples)` buckets, the spare one if it has
-    /// that many.
-    fn buckets_for(&mut self, tuples: usize) -> Buckets {
+    /// An empty array of `n` buckets, the spare one if it has that many.
+    fn buckets_of(&mut self, n: usize) -> Buckets {
         match self.spare_buckets.take() {
-            Some(mut spare) if spare.len() == Buckets::count_for(tuples) => {
+            Some(mut spare) if spare.len() == n => {
                 spare.clear();
                 spare
             }
-            _ => Buckets::for_tuples(tuples),
+            _ => Buckets::with_len(n),
         }
     }
 }
@@ -206,19 +206,27 @@ impl<'p> SharedJoin<'p> {
             if (inner_tuples == 0 && !join_type.emits_unmatched_outer()) || (outer_rows == 0 && !join_type.emits_unmatched_inner()) {
                 continue;
             }
-            // Chunks of consecutive blocks, each (with its buckets) within the budget.
+            // One round when the batch fits the budget with a dense enough bucket array;
+            // else chunks of consecutive blocks, each with twice its tuples in buckets
+            // within the budget.
+            let inner_bytes: usize = inner[batch].iter().map(|b| b.bytes).sum();
             let mut chunks: Vec<(Range<usize>, usize)> = Vec::new();
-            let (mut start, mut bytes, mut tuples) = (0, 0usize, 0usize);
-            for (i, block) in inner[batch].iter().enumerate() {
-                let total = bytes + block.bytes + Buckets::bytes_for(Buckets::count_for(tuples + block.records as usize));
-                if i > start && total > self.space_allowed {
-                    chunks.push((start..i, tuples));
-                    (start, bytes, tuples) = (i, 0, 0);
+            match self.round_buckets(inner_tuples, inner_bytes) {
+                Some(buckets) => chunks.push((0..inner[batch].len(), buckets)),
+                None => {
+                    let (mut start, mut bytes, mut tuples) = (0, 0usize, 0usize);
+                    for (i, block) in inner[batch].iter().enumerate() {
+                        let total = bytes + block.bytes + Buckets::bytes_for(Buckets::count_for(tuples + block.records as usize));
+                        if i > start && total > self.space_allowed {
+                            chunks.push((start..i, Buckets::count_for(tuples)));
+                            (start, bytes, tuples) = (i, 0, 0);
+                        }
+                        bytes += block.bytes;
+                        tuples += block.records as usize;
+                    }
+                    chunks.push((start..inner[batch].len(), Buckets::count_for(tuples)));
                 }
-                bytes += block.bytes;
-                tuples += block.records as usize;
             }
-            chunks.push((start..inner[batch].len(), tuples));
             let chunked = chunks.len() > 1;
             if chunked {
                 chunked_batches += 1;
@@ -227,8 +235,8 @@ impl<'p> SharedJoin<'p> {
                 }
             }
             let last = chunks.len() - 1;
-            for (c, (blocks, tuples)) in chunks.into_iter().enumerate() {
-                rounds.push(Round { batch, blocks, tuples, chunked, last_chunk: c == last });
+            for (c, (blocks, buckets)) in chunks.into_iter().enumerate() {
+                rounds.push(Round { batch, blocks, buckets, chunked, last_chunk: c == last });
             }
         }
         let outer_start = outer
@@ -247,6 +255,28 @@ impl<'p> SharedJoin<'p> {
             .collect();
         let plan = RoundPlan { rounds, chunked_batches, blocks: Mutex::new(inner.into_iter().zip(outer).collect()), outer_start, marks };
         self.plan.set(plan).map_err(|_| Error::internal("hash join rounds planned twice"))
+    }
+
+    /// The bucket count of a batch of `tuples` tuples taking `bytes` processed in one
+    /// round: twice the tuples (`Buckets::count_for`), or fewer — down to a quarter of
+    /// the tuples — when that does not fit the budget; `None` when even that does not (the
+    /// batch is then processed in chunks). A batch the build kept within the budget thus
+    /// stays one round: with twice its tuples in buckets a full batch did not fit and was
+    /// processed in two chunks, each of its outer rows read and probed twice (the 10M
+    /// self-join at 4MB: 30 rounds for 15 batches), where a denser array only makes some
+    /// chains a tuple longer.
+    fn round_buckets(&self, tuples: usize, bytes: usize) -> Option<usize> {
+        let least = (tuples / 4).max(BUCKETS_MIN);
+        let mut n = Buckets::count_for(tuples);
+        loop {
+            if bytes + Buckets::bytes_for(n) <= self.space_allowed {
+                return Some(n);
+            }
+            if n / 2 < least {
+                return None;
+            }
+            n /= 2;
+        }
     }
 
     /// One phase of round `(phase - FIRST_ROUND) / ROUND_PHASES`.
@@ -287,7 +317,7 @@ impl<'p> SharedJoin<'p> {
         let previous = state.table.take();
         state.recycle(previous.or(batch0));
         state.arenas.clear();
-        state.buckets = Some(Arc::new(state.buckets_for(round.tuples)));
+        state.buckets = Some(Arc::new(state.buckets_of(round.buckets)));
         for cursor in [&self.load_cursor, &self.probe_cursor, &self.scan_cursor, &self.outer_scan_cursor, &self.round_arena] {
             cursor.store(0, Ordering::Relaxed);
         }
@@ -312,6 +342,12 @@ impl<'p> SharedJoin<'p> {
                 (self.round_arena.fetch_add(1, Ordering::Relaxed), spare.unwrap_or_else(|| Arena::new(self.join)))
             });
             let mut records = Records::new(&buf);
+            if let Some(data_type) = Arena::int_row_type(self.join) {
+                // Compact records first (a block's are all compact but for NULL keys).
+                while let Some(value) = records.next_int(data_type)? {
+                    a.push_int(value);
+                }
+            }
             while let Some((hash, keyed)) = records.next_into(self.join.inner_width, &mut row)? {
                 let row_keys = if keyed { inner_keys(self.join, &row, ctx.eval, &mut keys)? } else { None };
                 a.push(hash, row_keys, &row);
@@ -353,11 +389,27 @@ impl<'p> SharedJoin<'p> {
         let marks = if round.chunked { plan.marks[round.batch].as_deref() } else { None };
         let (mut buf, mut row, mut keys) = (Vec::new(), Vec::new(), Vec::new());
         let mut buffers = ProbeBuffers::default();
+        let int_rows = int_rows_type(self.join);
+        let mut ints = IntProbe::default();
         loop {
             ctx.cancel.check()?;
             let j = self.probe_cursor.fetch_add(1, Ordering::Relaxed);
             let Some((block, start)) = plan.outer_block(round.batch, j) else { return Ok(true) };
             block.read(&mut buf)?;
+            if let Some(data_type) = int_rows {
+                let mut records = Records::new(&buf);
+                ints.values.clear();
+                while let Some(value) = records.next_int(data_type)? {
+                    ints.values.push(value);
+                }
+                // An outer row always has its key: every record is compact.
+                if records.at_end() {
+                    if !table.probe_ints(self.join, data_type, &mut ints, marks.map(|m| (m, start)), out)? {
+                        return Ok(false);
+                    }
+                    continue;
+                }
+            }
             let mut records = Records::new(&buf);
             // The mark of the first row waiting in `buffers`.
             let (mut k, mut first_waiting) = (start, start);

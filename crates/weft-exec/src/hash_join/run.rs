@@ -397,7 +397,8 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
         } else {
             (None, None)
         };
-        JoinLocal { handle, table, buffers: ProbeBuffers::default(), outer, phase, keys: Vec::new(), skew_outer: 0, spilled: 0, probes: 0 }
+        let buffers = ProbeBuffers::for_join(handle.join);
+        JoinLocal { handle, table, buffers, outer, phase, keys: Vec::new(), skew_outer: 0, spilled: 0, probes: 0 }
     }
 
     /// Take one outer row: probe batch 0's table with it, or write it to its batch's file.

@@ -65,10 +65,22 @@ impl Hasher for KeyHasher {
     }
 }
 
+const KEY_HASH_SEED: u64 = 0x243F_6A88_85A3_08D3;
+
 /// The hash of key values that compare equal under PostgreSQL's rules.
 #[inline]
 pub(crate) fn key_hash(keys: &[Datum]) -> u64 {
-    let mut h = KeyHasher(0x243F_6A88_85A3_08D3);
+    match keys {
+        // Nearly every key: one integer column.
+        [Datum::Int4(v)] => int_key_hash(DataType::Int4, *v as i64),
+        [Datum::Int8(v)] => int_key_hash(DataType::Int8, *v),
+        _ => datums_hash(keys),
+    }
+}
+
+/// [`key_hash`] through `datum_hash`, whatever the keys.
+fn datums_hash(keys: &[Datum]) -> u64 {
+    let mut h = KeyHasher(KEY_HASH_SEED);
     for k in keys {
         datum_hash(k, &mut h);
     }
@@ -204,6 +216,11 @@ fn int_value(d: &Datum) -> Option<i64> {
 impl IntKeyRange {
     fn add(self, key: &Datum) -> IntKeyRange {
         let Some(v) = int_value(key) else { return IntKeyRange::Unknown };
+        self.add_value(v)
+    }
+
+    #[inline]
+    fn add_value(self, v: i64) -> IntKeyRange {
         match self {
             IntKeyRange::Empty => IntKeyRange::Range(v, v),
             IntKeyRange::Range(lo, hi) => IntKeyRange::Range(lo.min(v), hi.max(v)),
@@ -246,7 +263,7 @@ impl Arena {
 
     /// The type of a join's inner rows when they are one int4 or int8 column that is the
     /// whole key (kept in the entries: `int_rows`).
-    fn int_row_type(join: &HashJoin) -> Option<DataType> {
+    pub(crate) fn int_row_type(join: &HashJoin) -> Option<DataType> {
         match (join.inner_width, join.inner_keys.as_slice()) {
             (1, [Expr::Column { index: 0, data_type: t @ (DataType::Int4 | DataType::Int8) }]) => Some(*t),
             _ => None,
@@ -366,6 +383,20 @@ impl Arena {
         index
     }
 
+    /// Add a keyed tuple of value `value` to an integer-row arena (`int_rows`), read from
+    /// a compact batch record: no `Datum` row is built for it. Returns its index.
+    #[inline]
+    pub fn push_int(&mut self, value: i64) -> usize {
+        debug_assert!(self.int_rows.is_some());
+        let index = self.entries.len();
+        self.entries.push(Entry { word: value as u64, next: AtomicU64::new(0) });
+        self.keyed.push(true);
+        self.matched.push(AtomicBool::new(false));
+        self.bytes += std::mem::size_of::<Entry>() + 2;
+        self.int_keys = self.int_keys.add_value(value);
+        index
+    }
+
     /// Bytes tuple `index` takes here (as [`Arena::tuple_bytes`] counted it).
     pub fn tuple_bytes_at(&self, index: usize) -> usize {
         let keys = (self.key_columns.is_none() && self.keyed[index]).then(|| &self.keys[index * self.key_count..(index + 1) * self.key_count]);
@@ -473,11 +504,28 @@ fn int_datum(data_type: DataType, v: i64) -> Datum {
     }
 }
 
-/// The hash of a one-column integer key of `data_type` whose value is `v`.
+/// The hash of a one-column integer key of `data_type` (int4 or int8) whose value is `v`:
+/// what `datum_hash` feeds for the datum (its type's rank, then the value as `Hash` writes
+/// it), without building one — this runs several times per tuple of an integer join.
 #[inline]
 fn int_key_hash(data_type: DataType, v: i64) -> u64 {
-    key_hash(std::slice::from_ref(&int_datum(data_type, v)))
+    let mut h = KeyHasher(KEY_HASH_SEED);
+    match data_type {
+        DataType::Int4 => {
+            h.write_u8(INT4_RANK);
+            h.write_i32(v as i32);
+        }
+        _ => {
+            h.write_u8(INT8_RANK);
+            h.write_i64(v);
+        }
+    }
+    h.finish()
 }
+
+/// `datum_hash`'s type ranks of int4 and int8 (checked by a test against it).
+const INT4_RANK: u8 = 1;
+const INT8_RANK: u8 = 2;
 
 /// A tuple's row: borrowed from its arena, or rebuilt from an integer-row arena's value.
 pub(crate) enum ArenaRow<'a> {
@@ -723,7 +771,17 @@ impl JoinTable {
         buffers: &mut ProbeBuffers,
         emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
     ) -> Result<bool> {
-        let ProbeBuffers { keys: key_buffer, joined, pending } = buffers;
+        if let Some(data_type) = buffers.int_rows {
+            // The outer row is its one integer key (a NULL one takes the general way).
+            if let Some(value) = int_value(&outer[0]) {
+                buffers.ints.values.push(value);
+                if buffers.ints.values.len() >= INT_PROBE_BATCH {
+                    return self.flush_ints(join, data_type, buffers, emit);
+                }
+                return Ok(true);
+            }
+        }
+        let ProbeBuffers { keys: key_buffer, joined, pending, .. } = buffers;
         let keys = outer_keys(join, outer, eval, key_buffer)?;
         let hash = keys.map_or(0, key_hash);
         if self.buckets.len() < BATCHED_PROBE_MIN_BUCKETS {
@@ -792,6 +850,11 @@ impl JoinTable {
         marks: Option<(&OuterMarks, usize)>,
         emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
     ) -> Result<bool> {
+        if let Some(data_type) = buffers.int_rows {
+            if !buffers.ints.values.is_empty() && !self.flush_ints(join, data_type, buffers, emit)? {
+                return Ok(false);
+            }
+        }
         let mut pending = std::mem::take(&mut buffers.pending);
         let count = pending.has_key.len();
         let width = join.outer_width;
@@ -840,6 +903,14 @@ impl JoinTable {
         }
         pending.clear();
         buffers.pending = pending;
+        Ok(going)
+    }
+
+    /// Probe with the integer outer rows waiting in `buffers.ints` (see
+    /// [`ProbeBuffers::for_join`]).
+    fn flush_ints(&self, join: &HashJoin, data_type: DataType, buffers: &mut ProbeBuffers, emit: &mut dyn FnMut(&[Datum]) -> Result<bool>) -> Result<bool> {
+        let going = self.probe_ints(join, data_type, &mut buffers.ints, None, emit)?;
+        buffers.ints.values.clear();
         Ok(going)
     }
 
@@ -941,6 +1012,155 @@ impl JoinTable {
         Ok(true)
     }
 
+    /// Probe an integer-row table (`Arena::int_rows`) with outer rows that are nothing
+    /// but their one integer key of `data_type` (`scratch.values`, read from a batch
+    /// file's compact records, none NULL), for a join without a further ON condition:
+    /// what [`JoinTable::probe_one`] does, without a `Datum` row per outer row (a joined
+    /// row is two datums on the stack). `marks` as for [`JoinTable::probe_keyed_batched`],
+    /// the first value's bit at its `usize`.
+    ///
+    /// The cache misses are software-pipelined instead of taken in batches: row `i + HEAD_AHEAD`'s
+    /// bucket head is prefetched, row `i + FIRST_AHEAD`'s head (arrived by then) read and
+    /// its first tuple prefetched, row `i + SECOND_AHEAD`'s first tuple read and the second
+    /// prefetched, and row `i` walked: the misses of a block's rows overlap all along
+    /// instead of one batch's at a time.
+    pub fn probe_ints(
+        &self,
+        join: &HashJoin,
+        data_type: DataType,
+        scratch: &mut IntProbe,
+        marks: Option<(&OuterMarks, usize)>,
+        emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
+    ) -> Result<bool> {
+        debug_assert!(join.filter.is_none() && join.outer_width == 1);
+        if join.null_aware && self.facts.inner_has_null_key {
+            // NOT IN against a NULL: never true.
+            return Ok(true);
+        }
+        let IntProbe { values, hashes, heads } = scratch;
+        let n = values.len();
+        hashes.clear();
+        hashes.extend(values.iter().map(|&v| int_key_hash(data_type, v)));
+        heads.clear();
+        heads.resize(n, 0);
+        let buckets = &*self.buckets;
+        let head_of = |hash: u64| &buckets.heads[(hash & buckets.mask) as usize];
+        // The first tuple of row `j`'s chain, when the filter lets it have one.
+        let first_of = |j: usize, heads: &[u64]| {
+            let head = heads[j];
+            if head & filter_bit(hashes[j]) != 0 {
+                head & ID_MASK
+            } else {
+                0
+            }
+        };
+        let entry_of = |id: TupleId| {
+            let (arena, index) = unpack(id);
+            &self.arenas[arena].entries[index]
+        };
+        for &hash in &hashes[..HEAD_AHEAD.min(n)] {
+            prefetch(head_of(hash));
+        }
+        for j in 0..FIRST_AHEAD.min(n) {
+            heads[j] = head_of(hashes[j]).load(Ordering::Acquire);
+            let first = first_of(j, heads);
+            if first != 0 {
+                prefetch(entry_of(first));
+            }
+        }
+        for j in 0..SECOND_AHEAD.min(n) {
+            let first = first_of(j, heads);
+            if first != 0 {
+                let second = entry_of(first).next.load(Ordering::Relaxed);
+                if second != 0 {
+                    prefetch(entry_of(second));
+                }
+            }
+        }
+        let join_type = join.join_type;
+        let semi_or_anti = matches!(join_type, JoinType::Semi | JoinType::Anti);
+        'rows: for i in 0..n {
+            if i + HEAD_AHEAD < n {
+                prefetch(head_of(hashes[i + HEAD_AHEAD]));
+            }
+            if i + FIRST_AHEAD < n {
+                let j = i + FIRST_AHEAD;
+                heads[j] = head_of(hashes[j]).load(Ordering::Acquire);
+                let first = first_of(j, heads);
+                if first != 0 {
+                    prefetch(entry_of(first));
+                }
+            }
+            if i + SECOND_AHEAD < n {
+                let first = first_of(i + SECOND_AHEAD, heads);
+                if first != 0 {
+                    let second = entry_of(first).next.load(Ordering::Relaxed);
+                    if second != 0 {
+                        prefetch(entry_of(second));
+                    }
+                }
+            }
+            let value = values[i];
+            let mark = marks.map(|(m, start)| (m, start + i));
+            if let Some((m, k)) = mark {
+                if semi_or_anti && is_marked(m, k) {
+                    // Decided by an earlier chunk.
+                    continue;
+                }
+            }
+            let mut any = false;
+            let mut id = first_of(i, heads);
+            while id != 0 {
+                let (arena_number, index) = unpack(id);
+                let arena = &self.arenas[arena_number];
+                let entry = &arena.entries[index];
+                id = entry.next.load(Ordering::Relaxed);
+                // Only keyed tuples are on chains: `word` is the value.
+                if entry.word != value as u64 {
+                    continue;
+                }
+                if !any {
+                    any = true;
+                    if let Some((m, k)) = mark {
+                        if set_mark(m, k) && join_type == JoinType::Semi {
+                            continue 'rows;
+                        }
+                    }
+                }
+                match join_type {
+                    JoinType::Semi => {
+                        if !emit(&[int_datum(data_type, value)])? {
+                            return Ok(false);
+                        }
+                        continue 'rows;
+                    }
+                    JoinType::Anti => continue 'rows,
+                    JoinType::Right | JoinType::Full => {
+                        if !arena.matched[index].load(Ordering::Relaxed) {
+                            arena.matched[index].store(true, Ordering::Relaxed);
+                        }
+                    }
+                    JoinType::Inner | JoinType::Left => {}
+                }
+                // Both columns are the key: equal values.
+                if !emit(&[int_datum(data_type, value), int_datum(data_type, value)])? {
+                    return Ok(false);
+                }
+            }
+            if !any && mark.is_none() {
+                let going = match join_type {
+                    JoinType::Anti => emit(&[int_datum(data_type, value)])?,
+                    JoinType::Left | JoinType::Full => emit(&[int_datum(data_type, value), Datum::Null])?,
+                    _ => true,
+                };
+                if !going {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
     /// Right and full joins: the inner tuples of global numbers `range` no outer row
     /// matched, after NULLs for the outer columns.
     pub fn emit_unmatched(
@@ -984,6 +1204,22 @@ pub(crate) fn emit_unmatched_outer(
     emit(joined)
 }
 
+/// How far ahead of the row it walks [`JoinTable::probe_ints`] prefetches a bucket head,
+/// reads it (prefetching the first tuple), and reads the first tuple (prefetching the
+/// second).
+const HEAD_AHEAD: usize = 24;
+const FIRST_AHEAD: usize = 16;
+const SECOND_AHEAD: usize = 8;
+
+/// Scratch of [`JoinTable::probe_ints`]: a block's outer values (filled by the caller),
+/// their hashes and bucket heads.
+#[derive(Default)]
+pub(crate) struct IntProbe {
+    pub values: Vec<i64>,
+    hashes: Vec<u64>,
+    heads: Vec<u64>,
+}
+
 /// How far ahead of its insert a tuple's bucket head is fetched.
 const INSERT_PREFETCH_DISTANCE: usize = 16;
 
@@ -1000,13 +1236,38 @@ pub(crate) struct ProbeBuffers {
     keys: Vec<Datum>,
     joined: Vec<Datum>,
     pending: PendingRows,
+    /// Set when both sides' rows are one integer key ([`int_rows_type`]): outer rows with
+    /// a key then wait in `ints` as bare values, probed by [`JoinTable::probe_ints`].
+    int_rows: Option<DataType>,
+    ints: IntProbe,
 }
 
+/// Outer integer keys probed together by [`JoinTable::probe`]: the software pipeline of
+/// [`JoinTable::probe_ints`] runs across them.
+const INT_PROBE_BATCH: usize = 256;
+
 impl ProbeBuffers {
+    /// Buffers for probing `join`'s table with its outer rows.
+    pub fn for_join(join: &HashJoin) -> ProbeBuffers {
+        ProbeBuffers { int_rows: int_rows_type(join), ..ProbeBuffers::default() }
+    }
+
     /// Are outer rows waiting (a flush is due before the probe ends)?
     pub fn has_pending(&self) -> bool {
-        !self.pending.has_key.is_empty()
+        !self.pending.has_key.is_empty() || !self.ints.values.is_empty()
     }
+}
+
+/// The key's type when both sides' rows are nothing but one int4/int8 key column (the
+/// self-join `SELECT count(*) FROM t t1 JOIN t t2 USING (a)`) and no further ON condition
+/// applies: the table keeps its tuples' values in their entries (`Arena::int_rows`), batch
+/// files hold compact records of both sides, and outer rows are probed as bare values
+/// ([`JoinTable::probe_ints`]); a round's inner records are loaded without `Datum` rows
+/// (`Arena::push_int`).
+pub(crate) fn int_rows_type(join: &HashJoin) -> Option<DataType> {
+    let data_type = Arena::int_row_type(join)?;
+    let outer_is_key = join.outer_width == 1 && matches!(join.outer_keys.as_slice(), [Expr::Column { index: 0, data_type: t }] if *t == data_type);
+    (outer_is_key && join.filter.is_none()).then_some(data_type)
 }
 
 /// Outer rows (flat), their keys (flat), hashes, and bucket heads once loaded.
@@ -1026,5 +1287,28 @@ impl PendingRows {
         self.hashes.clear();
         self.has_key.clear();
         self.heads.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The integer shortcut hashes as `datum_hash` does: batches, buckets and chain
+    /// filters of integer keys depend on it, as does a cross-check against keys hashed
+    /// the general way (a NULL-keyed tuple's, a key built by an expression).
+    #[test]
+    fn integer_keys_hash_as_datums_do() {
+        let mut rng = weft_common::XorShift64(0x1a7_4a54);
+        let mut values: Vec<i64> = vec![0, 1, -1, i32::MIN as i64, i32::MAX as i64, i64::MIN, i64::MAX];
+        values.extend((0..1000).map(|_| rng.next_u64() as i64));
+        for v in values {
+            let int4 = Datum::Int4(v as i32);
+            assert_eq!(key_hash(std::slice::from_ref(&int4)), datums_hash(std::slice::from_ref(&int4)), "{v}");
+            assert_eq!(int_key_hash(DataType::Int4, v as i32 as i64), datums_hash(&[int4]), "{v}");
+            let int8 = Datum::Int8(v);
+            assert_eq!(key_hash(std::slice::from_ref(&int8)), datums_hash(std::slice::from_ref(&int8)), "{v}");
+            assert_eq!(int_key_hash(DataType::Int8, v), datums_hash(&[int8]), "{v}");
+        }
     }
 }
