@@ -938,6 +938,12 @@ impl<'a> Builder<'a> {
                     children.extend(node.children);
                     inlined_lines = node.lines;
                     (node.name, child.cols, e.rows, e.startup, 0.0, e.total - e.startup)
+                } else if label.alias.is_none() && label.columns.is_empty() && matches!(plan.as_ref(), Plan::Sort(_)) {
+                    // Output columns computed after a sort under a LIMIT (the planner's
+                    // `postpone_subplans_past_sort`): PostgreSQL's Result node.
+                    let cpu = e.rows * CPU_TUPLE_COST;
+                    children.push(child.node);
+                    ("Result".to_string(), child.cols, e.rows, e.startup, 0.0, e.total - e.startup + cpu)
                 } else {
                 children.push(child.node);
                 let name = format!("Subquery Scan on {}", quote_identifier(&alias));

@@ -164,10 +164,78 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
             // Only the first offset + limit rows of the sort are wanted: a top-N sort.
             sort.bound = Some(limit.saturating_add(offset));
         }
+        planned.plan = postpone_subplans_past_sort(planned.plan);
         planned.plan = Plan::Limit { input: Box::new(planned.plan), limit, offset, run_time, ties: None };
     }
     crate::unread_outputs::mark_read_subquery_outputs(&mut planned.plan);
     Ok(planned)
+}
+
+/// Output columns holding a subplan that the sort does not order by, computed after the
+/// sort under a LIMIT instead of for every row sorted (PostgreSQL's
+/// `make_sort_input_target` postpones such costly expressions past a bounded sort the
+/// same way): the sort carries the columns they read, and a projection above it, which
+/// the LIMIT stops pulling from, runs them for the rows kept only. EXPLAIN shows that
+/// projection as a `Result` node.
+fn postpone_subplans_past_sort(plan: Plan) -> Plan {
+    let Plan::Sort(mut sort) = plan else { return plan };
+    let Plan::Pipeline(pipeline) = sort.input.as_mut() else { return Plan::Sort(sort) };
+    let Some(Step::Project(exprs)) = pipeline.steps.last_mut() else { return Plan::Sort(sort) };
+    let postponed: Vec<usize> = (0..sort.output_width.min(exprs.len()))
+        .filter(|&i| !sort.keys.iter().any(|k| k.column == i))
+        .filter(|&i| {
+            let (mut subplan, mut volatile) = (false, false);
+            exprs[i].for_each_node(&mut |e| match e {
+                Expr::SubPlan { .. } => subplan = true,
+                Expr::Function { func, .. } => volatile |= func.is_volatile(),
+                _ => {}
+            });
+            subplan && !volatile
+        })
+        .collect();
+    if postponed.is_empty() || exprs.len() != sort.types.len() {
+        return Plan::Sort(sort);
+    }
+    // The sorted row keeps the other columns, then the columns the postponed
+    // expressions read.
+    let kept: Vec<usize> = (0..exprs.len()).filter(|i| !postponed.contains(i)).collect();
+    let position: BTreeMap<usize, usize> = kept.iter().enumerate().map(|(n, &i)| (i, n)).collect();
+    let mut carried: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut carried_exprs = Vec::new();
+    for &i in &postponed {
+        exprs[i].for_each_node(&mut |e| {
+            if let Expr::Column { index, data_type } = e {
+                if !carried.contains_key(index) {
+                    carried.insert(*index, kept.len() + carried_exprs.len());
+                    carried_exprs.push(Expr::Column { index: *index, data_type: *data_type });
+                }
+            }
+        });
+    }
+    let after: Vec<Expr> = (0..sort.output_width)
+        .map(|i| match position.get(&i) {
+            Some(&n) => Expr::Column { index: n, data_type: sort.types[i] },
+            None => {
+                let mut expr = exprs[i].clone();
+                remap_columns(&mut expr, &carried);
+                expr
+            }
+        })
+        .collect();
+    let mut sorted_exprs: Vec<Expr> = kept.iter().map(|&i| exprs[i].clone()).collect();
+    sorted_exprs.extend(carried_exprs);
+    sort.types = sorted_exprs.iter().map(Expr::data_type).collect();
+    sort.output_width = sorted_exprs.len();
+    for key in &mut sort.keys {
+        key.column = position[&key.column];
+    }
+    *exprs = sorted_exprs;
+    let sorted = Plan::Sort(sort);
+    Plan::Pipeline(Pipeline {
+        source: Source::Subquery { plan: Box::new(sorted), label: ScanLabel::default() },
+        steps: vec![Step::Project(after)],
+        workers: 0,
+    })
 }
 
 /// A LIMIT right above the scan of a recursive CTE (no filter, no sort in between): the

@@ -45,6 +45,10 @@ const QUERIES: &[&str] = &[
     "SELECT id FROM o WHERE NOT EXISTS (SELECT count(*) FROM n WHERE n.y = o.x HAVING count(*) > 1)",
     "SELECT id FROM o WHERE x = ANY (SELECT y FROM n WHERE n.k = o.k GROUP BY y)",
     "SELECT id FROM o WHERE x IN (SELECT DISTINCT y FROM n WHERE n.k = o.k) AND s IN (SELECT s FROM n WHERE n.y < o.x ORDER BY s LIMIT 3)",
+    // Select-list subplans under ORDER BY ... LIMIT run after the sort, for the rows kept.
+    "SELECT id, (SELECT max(y) FROM n WHERE n.k = o.k), x FROM o ORDER BY x DESC NULLS LAST, id LIMIT 7 OFFSET 3",
+    "SELECT s, EXISTS (SELECT 1 FROM n WHERE n.y = o.x) AS e, id FROM o ORDER BY e, id LIMIT 5",
+    "SELECT id, (SELECT count(*) FROM n WHERE n.y < o.x) + id FROM o WHERE k > 3 ORDER BY s DESC, id FETCH FIRST 4 ROWS ONLY",
     // Rows: (a, b) [NOT] IN (SELECT x, y ...), a semi join on two keys at the top level,
     // a subplan elsewhere and for NOT IN (a NULL field need not make the row unknown).
     "SELECT id FROM o WHERE (k, x) IN (SELECT k, y FROM n)",
