@@ -126,9 +126,11 @@ pub fn substitute_columns(expr: &Expr, values: &[Expr]) -> Expr {
     }
 }
 
-/// `filter`'s top-level AND terms reordered as PostgreSQL orders a qual list by cost
-/// (`order_qual_clauses`): terms that run a subquery per row after the others, so that a
-/// cheap term turning a row away spares the subquery. The order is otherwise kept.
+/// `filter`'s top-level AND terms in the order PostgreSQL evaluates a qual list
+/// (`order_qual_clauses`): cheapest per row first ([`qual_cost`]), equal costs in their
+/// order, except that equalities come after the other terms (PostgreSQL's planner takes
+/// them into equivalence classes and adds them back to the list last). Terms that run a
+/// subquery per row go last. The order decides which error a row raises, if any.
 pub fn order_quals(filter: Expr) -> Expr {
     use weft_exec::expr::BinaryOp;
     fn flatten(e: Expr, out: &mut Vec<Expr>) {
@@ -140,18 +142,89 @@ pub fn order_quals(filter: Expr) -> Expr {
             other => out.push(other),
         }
     }
-    let runs_subquery = |e: &Expr| {
-        let mut found = false;
-        walk(e, &mut |n| found |= matches!(n, Expr::SubPlan { .. }));
-        found
-    };
     let mut terms = Vec::new();
     flatten(filter, &mut terms);
-    if !terms.iter().any(runs_subquery) {
-        return terms.into_iter().reduce(and).expect("a term");
+    let (others, equalities): (Vec<Expr>, Vec<Expr>) = terms.into_iter().partition(|e| !is_equivalence(e));
+    let mut costed: Vec<(f64, Expr)> = others.into_iter().chain(equalities).map(|e| (qual_cost(&e), e)).collect();
+    // Stable: ties keep their order.
+    costed.sort_by(|a, b| a.0.total_cmp(&b.0));
+    costed.into_iter().map(|(_, e)| e).reduce(and).expect("a term")
+}
+
+/// An equality PostgreSQL would take into an equivalence class: `=` between two
+/// expressions, not both constant, neither volatile.
+fn is_equivalence(e: &Expr) -> bool {
+    let Expr::Binary { op: weft_exec::expr::BinaryOp::Eq, left, right, .. } = e else { return false };
+    let mut columns = std::collections::BTreeSet::new();
+    columns_used(e, &mut columns);
+    !columns.is_empty() && !is_volatile(left) && !is_volatile(right)
+}
+
+/// A qual's cost per row in units of `cpu_operator_cost`, as PostgreSQL's
+/// `cost_qual_eval` counts it: one per operator, function call and cast (two for a cast
+/// to or from text, an output and an input function; none for a widening PostgreSQL's
+/// cross-type operators do without), nothing for AND, OR, NOT, IS NULL,
+/// CASE and COALESCE themselves; an IN list (`x = ANY (array)` there) half an equality
+/// per element; constant parts nothing. A subquery run per row costs more than
+/// anything else.
+pub fn qual_cost(expr: &Expr) -> f64 {
+    use weft_exec::expr::{BinaryOp, UnaryOp};
+    // Constants fold before anything runs (`2 + 3` is 5).
+    let mut columns = std::collections::BTreeSet::new();
+    columns_used(expr, &mut columns);
+    if columns.is_empty() && !is_volatile(expr) {
+        return 0.0;
     }
-    let (cheap, costly): (Vec<Expr>, Vec<Expr>) = terms.into_iter().partition(|e| !runs_subquery(e));
-    cheap.into_iter().chain(costly).reduce(and).expect("a term")
+    match expr {
+        Expr::Column { .. } | Expr::Literal { .. } | Expr::ScalarSubquery(_) | Expr::Param { .. } => 0.0,
+        Expr::SubPlan { .. } => f64::INFINITY,
+        Expr::Cast { expr, to } => {
+            use weft_common::DataType as T;
+            let cast = match (expr.data_type(), *to) {
+                // Widenings PostgreSQL leaves to a cross-type operator: no cast runs.
+                (T::Int4, T::Int8) | (T::Date, T::Timestamp | T::TimestampTz) | (T::Timestamp, T::TimestampTz) => 0.0,
+                (T::Text, _) | (_, T::Text) => 2.0,
+                _ => 1.0,
+            };
+            cast + qual_cost(expr)
+        }
+        Expr::ApplyModifier { expr, .. } => 1.0 + qual_cost(expr),
+        Expr::Unary { op: UnaryOp::Not, expr, .. } | Expr::IsNull { expr, .. } => qual_cost(expr),
+        Expr::Unary { expr, .. } => 1.0 + qual_cost(expr),
+        Expr::Binary { op: BinaryOp::And | BinaryOp::Or, left, right, .. } => qual_cost(left) + qual_cost(right),
+        Expr::Binary { left, right, .. } => 1.0 + qual_cost(left) + qual_cost(right),
+        Expr::Case { whens, otherwise, .. } => {
+            whens.iter().map(|(c, r)| qual_cost(c) + qual_cost(r)).sum::<f64>() + otherwise.as_deref().map_or(0.0, qual_cost)
+        }
+        // The IN list marker (`bind.rs`) over its OR of `x = item`: x once, then half an
+        // equality and the item per element.
+        Expr::Coalesce { args, .. } if args.len() == 1 => {
+            let mut items = Vec::new();
+            or_leaves(&args[0], &mut items);
+            match items.first() {
+                Some(Expr::Binary { op: BinaryOp::Eq, left, .. }) => {
+                    let per_item = |e: &Expr| match e {
+                        Expr::Binary { op: BinaryOp::Eq, right, .. } => 0.5 + qual_cost(right),
+                        other => qual_cost(other),
+                    };
+                    qual_cost(left) + items.iter().map(|e| per_item(e)).sum::<f64>()
+                }
+                _ => qual_cost(&args[0]),
+            }
+        }
+        Expr::Coalesce { args, .. } => args.iter().map(qual_cost).sum(),
+        Expr::Function { args, .. } => 1.0 + args.iter().map(qual_cost).sum::<f64>(),
+    }
+}
+
+fn or_leaves<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    match e {
+        Expr::Binary { op: weft_exec::expr::BinaryOp::Or, left, right, .. } => {
+            or_leaves(left, out);
+            or_leaves(right, out);
+        }
+        other => out.push(other),
+    }
 }
 
 pub fn and(left: Expr, right: Expr) -> Expr {

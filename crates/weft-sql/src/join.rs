@@ -349,9 +349,18 @@ impl Analyzer<'_, '_> {
         for (i, col) in planned.scope.columns.iter().enumerate() {
             columns.visible.push((col.clone(), Expr::Column { index: offset + i, data_type: col.data_type }));
         }
-        self.width += planned.scope.columns.len();
+        // A relation built before a LATERAL item (`lateral.rs`) carries the key columns a
+        // JOIN ... USING merged after its visible ones: they stay in its row (the columns
+        // of what follows start after them) and stay reachable as `t.key`.
+        let visible = planned.scope.columns.len();
+        for (i, col) in planned.scope.qualified_only.iter().enumerate() {
+            columns.qualified_only.push((col.clone(), Expr::Column { index: offset + visible + i, data_type: col.data_type }));
+        }
+        let mut rel_columns = planned.scope.columns;
+        rel_columns.extend(planned.scope.qualified_only);
+        self.width += rel_columns.len();
         self.offsets.push(offset);
-        self.rels.push(Rel { source: planned.source, columns: planned.scope.columns, rows });
+        self.rels.push(Rel { source: planned.source, columns: rel_columns, rows });
         Ok((Tree::Rel(index), columns))
     }
 

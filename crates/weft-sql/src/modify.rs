@@ -232,7 +232,8 @@ impl Finder<'_> {
     fn bind(&self, scope: &Scope, request: &Request) -> Result<Bound> {
         let (session, ctx) = (self.session, self.ctx);
         Ok(Bound {
-            condition: request.selection.map(|c| bind_condition(session, self.cancel, scope, ctx, c)).transpose()?,
+            // Evaluated in PostgreSQL's order, as a SELECT's WHERE is.
+            condition: request.selection.map(|c| bind_condition(session, self.cancel, scope, ctx, c)).transpose()?.map(crate::exprutil::order_quals),
             assignments: request.assignments.map(|a| bind_assignments(self.table, scope, ctx, a)).transpose()?,
             returning: Returning::bind(request.returning, scope, ctx)?,
         })
