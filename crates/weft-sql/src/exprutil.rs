@@ -213,8 +213,24 @@ pub fn qual_cost(expr: &Expr) -> f64 {
             }
         }
         Expr::Coalesce { args, .. } => args.iter().map(qual_cost).sum(),
-        Expr::Function { args, .. } => 1.0 + args.iter().map(qual_cost).sum::<f64>(),
+        Expr::Function { args, .. } => {
+            // A function's argument is cast by a call of its own, widenings included
+            // (no cross-type operator takes it over), unless it folds to a constant.
+            let arg_cost = |a: &Expr| match a {
+                Expr::Cast { expr, .. } if qual_cost(a) > 0.0 || !columns_of(a).is_empty() => {
+                    (qual_cost(a) - qual_cost(expr)).max(1.0) + qual_cost(expr)
+                }
+                other => qual_cost(other),
+            };
+            1.0 + args.iter().map(arg_cost).sum::<f64>()
+        }
     }
+}
+
+fn columns_of(expr: &Expr) -> std::collections::BTreeSet<usize> {
+    let mut columns = std::collections::BTreeSet::new();
+    columns_used(expr, &mut columns);
+    columns
 }
 
 fn or_leaves<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
