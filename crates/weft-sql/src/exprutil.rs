@@ -198,13 +198,14 @@ pub fn qual_cost(expr: &Expr) -> f64 {
         }
         // The IN list marker (`bind.rs`) over its OR of `x = item`: x once, then half an
         // equality and the item per element.
+        // `op ANY | ALL (array)` is the same marker over an OR (AND) chain of `x op item`.
         Expr::Coalesce { args, .. } if args.len() == 1 => {
             let mut items = Vec::new();
-            or_leaves(&args[0], &mut items);
+            chain_leaves(&args[0], &mut items);
             match items.first() {
-                Some(Expr::Binary { op: BinaryOp::Eq, left, .. }) => {
+                Some(Expr::Binary { op, left, .. }) if !matches!(op, BinaryOp::And | BinaryOp::Or) => {
                     let per_item = |e: &Expr| match e {
-                        Expr::Binary { op: BinaryOp::Eq, right, .. } => 0.5 + qual_cost(right),
+                        Expr::Binary { op: item_op, right, .. } if item_op == op => 0.5 + qual_cost(right),
                         other => qual_cost(other),
                     };
                     qual_cost(left) + items.iter().map(|e| per_item(e)).sum::<f64>()
@@ -233,12 +234,20 @@ fn columns_of(expr: &Expr) -> std::collections::BTreeSet<usize> {
     columns
 }
 
-fn or_leaves<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-    match e {
-        Expr::Binary { op: weft_exec::expr::BinaryOp::Or, left, right, .. } => {
-            or_leaves(left, out);
-            or_leaves(right, out);
+/// The leaves of an OR chain, or of an AND chain when `e` is one.
+fn chain_leaves<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+    use weft_exec::expr::BinaryOp;
+    fn go<'e>(e: &'e Expr, chain: BinaryOp, out: &mut Vec<&'e Expr>) {
+        match e {
+            Expr::Binary { op, left, right, .. } if *op == chain => {
+                go(left, chain, out);
+                go(right, chain, out);
+            }
+            other => out.push(other),
         }
+    }
+    match e {
+        Expr::Binary { op: op @ (BinaryOp::Or | BinaryOp::And), .. } => go(e, *op, out),
         other => out.push(other),
     }
 }
