@@ -49,7 +49,7 @@ use crate::cost::{
     self, Estimate, CPU_OPERATOR_COST, CPU_TUPLE_COST, PARALLEL_SETUP_COST, PARALLEL_TUPLE_COST, SEQ_PAGE_COST,
 };
 use crate::selectivity::{self, RelStats};
-use crate::join_size::{join_rows, KeyDistinct};
+use crate::join_size::{join_rows, key_column, KeyDistinct};
 use crate::deparse::{aggregate_call, column_reference, deparse, quote_identifier, ColumnText};
 use crate::session::Session;
 use crate::statements;
@@ -1115,14 +1115,7 @@ impl<'a> Builder<'a> {
             lines: hash_lines,
             children: vec![inner.node],
         };
-        let key_distinct = |key: &Expr, cols: &[Col]| match key {
-            Expr::Column { index, .. } => cols.get(*index).and_then(|c| c.distinct),
-            Expr::Cast { expr, .. } => match expr.as_ref() {
-                Expr::Column { index, .. } => cols.get(*index).and_then(|c| c.distinct),
-                _ => None,
-            },
-            _ => None,
-        };
+        let key_distinct = |key: &Expr, cols: &[Col]| key_column(key).and_then(|(index, _)| cols.get(index)?.distinct);
         let key_distincts: Vec<KeyDistinct> = join
             .outer_keys
             .iter()

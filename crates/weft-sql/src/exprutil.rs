@@ -169,10 +169,7 @@ fn is_equivalence(e: &Expr) -> bool {
 /// anything else.
 pub fn qual_cost(expr: &Expr) -> f64 {
     use weft_exec::expr::{BinaryOp, UnaryOp};
-    // Constants fold before anything runs (`2 + 3` is 5).
-    let mut columns = std::collections::BTreeSet::new();
-    columns_used(expr, &mut columns);
-    if columns.is_empty() && !is_volatile(expr) {
+    if folds_to_constant(expr) {
         return 0.0;
     }
     match expr {
@@ -218,7 +215,7 @@ pub fn qual_cost(expr: &Expr) -> f64 {
             // A function's argument is cast by a call of its own, widenings included
             // (no cross-type operator takes it over), unless it folds to a constant.
             let arg_cost = |a: &Expr| match a {
-                Expr::Cast { expr, .. } if qual_cost(a) > 0.0 || !columns_of(a).is_empty() => {
+                Expr::Cast { expr, .. } if !folds_to_constant(a) => {
                     (qual_cost(a) - qual_cost(expr)).max(1.0) + qual_cost(expr)
                 }
                 other => qual_cost(other),
@@ -228,10 +225,12 @@ pub fn qual_cost(expr: &Expr) -> f64 {
     }
 }
 
-fn columns_of(expr: &Expr) -> std::collections::BTreeSet<usize> {
+/// Constants fold before anything runs (`2 + 3` is 5): an expression reading no column
+/// and calling nothing volatile costs nothing per row.
+fn folds_to_constant(expr: &Expr) -> bool {
     let mut columns = std::collections::BTreeSet::new();
     columns_used(expr, &mut columns);
-    columns
+    columns.is_empty() && !is_volatile(expr)
 }
 
 /// The leaves of an OR chain, or of an AND chain when `e` is one.

@@ -21,7 +21,7 @@
 //! `EXISTS`, `IN`, `NOT EXISTS` and `NOT IN` at the top level of WHERE become semi and
 //! anti joins after the FROM clause's joins; their correlated equalities become keys.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use sqlparser::ast::{self, Spanned, TableFactor};
 use weft_common::{DataType, Datum, Error, Result, SqlState};
@@ -30,7 +30,7 @@ use weft_exec::plan::{HashJoin, HashJoinMode, JoinType, Pipeline, Plan, ScanLabe
 
 use crate::bind::{contains_aggregate, object_name, Binder, Scope, ScopeColumn};
 use crate::exprutil::{columns_used, is_volatile, remap_columns, substitute_columns};
-use crate::join_size::{join_rows, KeyDistinct};
+use crate::join_size::{join_rows, key_column, KeyDistinct};
 use crate::planner::{choose_workers_reading, plan_query, plan_table_factor, prune_heap_columns, require_bool, From, PlanContext};
 
 /// A relation whose size is unknown (a subquery) is planned as this many rows.
@@ -963,6 +963,18 @@ impl Planner<'_, '_> {
             }
         }
         let sizes: Vec<f64> = items.iter().zip(&own).map(|(t, own)| self.item_rows(t, own)).collect();
+        // Distinct values of the columns the pending equalities compare, looked up once.
+        let mut distinct: HashMap<usize, Option<f64>> = HashMap::new();
+        for (_, c) in &pending {
+            if let Expr::Binary { op: BinaryOp::Eq, left, right, .. } = c {
+                for side in [left, right] {
+                    if let Some((raw, _)) = key_column(side) {
+                        distinct.entry(raw).or_insert_with(|| self.column_distinct(side));
+                    }
+                }
+            }
+        }
+        let key_distinct = |key: &Expr| key_column(key).and_then(|(raw, _)| distinct.get(&raw).copied().flatten());
         let first = (0..items.len()).max_by(|&a, &b| sizes[a].total_cmp(&sizes[b])).unwrap_or(0);
         let mut joined: BTreeSet<usize> = BTreeSet::from([first]);
         let mut partial = self.plan_tree(items[first], std::mem::take(&mut own[first]))?;
@@ -981,7 +993,7 @@ impl Planner<'_, '_> {
                     .iter()
                     .filter(|(t, _)| t.contains(&i) && t.iter().all(|x| *x == i || joined.contains(x)))
                     .filter_map(|(_, c)| self.key_pair(c, &partial_rels, item_rels).ok().flatten())
-                    .map(|(o, i)| self.key_distinct(&o, &i))
+                    .map(|(o, i)| KeyDistinct { outer: key_distinct(&o), inner: key_distinct(&i) })
                     .collect();
                 join_rows(JoinType::Inner, partial.rows, sizes[i], &keys, false)
             };
@@ -1015,37 +1027,33 @@ impl Planner<'_, '_> {
         if conditions.is_empty() {
             return 1.0;
         }
+        let Some(rel) = self.rel_stats(r) else { return crate::selectivity::DEFAULT_SEL };
         let offset = self.from.offsets[r];
-        let Some((meta, columns)) = self.table_of(r) else { return crate::selectivity::DEFAULT_SEL };
         let local: Vec<Expr> = conditions.iter().map(|c| shift_columns(c, offset.wrapping_neg())).collect();
-        let rel = crate::selectivity::RelStats::for_table(self.ctx.catalog, meta, &(0..columns).collect::<Vec<_>>());
         crate::selectivity::clauselist_selectivity(&local.iter().collect::<Vec<_>>(), &rel)
     }
 
-    /// The table relation `r` scans and its number of columns, when it is a plain table.
-    fn table_of(&self, r: usize) -> Option<(&weft_access::catalog::TableMeta, usize)> {
+    /// The statistics of the table relation `r` scans, over its own row, when it is a
+    /// plain table.
+    fn rel_stats(&self, r: usize) -> Option<crate::selectivity::RelStats<'_>> {
         let rel = &self.from.rels[r];
         let Source::Heap(heap) = &rel.source else { return None };
         let meta = self.ctx.catalog.tables.get(&heap.table_name)?;
-        Some((meta, rel.columns.len()))
+        let columns: Vec<usize> = (0..rel.columns.len()).collect();
+        Some(crate::selectivity::RelStats::for_table(self.ctx.catalog, meta, &columns))
     }
 
-    /// The distinct values of a join key's two sides (over the raw row), when each is a
-    /// table's column (a cast of one keeps its distinct values).
+    /// The distinct values of a join key's two sides (over the raw row).
     fn key_distinct(&self, outer: &Expr, inner: &Expr) -> KeyDistinct {
         KeyDistinct { outer: self.column_distinct(outer), inner: self.column_distinct(inner) }
     }
 
+    /// The distinct values of a join key (over the raw row), when it is a table's column
+    /// (a cast of one keeps its distinct values).
     fn column_distinct(&self, key: &Expr) -> Option<f64> {
-        let key = match key {
-            Expr::Cast { expr, .. } => expr.as_ref(),
-            other => other,
-        };
-        let Expr::Column { index: raw, data_type } = key else { return None };
-        let r = self.from.rel_of(*raw);
-        let (meta, columns) = self.table_of(r)?;
-        let rel = crate::selectivity::RelStats::for_table(self.ctx.catalog, meta, &(0..columns).collect::<Vec<_>>());
-        rel.distinct(raw - self.from.offsets[r], *data_type)
+        let (raw, data_type) = key_column(key)?;
+        let r = self.from.rel_of(raw);
+        self.rel_stats(r)?.distinct(raw - self.from.offsets[r], data_type)
     }
 
     fn estimate(&self, tree: &Tree) -> f64 {

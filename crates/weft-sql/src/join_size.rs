@@ -11,6 +11,8 @@
 //! whose key has a partner, `nd(i) / nd(o)` at most 1, and an anti join the rest
 //! (`eqjoinsel_semi`), a half when unknown.
 
+use weft_common::types::DataType;
+use weft_exec::expr::Expr;
 use weft_exec::plan::JoinType;
 
 use crate::cost::DEFAULT_JOIN_FILTER_SELECTIVITY;
@@ -20,6 +22,19 @@ use crate::cost::DEFAULT_JOIN_FILTER_SELECTIVITY;
 pub struct KeyDistinct {
     pub outer: Option<f64>,
     pub inner: Option<f64>,
+}
+
+/// The column a join key reads, directly or through one cast (a cast keeps the column's
+/// distinct values): the key whose statistics can be looked up.
+pub fn key_column(key: &Expr) -> Option<(usize, DataType)> {
+    match key {
+        Expr::Column { index, data_type } => Some((*index, *data_type)),
+        Expr::Cast { expr, .. } => match expr.as_ref() {
+            Expr::Column { index, data_type } => Some((*index, *data_type)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// Rows of `outer join_type inner` on `keys`, `filtered` when a further join condition
