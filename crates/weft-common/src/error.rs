@@ -67,6 +67,7 @@ impl SqlState {
     pub const DISK_FULL: SqlState = SqlState("53100");
     pub const PROGRAM_LIMIT_EXCEEDED: SqlState = SqlState("54000");
     pub const QUERY_CANCELED: SqlState = SqlState("57014");
+    pub const CONNECTION_FAILURE: SqlState = SqlState("08006");
     pub const IO_ERROR: SqlState = SqlState("58030");
     pub const UNDEFINED_FILE: SqlState = SqlState("58P01");
     pub const DATA_CORRUPTED: SqlState = SqlState("XX001");

@@ -316,6 +316,72 @@ fn limit_with_ties(input: &Plan, ties: &crate::plan::WithTies, limit: Option<u64
     Ok(rows)
 }
 
+/// Run a plan and hand its rows to `consume` one at a time, in order; returns how many
+/// there were. A sort at the top hands its rows over as its merge produces them (key
+/// ranges merged in parallel, a range at a time), never collecting them all: a client
+/// reading a big ordered result gets rows while the merge goes on, in bounded memory.
+/// Other plans run to completion first.
+pub fn execute_streaming(plan: &Plan, ctx: &ExecContext, consume: &mut (dyn FnMut(Row) -> Result<()> + Send)) -> Result<u64> {
+    match plan {
+        Plan::Pipeline(pipeline) => {
+            let sink = StreamSink { consume: Mutex::new(consume), count: AtomicU64::new(0) };
+            run_pipeline(pipeline, ctx, &sink)?;
+            Ok(sink.count.into_inner())
+        }
+        Plan::Sort(sort) => {
+            let began = Instant::now();
+            let reports_before = ctx.sort_reports.lock().len();
+            let produced = crate::sort::for_each_sorted_row(sort, ctx, crate::sort::RowWindow::ALL, |row| consume(row).map(|()| true))?;
+            record_sort_node(plan, ctx, began, reports_before, produced);
+            Ok(produced)
+        }
+        other => {
+            let rows = execute(other, ctx)?;
+            let count = rows.len() as u64;
+            rows.into_iter().try_for_each(consume)?;
+            Ok(count)
+        }
+    }
+}
+
+/// Hands a pipeline's rows on as they come ([`execute_streaming`]): each participant
+/// gathers a batch, then passes it on under the lock, so participants' batches
+/// interleave as a Gather's would, and one participant's rows keep their order.
+struct StreamSink<'c> {
+    consume: Mutex<&'c mut (dyn FnMut(Row) -> Result<()> + Send)>,
+    count: AtomicU64,
+}
+
+impl StreamSink<'_> {
+    const BATCH: usize = 256;
+
+    fn hand_on(&self, rows: &mut Vec<Row>) -> Result<()> {
+        self.count.fetch_add(rows.len() as u64, Ordering::Relaxed);
+        let mut consume = self.consume.lock();
+        rows.drain(..).try_for_each(|row| consume(row))
+    }
+}
+
+impl Sink for StreamSink<'_> {
+    type Local = Vec<Row>;
+
+    fn local(&self) -> Result<Vec<Row>> {
+        Ok(Vec::with_capacity(Self::BATCH))
+    }
+
+    fn push(&self, local: &mut Vec<Row>, row: &[Datum]) -> Result<bool> {
+        local.push(row.to_vec());
+        if local.len() >= Self::BATCH {
+            self.hand_on(local)?;
+        }
+        Ok(true)
+    }
+
+    fn finish(&self, mut local: Vec<Row>) -> Result<()> {
+        self.hand_on(&mut local)
+    }
+}
+
 /// Run a plan whose rows are thrown away (EXPLAIN ANALYZE); returns how many there were.
 /// A sort at the top counts its output without decoding it.
 pub fn execute_discarding(plan: &Plan, ctx: &ExecContext) -> Result<u64> {

@@ -31,6 +31,18 @@ pub struct QueryResult {
     /// (`Datum::to_pg_text` on the session's thread does; other threads use
     /// `to_pg_text_in`).
     pub time_zone: weft_common::timezone::TimeZone,
+    /// The rows went to the [`RowSink`] of [`Session::execute_streaming`] as they were
+    /// produced: `rows` is empty and `tag` counts them.
+    pub streamed: bool,
+}
+
+/// Where [`Session::execute_streaming`] sends a query's result as it is produced.
+pub trait RowSink: Send {
+    /// The result's columns, before its first row.
+    fn columns(&mut self, columns: &[ColumnInfo]) -> weft_common::Result<()>;
+
+    /// One row; an error (the client went away) stops the query.
+    fn row(&mut self, row: Vec<Datum>) -> weft_common::Result<()>;
 }
 
 impl QueryResult {

@@ -51,6 +51,6 @@ mod views;
 mod window;
 
 pub use copy::CopyClient;
-pub use api::{CancelHandle, ColumnInfo, Database, ProgressHandle, QueryResult, RelationDescription, RelationInfo, Session};
+pub use api::{CancelHandle, ColumnInfo, Database, ProgressHandle, QueryResult, RelationDescription, RelationInfo, RowSink, Session};
 pub use weft_common::{DataType, Datum, Error, Result, SqlState};
 pub use weft_exec::PipelineStats;

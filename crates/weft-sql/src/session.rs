@@ -29,6 +29,8 @@ pub struct Session {
     pub(crate) last_sort_reports: Mutex<Vec<weft_exec::SortReport>>,
     /// What the last CREATE INDEX / REINDEX build did.
     pub(crate) last_index_build: Mutex<Option<weft_access::index_build::IndexBuildReport>>,
+    /// Where the next SELECT sends its rows (`execute_streaming`).
+    pub(crate) row_sink: Option<Box<dyn crate::api::RowSink>>,
     /// The running maintenance statement's progress (CREATE INDEX, REINDEX), if any.
     pub(crate) progress: ProgressHandle,
     /// The open transaction block, if any (`transaction.rs`).
@@ -133,6 +135,7 @@ impl Database {
             progress: ProgressHandle { current: Arc::default(), registry: self.progress.clone(), backend_pid },
             backend_pid,
             last_index_build: Mutex::new(None),
+            row_sink: None,
             block: Mutex::new(None),
             temp_tables: Mutex::new(Vec::new()),
             prepared: Default::default(),
@@ -174,6 +177,16 @@ impl Session {
     /// and `COPY ... TO STDOUT` (without one, they fail with 0A000).
     pub fn execute_with_copy(&mut self, sql: &str, client: &mut dyn crate::copy::CopyClient) -> Result<QueryResult> {
         self.execute_text(sql, Some(client)).map_err(|e| e.located_in(sql))
+    }
+
+    /// [`Session::execute`] for one statement whose rows, when it is a query, go to
+    /// `sink` as they are produced (the result then has none, and `streamed` set): a
+    /// server sends a big result without holding all of it.
+    pub fn execute_streaming(&mut self, sql: &str, sink: Box<dyn crate::api::RowSink>) -> Result<QueryResult> {
+        self.row_sink = Some(sink);
+        let outcome = self.execute(sql);
+        self.row_sink = None;
+        outcome
     }
 
     fn execute_text(&mut self, sql: &str, mut copy: Option<&mut dyn crate::copy::CopyClient>) -> Result<QueryResult> {

@@ -213,6 +213,17 @@ fn select(session: &mut Session, query: &ast::Query, cancel: &CancelToken) -> Re
     }
     let catalog = session.catalog();
     let planned = plan(session, &catalog, query)?;
+    if let Some(mut sink) = session.row_sink.take() {
+        let ctx = exec_context(session, cancel);
+        let outcome = sink.columns(&planned.columns).and_then(|()| {
+            weft_exec::expr::run_init_plans(&planned.plan, &ctx)?;
+            weft_exec::execute_streaming(&planned.plan, &ctx, &mut |row| sink.row(row))
+        });
+        finish_context(session, &ctx);
+        let count = outcome?;
+        session.last_pipeline_stats = ctx.stats.into_inner();
+        return Ok(QueryResult { streamed: true, ..QueryResult::rows(planned.columns, Vec::new(), format!("SELECT {count}")) });
+    }
     let ctx = exec_context(session, cancel);
     let outcome = run_query_plan(&planned.plan, &ctx);
     finish_context(session, &ctx);

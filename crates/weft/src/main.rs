@@ -43,6 +43,7 @@ mod runner;
 mod script;
 mod server;
 mod server_copy;
+mod server_rows;
 mod shell;
 
 use std::io::IsTerminal;

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use futures::sink::{Sink, SinkExt};
 use futures::stream;
 use pgwire::api::auth::{finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, ServerParameterProvider, StartupHandler};
@@ -407,29 +407,43 @@ fn data_row(row: &[Datum], formats: &[FieldFormat], zone: &weft_common::timezone
 
 fn data_row_in_zone(row: &[Datum], formats: &[FieldFormat]) -> DataRow {
     let mut data = BytesMut::new();
-    for (datum, format) in row.iter().zip(formats) {
-        let value: Option<Vec<u8>> = match (format, datum) {
-            (_, Datum::Null) => None,
-            (FieldFormat::Binary, Datum::Bool(b)) => Some(vec![*b as u8]),
-            (FieldFormat::Binary, Datum::Int4(v)) => Some(v.to_be_bytes().to_vec()),
-            (FieldFormat::Binary, Datum::Int8(v)) => Some(v.to_be_bytes().to_vec()),
-            (FieldFormat::Binary, Datum::Float8(v)) => Some(v.to_be_bytes().to_vec()),
-            (FieldFormat::Binary, Datum::Date(d)) => Some(d.to_be_bytes().to_vec()),
-            (FieldFormat::Binary, Datum::Time(t) | Datum::Timestamp(t) | Datum::TimestampTz(t)) => Some(t.to_be_bytes().to_vec()),
-            (FieldFormat::Binary, Datum::Interval(iv)) => {
-                Some([&iv.micros.to_be_bytes()[..], &iv.days.to_be_bytes(), &iv.months.to_be_bytes()].concat())
-            }
-            (_, datum) => datum.to_pg_text().map(String::into_bytes),
-        };
-        match value {
-            None => data.put_i32(-1),
-            Some(bytes) => {
-                data.put_i32(bytes.len() as i32);
-                data.put_slice(&bytes);
+    crate::server_rows::encode_row(row, formats, &mut data);
+    DataRow::new(data, row.len() as i16)
+}
+
+/// Run one statement of a simple query; a query's RowDescription and rows are sent as
+/// they are produced (`server_rows.rs`), and its result says `streamed`.
+async fn run_streaming<C>(connection: &Connection, client: &mut C, sql: String) -> PgWireResult<weft_sql::Result<QueryResult>>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    use crate::server_rows::{ChannelSink, Streamed};
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Streamed>(4);
+    let run = connection.run(move |session| session.execute_streaming(&sql, Box::new(ChannelSink::new(sender))));
+    // The receiver moves in, so a failed write drops it: the query stops at its next
+    // chunk instead of waiting for room in the channel.
+    let forward = async move {
+        let mut fields = 0i16;
+        while let Some(message) = receiver.recv().await {
+            match message {
+                Streamed::Columns(columns) => {
+                    fields = columns.len() as i16;
+                    let formats = vec![FieldFormat::Text; columns.len()];
+                    client.feed(PgWireBackendMessage::RowDescription(row_description(&columns, &formats))).await?;
+                }
+                Streamed::Rows { mut data, lengths } => {
+                    for length in lengths {
+                        client.feed(PgWireBackendMessage::DataRow(DataRow::new(data.split_to(length), fields))).await?;
+                    }
+                }
             }
         }
-    }
-    DataRow::new(data, row.len() as i16)
+        Ok::<(), PgWireError>(())
+    };
+    let (outcome, forwarded) = tokio::join!(run, forward);
+    forwarded?;
+    Ok(outcome)
 }
 
 /// A statement's command tag minus its row count, for portals (pgwire appends the count
@@ -710,12 +724,12 @@ impl SimpleQueryHandler for Handlers {
                     crate::server_copy::CopyStep::AwaitingData => return Ok(()),
                 }
             } else {
-                connection.run(move |session| session.execute(&sql)).await
+                run_streaming(&connection, client, sql).await?
             };
             match outcome.map_err(|e| shift_position(e, offset)) {
                 Ok(result) => {
                     send_notices(client, &result).await?;
-                    if result.returns_rows {
+                    if result.returns_rows && !result.streamed {
                         let formats = vec![FieldFormat::Text; result.columns.len()];
                         client.feed(PgWireBackendMessage::RowDescription(row_description(&result.columns, &formats))).await?;
                         for row in &result.rows {

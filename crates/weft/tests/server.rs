@@ -325,6 +325,130 @@ fn a_client_that_goes_away_mid_query_ends_only_its_connection() {
     server.stop();
 }
 
+/// A simple query's rows are sent as the sort's merge produces them
+/// (`server_rows.rs`); the extended protocol still collects them first. Both must give
+/// the rows a naive sort gives, also when the sort spills and its key ranges are merged
+/// by parallel participants.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ordered_result_streams_in_order() {
+    let (_dir, data) = data_dir();
+    let server = Server::start(&data);
+    let client = server.connect().await;
+    let n = 120_000i64;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE s AS SELECT i, (i * 7919) % 10007 AS k, \
+             CASE WHEN i % 7 = 0 THEN NULL ELSE 'v' || i END AS t, \
+             timestamptz '2026-01-01 00:00:00+00' + i * interval '1 minute' AS at \
+             FROM generate_series(1, {n}) i"
+        ))
+        .await
+        .unwrap();
+    let mut expected: Vec<(i64, i64)> = (1..=n).map(|i| ((i * 7919) % 10007, i)).collect();
+    expected.sort();
+    let sql = "SELECT k, i, t, at FROM s ORDER BY k, i";
+    for work_mem in ["64kB", "4MB"] {
+        client.batch_execute(&format!("SET work_mem = '{work_mem}'; SET TimeZone = 'Asia/Tokyo'")).await.unwrap();
+        let messages = client.simple_query(sql).await.unwrap();
+        assert!(matches!(messages.first(), Some(SimpleQueryMessage::RowDescription(columns)) if columns.len() == 4));
+        assert!(matches!(messages.last(), Some(SimpleQueryMessage::CommandComplete(count)) if *count == n as u64));
+        let streamed: Vec<Vec<Option<String>>> = messages
+            .iter()
+            .filter_map(|m| match m {
+                SimpleQueryMessage::Row(row) => Some((0..4).map(|i| row.get(i).map(str::to_string)).collect()),
+                _ => None,
+            })
+            .collect();
+        let keys: Vec<(i64, i64)> = streamed.iter().map(|r| (r[0].as_ref().unwrap().parse().unwrap(), r[1].as_ref().unwrap().parse().unwrap())).collect();
+        assert!(keys == expected, "streamed rows out of order at work_mem {work_mem}");
+        for (row, (_, i)) in streamed.iter().zip(&expected) {
+            let t = if i % 7 == 0 { None } else { Some(format!("v{i}")) };
+            assert_eq!(row[2], t);
+        }
+        assert!(streamed[0][3].as_deref().is_some_and(|at| at.ends_with("+09")), "{:?}", streamed[0][3]);
+        // The same rows through the extended protocol, which collects them.
+        let collected: Vec<Vec<Option<String>>> = client
+            .query("SELECT k::text AS k_text, i::text AS i_text, t, at::text AS at_text FROM s ORDER BY k, i", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| (0..4).map(|i| row.get::<_, Option<String>>(i)).collect())
+            .collect();
+        let first_difference = collected.iter().zip(&streamed).position(|(c, s)| c != s);
+        assert!(
+            collected.len() == streamed.len() && first_difference.is_none(),
+            "the streamed and collected rows differ at work_mem {work_mem}: {} against {} rows, first at {first_difference:?}: {:?}",
+            collected.len(),
+            streamed.len(),
+            first_difference.map(|i| (&collected[i], &streamed[i]))
+        );
+    }
+    // A scan's rows stream a batch at a time from each participant: the same rows as
+    // the collected ones, in some order.
+    let text_rows = |messages: Vec<SimpleQueryMessage>| -> Vec<(String, Option<String>)> {
+        messages
+            .iter()
+            .filter_map(|m| match m {
+                SimpleQueryMessage::Row(row) => Some((row.get(0).unwrap().to_string(), row.get(1).map(str::to_string))),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut streamed = text_rows(client.simple_query("SELECT i, t FROM s WHERE i % 3 <> 1").await.unwrap());
+    let mut collected: Vec<(String, Option<String>)> =
+        client.query("SELECT i::text AS i_text, t FROM s WHERE i % 3 <> 1", &[]).await.unwrap().iter().map(|row| (row.get(0), row.get(1))).collect();
+    assert_eq!(streamed.len() as i64, n - (n + 2) / 3);
+    streamed.sort();
+    collected.sort();
+    assert!(streamed == collected, "the streamed and collected scan rows differ");
+    // No row at all: the columns, then the count.
+    let messages = client.simple_query("SELECT k FROM s WHERE k < 0 ORDER BY k").await.unwrap();
+    assert!(matches!(&messages[..], [SimpleQueryMessage::RowDescription(_), SimpleQueryMessage::CommandComplete(0)]));
+    // An error while the sort reads its input ends the query; the session goes on.
+    let error = client.simple_query("SELECT 1 / (i - 5000) FROM s ORDER BY k").await.unwrap_err();
+    assert_eq!(db_error(&error).code().code(), "22012");
+    assert_eq!(rows(&client, "SELECT count(*) FROM s").await, [[Some(n.to_string())]]);
+    server.stop();
+}
+
+/// A client that goes away while its ordered result streams stops the query: the
+/// server serves other connections and removes the sort's temp files.
+#[test]
+fn a_client_that_goes_away_mid_stream_stops_its_query() {
+    let (_dir, data) = data_dir();
+    let server = Server::start(&data);
+    let mut raw = RawConnection::connect(server.port);
+    assert_eq!(raw.query("CREATE TABLE big AS SELECT i, md5(i::text) AS m FROM generate_series(1, 400000) i").0, 'I');
+    assert_eq!(raw.query("SET work_mem = '64kB'").0, 'I');
+    let sql = "SELECT m, i FROM big ORDER BY m";
+    let mut message = vec![b'Q'];
+    message.extend_from_slice(&((sql.len() + 5) as i32).to_be_bytes());
+    message.extend_from_slice(sql.as_bytes());
+    message.push(0);
+    raw.stream.write_all(&message).unwrap();
+    // Read up to the first DataRow: the rows are streaming.
+    loop {
+        let mut header = [0u8; 5];
+        raw.stream.read_exact(&mut header).unwrap();
+        let mut body = vec![0u8; i32::from_be_bytes(header[1..5].try_into().unwrap()) as usize - 4];
+        raw.stream.read_exact(&mut body).unwrap();
+        assert_ne!(header[0], b'E', "the query failed");
+        if header[0] == b'D' {
+            break;
+        }
+    }
+    drop(raw);
+    let mut other = RawConnection::connect(server.port);
+    assert_eq!(other.query("SELECT count(*) FROM big"), ('I', vec![]));
+    let temp = data.join("tmp");
+    let started = Instant::now();
+    while std::fs::read_dir(&temp).map(|d| d.count()).unwrap_or(0) > 0 {
+        assert!(started.elapsed() < Duration::from_secs(60), "the sort's temp files were left in {temp:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.stop();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn returning_rows_through_the_extended_protocol() {
     let (_dir, data) = data_dir();
