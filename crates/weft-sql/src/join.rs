@@ -471,7 +471,13 @@ pub(crate) fn split_where(selection: Option<&ast::Expr>) -> (Vec<ast::Expr>, Vec
                 go(left, plain, subqueries);
                 go(right, plain, subqueries);
             }
-            ast::Expr::Nested(inner) if is_subquery_condition(inner) => go(inner, plain, subqueries),
+            // Parentheses around a conjunction are no grouping (PostgreSQL's parser drops
+            // them): `WHERE (a AND b)` splits as `WHERE a AND b` does.
+            ast::Expr::Nested(inner)
+                if is_subquery_condition(inner) || matches!(inner.as_ref(), ast::Expr::BinaryOp { op: ast::BinaryOperator::And, .. }) =>
+            {
+                go(inner, plain, subqueries)
+            }
             ast::Expr::Exists { subquery, negated } => {
                 subqueries.push(SubqueryCondition { outer: None, subquery: subquery.as_ref().clone(), negated: *negated })
             }
