@@ -1262,7 +1262,10 @@ impl Planner<'_, '_> {
     /// (`ON true`, `ON false`) are not join conditions to it.
     fn check_full_join_keys(&self, conditions: &[Expr], left: &BTreeSet<usize>, right: &BTreeSet<usize>) -> Result<()> {
         let reads_columns = conditions.iter().any(|c| !self.from.rels_used(c).is_empty());
-        if !reads_columns {
+        // A constant false conjunct makes the whole condition false, as PostgreSQL folds it
+        // (`ON false AND a.x = 1`): nothing to key on.
+        let always_false = conditions.iter().any(|c| matches!(c, Expr::Literal { value: Datum::Bool(false), .. }));
+        if !reads_columns || always_false {
             return Ok(());
         }
         for c in conditions {
