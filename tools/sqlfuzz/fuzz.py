@@ -1129,8 +1129,116 @@ class Gen:
         sql = f"SELECT {sel} FROM ({inner}) {s} {jt} {t2.name} {a2} ON {s}.k = {a2}.{c2.name}"
         return self.finish_order(sql, outs)
 
+    # --- join-focused queries -------------------------------------------------------
+    def join_key_expr(self, it, kind_to=None):
+        """A join key: the column, or (sometimes) an expression or cast over it."""
+        r = self.rng
+        c = qcol(it)
+        x = r.random()
+        if x < 0.75:
+            return c
+        if it[2] in ("i", "l") and x < 0.85:
+            return r.choice([f"({c} + 0)", f"{c}::int8", f"{c}::numeric", f"abs({c})"])
+        if x < 0.92:
+            return f"coalesce({c}, {self.literal(it[2])})"
+        return c
+
+    def rich_join_cond(self, left, right):
+        """ON conditions: 0-2 equi keys (expressions, cross-type), one-side filters, non-equi and OR terms."""
+        r = self.rng
+        pairs = [(o, i) for o in left.items for i in right.items if compatible(r, o[2], i[2])]
+        conds = []
+        x = r.random()
+        if pairs and x < 0.93:
+            for _ in range(r.choice([1, 1, 1, 2, 2])):
+                o, i = r.choice(pairs)
+                op = "=" if r.random() < 0.9 else "IS NOT DISTINCT FROM"
+                conds.append(f"{self.join_key_expr(o)} {op} {self.join_key_expr(i)}")
+        elif x < 0.96:
+            conds.append(r.choice(["true", "false"]))
+        for _ in range(r.choice([0, 0, 0, 1, 1, 2])):
+            y = r.random()
+            if y < 0.35:
+                conds.append(self.simple_pred(right))
+            elif y < 0.55:
+                conds.append(self.simple_pred(left))
+            elif y < 0.75 and pairs:
+                o, i = r.choice(pairs)
+                conds.append(f"{qcol(o)} {r.choice(['<', '<=', '<>', '>'])} {qcol(i)}")
+            else:
+                both = Scope(left.items + right.items)
+                conds.append(f"({self.simple_pred(both)} OR {self.simple_pred(both)})")
+        if not conds:
+            conds.append("true")
+        return " AND ".join(conds)
+
+    def q_join(self):
+        """Two- or three-table joins of every type (inner, outer, semi, anti, NOT IN with NULLs),
+        with rich ON conditions; row outputs for small inputs, aggregates for big ones."""
+        r = self.rng
+        n = r.choice([2, 2, 2, 3, 3])
+        ts = [self.pick_table() for _ in range(n)]
+        als = [self.alias() for _ in range(n)]
+        scopes = [Scope([(a, c.name, c.kind, c.name == "id") for c in t.cols]) for t, a in zip(ts, als)]
+        kinds = ["JOIN", "LEFT JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN", "FULL JOIN"]
+        j1 = r.choice(kinds)
+        frm = f"{ts[0].name} {als[0]} {j1} {ts[1].name} {als[1]} ON {self.rich_join_cond(scopes[0], scopes[1])}"
+        items = scopes[0].items + scopes[1].items
+        size = max(1, ts[0].n) * max(1, ts[1].n)
+        if n == 3:
+            j2 = r.choice(kinds)
+            if r.random() < 0.3:
+                # nested on the right: a JOIN (b JOIN c ON ..) ON ..
+                inner = f"({ts[1].name} {als[1]} {r.choice(kinds)} {ts[2].name} {als[2]} ON {self.rich_join_cond(scopes[1], scopes[2])})"
+                frm = f"{ts[0].name} {als[0]} {j1} {inner} ON {self.rich_join_cond(scopes[0], Scope(scopes[1].items + scopes[2].items))}"
+            else:
+                frm = f"{frm} {j2} {ts[2].name} {als[2]} ON {self.rich_join_cond(Scope(items), scopes[2])}"
+            items = items + scopes[2].items
+            size *= max(1, ts[2].n)
+        scope = Scope(items)
+        conds = []
+        # semi / anti joins against another table
+        for _ in range(r.choice([0, 0, 1, 1, 2])):
+            t = self.pick_table()
+            a = self.alias()
+            inner = Scope([(a, c.name, c.kind, c.name == "id") for c in t.cols])
+            pairs = [(o, i) for o in scope.items for i in inner.items if compatible(r, o[2], i[2])]
+            if not pairs:
+                continue
+            o, i = r.choice(pairs)
+            extra = f" AND {self.simple_pred(inner)}" if r.random() < 0.4 else ""
+            y = r.random()
+            if y < 0.4:
+                neg = r.choice(["", "NOT "])
+                more = f" AND {qcol(i)} {r.choice(['<', '<>'])} {qcol(o)}" if r.random() < 0.2 else ""
+                conds.append(f"{neg}EXISTS (SELECT 1 FROM {t.name} {a} WHERE {qcol(i)} = {qcol(o)}{more}{extra})")
+            else:
+                neg = r.choice(["", "NOT ", "NOT "])
+                nul = f" UNION ALL SELECT NULL" if r.random() < 0.15 else ""
+                w = f" WHERE {self.simple_pred(inner)}" if extra else ""
+                conds.append(f"{qcol(o)} {neg}IN (SELECT {qcol(i)} FROM {t.name} {a}{w}{nul})")
+        if r.random() < 0.35:
+            # a filter on a NULL-extended side (IS NULL: the anti-join idiom)
+            it = r.choice(scope.items)
+            conds.append(r.choice([f"{qcol(it)} IS NULL", f"{qcol(it)} IS NOT NULL", self.simple_pred(scope)]))
+        where = (" WHERE " + " AND ".join(conds)) if conds else ""
+        if size > 300000 or r.random() < 0.3:
+            g = r.choice(scope.items)
+            outs = [(qcol(g), g[2], False), ("count(*)", "l", False)]
+            for it in r.sample(scope.items, min(2, len(scope.items))):
+                outs.append((f"count({qcol(it)})", "l", False))
+            sel = ", ".join(f"{e} AS c{i}" for i, (e, k, u) in enumerate(outs))
+            return self.finish_order(f"SELECT {sel} FROM {frm}{where} GROUP BY 1", outs)
+        picked = r.sample(scope.items, min(len(scope.items), r.randint(2, 6)))
+        outs = [(qcol(it), it[2], False) for it in picked]
+        sel = ", ".join(f"{e} AS c{i}" for i, (e, k, u) in enumerate(outs))
+        return self.finish_order(f"SELECT {sel} FROM {frm}{where}", outs)
+
     def query(self):
         r = self.rng
+        x = r.random()
+        if x < 0.20:
+            return self.q_join()
         x = r.random()
         if x < 0.06:
             return self.q_join_window()

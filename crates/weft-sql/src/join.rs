@@ -471,7 +471,13 @@ pub(crate) fn split_where(selection: Option<&ast::Expr>) -> (Vec<ast::Expr>, Vec
                 go(left, plain, subqueries);
                 go(right, plain, subqueries);
             }
-            ast::Expr::Nested(inner) if is_subquery_condition(inner) => go(inner, plain, subqueries),
+            // Parentheses around a conjunction are no grouping (PostgreSQL's parser drops
+            // them): `WHERE (a AND b)` splits as `WHERE a AND b` does.
+            ast::Expr::Nested(inner)
+                if is_subquery_condition(inner) || matches!(inner.as_ref(), ast::Expr::BinaryOp { op: ast::BinaryOperator::And, .. }) =>
+            {
+                go(inner, plain, subqueries)
+            }
             ast::Expr::Exists { subquery, negated } => {
                 subqueries.push(SubqueryCondition { outer: None, subquery: subquery.as_ref().clone(), negated: *negated })
             }
@@ -612,6 +618,8 @@ struct Planner<'c, 'a> {
     decoded: Vec<Vec<usize>>,
     produced: Vec<Vec<usize>>,
     ctx: &'c PlanContext<'a>,
+    /// Semi and anti joins applied to one relation's scan (see `plan_joins`).
+    pushed: BTreeMap<usize, Vec<SemiJoin>>,
 }
 
 /// Plan the FROM clause's joins, WHERE (`filter`, over the scope) and its subquery
@@ -655,9 +663,24 @@ pub(crate) fn plan_joins(
         semi.outer_columns(&mut needed);
     }
     let (decoded, produced) = from.prune_columns(needed, &raw_where);
-    let mut planner = Planner { from: &from, decoded, produced, ctx };
-    let mut partial = planner.plan_tree(&from.tree, raw_where)?;
+    // A semi or anti join reading one relation that no outer join NULL-extends filters
+    // that relation's rows before the other joins (as PostgreSQL places it), not their
+    // product: `a JOIN b ... WHERE NOT EXISTS (... a.x ...)` probes a's rows only.
+    let nullable = nullable_rels(&from.tree);
+    let mut pushed: BTreeMap<usize, Vec<SemiJoin>> = BTreeMap::new();
+    let mut top = Vec::new();
     for semi in semis {
+        let mut columns = BTreeSet::new();
+        semi.outer_columns(&mut columns);
+        let rels: BTreeSet<usize> = columns.iter().map(|&c| from.rel_of(c)).collect();
+        match rels.iter().next() {
+            Some(&r) if rels.len() == 1 && !nullable.contains(&r) && from.rels.len() > 1 => pushed.entry(r).or_default().push(semi),
+            _ => top.push(semi),
+        }
+    }
+    let mut planner = Planner { from: &from, decoded, produced, ctx, pushed };
+    let mut partial = planner.plan_tree(&from.tree, raw_where)?;
+    for semi in top {
         planner.add_semi_join(&mut partial, semi)?;
     }
     let positions_raw = planner.positions(&partial.rels);
@@ -844,6 +867,23 @@ fn reduce_outer_joins(tree: &mut Tree, nonnullable: &BTreeSet<usize>, from: &Fro
     reduce_outer_joins(right, &to_right, from);
 }
 
+/// The relations on the nullable side of an outer join in `tree`.
+fn nullable_rels(tree: &Tree) -> BTreeSet<usize> {
+    let Tree::Join { kind, left, right, .. } = tree else { return BTreeSet::new() };
+    let mut out = nullable_rels(left);
+    out.extend(nullable_rels(right));
+    match kind {
+        Kind::Inner => {}
+        Kind::Left => out.extend(right.rel_set()),
+        Kind::Right => out.extend(left.rel_set()),
+        Kind::Full => {
+            out.extend(left.rel_set());
+            out.extend(right.rel_set());
+        }
+    }
+    out
+}
+
 fn collect_tree_columns(tree: &Tree, out: &mut BTreeSet<usize>) {
     if let Tree::Join { left, right, on, .. } = tree {
         for e in on {
@@ -921,7 +961,11 @@ impl Planner<'_, '_> {
         };
         let mut steps: Vec<Step> = filter.map(Step::Filter).into_iter().collect();
         steps.extend(project.map(Step::Project));
-        Ok(Partial { source, steps, rels: vec![r], rows: rows.max(1.0), joined: false })
+        let mut partial = Partial { source, steps, rels: vec![r], rows: rows.max(1.0), joined: false };
+        for semi in self.pushed.remove(&r).unwrap_or_default() {
+            self.add_semi_join(&mut partial, semi)?;
+        }
+        Ok(partial)
     }
 
     /// An island of inner joins holding `A LEFT JOIN B` among its items, where none of
@@ -1226,7 +1270,10 @@ impl Planner<'_, '_> {
     /// (`ON true`, `ON false`) are not join conditions to it.
     fn check_full_join_keys(&self, conditions: &[Expr], left: &BTreeSet<usize>, right: &BTreeSet<usize>) -> Result<()> {
         let reads_columns = conditions.iter().any(|c| !self.from.rels_used(c).is_empty());
-        if !reads_columns {
+        // A constant false conjunct makes the whole condition false, as PostgreSQL folds it
+        // (`ON false AND a.x = 1`): nothing to key on.
+        let always_false = conditions.iter().any(|c| matches!(c, Expr::Literal { value: Datum::Bool(false), .. }));
+        if !reads_columns || always_false {
             return Ok(());
         }
         for c in conditions {
@@ -1443,7 +1490,7 @@ impl SemiJoin {
         let needed: BTreeSet<usize> = needed.into_iter().filter(|&c| c >= shift).map(|c| c - shift).collect();
         let mut sub = sub;
         let (decoded, produced) = sub.prune_columns(needed, &own);
-        let mut planner = Planner { from: &sub, decoded, produced, ctx };
+        let mut planner = Planner { from: &sub, decoded, produced, ctx, pushed: BTreeMap::new() };
         let partial = planner.plan_tree(&sub.tree, own)?;
         let rows = partial.rows;
         let positions = planner.positions(&partial.rels);

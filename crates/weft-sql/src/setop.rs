@@ -81,7 +81,8 @@ pub fn plan_set_operation(
     Ok(if operator == SetOperator::Append && !all { distinct_rows(planned) } else { planned })
 }
 
-/// Which output columns of `planned` are quoted literals of a plain SELECT's select list.
+/// Which output columns of `planned` are quoted literals or untyped NULLs of a plain
+/// SELECT's select list.
 pub(crate) fn unknown_columns(planned: &PlannedQuery) -> Vec<bool> {
     let projected = match &planned.plan {
         Plan::Pipeline(Pipeline { steps, .. }) if !planned.select_items.is_empty() => match steps.last() {
@@ -92,7 +93,10 @@ pub(crate) fn unknown_columns(planned: &PlannedQuery) -> Vec<bool> {
     };
     (0..planned.columns.len())
         .map(|i| {
-            projected.and_then(|exprs| exprs.get(i)).is_some_and(|e| matches!(e, Expr::Literal { value: Datum::Text(_), .. }))
+            // An untyped NULL is unknown too: `SELECT a FROM t UNION ALL SELECT NULL` is int4.
+            projected
+                .and_then(|exprs| exprs.get(i))
+                .is_some_and(|e| matches!(e, Expr::Literal { value: Datum::Text(_) | Datum::Null, .. }))
         })
         .collect()
 }

@@ -97,6 +97,21 @@ fn subqueries_become_semi_and_anti_joins() {
 }
 
 #[test]
+fn semi_and_anti_joins_filter_the_one_relation_they_read() {
+    let (_dir, mut s) = database();
+    // The anti join reads big only: it probes big's rows before the join with small, not
+    // the join's rows (a fuzzer query ran it over millions of joined rows).
+    let p = plan(&mut s, "SELECT count(*) FROM big JOIN small ON big.g = small.a % 100 WHERE NOT EXISTS (SELECT 1 FROM tiny WHERE tiny.a = big.a)");
+    assert!(p.contains("->  Hash Anti Join\n") && p.contains("Hash Cond: (big.a = tiny.a)"), "{p}");
+    assert!(p[..p.find("Hash Anti Join").unwrap()].contains("Hash Join"), "{p}");
+    let p = plan(&mut s, "SELECT count(*) FROM big JOIN small ON big.g = small.a % 100 WHERE big.a IN (SELECT a FROM tiny)");
+    assert!(p[..p.find("Hash Semi Join").unwrap()].contains("Hash Join"), "{p}");
+    // Not below an outer join that NULL-extends the relation: WHERE sees the NULLs.
+    let p = plan(&mut s, "SELECT count(*) FROM small LEFT JOIN big ON big.a = small.a WHERE big.g NOT IN (SELECT a FROM tiny)");
+    assert!(p.starts_with("Aggregate\n  ->  Hash Anti Join"), "{p}");
+}
+
+#[test]
 fn parallel_shapes_follow_the_settings() {
     let (_dir, mut s) = database();
     for sql in ["SET max_parallel_workers_per_gather = 2", "SET min_parallel_table_scan_size = 0", "SET parallel_hash_min_inner_rows = 1000"] {
