@@ -21,7 +21,7 @@ use weft_common::{Datum, Error, Result};
 
 use super::batch::{batch_of, BatchWriters, Records, Written, MAX_BATCHES};
 use super::run::*;
-use super::table::{eval_keys, inner_keys, key_hash, slots_join, Arena, Buckets, JoinTable, MAX_ARENAS};
+use super::table::{eval_keys, inner_keys, key_hash, slots_join, Arena, Buckets, JoinTable, BUCKETS_MIN, MAX_ARENAS};
 use crate::execute::{ExecContext, ParticipantStats, StepBuffers};
 
 /// The grow barrier's phases (its phase number modulo 4).
@@ -106,7 +106,10 @@ impl<'p> SharedJoin<'p> {
         let most = (self.space_allowed / 4 / Buckets::bytes_for(1)).max(1024).next_power_of_two() / 2;
         let count = Buckets::count_for(estimate).min(most.max(1024));
         let mut build = self.build.lock();
-        build.buckets = Some(Arc::new(Buckets::with_len(count)));
+        // A table that may be kept in slots is indexed after its build (see `assemble`),
+        // in an array made then for the tuples it has: `count` is only reserved here.
+        let allocated = if slots_join(self.join) { BUCKETS_MIN } else { count };
+        build.buckets = Some(Arc::new(Buckets::with_len(allocated)));
         build.batch_bytes = vec![0; nbatch];
         build.batch_tuples = vec![0; nbatch];
         build.inner_blocks = vec![Vec::new(); nbatch];
@@ -575,14 +578,24 @@ impl<'p> SharedJoin<'p> {
         let original = buckets.len();
         let mut table = JoinTable::assemble(arenas, buckets, self.facts());
         if slots_join(self.join) {
-            // Nothing inserted yet (see `hash_inner`): slots if they fit, in the array
-            // allocated or a larger one within the budget, else chains; phase 4 inserts.
+            // Nothing inserted yet (see `hash_inner`), and only a stand-in array made:
+            // slots for the tuples when the bucket array reserved or the budget holds
+            // them, else chains (the reserved count, or twice the tuples if that fits);
+            // phase 4 inserts.
             let tuples = table.tuples();
-            let mut n = original;
-            let grown = Buckets::count_for(tuples);
-            if !Buckets::slots_fit(self.join, n, tuples) && grown > n && table.bytes() + Buckets::bytes_for(grown) - Buckets::bytes_for(n) <= self.space_allowed {
-                n = grown;
-            }
+            let reserved = self.original_buckets.load(Ordering::Relaxed);
+            let tuple_bytes = table.bytes() - Buckets::bytes_for(original);
+            let fits = |n: usize| n <= reserved || tuple_bytes + Buckets::bytes_for(n) <= self.space_allowed;
+            // (No fewer slots than the heads reserved: EXPLAIN's bucket count stays the
+            // estimate's when it was right.)
+            let slots = Buckets::slots_len(tuples).max(reserved);
+            let n = if Buckets::slots_fit(self.join, slots, tuples) && fits(slots) {
+                slots
+            } else if fits(Buckets::count_for(tuples)) {
+                Buckets::count_for(tuples).max(reserved)
+            } else {
+                reserved
+            };
             table.index_anew(n, self.join);
         } else if table.needs_more_buckets() {
             let more = Buckets::bytes_for(Buckets::count_for(table.tuples())) - Buckets::bytes_for(original);

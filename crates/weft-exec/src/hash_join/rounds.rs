@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use weft_common::{Datum, Error, Result};
+use weft_common::{DataType, Datum, Error, Result};
 
 use super::batch::{Block, Records};
 use super::run::*;
@@ -320,7 +320,11 @@ impl<'p> SharedJoin<'p> {
         let previous = state.table.take();
         state.recycle(previous.or(batch0));
         state.arenas.clear();
-        state.buckets = Some(Arc::new(state.buckets_of(round.buckets, self.join, round.tuples)));
+        // Slots hold the whole round's table (no arena: see `load_round_slots`): as many
+        // as its tuples need when the budget holds them.
+        let slots = Buckets::slots_len(round.tuples);
+        let n = if Buckets::slots_fit(self.join, slots, round.tuples) && Buckets::bytes_for(slots) <= self.space_allowed { slots } else { round.buckets };
+        state.buckets = Some(Arc::new(state.buckets_of(n, self.join, round.tuples)));
         for cursor in [&self.load_cursor, &self.probe_cursor, &self.scan_cursor, &self.outer_scan_cursor, &self.round_arena] {
             cursor.store(0, Ordering::Relaxed);
         }
@@ -330,6 +334,9 @@ impl<'p> SharedJoin<'p> {
     /// arena, inserted lock-free.
     fn load_round(&self, plan: &RoundPlan, round: &Round, ctx: &ExecContext) -> Result<()> {
         let buckets = self.round.lock().buckets.clone().ok_or_else(|| Error::internal("hash join round without buckets"))?;
+        if buckets.is_slots() {
+            return self.load_round_slots(plan, round, &buckets, ctx);
+        }
         let mut arena: Option<(usize, Arena)> = None;
         let (mut buf, mut row, mut keys) = (Vec::new(), Vec::new(), Vec::new());
         loop {
@@ -364,6 +371,41 @@ impl<'p> SharedJoin<'p> {
             self.round.lock().arenas.push((number, a));
         }
         Ok(())
+    }
+
+    /// [`SharedJoin::load_round`] into slots (`Buckets::slots`): each block's values go
+    /// straight into the slots, without an arena — the slots are the whole table, as
+    /// nothing but them is read by the probe of a join that never emits unmatched inner
+    /// tuples.
+    fn load_round_slots(&self, plan: &RoundPlan, round: &Round, buckets: &Buckets, ctx: &ExecContext) -> Result<()> {
+        let (mut buf, mut row, mut values) = (Vec::new(), Vec::new(), Vec::new());
+        loop {
+            ctx.cancel.check()?;
+            let i = round.blocks.start + self.load_cursor.fetch_add(1, Ordering::Relaxed);
+            if i >= round.blocks.end {
+                return Ok(());
+            }
+            let block = plan.inner_block(round.batch, i).ok_or_else(|| Error::internal("hash join inner block missing"))?;
+            block.read(&mut buf)?;
+            let mut records = Records::new(&buf);
+            values.clear();
+            loop {
+                while let Some(value) = records.next_int(DataType::Int4)? {
+                    values.push(value);
+                }
+                // Any other record: a NULL key (matches nothing, and such a join never
+                // emits an unmatched inner tuple) or a key written in full.
+                match records.next_into(self.join.inner_width, &mut row)? {
+                    None => break,
+                    Some((_, keyed)) => {
+                        if let (true, Some(Datum::Int4(value))) = (keyed, row.first()) {
+                            values.push(*value as i64);
+                        }
+                    }
+                }
+            }
+            buckets.insert_ints(&values);
+        }
     }
 
     /// *batch assemble* (one): the arenas become the round's table.

@@ -621,6 +621,13 @@ impl Buckets {
         buckets
     }
 
+    /// The slots [`Buckets::slots`] makes for `tuples` tuples: the fewest (a power of two)
+    /// that leave a quarter of them empty. Fewer than chain heads (two a tuple): less
+    /// fresh memory for the kernel to zero, and a probe still reads one line.
+    pub fn slots_len(tuples: usize) -> usize {
+        tuples.saturating_mul(SLOTS_MAX_LOAD.1).div_ceil(SLOTS_MAX_LOAD.0).clamp(BUCKETS_MIN, BUCKETS_MAX).next_power_of_two()
+    }
+
     /// Can `n` slots hold `join`'s `tuples` (see [`Buckets::slots`])? Only an int4 key-only
     /// build side of a join that never emits unmatched inner tuples (a slot does not say
     /// which tuples matched) qualifies.
@@ -635,6 +642,24 @@ impl Buckets {
             *head.get_mut() = 0;
         }
         self.slots = slots;
+    }
+
+    /// Holds slots ([`Buckets::slots`]), not chains?
+    pub fn is_slots(&self) -> bool {
+        self.slots
+    }
+
+    /// Slots mode: count one tuple of each int4 key of `values` (read from a batch file),
+    /// the slot [`INSERT_PREFETCH_DISTANCE`] values ahead fetched first.
+    pub fn insert_ints(&self, values: &[i64]) {
+        debug_assert!(self.slots);
+        let hash = |v: i64| int_key_hash(DataType::Int4, v);
+        for (i, &v) in values.iter().enumerate() {
+            if let Some(&ahead) = values.get(i + INSERT_PREFETCH_DISTANCE) {
+                prefetch(&self.heads[(hash(ahead) & self.mask) as usize]);
+            }
+            self.insert_value(hash(v), v as i32 as u32);
+        }
     }
 
     /// Slots mode: count one more tuple of int4 key `value` (lock-free: a slot is taken
