@@ -11,6 +11,7 @@ mod copy_stdio;
 mod describe_psql;
 mod describe_wire;
 mod explain_psql;
+mod hash_join_keys;
 mod kill9_durability;
 mod kill9_index;
 mod kill9_txn;

@@ -21,7 +21,7 @@ use weft_common::{Datum, Error, Result};
 
 use super::batch::{batch_of, BatchWriters, Records, Written, MAX_BATCHES};
 use super::run::*;
-use super::table::{eval_keys, inner_keys, key_hash, Arena, Buckets, JoinTable, MAX_ARENAS};
+use super::table::{eval_keys, inner_keys, key_hash, slots_join, Arena, Buckets, JoinTable, BUCKETS_MIN, MAX_ARENAS};
 use crate::execute::{ExecContext, ParticipantStats, StepBuffers};
 
 /// The grow barrier's phases (its phase number modulo 4).
@@ -78,7 +78,7 @@ impl<'p> SharedJoin<'p> {
                 }
                 GROW_BUCKETS => {
                     let table = self.table.lock().clone().ok_or_else(|| Error::internal("hash join table used before it was assembled"))?;
-                    if table.original_buckets != table.buckets() {
+                    if table.needs_insert {
                         // All: rebuild chains in the larger array, ranges claimed from a counter.
                         loop {
                             ctx.cancel.check()?;
@@ -106,7 +106,10 @@ impl<'p> SharedJoin<'p> {
         let most = (self.space_allowed / 4 / Buckets::bytes_for(1)).max(1024).next_power_of_two() / 2;
         let count = Buckets::count_for(estimate).min(most.max(1024));
         let mut build = self.build.lock();
-        build.buckets = Some(Arc::new(Buckets::with_len(count)));
+        // A table that may be kept in slots is indexed after its build (see `assemble`),
+        // in an array made then for the tuples it has: `count` is only reserved here.
+        let allocated = if slots_join(self.join) { BUCKETS_MIN } else { count };
+        build.buckets = Some(Arc::new(Buckets::with_len(allocated)));
         build.batch_bytes = vec![0; nbatch];
         build.batch_tuples = vec![0; nbatch];
         build.inner_blocks = vec![Vec::new(); nbatch];
@@ -358,8 +361,11 @@ impl<'p> SharedJoin<'p> {
         let arena = std::mem::replace(&mut local.arena, Arena::new(self.join));
         let buckets = self.build.lock().buckets.clone().ok_or_else(|| Error::internal("hash join buckets not allocated"))?;
         // Inserted while no growth can start (this participant is still attached), and
-        // outside the lock: the participants insert at once.
-        JoinTable::insert_arena(&buckets, local.number, &arena, 0..arena.len());
+        // outside the lock: the participants insert at once. A table that may be kept in
+        // slots is inserted after assembly instead, once its tuples are counted.
+        if !slots_join(self.join) {
+            JoinTable::insert_arena(&buckets, local.number, &arena, 0..arena.len());
+        }
         self.build.lock().deposited.push((local.number, arena));
         self.grow_barrier.detach();
         Ok(())
@@ -447,7 +453,9 @@ impl<'p> SharedJoin<'p> {
             ctx.cancel.check()?;
             let Some((number, mut arena)) = self.build.lock().old_arenas.pop() else { break };
             arena.retain(stays, &mut |hash, keyed, row, bytes| self.write_inner(local, batch_of(hash, nbatch), hash, keyed, row, bytes))?;
-            JoinTable::insert_arena(&buckets, number, &arena, 0..arena.len());
+            if !slots_join(self.join) {
+                JoinTable::insert_arena(&buckets, number, &arena, 0..arena.len());
+            }
             kept_bytes += arena.bytes();
             kept += arena.len() as u64;
             if !self.skew.is_empty() {
@@ -535,7 +543,7 @@ impl<'p> SharedJoin<'p> {
         let mut build = self.build.lock();
         let mut deposited = std::mem::take(&mut build.deposited);
         deposited.sort_by_key(|(number, _)| *number);
-        let mut buckets = build.buckets.clone().ok_or_else(|| Error::internal("hash join buckets not allocated"))?;
+        let mut buckets = build.buckets.take().ok_or_else(|| Error::internal("hash join buckets not allocated"))?;
         let nbatch = self.nbatch.load(Ordering::Relaxed);
         if self.batch0_evicted.load(Ordering::Acquire) {
             // Arenas handed over before the eviction: to batch 0's files.
@@ -568,8 +576,28 @@ impl<'p> SharedJoin<'p> {
             self.skew_inner.store(skew_inner, Ordering::Relaxed);
         }
         let original = buckets.len();
-        let mut table = JoinTable::assemble(arenas, buckets, original, self.facts());
-        if table.needs_more_buckets() {
+        let mut table = JoinTable::assemble(arenas, buckets, self.facts());
+        if slots_join(self.join) {
+            // Nothing inserted yet (see `hash_inner`), and only a stand-in array made:
+            // slots for the tuples when the bucket array reserved or the budget holds
+            // them, else chains (the reserved count, or twice the tuples if that fits);
+            // phase 4 inserts.
+            let tuples = table.tuples();
+            let reserved = self.original_buckets.load(Ordering::Relaxed);
+            let tuple_bytes = table.bytes() - Buckets::bytes_for(original);
+            let fits = |n: usize| n <= reserved || tuple_bytes + Buckets::bytes_for(n) <= self.space_allowed;
+            // (No fewer slots than the heads reserved: EXPLAIN's bucket count stays the
+            // estimate's when it was right.)
+            let slots = Buckets::slots_len(tuples).max(reserved);
+            let n = if Buckets::slots_fit(self.join, slots, tuples) && fits(slots) {
+                slots
+            } else if fits(Buckets::count_for(tuples)) {
+                Buckets::count_for(tuples).max(reserved)
+            } else {
+                reserved
+            };
+            table.index_anew(n, self.join);
+        } else if table.needs_more_buckets() {
             let more = Buckets::bytes_for(Buckets::count_for(table.tuples())) - Buckets::bytes_for(original);
             if table.bytes() + more <= self.space_allowed {
                 table.grow_buckets();

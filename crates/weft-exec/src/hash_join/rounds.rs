@@ -14,13 +14,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use weft_common::{Datum, Error, Result};
+use weft_common::{DataType, Datum, Error, Result};
 
 use super::batch::{Block, Records};
 use super::run::*;
 use super::table::{emit_unmatched_outer, inner_keys, int_rows_type, is_marked, outer_keys, Arena, Buckets, IntProbe, JoinTable, ProbeBuffers, BUCKETS_MIN, MAX_ARENAS};
 use crate::execute::ExecContext;
-use crate::plan::JoinType;
+use crate::plan::{HashJoin, JoinType};
 
 /// The rounds after the probe, fixed once the outer side is written.
 pub(crate) struct RoundPlan {
@@ -42,6 +42,8 @@ pub(crate) struct Round {
     pub blocks: Range<usize>,
     /// Its bucket array's length (see `SharedJoin::round_buckets`).
     pub buckets: usize,
+    /// Its inner tuples (whether slots can hold them: `Buckets::slots`).
+    pub tuples: usize,
     pub chunked: bool,
     pub last_chunk: bool,
 }
@@ -72,14 +74,15 @@ impl RoundState {
         }
     }
 
-    /// An empty array of `n` buckets, the spare one if it has that many.
-    fn buckets_of(&mut self, n: usize) -> Buckets {
+    /// An empty array of `n` buckets for `tuples` of `join` (slots when they fit), the
+    /// spare one if it has that many.
+    fn buckets_of(&mut self, n: usize, join: &HashJoin, tuples: usize) -> Buckets {
         match self.spare_buckets.take() {
             Some(mut spare) if spare.len() == n => {
-                spare.clear();
+                spare.clear(Buckets::slots_fit(join, n, tuples));
                 spare
             }
-            _ => Buckets::with_len(n),
+            _ => Buckets::for_join(n, join, tuples),
         }
     }
 }
@@ -210,21 +213,21 @@ impl<'p> SharedJoin<'p> {
             // else chunks of consecutive blocks, each with twice its tuples in buckets
             // within the budget.
             let inner_bytes: usize = inner[batch].iter().map(|b| b.bytes).sum();
-            let mut chunks: Vec<(Range<usize>, usize)> = Vec::new();
+            let mut chunks: Vec<(Range<usize>, usize, usize)> = Vec::new();
             match self.round_buckets(inner_tuples, inner_bytes) {
-                Some(buckets) => chunks.push((0..inner[batch].len(), buckets)),
+                Some(buckets) => chunks.push((0..inner[batch].len(), buckets, inner_tuples)),
                 None => {
                     let (mut start, mut bytes, mut tuples) = (0, 0usize, 0usize);
                     for (i, block) in inner[batch].iter().enumerate() {
                         let total = bytes + block.bytes + Buckets::bytes_for(Buckets::count_for(tuples + block.records as usize));
                         if i > start && total > self.space_allowed {
-                            chunks.push((start..i, Buckets::count_for(tuples)));
+                            chunks.push((start..i, Buckets::count_for(tuples), tuples));
                             (start, bytes, tuples) = (i, 0, 0);
                         }
                         bytes += block.bytes;
                         tuples += block.records as usize;
                     }
-                    chunks.push((start..inner[batch].len(), Buckets::count_for(tuples)));
+                    chunks.push((start..inner[batch].len(), Buckets::count_for(tuples), tuples));
                 }
             }
             let chunked = chunks.len() > 1;
@@ -235,8 +238,8 @@ impl<'p> SharedJoin<'p> {
                 }
             }
             let last = chunks.len() - 1;
-            for (c, (blocks, buckets)) in chunks.into_iter().enumerate() {
-                rounds.push(Round { batch, blocks, buckets, chunked, last_chunk: c == last });
+            for (c, (blocks, buckets, tuples)) in chunks.into_iter().enumerate() {
+                rounds.push(Round { batch, blocks, buckets, tuples, chunked, last_chunk: c == last });
             }
         }
         let outer_start = outer
@@ -317,7 +320,11 @@ impl<'p> SharedJoin<'p> {
         let previous = state.table.take();
         state.recycle(previous.or(batch0));
         state.arenas.clear();
-        state.buckets = Some(Arc::new(state.buckets_of(round.buckets)));
+        // Slots hold the whole round's table (no arena: see `load_round_slots`): as many
+        // as its tuples need when the budget holds them.
+        let slots = Buckets::slots_len(round.tuples);
+        let n = if Buckets::slots_fit(self.join, slots, round.tuples) && Buckets::bytes_for(slots) <= self.space_allowed { slots } else { round.buckets };
+        state.buckets = Some(Arc::new(state.buckets_of(n, self.join, round.tuples)));
         for cursor in [&self.load_cursor, &self.probe_cursor, &self.scan_cursor, &self.outer_scan_cursor, &self.round_arena] {
             cursor.store(0, Ordering::Relaxed);
         }
@@ -327,6 +334,9 @@ impl<'p> SharedJoin<'p> {
     /// arena, inserted lock-free.
     fn load_round(&self, plan: &RoundPlan, round: &Round, ctx: &ExecContext) -> Result<()> {
         let buckets = self.round.lock().buckets.clone().ok_or_else(|| Error::internal("hash join round without buckets"))?;
+        if buckets.is_slots() {
+            return self.load_round_slots(plan, round, &buckets, ctx);
+        }
         let mut arena: Option<(usize, Arena)> = None;
         let (mut buf, mut row, mut keys) = (Vec::new(), Vec::new(), Vec::new());
         loop {
@@ -363,6 +373,41 @@ impl<'p> SharedJoin<'p> {
         Ok(())
     }
 
+    /// [`SharedJoin::load_round`] into slots (`Buckets::slots`): each block's values go
+    /// straight into the slots, without an arena — the slots are the whole table, as
+    /// nothing but them is read by the probe of a join that never emits unmatched inner
+    /// tuples.
+    fn load_round_slots(&self, plan: &RoundPlan, round: &Round, buckets: &Buckets, ctx: &ExecContext) -> Result<()> {
+        let (mut buf, mut row, mut values) = (Vec::new(), Vec::new(), Vec::new());
+        loop {
+            ctx.cancel.check()?;
+            let i = round.blocks.start + self.load_cursor.fetch_add(1, Ordering::Relaxed);
+            if i >= round.blocks.end {
+                return Ok(());
+            }
+            let block = plan.inner_block(round.batch, i).ok_or_else(|| Error::internal("hash join inner block missing"))?;
+            block.read(&mut buf)?;
+            let mut records = Records::new(&buf);
+            values.clear();
+            loop {
+                while let Some(value) = records.next_int(DataType::Int4)? {
+                    values.push(value);
+                }
+                // Any other record: a NULL key (matches nothing, and such a join never
+                // emits an unmatched inner tuple) or a key written in full.
+                match records.next_into(self.join.inner_width, &mut row)? {
+                    None => break,
+                    Some((_, keyed)) => {
+                        if let (true, Some(Datum::Int4(value))) = (keyed, row.first()) {
+                            values.push(*value as i64);
+                        }
+                    }
+                }
+            }
+            buckets.insert_ints(&values);
+        }
+    }
+
     /// *batch assemble* (one): the arenas become the round's table.
     fn assemble_round(&self) -> Result<()> {
         let mut state = self.round.lock();
@@ -372,8 +417,7 @@ impl<'p> SharedJoin<'p> {
             return Err(Error::internal("hash join arenas missing at assembly"));
         }
         let buckets = state.buckets.take().ok_or_else(|| Error::internal("hash join round without buckets"))?;
-        let original = buckets.len();
-        let table = JoinTable::assemble(arenas.into_iter().map(|(_, a)| a).collect(), buckets, original, self.facts());
+        let table = JoinTable::assemble(arenas.into_iter().map(|(_, a)| a).collect(), buckets, self.facts());
         self.peak_memory.fetch_max(table.bytes(), Ordering::Relaxed);
         state.table = Some(Arc::new(table));
         Ok(())

@@ -553,16 +553,43 @@ fn datum_bytes(d: &Datum) -> usize {
         }
 }
 
+/// Does `join` keep its table in slots ([`Buckets::slots`]) when they fit: a build side
+/// whose row is one int4 column that is the whole key, in a join that never emits
+/// unmatched inner tuples (inner, left, semi, anti).
+pub(crate) fn slots_join(join: &HashJoin) -> bool {
+    Arena::int_row_type(join) == Some(DataType::Int4) && !join.join_type.emits_unmatched_inner()
+}
+
+/// An int4 key's value as a slot holds it, `None` for any other datum or an int8 out of
+/// int4's range (which no int4 equals).
+#[inline]
+fn slot_value(key: &Datum) -> Option<u32> {
+    int_value(key).and_then(|v| i32::try_from(v).ok()).map(|v| v as u32)
+}
+
 /// Bucket arrays have at least this many heads, and at most (bucket bits stay below the
 /// batch bits, which start at bit 32 of the hash: see `batch::batch_of`).
 pub(crate) const BUCKETS_MIN: usize = 1024;
 pub(crate) const BUCKETS_MAX: usize = 1 << 30;
 
-/// A bucket array: the head of each chain.
+/// A bucket array: the head of each chain — or, for an int4 key-only build side
+/// ([`Buckets::slots`]), open-addressing slots holding the keys themselves.
 pub(crate) struct Buckets {
     heads: Box<[AtomicU64]>,
     mask: u64,
+    /// Slots mode: each word is an int4 key (low 32 bits) and how many tuples have it
+    /// (high 32 bits; 0 = empty slot), placed by linear probing from its hash's bucket.
+    /// A tuple of such a table is nothing but its key, so equal tuples are one slot and
+    /// a probe reads one cache line instead of a head and the chain's entries (two or
+    /// three misses on a table bigger than the caches).
+    slots: bool,
 }
+
+/// One tuple in a slot word's count.
+const SLOT_ONE: u64 = 1 << 32;
+
+/// At most this share of a slot array may be taken (so a probe meets an empty slot soon).
+const SLOTS_MAX_LOAD: (usize, usize) = (3, 4);
 
 impl Buckets {
     /// At least twice `tuples` buckets (a power of two, at least 1024): at a load of one, a
@@ -583,14 +610,92 @@ impl Buckets {
         let mut heads = Vec::with_capacity(n);
         advise_huge_pages(&mut heads);
         heads.extend((0..n).map(|_| AtomicU64::new(0)));
-        Buckets { heads: heads.into_boxed_slice(), mask: n as u64 - 1 }
+        Buckets { heads: heads.into_boxed_slice(), mask: n as u64 - 1, slots: false }
+    }
+
+    /// `n` empty slots for `join`'s tuples when it can use them ([`Buckets::slots`]) and
+    /// `tuples` leave enough of them empty; else `n` empty chain heads.
+    pub fn for_join(n: usize, join: &HashJoin, tuples: usize) -> Buckets {
+        let mut buckets = Buckets::with_len(n);
+        buckets.slots = Buckets::slots_fit(join, n, tuples);
+        buckets
+    }
+
+    /// The slots [`Buckets::slots`] makes for `tuples` tuples: the fewest (a power of two)
+    /// that leave a quarter of them empty. Fewer than chain heads (two a tuple): less
+    /// fresh memory for the kernel to zero, and a probe still reads one line.
+    pub fn slots_len(tuples: usize) -> usize {
+        tuples.saturating_mul(SLOTS_MAX_LOAD.1).div_ceil(SLOTS_MAX_LOAD.0).clamp(BUCKETS_MIN, BUCKETS_MAX).next_power_of_two()
+    }
+
+    /// Can `n` slots hold `join`'s `tuples` (see [`Buckets::slots`])? Only an int4 key-only
+    /// build side of a join that never emits unmatched inner tuples (a slot does not say
+    /// which tuples matched) qualifies.
+    pub fn slots_fit(join: &HashJoin, n: usize, tuples: usize) -> bool {
+        slots_join(join) && tuples.saturating_mul(SLOTS_MAX_LOAD.1) <= n.saturating_mul(SLOTS_MAX_LOAD.0)
     }
 
     /// Empty every bucket (an array kept from an earlier round: rewriting its memory
-    /// costs less than a new array's first touch).
-    pub fn clear(&mut self) {
+    /// costs less than a new array's first touch), to hold chains or (`slots`) slots.
+    pub fn clear(&mut self, slots: bool) {
         for head in self.heads.iter_mut() {
             *head.get_mut() = 0;
+        }
+        self.slots = slots;
+    }
+
+    /// Holds slots ([`Buckets::slots`]), not chains?
+    pub fn is_slots(&self) -> bool {
+        self.slots
+    }
+
+    /// Slots mode: count one tuple of each int4 key of `values` (read from a batch file),
+    /// the slot [`INSERT_PREFETCH_DISTANCE`] values ahead fetched first.
+    pub fn insert_ints(&self, values: &[i64]) {
+        debug_assert!(self.slots);
+        let hash = |v: i64| int_key_hash(DataType::Int4, v);
+        for (i, &v) in values.iter().enumerate() {
+            if let Some(&ahead) = values.get(i + INSERT_PREFETCH_DISTANCE) {
+                prefetch(&self.heads[(hash(ahead) & self.mask) as usize]);
+            }
+            self.insert_value(hash(v), v as i32 as u32);
+        }
+    }
+
+    /// Slots mode: count one more tuple of int4 key `value` (lock-free: a slot is taken
+    /// by a compare-and-swap from empty, a count raised by an atomic add).
+    fn insert_value(&self, hash: u64, value: u32) {
+        let mut i = (hash & self.mask) as usize;
+        loop {
+            let slot = &self.heads[i];
+            let mut word = slot.load(Ordering::Relaxed);
+            if word == 0 {
+                match slot.compare_exchange(0, SLOT_ONE | value as u64, Ordering::Relaxed, Ordering::Relaxed) {
+                    Ok(_) => return,
+                    Err(actual) => word = actual,
+                }
+            }
+            if word as u32 == value {
+                slot.fetch_add(SLOT_ONE, Ordering::Relaxed);
+                return;
+            }
+            i = (i + 1) & self.mask as usize;
+        }
+    }
+
+    /// Slots mode: how many tuples have int4 key `value` (of hash `hash`).
+    #[inline]
+    fn count_of(&self, hash: u64, value: u32) -> u64 {
+        let mut i = (hash & self.mask) as usize;
+        loop {
+            let word = self.heads[i].load(Ordering::Relaxed);
+            if word == 0 {
+                return 0;
+            }
+            if word as u32 == value {
+                return word >> 32;
+            }
+            i = (i + 1) & self.mask as usize;
         }
     }
 
@@ -626,9 +731,11 @@ pub(crate) struct JoinTable {
     /// The first global tuple number of each arena, and the total after them.
     starts: Vec<usize>,
     facts: JoinFacts,
-    pub original_buckets: usize,
     /// The range of a one-column integer key over every arena's tuples.
     int_keys: IntKeyRange,
+    /// The tuples are not in `buckets` yet: every one must be inserted
+    /// ([`JoinTable::insert_range`]) before the table is probed.
+    pub needs_insert: bool,
 }
 
 /// What a probe must know about the whole inner side (every batch), for `NOT IN`.
@@ -660,7 +767,7 @@ impl JoinTable {
 
     /// Assemble the arenas built into `buckets` (their tuples already inserted unless
     /// `reinsert` is needed, see [`JoinTable::needs_more_buckets`]).
-    pub fn assemble(arenas: Vec<Arena>, buckets: Arc<Buckets>, original_buckets: usize, facts: JoinFacts) -> JoinTable {
+    pub fn assemble(arenas: Vec<Arena>, buckets: Arc<Buckets>, facts: JoinFacts) -> JoinTable {
         let mut starts = Vec::with_capacity(arenas.len() + 1);
         let mut total = 0;
         for a in &arenas {
@@ -669,7 +776,7 @@ impl JoinTable {
         }
         starts.push(total);
         let int_keys = arenas.iter().fold(IntKeyRange::Empty, |range, a| range.union(a.int_keys));
-        JoinTable { arenas, buckets, starts, facts, original_buckets, int_keys }
+        JoinTable { arenas, buckets, starts, facts, int_keys, needs_insert: false }
     }
 
     /// The table's arenas and bucket array, to be reused.
@@ -701,6 +808,9 @@ impl JoinTable {
             return true;
         }
         let hash = key_hash(std::slice::from_ref(key));
+        if self.buckets.slots {
+            return slot_value(key).is_some_and(|v| self.buckets.count_of(hash, v) != 0);
+        }
         let head = self.buckets.heads[(hash & self.buckets.mask) as usize].load(Ordering::Relaxed);
         head & filter_bit(hash) != 0
     }
@@ -725,7 +835,29 @@ impl JoinTable {
     /// Replace the bucket array by one sized for the tuples; their chains must then be
     /// rebuilt with [`JoinTable::insert_range`] over every tuple.
     pub fn grow_buckets(&mut self) {
-        self.buckets = Arc::new(Buckets::for_tuples(self.tuples()));
+        self.set_buckets(Buckets::for_tuples(self.tuples()));
+    }
+
+    /// Index the tuples (none inserted yet) in `n` buckets of `join`'s kind (slots when
+    /// they fit): the array the table has when it is that long and nobody else holds it
+    /// (nothing was written into it), else a new one. Every tuple must then be inserted
+    /// with [`JoinTable::insert_range`].
+    pub fn index_anew(&mut self, n: usize, join: &HashJoin) {
+        let slots = Buckets::slots_fit(join, n, self.tuples());
+        match Arc::get_mut(&mut self.buckets) {
+            Some(buckets) if buckets.len() == n => {
+                buckets.slots = slots;
+                self.needs_insert = true;
+            }
+            _ => self.set_buckets(Buckets::for_join(n, join, self.tuples())),
+        }
+    }
+
+    /// Replace the bucket array by `buckets` (empty); every tuple must then be inserted
+    /// with [`JoinTable::insert_range`].
+    pub fn set_buckets(&mut self, buckets: Buckets) {
+        self.buckets = Arc::new(buckets);
+        self.needs_insert = true;
     }
 
     /// Insert global tuples `range` into the bucket array (several participants may insert
@@ -752,7 +884,13 @@ impl JoinTable {
             if prefetching && ahead < indexes.end {
                 prefetch(&buckets.heads[(arena.hash_at(ahead) & buckets.mask) as usize]);
             }
-            if arena.keyed[index] {
+            if !arena.keyed[index] {
+                continue;
+            }
+            if buckets.slots {
+                // A keyed tuple of an int4 integer-row arena: its entry's word is its value.
+                buckets.insert_value(arena.hash_at(index), arena.entries[index].word as i64 as i32 as u32);
+            } else {
                 buckets.insert(pack(arena_number, index), arena.hash_at(index), &arena.entries[index]);
             }
         }
@@ -872,13 +1010,15 @@ impl JoinTable {
         // (a chain has one more tuple than the probe's own for a good part of the keys),
         // whose id the first's entry holds: walked unprefetched, each costs a whole miss,
         // which the work between two probes keeps from overlapping with the next.
+        // (Slots: the word loaded is the probe's slot; there are no chains.)
+        let chains = !self.buckets.slots;
         for (&head, &hash) in pending.heads.iter().zip(&pending.hashes) {
-            if head & filter_bit(hash) != 0 {
+            if chains && head & filter_bit(hash) != 0 {
                 self.prefetch_tuple(head & ID_MASK);
             }
         }
         for (&head, &hash) in pending.heads.iter().zip(&pending.hashes) {
-            if head & filter_bit(hash) != 0 {
+            if chains && head & filter_bit(hash) != 0 {
                 let (arena, index) = unpack(head & ID_MASK);
                 let second = self.arenas[arena].entries[index].next.load(Ordering::Relaxed);
                 if second != 0 {
@@ -963,6 +1103,9 @@ impl JoinTable {
                 return Ok(true);
             }
         }
+        if self.buckets.slots {
+            return self.probe_one_slots(join, outer, has_key, keys, hash, eval, joined, marks, emit);
+        }
         let mut any = false;
         if has_key {
             let mut id = if head & filter_bit(hash) != 0 { head & ID_MASK } else { 0 };
@@ -1012,6 +1155,58 @@ impl JoinTable {
         Ok(true)
     }
 
+    /// [`JoinTable::probe_one`] of a table in slots ([`Buckets::slots`]): the key's count
+    /// of inner tuples, each of which is the key itself, so a join filter (over the outer
+    /// row and the key) passes all of them or none.
+    #[allow(clippy::too_many_arguments)]
+    fn probe_one_slots(
+        &self,
+        join: &HashJoin,
+        outer: &[Datum],
+        has_key: bool,
+        keys: &[Datum],
+        hash: u64,
+        eval: &EvalContext,
+        joined: &mut Vec<Datum>,
+        marks: Option<(&OuterMarks, usize)>,
+        emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
+    ) -> Result<bool> {
+        let value = if has_key { slot_value(&keys[0]) } else { None };
+        let count = value.map_or(0, |v| self.buckets.count_of(hash, v));
+        let mut any = false;
+        if let Some(v) = value.filter(|_| count != 0) {
+            joined.clear();
+            joined.extend_from_slice(outer);
+            joined.push(Datum::Int4(v as i32));
+            any = match &join.filter {
+                Some(filter) => matches!(filter.eval(joined, eval)?, Datum::Bool(true)),
+                None => true,
+            };
+        }
+        if any {
+            if let Some((marks, i)) = marks {
+                if set_mark(marks, i) && join.join_type == JoinType::Semi {
+                    return Ok(true);
+                }
+            }
+            match join.join_type {
+                JoinType::Semi => return emit(outer),
+                JoinType::Anti => return Ok(true),
+                _ => {}
+            }
+            for _ in 0..count {
+                if !emit(joined)? {
+                    return Ok(false);
+                }
+            }
+            return Ok(true);
+        }
+        if marks.is_none() && join.join_type.emits_unmatched_outer() {
+            return emit_unmatched_outer(join, outer, joined, emit);
+        }
+        Ok(true)
+    }
+
     /// Probe an integer-row table (`Arena::int_rows`) with outer rows that are nothing
     /// but their one integer key of `data_type` (`scratch.values`, read from a batch
     /// file's compact records, none NULL), for a join without a further ON condition:
@@ -1036,6 +1231,9 @@ impl JoinTable {
         if join.null_aware && self.facts.inner_has_null_key {
             // NOT IN against a NULL: never true.
             return Ok(true);
+        }
+        if self.buckets.slots {
+            return self.probe_int_slots(join, data_type, scratch, marks, emit);
         }
         let IntProbe { values, hashes, heads } = scratch;
         let n = values.len();
@@ -1161,6 +1359,83 @@ impl JoinTable {
         Ok(true)
     }
 
+    /// [`JoinTable::probe_ints`] of a table in slots ([`Buckets::slots`]; an int4 key, no
+    /// right or full join): row `i + SLOT_AHEAD`'s slot is prefetched while row `i` reads
+    /// its count, the one cache miss of its probe.
+    fn probe_int_slots(
+        &self,
+        join: &HashJoin,
+        data_type: DataType,
+        scratch: &mut IntProbe,
+        marks: Option<(&OuterMarks, usize)>,
+        emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
+    ) -> Result<bool> {
+        debug_assert!(data_type == DataType::Int4);
+        let IntProbe { values, hashes, .. } = scratch;
+        let n = values.len();
+        hashes.clear();
+        hashes.extend(values.iter().map(|&v| int_key_hash(DataType::Int4, v)));
+        let buckets = &*self.buckets;
+        let slot_of = |hash: u64| &buckets.heads[(hash & buckets.mask) as usize];
+        for &hash in &hashes[..SLOT_AHEAD.min(n)] {
+            prefetch(slot_of(hash));
+        }
+        let join_type = join.join_type;
+        let semi_or_anti = matches!(join_type, JoinType::Semi | JoinType::Anti);
+        for i in 0..n {
+            if i + SLOT_AHEAD < n {
+                prefetch(slot_of(hashes[i + SLOT_AHEAD]));
+            }
+            let value = values[i];
+            let mark = marks.map(|(m, start)| (m, start + i));
+            if let Some((m, k)) = mark {
+                if semi_or_anti && is_marked(m, k) {
+                    // Decided by an earlier chunk.
+                    continue;
+                }
+            }
+            // Values read from an int4 column's records are in int4's range.
+            let count = buckets.count_of(hashes[i], value as i32 as u32);
+            let datum = Datum::Int4(value as i32);
+            if count != 0 {
+                if let Some((m, k)) = mark {
+                    if set_mark(m, k) && join_type == JoinType::Semi {
+                        continue;
+                    }
+                }
+                match join_type {
+                    JoinType::Semi => {
+                        if !emit(std::slice::from_ref(&datum))? {
+                            return Ok(false);
+                        }
+                    }
+                    JoinType::Anti => {}
+                    _ => {
+                        // Both columns are the key: equal values.
+                        let joined = [datum.clone(), datum];
+                        for _ in 0..count {
+                            if !emit(&joined)? {
+                                return Ok(false);
+                            }
+                        }
+                    }
+                }
+                continue;
+            }
+            if mark.is_none() {
+                let going = match join_type {
+                    JoinType::Anti => emit(std::slice::from_ref(&datum))?,
+                    JoinType::Left => emit(&[datum, Datum::Null])?,
+                    _ => true,
+                };
+                if !going {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
     /// Right and full joins: the inner tuples of global numbers `range` no outer row
     /// matched, after NULLs for the outer columns.
     pub fn emit_unmatched(
@@ -1208,6 +1483,8 @@ pub(crate) fn emit_unmatched_outer(
 /// reads it (prefetching the first tuple), and reads the first tuple (prefetching the
 /// second).
 const HEAD_AHEAD: usize = 24;
+/// How far ahead of the row it probes [`JoinTable::probe_int_slots`] prefetches a slot.
+const SLOT_AHEAD: usize = 16;
 const FIRST_AHEAD: usize = 16;
 const SECOND_AHEAD: usize = 8;
 
