@@ -1117,11 +1117,14 @@ impl Planner<'_, '_> {
             let rels = self.from.rels_used(c);
             let only_left = !rels.is_empty() && rels.is_subset(&left_rels);
             let only_right = !rels.is_empty() && rels.is_subset(&right_rels);
+            // A constant condition (`ON false`, `ON 1 = 2 AND ...`) decides every match
+            // alike: filtering the nullable side with it leaves no pair to evaluate.
+            let constant = rels.is_empty() && !is_volatile(c);
             // A condition on the nullable side only filters that side's rows before the
             // join; on the preserved side it can only decide matches.
             match kind {
-                Kind::Left if only_right => right_own.push(c.clone()),
-                Kind::Right if only_left => left_own.push(c.clone()),
+                Kind::Left if only_right || constant => right_own.push(c.clone()),
+                Kind::Right if only_left || constant => left_own.push(c.clone()),
                 _ => join_conditions.push(c.clone()),
             }
         }

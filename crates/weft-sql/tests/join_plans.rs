@@ -112,6 +112,27 @@ fn semi_and_anti_joins_filter_the_one_relation_they_read() {
 }
 
 #[test]
+fn a_constant_outer_join_condition_filters_the_nullable_side() {
+    let (_dir, mut s) = database();
+    // `ON false` matched nothing by evaluating false for every pair (big × small); now
+    // it empties the nullable side before the join, and every preserved row comes out
+    // NULL-extended.
+    let p = plan(&mut s, "SELECT count(*) FROM big LEFT JOIN small ON false");
+    assert!(p.contains("Filter: false") && !p.contains("Join Filter"), "{p}");
+    let p = plan(&mut s, "SELECT count(*) FROM small RIGHT JOIN big ON 1 = 2 AND small.a = big.a");
+    assert!(p.contains("Filter: false") && !p.contains("Join Filter"), "{p}");
+    for (sql, count) in [
+        ("SELECT count(*), count(small.a) FROM big LEFT JOIN small ON false", "50000|0"),
+        ("SELECT count(*), count(small.a) FROM small RIGHT JOIN big ON 1 = 2 AND small.a = big.a", "50000|0"),
+        ("SELECT count(*), count(small.a) FROM big LEFT JOIN small ON 1 = 1 AND small.a = big.a", "50000|500"),
+    ] {
+        let result = s.execute(sql).unwrap();
+        let row: Vec<String> = result.rows[0].iter().map(|d| d.to_pg_text().unwrap_or_default()).collect();
+        assert_eq!(row.join("|"), count, "{sql}");
+    }
+}
+
+#[test]
 fn parallel_shapes_follow_the_settings() {
     let (_dir, mut s) = database();
     for sql in ["SET max_parallel_workers_per_gather = 2", "SET min_parallel_table_scan_size = 0", "SET parallel_hash_min_inner_rows = 1000"] {
