@@ -331,6 +331,7 @@ mod tests {
             notices: vec![],
             returns_rows: true,
             time_zone: Default::default(),
+            streamed: false,
         }
     }
 
@@ -353,6 +354,7 @@ mod tests {
             notices: vec![],
             returns_rows: true,
             time_zone: Default::default(),
+            streamed: false,
         }
     }
 
@@ -424,6 +426,7 @@ mod tests {
             notices: vec![],
             returns_rows: true,
             time_zone: Default::default(),
+            streamed: false,
         };
         assert_eq!(format_result(&result, &options(Format::Csv, false)), "a,b c,c,e,f\n1,\"x,\"\"y\",,,\"li\nne\"\n");
     }
