@@ -297,21 +297,21 @@ fn limit_with_ties(input: &Plan, ties: &crate::plan::WithTies, limit: Option<u64
     let Plan::Sort(sort) = input else {
         return Err(Error::internal("WITH TIES over a plan that is not a sort"));
     };
-    let began = Instant::now();
-    let reports_before = ctx.sort_reports.lock().len();
     let mut rows: Vec<Row> = Vec::new();
     let window = crate::sort::RowWindow { skip: offset, take: None };
-    let produced = crate::sort::for_each_sorted_row(sort, ctx, window, |row| {
-        if let (Some(limit), Some(last)) = (limit, rows.last()) {
-            let tied = || ties.keys.iter().all(|k| compare_datums(&last[k.column], &row[k.column]).is_eq());
-            if rows.len() as u64 >= limit && !tied() {
-                return Ok(false);
+    sort_node_run(input, ctx, || {
+        let produced = crate::sort::for_each_sorted_row(sort, ctx, window, |row| {
+            if let (Some(limit), Some(last)) = (limit, rows.last()) {
+                let tied = || ties.keys.iter().all(|k| compare_datums(&last[k.column], &row[k.column]).is_eq());
+                if rows.len() as u64 >= limit && !tied() {
+                    return Ok(false);
+                }
             }
-        }
-        rows.push(row);
-        Ok(true)
+            rows.push(row);
+            Ok(true)
+        })?;
+        Ok(((), produced))
     })?;
-    record_sort_node(input, ctx, began, reports_before, produced);
     rows.iter_mut().for_each(|row| row.truncate(ties.output_width));
     Ok(rows)
 }
@@ -329,10 +329,10 @@ pub fn execute_streaming(plan: &Plan, ctx: &ExecContext, consume: &mut (dyn FnMu
             Ok(sink.count.into_inner())
         }
         Plan::Sort(sort) => {
-            let began = Instant::now();
-            let reports_before = ctx.sort_reports.lock().len();
-            let produced = crate::sort::for_each_sorted_row(sort, ctx, crate::sort::RowWindow::ALL, |row| consume(row).map(|()| true))?;
-            record_sort_node(plan, ctx, began, reports_before, produced);
+            let (_, produced) = sort_node_run(plan, ctx, || {
+                let produced = crate::sort::for_each_sorted_row(sort, ctx, crate::sort::RowWindow::ALL, |row| consume(row).map(|()| true))?;
+                Ok(((), produced))
+            })?;
             Ok(produced)
         }
         other => {
@@ -394,20 +394,20 @@ pub fn execute_discarding(plan: &Plan, ctx: &ExecContext) -> Result<u64> {
 /// Run the sort node `plan` (whose sort is `sort`): the rows of `window`, and how many
 /// rows the sort produced.
 fn execute_sort_node(plan: &Plan, sort: &crate::plan::SortPlan, ctx: &ExecContext, window: crate::sort::RowWindow) -> Result<(Vec<Row>, u64)> {
-    let began = Instant::now();
-    let reports_before = ctx.sort_reports.lock().len();
-    let (rows, produced) = crate::sort::execute_sort(sort, ctx, window)?;
-    record_sort_node(plan, ctx, began, reports_before, produced);
-    Ok((rows, produced))
+    sort_node_run(plan, ctx, || crate::sort::execute_sort(sort, ctx, window))
 }
 
-/// The statistics of a sort node that began at `began`, when `reports_before` sort
-/// reports existed; `rows` is what it produced.
-pub(crate) fn record_sort_node(plan: &Plan, ctx: &ExecContext, began: Instant, reports_before: usize, rows: u64) {
+/// Run the sort node `plan`'s work `run`, which returns its outcome and how many rows
+/// the sort produced, and record the node's statistics around it.
+pub(crate) fn sort_node_run<T>(plan: &Plan, ctx: &ExecContext, run: impl FnOnce() -> Result<(T, u64)>) -> Result<(T, u64)> {
+    let began = Instant::now();
+    let reports_before = ctx.sort_reports.lock().len();
+    let (outcome, rows) = run()?;
     // Sorts nested in the input finished before this one: the last report is its.
     let reports_after = ctx.sort_reports.lock().len();
     let sort_report = (reports_after > reports_before).then(|| reports_after - 1);
     ctx.nodes.lock().push(NodeStats { node: node_id(plan), rows, elapsed: began.elapsed(), sort_report, ..NodeStats::default() });
+    Ok((outcome, rows))
 }
 
 /// Pages a sorted insert packs before appending them to the relation.
@@ -765,13 +765,14 @@ impl<'p> SourceState<'p> {
                     return Ok(());
                 }
                 let began = Instant::now();
-                let reports_before = ctx.sort_reports.lock().len();
                 let mut rows = 0u64;
-                let produced = crate::sort::for_each_sorted_row(sort, ctx, *window, |row| {
-                    rows += 1;
-                    emit(&row)
+                sort_node_run(plan, ctx, || {
+                    let produced = crate::sort::for_each_sorted_row(sort, ctx, *window, |row| {
+                        rows += 1;
+                        emit(&row)
+                    })?;
+                    Ok(((), produced))
                 })?;
-                record_sort_node(plan, ctx, began, reports_before, produced);
                 if let Some(limit) = limit {
                     ctx.nodes.lock().push(NodeStats { node: node_id(*limit), rows, elapsed: began.elapsed(), ..NodeStats::default() });
                 }

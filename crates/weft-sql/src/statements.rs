@@ -213,25 +213,26 @@ fn select(session: &mut Session, query: &ast::Query, cancel: &CancelToken) -> Re
     }
     let catalog = session.catalog();
     let planned = plan(session, &catalog, query)?;
-    if let Some(mut sink) = session.row_sink.take() {
-        let ctx = exec_context(session, cancel);
-        let outcome = sink.columns(&planned.columns).and_then(|()| {
+    // A streaming caller's sink takes the rows as the plan produces them; otherwise
+    // they are collected into the result.
+    let mut sink = session.row_sink.take();
+    let mut rows = Vec::new();
+    let ctx = exec_context(session, cancel);
+    let outcome = match sink.as_mut() {
+        Some(sink) => sink.columns(&planned.columns).and_then(|()| {
             weft_exec::expr::run_init_plans(&planned.plan, &ctx)?;
             weft_exec::execute_streaming(&planned.plan, &ctx, &mut |row| sink.row(row))
-        });
-        finish_context(session, &ctx);
-        let count = outcome?;
-        session.last_pipeline_stats = ctx.stats.into_inner();
-        return Ok(QueryResult { streamed: true, ..QueryResult::rows(planned.columns, Vec::new(), format!("SELECT {count}")) });
-    }
-    let ctx = exec_context(session, cancel);
-    let outcome = run_query_plan(&planned.plan, &ctx);
+        }),
+        None => run_query_plan(&planned.plan, &ctx).map(|collected| {
+            rows = collected;
+            rows.len() as u64
+        }),
+    };
     finish_context(session, &ctx);
-    let rows = outcome?;
-    let stats = ctx.stats.into_inner();
-    session.last_pipeline_stats = stats;
-    let tag = format!("SELECT {}", rows.len());
-    Ok(QueryResult::rows(planned.columns, rows, tag))
+    let count = outcome?;
+    session.last_pipeline_stats = ctx.stats.into_inner();
+    let result = QueryResult::rows(planned.columns, rows, format!("SELECT {count}"));
+    Ok(QueryResult { streamed: sink.is_some(), ..result })
 }
 
 fn already_exists(name: &str) -> Error {

@@ -60,15 +60,15 @@ pub(crate) fn execute_window(window: &WindowPlan, ctx: &ExecContext) -> Result<V
     let mut node = WindowNode { window, frame, ctx, partition: Vec::new(), out: Vec::new(), buffers: StepBuffers::new(), seen: 0 };
     match window.input.as_ref() {
         Plan::Sort(sort) => {
-            let began = Instant::now();
-            let reports_before = ctx.sort_reports.lock().len();
-            let mut rows = 0u64;
-            crate::sort::for_each_sorted_row(sort, ctx, crate::sort::RowWindow::ALL, |row| {
-                rows += 1;
-                node.push(row)?;
-                Ok(true)
+            crate::execute::sort_node_run(&window.input, ctx, || {
+                let mut rows = 0u64;
+                crate::sort::for_each_sorted_row(sort, ctx, crate::sort::RowWindow::ALL, |row| {
+                    rows += 1;
+                    node.push(row)?;
+                    Ok(true)
+                })?;
+                Ok(((), rows))
             })?;
-            crate::execute::record_sort_node(&window.input, ctx, began, reports_before, rows);
         }
         other => {
             for row in execute(other, ctx)? {
