@@ -183,8 +183,14 @@ impl Session {
     /// `sink` as they are produced (the result then has none, and `streamed` set): a
     /// server sends a big result without holding all of it.
     pub fn execute_streaming(&mut self, sql: &str, sink: Box<dyn crate::api::RowSink>) -> Result<QueryResult> {
+        self.with_row_sink(sink, |session| session.execute(sql))
+    }
+
+    /// Run `statement` (one statement, e.g. [`Session::execute_with_typed_params`]) with
+    /// `sink` taking a query's rows as [`Session::execute_streaming`] does.
+    pub fn with_row_sink<R>(&mut self, sink: Box<dyn crate::api::RowSink>, statement: impl FnOnce(&mut Session) -> R) -> R {
         self.row_sink = Some(sink);
-        let outcome = self.execute(sql);
+        let outcome = statement(self);
         self.row_sink = None;
         outcome
     }

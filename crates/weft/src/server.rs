@@ -35,7 +35,8 @@ use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{send_ready_for_query, ExtendedQueryHandler, SimpleQueryHandler};
 use pgwire::api::results::{DescribePortalResponse, DescribeStatementResponse, FieldFormat, FieldInfo, QueryResponse, Response, Tag};
 use pgwire::api::stmt::{QueryParser, StoredStatement};
-use pgwire::api::store::PortalStore;
+use pgwire::api::portal::PortalExecutionState;
+use pgwire::api::store::{Entry, PortalStore};
 use pgwire::api::{
     ClientInfo, ClientPortalStore, PgWireConnectionState, PgWireServerHandlers, PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type,
     DEFAULT_NAME, METADATA_APPLICATION_NAME, METADATA_USER,
@@ -53,6 +54,7 @@ use weft_common::{Cursor, DataType, Datum};
 use weft_sql::{CancelHandle, ColumnInfo, Database, Error, QueryResult, Session, SqlState};
 
 use crate::script::{split_script, ScriptItem};
+use crate::server_rows::{ChannelSink, Streamed};
 
 /// `weft serve`'s options.
 pub struct ServeOptions {
@@ -379,7 +381,7 @@ fn field_infos(columns: &[ColumnInfo], formats: &[FieldFormat]) -> Vec<FieldInfo
 }
 
 /// The result formats a client asked for; binary only where supported (else 0A000).
-fn result_formats(columns: &[ColumnInfo], format: &Format) -> PgWireResult<Vec<FieldFormat>> {
+pub(crate) fn result_formats(columns: &[ColumnInfo], format: &Format) -> weft_sql::Result<Vec<FieldFormat>> {
     columns
         .iter()
         .enumerate()
@@ -389,11 +391,11 @@ fn result_formats(columns: &[ColumnInfo], format: &Format) -> PgWireResult<Vec<F
                 _ => format.format_for(i),
             };
             if wanted == FieldFormat::Binary && !binary_supported(column.data_type) {
-                return Err(user_error(&Error::not_supported(format!(
+                return Err(Error::not_supported(format!(
                     "binary format for result column \"{}\" of type {} is not supported",
                     column.name,
                     column.data_type.name()
-                ))));
+                )));
             }
             Ok(wanted)
         })
@@ -411,26 +413,43 @@ fn data_row_in_zone(row: &[Datum], formats: &[FieldFormat]) -> DataRow {
     DataRow::new(data, row.len() as i16)
 }
 
-/// Run one statement of a simple query; a query's RowDescription and rows are sent as
-/// they are produced (`server_rows.rs`), and its result says `streamed`.
-async fn run_streaming<C>(connection: &Connection, client: &mut C, sql: String) -> PgWireResult<weft_sql::Result<QueryResult>>
+/// Start `statement` on the connection's session with a [`ChannelSink`] taking a query's
+/// rows (`server_rows.rs`): they arrive on the receiver as they are produced, the
+/// statement's outcome through the handle.
+fn start_streaming(
+    connection: &Connection,
+    requested: Option<Format>,
+    statement: impl FnOnce(&mut Session) -> weft_sql::Result<QueryResult> + Send + 'static,
+) -> (tokio::sync::mpsc::Receiver<Streamed>, tokio::task::JoinHandle<weft_sql::Result<QueryResult>>) {
+    let (sender, receiver) = tokio::sync::mpsc::channel::<Streamed>(4);
+    let sink = Box::new(ChannelSink::new(sender, requested));
+    let run = tokio::spawn(run_on_session(connection.session.clone(), move |session| session.with_row_sink(sink, statement)));
+    (receiver, run)
+}
+
+/// Write what a statement started by [`start_streaming`] sends: a RowDescription when
+/// `describe` (the simple protocol; a portal's columns were sent by Describe), then
+/// the rows. Then its outcome. The receiver moves in, so a failed write drops it: the
+/// statement stops at its next chunk instead of waiting for room in the channel.
+async fn forward_streamed<C>(
+    mut receiver: tokio::sync::mpsc::Receiver<Streamed>,
+    run: tokio::task::JoinHandle<weft_sql::Result<QueryResult>>,
+    client: &mut C,
+    describe: bool,
+) -> PgWireResult<weft_sql::Result<QueryResult>>
 where
     C: Sink<PgWireBackendMessage> + Unpin + Send,
     PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
 {
-    use crate::server_rows::{ChannelSink, Streamed};
-    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Streamed>(4);
-    let run = connection.run(move |session| session.execute_streaming(&sql, Box::new(ChannelSink::new(sender))));
-    // The receiver moves in, so a failed write drops it: the query stops at its next
-    // chunk instead of waiting for room in the channel.
     let forward = async move {
         let mut fields = 0i16;
         while let Some(message) = receiver.recv().await {
             match message {
-                Streamed::Columns(columns) => {
+                Streamed::Columns { columns, formats } => {
                     fields = columns.len() as i16;
-                    let formats = vec![FieldFormat::Text; columns.len()];
-                    client.feed(PgWireBackendMessage::RowDescription(row_description(&columns, &formats))).await?;
+                    if describe {
+                        client.feed(PgWireBackendMessage::RowDescription(row_description(&columns, &formats))).await?;
+                    }
                 }
                 Streamed::Rows { mut data, lengths } => {
                     for length in lengths {
@@ -441,9 +460,72 @@ where
         }
         Ok::<(), PgWireError>(())
     };
-    let (outcome, forwarded) = tokio::join!(run, forward);
+    let forwarded = forward.await;
+    let outcome = run.await.unwrap_or_else(|e| Err(Error::internal(format!("internal error: {e}"))));
     forwarded?;
     Ok(outcome)
+}
+
+/// Run one statement of a simple query; a query's RowDescription and rows are sent as
+/// they are produced, and its result says `streamed`.
+async fn run_streaming<C>(connection: &Connection, client: &mut C, sql: String) -> PgWireResult<weft_sql::Result<QueryResult>>
+where
+    C: Sink<PgWireBackendMessage> + Unpin + Send,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    let (receiver, run) = start_streaming(connection, None, move |session| session.execute(&sql));
+    forward_streamed(receiver, run, client, true).await
+}
+
+/// Execute a portal that has not run yet, to its end (`max_rows` 0, what drivers send
+/// outside cursors), sending a query's rows as they are produced. `None` when the
+/// Execute is another kind, which pgwire's portal machinery serves (`do_query`).
+async fn execute_portal_streaming<C>(client: &mut C, message: &Execute) -> Option<PgWireResult<()>>
+where
+    C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+    C::PortalStore: PortalStore<Statement = Prepared>,
+    C::Error: Debug,
+    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+{
+    if message.max_rows != 0 || !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+        return None;
+    }
+    let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
+    let Some(Entry::Value(portal)) = client.portal_store().get_portal(name) else {
+        return None;
+    };
+    let state = portal.state();
+    let mut state = state.lock().await;
+    if !matches!(*state, PortalExecutionState::Initial) {
+        return None;
+    }
+    // Executed once, whatever its outcome: a later Execute finds it finished.
+    *state = PortalExecutionState::Finished;
+    drop(state);
+    client.set_state(PgWireConnectionState::QueryInProgress);
+    let outcome = async {
+        let connection = connection(client)?;
+        let params = portal_parameters(&portal)?;
+        let prepared = portal.statement.statement.clone();
+        let statement = move |session: &mut Session| session.execute_with_typed_params(&prepared.sql, &params, &prepared.casts);
+        let (receiver, run) = start_streaming(&connection, Some(portal.result_column_format.clone()), statement);
+        let result = forward_streamed(receiver, run, client, false).await?.map_err(|e| user_error(&e))?;
+        send_notices(client, &result).await?;
+        if result.returns_rows && !result.streamed {
+            let formats = result_formats(&result.columns, &portal.result_column_format).map_err(|e| user_error(&e))?;
+            for row in &result.rows {
+                client.feed(PgWireBackendMessage::DataRow(data_row(row, &formats, &result.time_zone))).await?;
+            }
+        }
+        client.send(PgWireBackendMessage::CommandComplete(CommandComplete::new(result.tag.clone()))).await?;
+        if let Some(status) = connection.zone_change() {
+            client.feed(status).await?;
+        }
+        Ok(())
+    }
+    .await;
+    client.set_state(PgWireConnectionState::ReadyForQuery);
+    Some(outcome)
 }
 
 /// A statement's command tag minus its row count, for portals (pgwire appends the count
@@ -787,7 +869,10 @@ impl ExtendedQueryHandler for Handlers {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let outcome = self._on_execute(client, message).await;
+        let outcome = match execute_portal_streaming(client, &message).await {
+            Some(outcome) => outcome,
+            None => self._on_execute(client, message).await,
+        };
         sync_status(client);
         outcome
     }
@@ -839,7 +924,7 @@ impl ExtendedQueryHandler for Handlers {
             .await
             .map_err(|e| user_error(&e))?
             .unwrap_or_default();
-        let formats = result_formats(&columns, &portal.result_column_format)?;
+        let formats = result_formats(&columns, &portal.result_column_format).map_err(|e| user_error(&e))?;
         Ok(DescribePortalResponse::new(field_infos(&columns, &formats)))
     }
 
@@ -864,7 +949,7 @@ impl ExtendedQueryHandler for Handlers {
         if !result.returns_rows {
             return Ok(Response::Execution(Tag::new(&result.tag)));
         }
-        let formats = result_formats(&result.columns, &portal.result_column_format)?;
+        let formats = result_formats(&result.columns, &portal.result_column_format).map_err(|e| user_error(&e))?;
         let schema = Arc::new(field_infos(&result.columns, &formats));
         let rows: Vec<PgWireResult<DataRow>> = result.rows.iter().map(|row| Ok(data_row(row, &formats, &result.time_zone))).collect();
         let mut response = QueryResponse::new(schema, stream::iter(rows));

@@ -9,6 +9,7 @@
 //! memory; a client gone makes the next hand-over fail, which stops the query.
 
 use bytes::{BufMut, BytesMut};
+use pgwire::api::portal::Format;
 use pgwire::api::results::FieldFormat;
 use tokio::sync::mpsc;
 use weft_common::Datum;
@@ -19,23 +20,25 @@ const CHUNK_BYTES: usize = 64 * 1024;
 
 /// What the session's thread sends the connection's task.
 pub(crate) enum Streamed {
-    /// The result's columns: a RowDescription, before any row.
-    Columns(Vec<ColumnInfo>),
+    /// The result's columns and their formats, before any row.
+    Columns { columns: Vec<ColumnInfo>, formats: Vec<FieldFormat> },
     /// `DataRow` bodies back to back, each `lengths[i]` bytes.
     Rows { data: BytesMut, lengths: Vec<usize> },
 }
 
-/// A [`RowSink`] that encodes rows in text format and sends them in chunks.
+/// A [`RowSink`] that encodes rows and sends them in chunks.
 pub(crate) struct ChannelSink {
     sender: mpsc::Sender<Streamed>,
+    /// The formats a portal's Bind asked for; `None` is text (the simple protocol).
+    requested: Option<Format>,
     formats: Vec<FieldFormat>,
     data: BytesMut,
     lengths: Vec<usize>,
 }
 
 impl ChannelSink {
-    pub(crate) fn new(sender: mpsc::Sender<Streamed>) -> ChannelSink {
-        ChannelSink { sender, formats: Vec::new(), data: BytesMut::with_capacity(CHUNK_BYTES * 2), lengths: Vec::new() }
+    pub(crate) fn new(sender: mpsc::Sender<Streamed>, requested: Option<Format>) -> ChannelSink {
+        ChannelSink { sender, requested, formats: Vec::new(), data: BytesMut::with_capacity(CHUNK_BYTES * 2), lengths: Vec::new() }
     }
 
     fn send(&self, message: Streamed) -> weft_common::Result<()> {
@@ -54,8 +57,11 @@ impl ChannelSink {
 
 impl RowSink for ChannelSink {
     fn columns(&mut self, columns: &[ColumnInfo]) -> weft_common::Result<()> {
-        self.formats = vec![FieldFormat::Text; columns.len()];
-        self.send(Streamed::Columns(columns.to_vec()))
+        self.formats = match &self.requested {
+            Some(requested) => crate::server::result_formats(columns, requested)?,
+            None => vec![FieldFormat::Text; columns.len()],
+        };
+        self.send(Streamed::Columns { columns: columns.to_vec(), formats: self.formats.clone() })
     }
 
     fn row(&mut self, row: Vec<Datum>) -> weft_common::Result<()> {

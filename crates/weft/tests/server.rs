@@ -218,16 +218,22 @@ impl RawConnection {
         connection
     }
 
+    /// The next message from the server: its type byte and body.
+    fn read_message(&mut self) -> (u8, Vec<u8>) {
+        let mut header = [0u8; 5];
+        self.stream.read_exact(&mut header).unwrap();
+        let length = i32::from_be_bytes(header[1..5].try_into().unwrap()) as usize - 4;
+        let mut body = vec![0u8; length];
+        self.stream.read_exact(&mut body).unwrap();
+        (header[0], body)
+    }
+
     /// Read messages up to ReadyForQuery; its status byte and the SQLSTATEs of errors.
     fn until_ready(&mut self) -> (char, Vec<String>) {
         let mut codes = Vec::new();
         loop {
-            let mut header = [0u8; 5];
-            self.stream.read_exact(&mut header).unwrap();
-            let length = i32::from_be_bytes(header[1..5].try_into().unwrap()) as usize - 4;
-            let mut body = vec![0u8; length];
-            self.stream.read_exact(&mut body).unwrap();
-            match header[0] {
+            let (tag, body) = self.read_message();
+            match tag {
                 b'Z' => return (body[0] as char, codes),
                 b'E' => {
                     let fields = body.split(|b| *b == 0);
@@ -238,12 +244,17 @@ impl RawConnection {
         }
     }
 
-    fn query(&mut self, sql: &str) -> (char, Vec<String>) {
+    /// Send a simple-protocol Query message without reading the answer.
+    fn send_query(&mut self, sql: &str) {
         let mut message = vec![b'Q'];
         message.extend_from_slice(&((sql.len() + 5) as i32).to_be_bytes());
         message.extend_from_slice(sql.as_bytes());
         message.push(0);
         self.stream.write_all(&message).unwrap();
+    }
+
+    fn query(&mut self, sql: &str) -> (char, Vec<String>) {
+        self.send_query(sql);
         self.until_ready()
     }
 }
@@ -311,12 +322,7 @@ fn a_client_that_goes_away_mid_query_ends_only_its_connection() {
     let (_dir, data) = data_dir();
     let server = Server::start(&data);
     let mut raw = RawConnection::connect(server.port);
-    let sql = "SELECT count(*) FROM generate_series(1, 50000000)";
-    let mut message = vec![b'Q'];
-    message.extend_from_slice(&((sql.len() + 5) as i32).to_be_bytes());
-    message.extend_from_slice(sql.as_bytes());
-    message.push(0);
-    raw.stream.write_all(&message).unwrap();
+    raw.send_query("SELECT count(*) FROM generate_series(1, 50000000)");
     drop(raw);
     let mut other = RawConnection::connect(server.port);
     assert_eq!(other.query("SELECT 1"), ('I', vec![]));
@@ -325,8 +331,8 @@ fn a_client_that_goes_away_mid_query_ends_only_its_connection() {
     server.stop();
 }
 
-/// A simple query's rows are sent as the sort's merge produces them
-/// (`server_rows.rs`); the extended protocol still collects them first. Both must give
+/// A query's rows are sent as the sort's merge produces them (`server_rows.rs`),
+/// through the simple and through the extended protocol. Both must give
 /// the rows a naive sort gives, also when the sort spills and its key ranges are merged
 /// by parallel participants.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -366,7 +372,7 @@ async fn an_ordered_result_streams_in_order() {
             assert_eq!(row[2], t);
         }
         assert!(streamed[0][3].as_deref().is_some_and(|at| at.ends_with("+09")), "{:?}", streamed[0][3]);
-        // The same rows through the extended protocol, which collects them.
+        // The same rows through the extended protocol (a portal).
         let collected: Vec<Vec<Option<String>>> = client
             .query("SELECT k::text AS k_text, i::text AS i_text, t, at::text AS at_text FROM s ORDER BY k, i", &[])
             .await
@@ -383,8 +389,8 @@ async fn an_ordered_result_streams_in_order() {
             first_difference.map(|i| (&collected[i], &streamed[i]))
         );
     }
-    // A scan's rows stream a batch at a time from each participant: the same rows as
-    // the collected ones, in some order.
+    // A scan's rows stream a batch at a time from each participant: the same rows
+    // through either protocol, in some order.
     let text_rows = |messages: Vec<SimpleQueryMessage>| -> Vec<(String, Option<String>)> {
         messages
             .iter()
@@ -411,6 +417,38 @@ async fn an_ordered_result_streams_in_order() {
     server.stop();
 }
 
+/// A portal's rows (the extended protocol, as drivers run queries) are sent as they are
+/// produced: an error partway through comes after the rows before it, as from
+/// PostgreSQL, where a collected result would have sent none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_portal_streams_its_rows_up_to_an_error() {
+    use futures::StreamExt;
+    let (_dir, data) = data_dir();
+    let server = Server::start(&data);
+    let client = server.connect().await;
+    client.batch_execute("CREATE TABLE e AS SELECT i FROM generate_series(1, 200000) i").await.unwrap();
+    let rows = client.query_raw("SELECT i, 1000000 / (i - 150000) AS q FROM e", std::iter::empty::<i32>()).await.unwrap();
+    futures::pin_mut!(rows);
+    let mut seen = std::collections::HashSet::new();
+    let error = loop {
+        match rows.next().await {
+            Some(Ok(row)) => {
+                let i: i32 = row.get(0);
+                assert_eq!(row.get::<_, i32>(1), 1_000_000 / (i - 150_000));
+                assert!(seen.insert(i), "row {i} twice");
+            }
+            Some(Err(error)) => break error,
+            None => panic!("the query ended without its error"),
+        }
+    };
+    assert_eq!(db_error(&error).code().code(), "22012");
+    assert!(!seen.is_empty() && seen.len() < 200_000, "{} rows before the error", seen.len());
+    // A parameter, a binary result and a result that fits one chunk; the session goes on.
+    let got: Vec<i32> = client.query("SELECT i FROM e WHERE i <= $1 ORDER BY i DESC", &[&3i32]).await.unwrap().iter().map(|r| r.get(0)).collect();
+    assert_eq!(got, [3, 2, 1]);
+    server.stop();
+}
+
 /// A client that goes away while its ordered result streams stops the query: the
 /// server serves other connections and removes the sort's temp files.
 #[test]
@@ -420,20 +458,12 @@ fn a_client_that_goes_away_mid_stream_stops_its_query() {
     let mut raw = RawConnection::connect(server.port);
     assert_eq!(raw.query("CREATE TABLE big AS SELECT i, md5(i::text) AS m FROM generate_series(1, 400000) i").0, 'I');
     assert_eq!(raw.query("SET work_mem = '64kB'").0, 'I');
-    let sql = "SELECT m, i FROM big ORDER BY m";
-    let mut message = vec![b'Q'];
-    message.extend_from_slice(&((sql.len() + 5) as i32).to_be_bytes());
-    message.extend_from_slice(sql.as_bytes());
-    message.push(0);
-    raw.stream.write_all(&message).unwrap();
+    raw.send_query("SELECT m, i FROM big ORDER BY m");
     // Read up to the first DataRow: the rows are streaming.
     loop {
-        let mut header = [0u8; 5];
-        raw.stream.read_exact(&mut header).unwrap();
-        let mut body = vec![0u8; i32::from_be_bytes(header[1..5].try_into().unwrap()) as usize - 4];
-        raw.stream.read_exact(&mut body).unwrap();
-        assert_ne!(header[0], b'E', "the query failed");
-        if header[0] == b'D' {
+        let (tag, _) = raw.read_message();
+        assert_ne!(tag, b'E', "the query failed");
+        if tag == b'D' {
             break;
         }
     }
