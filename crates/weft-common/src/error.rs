@@ -41,6 +41,8 @@ impl SqlState {
     pub const IN_FAILED_SQL_TRANSACTION: SqlState = SqlState("25P02");
     pub const INVALID_SAVEPOINT_SPECIFICATION: SqlState = SqlState("3B001");
     pub const INVALID_CURSOR_STATE: SqlState = SqlState("24000");
+    pub const INVALID_CURSOR_NAME: SqlState = SqlState("34000");
+    pub const DUPLICATE_CURSOR: SqlState = SqlState("42P03");
     pub const SYNTAX_ERROR: SqlState = SqlState("42601");
     pub const INSUFFICIENT_PRIVILEGE: SqlState = SqlState("42501");
     pub const UNDEFINED_COLUMN: SqlState = SqlState("42703");

@@ -15,6 +15,7 @@ mod constraints;
 mod copy;
 mod cost;
 mod cte;
+mod cursors;
 mod database;
 mod deparse;
 mod distinct_on;

@@ -41,6 +41,8 @@ pub struct Session {
     pub(crate) temp_tables: Mutex<Vec<(String, u32)>>,
     /// The statements PREPARE kept, by name (`prepared.rs`).
     pub(crate) prepared: std::collections::HashMap<String, crate::prepared::Prepared>,
+    /// The open cursors by name (`cursors.rs`).
+    pub(crate) cursors: std::collections::HashMap<String, crate::cursors::Cursor>,
 }
 
 impl Drop for Session {
@@ -139,6 +141,7 @@ impl Database {
             block: Mutex::new(None),
             temp_tables: Mutex::new(Vec::new()),
             prepared: Default::default(),
+            cursors: Default::default(),
         }
     }
 }
@@ -196,17 +199,20 @@ impl Session {
     }
 
     fn execute_text(&mut self, sql: &str, mut copy: Option<&mut dyn crate::copy::CopyClient>) -> Result<QueryResult> {
-        // sqlparser does not know REINDEX, and reads VACUUM in Redshift's form only.
+        // sqlparser does not know REINDEX or MOVE, and reads VACUUM in Redshift's form only.
         let token = CancelToken::new();
         *self.cancel.lock() = token.clone();
         let vacuum = crate::vacuum::is_vacuum(sql);
         let reindex = crate::indexes::is_reindex(sql);
-        if vacuum || reindex || crate::alter_table::is_text_statement(sql) {
+        let fetch = crate::cursors::is_fetch_or_move(sql);
+        if vacuum || reindex || fetch || crate::alter_table::is_text_statement(sql) {
             self.check_not_failed()?;
             let outcome = if vacuum {
                 Some(crate::vacuum::vacuum(self, sql, &token))
             } else if reindex {
                 crate::indexes::try_reindex(self, sql, &token)
+            } else if fetch {
+                crate::cursors::fetch_text(self, sql)
             } else {
                 crate::alter_table::try_text_statement(self, sql)
             };

@@ -29,6 +29,9 @@ pub fn execute(session: &mut Session, statement: &Statement, cancel: &CancelToke
             execute(session, &bound, cancel, copy)
         }
         Statement::Deallocate { name, .. } => crate::prepared::deallocate(session, name),
+        Statement::Declare { stmts } => crate::cursors::declare(session, stmts, cancel),
+        Statement::Fetch { name, direction, into, .. } => crate::cursors::fetch(session, name, direction, into.as_ref()),
+        Statement::Close { cursor } => crate::cursors::close(session, cursor),
         Statement::Explain { statement: inner, analyze, verbose, format, options, query_plan: false, estimate: false, .. } => {
             let bound = match inner.as_ref() {
                 Statement::Execute { name, parameters, .. } => Some(crate::prepared::bound_statement(session, name.as_ref(), parameters)?),
@@ -207,7 +210,7 @@ fn run_insert_plan(plan: &Plan, ctx: &ExecContext, target: &InsertTarget) -> Res
     execute_insert(plan, ctx, target)
 }
 
-fn select(session: &mut Session, query: &ast::Query, cancel: &CancelToken) -> Result<QueryResult> {
+pub(crate) fn select(session: &mut Session, query: &ast::Query, cancel: &CancelToken) -> Result<QueryResult> {
     if let Some(outcome) = crate::indexes::try_index_check(session, query) {
         return outcome;
     }

@@ -247,14 +247,17 @@ fn commit(session: &mut Session) -> Result<QueryResult> {
         if let Some(txn) = block.txn {
             session.db.abort(txn);
         }
+        crate::cursors::end_of_block(session, false);
         return Ok(QueryResult::command("ROLLBACK"));
     }
     if let Some(mut txn) = block.txn {
         if let Err(e) = session.db.commit(&mut txn) {
             session.db.abort(txn);
+            crate::cursors::end_of_block(session, false);
             return Err(e);
         }
     }
+    crate::cursors::end_of_block(session, true);
     Ok(QueryResult::command("COMMIT"))
 }
 
@@ -267,6 +270,7 @@ fn rollback(session: &mut Session) -> QueryResult {
     if let Some(txn) = block.txn {
         session.db.abort(txn);
     }
+    crate::cursors::end_of_block(session, false);
     QueryResult::command("ROLLBACK")
 }
 
