@@ -184,6 +184,10 @@ pub(crate) struct SharedJoin<'p> {
     pub(super) generation: AtomicUsize,
     pub(super) repartition_cursor: AtomicUsize,
     pub(super) inner_null_key: AtomicBool,
+    /// A data exception (SQLSTATE class 22) the build side raised, kept until an outer
+    /// row comes (see [`SharedJoin::defers`]).
+    pub(super) deferred_error: Mutex<Option<Error>>,
+    pub(super) build_deferred: AtomicBool,
     pub(super) inner_rows: AtomicU64,
     pub(super) tuples: AtomicU64,
     /// Batch 0's table, from phase 3 until the first round.
@@ -257,6 +261,8 @@ pub(crate) struct JoinLocal<'s, 'p> {
     /// (it then has no outer row to probe: the source was exhausted).
     pub(super) phase: usize,
     keys: Vec<Datum>,
+    /// The build's deferred error, raised by the first outer row this participant takes.
+    deferred: Option<Error>,
     /// Outer rows this participant probed against skew tuples, and wrote to batch files.
     skew_outer: u64,
     spilled: u64,
@@ -382,7 +388,8 @@ impl<'p> JoinRun<'p> {
 impl<'s, 'p> JoinLocal<'s, 'p> {
     /// The whole inner side (every batch) turned out empty.
     pub(crate) fn inner_is_empty(&self) -> bool {
-        self.table.as_ref().is_some_and(|table| table.facts().inner_empty)
+        // (A build cut short by a deferred error is not empty: its outer rows must come.)
+        self.deferred.is_none() && self.table.as_ref().is_some_and(|table| table.facts().inner_empty)
     }
 
     fn new(handle: Handle<'s, 'p>, phase: usize) -> JoinLocal<'s, 'p> {
@@ -398,7 +405,9 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
             (None, None)
         };
         let buffers = ProbeBuffers::for_join(handle.join);
-        JoinLocal { handle, table, buffers, outer, phase, keys: Vec::new(), skew_outer: 0, spilled: 0, probes: 0 }
+        // Every participant's build has ended here (a barrier, or a private table).
+        let deferred = handle.deferred_error.lock().clone();
+        JoinLocal { handle, table, buffers, outer, phase, keys: Vec::new(), deferred, skew_outer: 0, spilled: 0, probes: 0 }
     }
 
     /// Take one outer row: probe batch 0's table with it, or write it to its batch's file.
@@ -409,6 +418,10 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
             // row only comes after a LIMIT stopped the statement (see `JoinLocal::phase`).
             return Ok(false);
         };
+        if let Some(error) = &self.deferred {
+            // The outer side is not empty after all: the build's error stands.
+            return Err(error.clone());
+        }
         self.probes += 1;
         if self.probes % PROBES_PER_CANCEL_CHECK == 0 {
             ctx.cancel.check()?;
@@ -443,7 +456,7 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
     /// unmatched outer row emits nothing (inner, semi and right joins).
     pub fn prefilter(&self, join: &HashJoin) -> Option<Arc<JoinTable>> {
         let emits_nothing_unmatched = matches!(join.join_type, JoinType::Inner | JoinType::Semi | JoinType::Right);
-        if self.outer.is_some() || join.null_aware || !emits_nothing_unmatched || join.outer_key_column().is_none() {
+        if self.outer.is_some() || self.deferred.is_some() || join.null_aware || !emits_nothing_unmatched || join.outer_key_column().is_none() {
             return None;
         }
         self.table.clone()
@@ -527,6 +540,8 @@ impl<'p> SharedJoin<'p> {
             generation: AtomicUsize::new(0),
             repartition_cursor: AtomicUsize::new(0),
             inner_null_key: AtomicBool::new(false),
+            deferred_error: Mutex::new(None),
+            build_deferred: AtomicBool::new(false),
             inner_rows: AtomicU64::new(0),
             tuples: AtomicU64::new(0),
             table: Mutex::new(None),
