@@ -913,6 +913,11 @@ impl<'a> Binder<'a> {
             // One row answers EXISTS.
             SubqueryUse::Exists => {
                 let plan = weft_exec::plan::Plan::Limit { input: Box::new(planned.plan), limit: Some(1), offset: 0, run_time: None, ties: None };
+                if args.is_empty() {
+                    // Uncorrelated: one value for the statement, an init plan as in
+                    // PostgreSQL (`WHERE EXISTS (...)` then gates the query once).
+                    return Ok(Expr::ScalarSubquery(Arc::new(ex::InitPlan::exists(number, plan))));
+                }
                 (ex::SubLinkKind::Exists, DataType::Bool, plan)
             }
             SubqueryUse::Quantified { lhs, op, all } => {

@@ -513,6 +513,7 @@ pub(crate) fn split_where(selection: Option<&ast::Expr>) -> (Vec<ast::Expr>, Vec
 /// - a `NOT IN` whose subquery reads the query's columns (its NULL rule needs the
 ///   subquery's rows for each outer row), and a row `(a, b) NOT IN` (a field's NULL need
 ///   not make the row unknown, which the null-aware anti join, one key, does not model);
+/// - an uncorrelated `EXISTS` or `NOT EXISTS` (an init plan, then a One-Time Filter);
 /// - an `EXISTS` or `IN` whose subquery is not a plain SELECT (aggregates, GROUP BY,
 ///   DISTINCT, LIMIT, ...) and reads the query's columns: such a subquery is joined as a
 ///   relation planned on its own, which it cannot be.
@@ -528,6 +529,9 @@ pub(crate) fn keep_correlated_subplans(mut plain: Vec<ast::Expr>, subqueries: Ve
     for condition in subqueries {
         let per_row = match condition.outer.as_ref() {
             Some(outer) if condition.negated => crate::bind::row_items(outer).len() > 1 || correlated(&condition),
+            // An uncorrelated [NOT] EXISTS is no join: an init plan whose value gates the
+            // whole query once (PostgreSQL's One-Time Filter), so a false one runs nothing.
+            None if !correlated(&condition) => true,
             _ => !is_plain_select(&condition.subquery) && correlated(&condition),
         };
         if !per_row {
@@ -678,11 +682,15 @@ pub(crate) fn plan_joins(
             _ => top.push(semi),
         }
     }
+    // Pseudoconstant conditions gate the whole join, evaluated once (PostgreSQL's
+    // One-Time Filter on a Result above it): when false, nothing under it runs.
+    let (gates, raw_where): (Vec<Expr>, Vec<Expr>) = raw_where.into_iter().partition(Expr::is_pseudoconstant);
     let mut planner = Planner { from: &from, decoded, produced, ctx, pushed };
     let mut partial = planner.plan_tree(&from.tree, raw_where)?;
     for semi in top {
         planner.add_semi_join(&mut partial, semi)?;
     }
+    partial.steps.extend(and_all(gates).map(Step::Filter));
     let positions_raw = planner.positions(&partial.rels);
     let mut projection = Vec::with_capacity(outputs.len());
     for mut e in outputs {
@@ -710,7 +718,7 @@ fn step_is_volatile(step: &Step) -> bool {
 /// Workers for a pipeline holding joins, and each join's shape.
 fn parallel_workers(source: &Source, steps: &mut [Step], serial: bool, ctx: &PlanContext) -> usize {
     let rule = ShapeRule::new(ctx);
-    let mut workers = if serial { 0 } else { join_pipeline_workers(source, steps, ctx) };
+    let mut workers = if serial || crate::exprutil::filtered_out(steps) { 0 } else { join_pipeline_workers(source, steps, ctx) };
     // Right and full joins need one shared table to know every inner row's matches.
     let unmatched_inner = steps.iter().any(|s| matches!(s, Step::HashJoin(j) if j.join_type.emits_unmatched_inner()));
     if unmatched_inner && !rule.parallel_hash {
