@@ -305,11 +305,11 @@ impl<'p> JoinRun<'p> {
                 // Each participant reads the whole build side through its own source.
                 let own = Box::new(SharedJoin::new(join, ctx, 1, true)?);
                 let phase = own.run_build(ctx, participant)?;
-                Ok(JoinLocal::new(Handle::Private(own), phase))
+                Ok(JoinLocal::new(Handle::Private(own), phase, ctx))
             }
             JoinRun::Shared(shared) => {
                 let phase = shared.run_build(ctx, participant)?;
-                Ok(JoinLocal::new(Handle::Shared(shared), phase))
+                Ok(JoinLocal::new(Handle::Shared(shared), phase, ctx))
             }
         }
     }
@@ -385,7 +385,7 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
         self.table.as_ref().is_some_and(|table| table.facts().inner_empty)
     }
 
-    fn new(handle: Handle<'s, 'p>, phase: usize) -> JoinLocal<'s, 'p> {
+    fn new(handle: Handle<'s, 'p>, phase: usize, ctx: &ExecContext) -> JoinLocal<'s, 'p> {
         let (table, outer) = if phase == PROBE {
             let nbatch = handle.nbatch.load(Ordering::Acquire);
             let outer = (nbatch > 1).then(|| OuterSpill {
@@ -397,7 +397,8 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
         } else {
             (None, None)
         };
-        let buffers = ProbeBuffers::for_join(handle.join);
+        let mut buffers = ProbeBuffers::for_join(handle.join);
+        buffers.cancel = Some(ctx.cancel.clone());
         JoinLocal { handle, table, buffers, outer, phase, keys: Vec::new(), skew_outer: 0, spilled: 0, probes: 0 }
     }
 
