@@ -1287,10 +1287,20 @@ impl Planner<'_, '_> {
         if !reads_columns || always_false {
             return Ok(());
         }
+        // A hash join needs one hashable key; a merge join, that every condition be a key.
+        let mut all_keys = true;
         for c in conditions {
             if self.key_pair(c, left, right)?.is_some() {
-                return Ok(());
+                if hashable_equality(c) {
+                    return Ok(());
+                }
+            } else if !self.from.rels_used(c).is_empty() {
+                // (A constant is no join condition: PostgreSQL folds it away.)
+                all_keys = false;
             }
+        }
+        if all_keys {
+            return Ok(());
         }
         Err(Error::not_supported("FULL JOIN is only supported with merge-joinable or hash-joinable join conditions"))
     }
@@ -1344,6 +1354,19 @@ fn key_types(o: Expr, i: Expr) -> Result<(Expr, Expr)> {
 
 fn is_equality(e: &Expr) -> bool {
     matches!(e, Expr::Binary { op: BinaryOp::Eq, .. })
+}
+
+/// Could PostgreSQL hash this equality? Not its cross-type date / timestamp / timestamptz
+/// operators (`ts = d`, the binder's widening cast looked through), which only merge.
+fn hashable_equality(c: &Expr) -> bool {
+    let Expr::Binary { op: BinaryOp::Eq, left, right, .. } = c else { return false };
+    let datetime = |t: DataType| matches!(t, DataType::Date | DataType::Timestamp | DataType::TimestampTz);
+    let written = |e: &Expr| match e {
+        Expr::Cast { expr, to } if datetime(*to) && datetime(expr.data_type()) => expr.data_type(),
+        other => other.data_type(),
+    };
+    let (l, r) = (written(left), written(right));
+    !(l != r && datetime(l) && datetime(r))
 }
 
 fn and_all(conditions: Vec<Expr>) -> Option<Expr> {
