@@ -25,7 +25,7 @@ use weft_storage::{BlockNumber, BufferAccessStrategy, BufferPool, NumberedPages,
 
 use crate::aggregate::AggregateSink;
 use crate::hash_join::run::{JoinLocal, JoinRun};
-use crate::expr::{compare_datums, EvalContext, Expr};
+use crate::expr::{compare_datums, EvalContext};
 use crate::plan::{IndexSource, Pipeline, Plan, Row, Source, Step};
 use crate::sort::SortSettings;
 
@@ -993,28 +993,35 @@ fn flush_joins(
     Ok(true)
 }
 
-/// Does a filter of `steps` reject every row: a conjunct that is the constant false or
-/// NULL (`WHERE false`, a condition folded to it), with no join after it that emits
-/// unmatched inner rows (those would not pass through it)?
-fn never_passes(steps: &[Step]) -> bool {
-    fn constant_false(e: &Expr) -> bool {
-        match e {
-            Expr::Literal { value: Datum::Bool(false) | Datum::Null, .. } => true,
-            Expr::Binary { op: crate::expr::BinaryOp::And, left, right, .. } => constant_false(left) || constant_false(right),
-            _ => false,
+/// Does a filter of `steps` reject every row: a pseudoconstant conjunct (`WHERE false`,
+/// `WHERE $0` of an init plan) that is not true, evaluated once (PostgreSQL's One-Time
+/// Filter), with no join after it that emits unmatched inner rows (those would not pass
+/// through it)?
+fn never_passes(steps: &[Step], eval: &EvalContext) -> Result<bool> {
+    let mut last_false = None;
+    for (i, step) in steps.iter().enumerate() {
+        let Step::Filter(f) = step else { continue };
+        for c in f.conjuncts().into_iter().filter(|c| c.is_pseudoconstant()) {
+            if !matches!(c.eval(&[], eval)?, Datum::Bool(true)) {
+                last_false = Some(i);
+                break;
+            }
         }
     }
-    let Some(last_false) = steps.iter().rposition(|s| matches!(s, Step::Filter(f) if constant_false(f))) else { return false };
-    !steps[last_false..].iter().any(|s| matches!(s, Step::HashJoin(join) if join.join_type.emits_unmatched_inner()))
+    let Some(last_false) = last_false else { return Ok(false) };
+    Ok(!steps[last_false..].iter().any(|s| matches!(s, Step::HashJoin(join) if join.join_type.emits_unmatched_inner())))
 }
 
 fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecContext, sink: &S) -> Result<()> {
     let participants = workers + 1;
+    // A filter false whatever the row lets nothing through: neither the source nor any
+    // join's build side is read (PostgreSQL's gating Result, `One-Time Filter: false`).
+    let gated_off = never_passes(&pipeline.steps, ctx.eval)?;
     let joins: Vec<Option<JoinRun>> = pipeline
         .steps
         .iter()
         .map(|step| match step {
-            Step::HashJoin(join) => JoinRun::new(join, ctx, participants).map(Some),
+            Step::HashJoin(join) if !gated_off => JoinRun::new(join, ctx, participants).map(Some),
             _ => Ok(None),
         })
         .collect::<Result<_>>()?;
@@ -1025,10 +1032,8 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
     let intervals: Mutex<Vec<(Instant, Instant)>> = Mutex::new(Vec::new());
     let participant_stats: Mutex<Vec<ParticipantStats>> = Mutex::new(Vec::new());
     let steps = &pipeline.steps;
-    // A filter false whatever the row lets nothing through: the source is not read
-    // (PostgreSQL's planner makes such a plan a `One-Time Filter: false`).
     let nothing = Source::Values(Vec::new());
-    let source = if never_passes(steps) { &nothing } else { &pipeline.source };
+    let source = if gated_off { &nothing } else { &pipeline.source };
     let state = SourceState::new(source, ctx, participants)?;
     // A heap scan straight into a sink that decodes tuples itself skips building rows.
     let raw = match (&state, source) {

@@ -603,10 +603,10 @@ impl<'a> Binder<'a> {
                 }
                 Ok(bound)
             }
-            A::IsDistinctFrom(left, right) => self.bind(&distinct_from(left, right, true)),
-            A::IsNotDistinctFrom(left, right) => self.bind(&distinct_from(left, right, false)),
-            A::IsNull(inner) => Ok(Expr::IsNull { expr: Box::new(self.bind(inner)?), negated: false }),
-            A::IsNotNull(inner) => Ok(Expr::IsNull { expr: Box::new(self.bind(inner)?), negated: true }),
+            A::IsDistinctFrom(left, right) => self.bind(&row_distinct_from(left, right, true)?),
+            A::IsNotDistinctFrom(left, right) => self.bind(&row_distinct_from(left, right, false)?),
+            A::IsNull(inner) => self.bind_is_null(inner, false),
+            A::IsNotNull(inner) => self.bind_is_null(inner, true),
             A::IsTrue(inner) => self.is_bool(inner, true, false),
             A::IsNotTrue(inner) => self.is_bool(inner, true, true),
             A::IsFalse(inner) => self.is_bool(inner, false, false),
@@ -913,6 +913,11 @@ impl<'a> Binder<'a> {
             // One row answers EXISTS.
             SubqueryUse::Exists => {
                 let plan = weft_exec::plan::Plan::Limit { input: Box::new(planned.plan), limit: Some(1), offset: 0, run_time: None, ties: None };
+                if args.is_empty() {
+                    // Uncorrelated: one value for the statement, an init plan as in
+                    // PostgreSQL (`WHERE EXISTS (...)` then gates the query once).
+                    return Ok(Expr::ScalarSubquery(Arc::new(ex::InitPlan::exists(number, plan))));
+                }
                 (ex::SubLinkKind::Exists, DataType::Bool, plan)
             }
             SubqueryUse::Quantified { lhs, op, all } => {
@@ -952,6 +957,20 @@ impl<'a> Binder<'a> {
         let planned = crate::planner::plan_query(query, &inner);
         ctx.init_plan_count.set(inner.init_plan_count.get());
         Ok((planned?, outer.params.into_inner()))
+    }
+
+    /// `x IS [NOT] NULL`; on a row constructor PostgreSQL tests every field: IS NULL when
+    /// all are NULL, IS NOT NULL when none is (so a row of both kinds is neither).
+    fn bind_is_null(&mut self, inner: &ast::Expr, negated: bool) -> Result<Expr> {
+        let Some(fields) = row_fields(inner) else {
+            return Ok(Expr::IsNull { expr: Box::new(self.bind(inner)?), negated });
+        };
+        let mut test = Expr::Literal { value: Datum::Bool(true), data_type: DataType::Bool };
+        for (i, field) in fields.into_iter().enumerate() {
+            let one = Expr::IsNull { expr: Box::new(self.bind(field)?), negated };
+            test = if i == 0 { one } else { ex::resolve_binary(BinaryOp::And, test, one)? };
+        }
+        Ok(test)
     }
 
     fn bind_like(&mut self, expr: &ast::Expr, pattern: &ast::Expr, escape: Option<&ast::Expr>, negated: bool, case_insensitive: bool) -> Result<Expr> {
@@ -1703,6 +1722,25 @@ pub(crate) fn coerce_branch(expr: Expr, to: DataType) -> Result<Expr> {
     // A quoted literal is read by the type's input function, as PostgreSQL does.
     let quoted_literal = is_unknown_literal(&expr);
     ex::coerce(expr, to, quoted_literal)
+}
+
+/// `left IS [NOT] DISTINCT FROM right`; two rows are distinct when any pair of fields is
+/// (PostgreSQL compares them field by field, NULLs equal), not when they differ as wholes.
+fn row_distinct_from(left: &ast::Expr, right: &ast::Expr, distinct: bool) -> Result<ast::Expr> {
+    let (Some(lefts), Some(rights)) = (row_fields(left), row_fields(right)) else {
+        return Ok(distinct_from(left, right, distinct));
+    };
+    if lefts.len() != rights.len() {
+        return Err(Error::syntax("unequal number of entries in row expressions"));
+    }
+    let combine = if distinct { ast::BinaryOperator::Or } else { ast::BinaryOperator::And };
+    let nest = |e: ast::Expr| ast::Expr::Nested(Box::new(e));
+    lefts
+        .iter()
+        .zip(&rights)
+        .map(|(l, r)| nest(distinct_from(l, r, distinct)))
+        .reduce(|a, b| nest(ast::Expr::BinaryOp { left: Box::new(a), op: combine.clone(), right: Box::new(b) }))
+        .ok_or_else(|| Error::syntax("syntax error at or near \")\""))
 }
 
 /// `left IS [NOT] DISTINCT FROM right` as the CASE it means: NULLs equal each other and

@@ -303,7 +303,11 @@ fn init_plan_sections<'a>(builder: &Builder<'a>, plan: &Plan, all: &'a [Arc<Init
     });
     let init_plans = all.iter().filter(|p| direct.iter().any(|d| Arc::ptr_eq(d, p))).map(|p| InitPlanSection {
         title: format!("InitPlan {} (returns ${})", p.number, p.param()),
-        node: builder.plan(&p.plan).node,
+        node: builder.plan(match &p.plan {
+            // EXISTS's LIMIT 1 is no node of PostgreSQL's (it plans for the first row).
+            Plan::Limit { input, .. } if p.exists => input,
+            plan => plan,
+        }).node,
         init_plans: init_plan_sections(builder, &p.plan, all),
     });
     let subplans = subplans.into_iter().map(|p| {
@@ -343,6 +347,29 @@ fn render_with_init_plans(node: &Node, sections: &[InitPlanSection], depth: usiz
         out.extend(sub.into_iter().map(|l| format!("  {l}")));
     }
     out.extend(children);
+}
+
+/// Move `predicate`'s pseudoconstant conjuncts to `gates`; the rest, if any, is returned.
+fn split_gates(predicate: &Expr, gates: &mut Vec<Expr>) -> Option<Expr> {
+    let (one_time, rest): (Vec<&Expr>, Vec<&Expr>) = predicate.conjuncts().into_iter().partition(|c| c.is_pseudoconstant());
+    // A constant true (`LEFT JOIN ... ON true` filtering the nullable side) gates nothing:
+    // PostgreSQL folds it away.
+    let is_true = |c: &&Expr| matches!(c, Expr::Literal { value: Datum::Bool(true), .. });
+    gates.extend(one_time.into_iter().filter(|c| !is_true(c)).cloned());
+    rest.into_iter().cloned().reduce(crate::exprutil::and)
+}
+
+/// `node` under PostgreSQL's gating Result, whose One-Time Filter `gates` is evaluated
+/// once (the executor's `never_passes`). One that is constant false is a dummy plan, as
+/// PostgreSQL's: the Result alone, nothing under it.
+fn gated(node: Node, gates: &[Expr]) -> Node {
+    let Some(gate) = gates.iter().cloned().reduce(crate::exprutil::and) else { return node };
+    let line = format!("One-Time Filter: {}", deparse(&gate, &[]));
+    if gates.iter().any(|g| matches!(g, Expr::Literal { value: Datum::Bool(false) | Datum::Null, .. })) {
+        let estimate = Estimate { startup: 0.0, total: 0.0, rows: 0.0, width: 0.0 };
+        return Node { name: "Result".to_string(), estimate, actual: node.actual, lines: vec![line], children: Vec::new() };
+    }
+    Node { name: "Result".to_string(), estimate: node.estimate, actual: node.actual, lines: vec![line], children: vec![node] }
 }
 
 fn millis(d: Duration) -> f64 {
@@ -964,11 +991,15 @@ impl<'a> Builder<'a> {
         };
         let has_joins = pipeline.steps.iter().any(|s| matches!(s, Step::HashJoin(_)));
         let mut steps = pipeline.steps.iter();
-        // The scan's own filters and projections, up to the first join.
+        // The scan's own filters and projections, up to the first join; pseudoconstant
+        // conjuncts gate it from a Result node above.
         let mut first_join = None;
+        let mut scan_gates = Vec::new();
         for step in steps.by_ref() {
             match step {
                 Step::Filter(predicate) => {
+                    let Some(predicate) = split_gates(predicate, &mut scan_gates) else { continue };
+                    let predicate = &predicate;
                     cpu += rows * cost::operator_count(predicate) * CPU_OPERATOR_COST;
                     self.note_subplans(predicate, &cols);
                     filters.push(deparse(predicate, &names(&cols, qualify_filter)));
@@ -1012,7 +1043,7 @@ impl<'a> Builder<'a> {
             }
         }
         let name = if parallel { format!("Parallel {name}") } else { name };
-        let mut node = Node { name, estimate, actual, lines, children };
+        let mut node = gated(Node { name, estimate, actual, lines, children }, &scan_gates);
         let Some(mut join) = first_join else {
             return Scan { node, cols, rows, divisor, stats };
         };
@@ -1031,9 +1062,12 @@ impl<'a> Builder<'a> {
             }
             let mut next = None;
             let mut after = Vec::new();
+            let mut gates = Vec::new();
             for step in steps.by_ref() {
                 match step {
                     Step::Filter(predicate) => {
+                        let Some(predicate) = split_gates(predicate, &mut gates) else { continue };
+                        let predicate = &predicate;
                         node.estimate.total += rows / divisor * cost::operator_count(predicate) * CPU_OPERATOR_COST;
                         self.note_subplans(predicate, &cols);
                         after.push(deparse(predicate, &names(&cols, true)));
@@ -1054,6 +1088,7 @@ impl<'a> Builder<'a> {
                 let filter = if after.len() == 1 { after.remove(0) } else { format!("({})", after.join(" AND ")) };
                 node.lines.push(format!("Filter: {filter}"));
             }
+            node = gated(node, &gates);
             match next {
                 Some(j) => join = j,
                 None => break,

@@ -251,6 +251,41 @@ fn chain_leaves<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
     }
 }
 
+/// WHERE's conjuncts with those the planner can evaluate now folded, as PostgreSQL's
+/// `eval_const_expressions` does: a true one is dropped, a false or NULL one makes the
+/// whole condition `false` (`WHERE 1 = 2 AND ...`), which the executor then runs as a
+/// One-Time Filter that reads nothing (`never_passes`). Only operators, casts and CASE
+/// over literals fold here (no function: a prepared plan may outlive a stable one's
+/// value); one that fails to evaluate is left to fail when the statement runs. Other
+/// pseudoconstant conjuncts (init plans, parameters) stay, evaluated once per run.
+pub fn fold_constant_conjuncts(filter: Expr) -> Option<Expr> {
+    let foldable = |e: &Expr| {
+        let mut calls = false;
+        walk(e, &mut |n| calls |= matches!(n, Expr::Function { .. }));
+        !calls && crate::deparse::is_constant(e)
+    };
+    let mut kept = Vec::new();
+    for c in filter.conjuncts() {
+        if foldable(c) {
+            match c.eval(&[], &weft_exec::expr::EvalContext::with_seed(0)) {
+                Ok(weft_common::Datum::Bool(true)) => continue,
+                Ok(_) => return Some(Expr::Literal { value: weft_common::Datum::Bool(false), data_type: weft_common::DataType::Bool }),
+                Err(_) => {}
+            }
+        }
+        kept.push(c.clone());
+    }
+    kept.into_iter().reduce(and)
+}
+
+/// Does a filter of `steps` hold a constant false conjunct (a WHERE folded to false)?
+/// Such a pipeline reads nothing (PostgreSQL's dummy plan), so it asks for no workers.
+pub fn filtered_out(steps: &[weft_exec::plan::Step]) -> bool {
+    steps.iter().any(|s| {
+        matches!(s, weft_exec::plan::Step::Filter(f) if f.conjuncts().iter().any(|c| matches!(c, Expr::Literal { value: weft_common::Datum::Bool(false) | weft_common::Datum::Null, .. })))
+    })
+}
+
 pub fn and(left: Expr, right: Expr) -> Expr {
     Expr::Binary { op: weft_exec::expr::BinaryOp::And, left: Box::new(left), right: Box::new(right), data_type: weft_common::DataType::Bool }
 }

@@ -513,6 +513,7 @@ pub(crate) fn split_where(selection: Option<&ast::Expr>) -> (Vec<ast::Expr>, Vec
 /// - a `NOT IN` whose subquery reads the query's columns (its NULL rule needs the
 ///   subquery's rows for each outer row), and a row `(a, b) NOT IN` (a field's NULL need
 ///   not make the row unknown, which the null-aware anti join, one key, does not model);
+/// - an uncorrelated `EXISTS` or `NOT EXISTS` (an init plan, then a One-Time Filter);
 /// - an `EXISTS` or `IN` whose subquery is not a plain SELECT (aggregates, GROUP BY,
 ///   DISTINCT, LIMIT, ...) and reads the query's columns: such a subquery is joined as a
 ///   relation planned on its own, which it cannot be.
@@ -528,6 +529,9 @@ pub(crate) fn keep_correlated_subplans(mut plain: Vec<ast::Expr>, subqueries: Ve
     for condition in subqueries {
         let per_row = match condition.outer.as_ref() {
             Some(outer) if condition.negated => crate::bind::row_items(outer).len() > 1 || correlated(&condition),
+            // An uncorrelated [NOT] EXISTS is no join: an init plan whose value gates the
+            // whole query once (PostgreSQL's One-Time Filter), so a false one runs nothing.
+            None if !correlated(&condition) => true,
             _ => !is_plain_select(&condition.subquery) && correlated(&condition),
         };
         if !per_row {
@@ -678,11 +682,15 @@ pub(crate) fn plan_joins(
             _ => top.push(semi),
         }
     }
+    // Pseudoconstant conditions gate the whole join, evaluated once (PostgreSQL's
+    // One-Time Filter on a Result above it): when false, nothing under it runs.
+    let (gates, raw_where): (Vec<Expr>, Vec<Expr>) = raw_where.into_iter().partition(Expr::is_pseudoconstant);
     let mut planner = Planner { from: &from, decoded, produced, ctx, pushed };
     let mut partial = planner.plan_tree(&from.tree, raw_where)?;
     for semi in top {
         planner.add_semi_join(&mut partial, semi)?;
     }
+    partial.steps.extend(and_all(gates).map(Step::Filter));
     let positions_raw = planner.positions(&partial.rels);
     let mut projection = Vec::with_capacity(outputs.len());
     for mut e in outputs {
@@ -710,7 +718,7 @@ fn step_is_volatile(step: &Step) -> bool {
 /// Workers for a pipeline holding joins, and each join's shape.
 fn parallel_workers(source: &Source, steps: &mut [Step], serial: bool, ctx: &PlanContext) -> usize {
     let rule = ShapeRule::new(ctx);
-    let mut workers = if serial { 0 } else { join_pipeline_workers(source, steps, ctx) };
+    let mut workers = if serial || crate::exprutil::filtered_out(steps) { 0 } else { join_pipeline_workers(source, steps, ctx) };
     // Right and full joins need one shared table to know every inner row's matches.
     let unmatched_inner = steps.iter().any(|s| matches!(s, Step::HashJoin(j) if j.join_type.emits_unmatched_inner()));
     if unmatched_inner && !rule.parallel_hash {
@@ -1279,10 +1287,20 @@ impl Planner<'_, '_> {
         if !reads_columns || always_false {
             return Ok(());
         }
+        // A hash join needs one hashable key; a merge join, that every condition be a key.
+        let mut all_keys = true;
         for c in conditions {
             if self.key_pair(c, left, right)?.is_some() {
-                return Ok(());
+                if hashable_equality(c) {
+                    return Ok(());
+                }
+            } else if !self.from.rels_used(c).is_empty() {
+                // (A constant is no join condition: PostgreSQL folds it away.)
+                all_keys = false;
             }
+        }
+        if all_keys {
+            return Ok(());
         }
         Err(Error::not_supported("FULL JOIN is only supported with merge-joinable or hash-joinable join conditions"))
     }
@@ -1336,6 +1354,19 @@ fn key_types(o: Expr, i: Expr) -> Result<(Expr, Expr)> {
 
 fn is_equality(e: &Expr) -> bool {
     matches!(e, Expr::Binary { op: BinaryOp::Eq, .. })
+}
+
+/// Could PostgreSQL hash this equality? Not its cross-type date / timestamp / timestamptz
+/// operators (`ts = d`, the binder's widening cast looked through), which only merge.
+fn hashable_equality(c: &Expr) -> bool {
+    let Expr::Binary { op: BinaryOp::Eq, left, right, .. } = c else { return false };
+    let datetime = |t: DataType| matches!(t, DataType::Date | DataType::Timestamp | DataType::TimestampTz);
+    let written = |e: &Expr| match e {
+        Expr::Cast { expr, to } if datetime(*to) && datetime(expr.data_type()) => expr.data_type(),
+        other => other.data_type(),
+    };
+    let (l, r) = (written(left), written(right));
+    !(l != r && datetime(l) && datetime(r))
 }
 
 fn and_all(conditions: Vec<Expr>) -> Option<Expr> {

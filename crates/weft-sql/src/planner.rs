@@ -910,7 +910,7 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
             Some(f) => Expr::Binary { op: ex::BinaryOp::And, left: Box::new(f), right: Box::new(bound), data_type: DataType::Bool },
         });
     }
-    let mut filter = filter.map(crate::exprutil::order_quals);
+    let mut filter = filter.and_then(crate::exprutil::fold_constant_conjuncts).map(crate::exprutil::order_quals);
 
     let mut grouping_sets = None;
     let (group_by_asts, has_group_by): (Vec<ast::Expr>, bool) = match &select.group_by {
@@ -1025,6 +1025,7 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
             }
         };
         steps.push(Step::Project(exprs));
+        let workers = if crate::exprutil::filtered_out(&steps) { 0 } else { workers };
         let hidden_types = columns.drain(visible..).map(|c| c.data_type).collect();
         let select_items = visible_asts(&items, visible);
         let mut plan = Plan::Pipeline(Pipeline { source, steps, workers });
@@ -1186,6 +1187,7 @@ pub(crate) fn plan_aggregate(
             (source, steps, workers)
         }
     };
+    let workers = if crate::exprutil::filtered_out(&steps) { 0 } else { workers };
     Ok(match shared_distinct_argument(&calls) {
         None => Plan::Aggregate { input: Pipeline { source, steps, workers }, group_by, aggregates: calls, output },
         Some(arg) => distinct_aggregate(Pipeline { source, steps, workers }, group_by, calls, arg, output),

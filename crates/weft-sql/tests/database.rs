@@ -129,6 +129,35 @@ fn cancel_stops_a_keyless_anti_join() {
 }
 
 #[test]
+fn cancel_stops_a_keyless_join_within_one_outer_row() {
+    // Every outer row walks all 400k inner tuples of the join without keys (its filter
+    // passes none): the cancel token was polled between outer rows only (64 of them, a
+    // batch of 64 more waiting), seconds apart; it is polled along the walk now.
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), &[]).unwrap();
+    let mut s = db.session();
+    s.execute("CREATE TABLE ka AS SELECT i AS x FROM generate_series(1, 400000) i").unwrap();
+    s.execute("CREATE TABLE kb AS SELECT i AS y FROM generate_series(1, 400000) i").unwrap();
+    for workers in ["0", "2"] {
+        s.execute(&format!("SET max_parallel_workers_per_gather = {workers}")).unwrap();
+        let handle = s.cancel_handle();
+        let canceled_at = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let at = canceled_at.clone();
+        let canceller = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(300));
+            *at.lock().unwrap() = Some(std::time::Instant::now());
+            handle.cancel();
+        });
+        let err = s.execute("SELECT count(*) FROM ka, kb WHERE ka.x + kb.y < 0").unwrap_err();
+        let ended = std::time::Instant::now();
+        canceller.join().unwrap();
+        assert_eq!(err.sqlstate, SqlState::QUERY_CANCELED);
+        let late = ended - canceled_at.lock().unwrap().expect("canceled");
+        assert!(late < Duration::from_millis(1500), "the cancel took {late:?} (workers {workers})");
+    }
+}
+
+#[test]
 fn errors_leave_the_session_usable() {
     let dir = tempfile::tempdir().unwrap();
     let db = Database::open(dir.path(), &[]).unwrap();

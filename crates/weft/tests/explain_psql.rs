@@ -32,6 +32,14 @@ const QUERIES: &str = "set max_parallel_workers_per_gather = 0;\n\
     explain (costs off) select a from e where a > 10 order by a desc nulls last, b nulls first;\n\
     explain (costs off) select * from e limit 10 offset 5;\n\
     explain select 1;\n\
+    explain (costs off) select a from e where 1 = 2 and a > 5;\n\
+    explain (costs off) select count(*) from e where 1 = 2;\n\
+    explain (costs off) select e1.a from e e1 join e e2 on e1.a = e2.a where 1 = 2;\n\
+    explain (costs off) select a from e where exists (select 1 from e e2 where e2.c < 0);\n\
+    explain (costs off) select a from e where not exists (select 1 from e e2 where e2.c < 0) and a > 5;\n\
+    explain (costs off) select count(*) from e where a > 5 and exists (select 1 from e e3 where e3.c < 0);\n\
+    explain (costs off) select exists (select 1 from e where c < 0);\n\
+    explain select a from e where 1 = 2;\n\
     set min_parallel_table_scan_size = 0;\n\
     set max_parallel_workers_per_gather = 2;\n\
     explain (costs off) select a from e where a > 5;\n\

@@ -22,6 +22,9 @@ pub struct InitPlan {
     pub plan: Plan,
     /// The type of the subquery's one column.
     pub data_type: DataType,
+    /// An uncorrelated `EXISTS (SELECT ...)`: the value is whether `plan` (under a
+    /// `LIMIT 1`) returns a row, a bool.
+    pub exists: bool,
     value: OnceLock<Datum>,
 }
 
@@ -35,7 +38,13 @@ impl PartialEq for InitPlan {
 
 impl InitPlan {
     pub fn new(number: usize, plan: Plan, data_type: DataType) -> InitPlan {
-        InitPlan { number, plan, data_type, value: OnceLock::new() }
+        InitPlan { number, plan, data_type, exists: false, value: OnceLock::new() }
+    }
+
+    /// An uncorrelated `EXISTS (plan)`, `plan` limited to one row (PostgreSQL makes such
+    /// a sublink an InitPlan too).
+    pub fn exists(number: usize, plan: Plan) -> InitPlan {
+        InitPlan { number, plan, data_type: DataType::Bool, exists: true, value: OnceLock::new() }
     }
 
     /// The parameter EXPLAIN prints for its value (`$0` for InitPlan 1).
@@ -57,7 +66,7 @@ impl InitPlan {
             return Ok(());
         }
         let rows = execute(&self.plan, ctx)?;
-        let value = single_value(rows)?;
+        let value = if self.exists { Datum::Bool(!rows.is_empty()) } else { single_value(rows)? };
         let _ = self.value.set(value);
         Ok(())
     }
@@ -119,6 +128,20 @@ impl Expr {
             _ => {}
         });
         per_row
+    }
+
+    /// PostgreSQL's pseudoconstant qual: no column of the row (a subplan's arguments
+    /// included) and nothing volatile. Its value is the same for every row of one run of
+    /// the plan holding it, so it is a One-Time Filter: evaluated once, before the rows
+    /// (`Step::Filter`'s conjuncts).
+    pub fn is_pseudoconstant(&self) -> bool {
+        let mut constant = true;
+        self.for_each_node(&mut |e| match e {
+            Expr::Column { .. } => constant = false,
+            Expr::Function { func, .. } => constant &= !func.is_volatile(),
+            _ => {}
+        });
+        constant
     }
 
     /// The conjuncts of an AND tree, in order (the expression itself when it is no AND).

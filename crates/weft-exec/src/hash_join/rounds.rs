@@ -433,6 +433,7 @@ impl<'p> SharedJoin<'p> {
         let marks = if round.chunked { plan.marks[round.batch].as_deref() } else { None };
         let (mut buf, mut row, mut keys) = (Vec::new(), Vec::new(), Vec::new());
         let mut buffers = ProbeBuffers::default();
+        buffers.cancel = Some(ctx.cancel.clone());
         let int_rows = int_rows_type(self.join);
         let mut ints = IntProbe::default();
         loop {

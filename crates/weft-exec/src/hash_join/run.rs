@@ -311,11 +311,11 @@ impl<'p> JoinRun<'p> {
                 // Each participant reads the whole build side through its own source.
                 let own = Box::new(SharedJoin::new(join, ctx, 1, true)?);
                 let phase = own.run_build(ctx, participant)?;
-                Ok(JoinLocal::new(Handle::Private(own), phase))
+                Ok(JoinLocal::new(Handle::Private(own), phase, ctx))
             }
             JoinRun::Shared(shared) => {
                 let phase = shared.run_build(ctx, participant)?;
-                Ok(JoinLocal::new(Handle::Shared(shared), phase))
+                Ok(JoinLocal::new(Handle::Shared(shared), phase, ctx))
             }
         }
     }
@@ -392,7 +392,7 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
         self.deferred.is_none() && self.table.as_ref().is_some_and(|table| table.facts().inner_empty)
     }
 
-    fn new(handle: Handle<'s, 'p>, phase: usize) -> JoinLocal<'s, 'p> {
+    fn new(handle: Handle<'s, 'p>, phase: usize, ctx: &ExecContext) -> JoinLocal<'s, 'p> {
         let (table, outer) = if phase == PROBE {
             let nbatch = handle.nbatch.load(Ordering::Acquire);
             let outer = (nbatch > 1).then(|| OuterSpill {
@@ -404,7 +404,8 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
         } else {
             (None, None)
         };
-        let buffers = ProbeBuffers::for_join(handle.join);
+        let mut buffers = ProbeBuffers::for_join(handle.join);
+        buffers.cancel = Some(ctx.cancel.clone());
         // Every participant's build has ended here (a barrier, or a private table).
         let deferred = handle.deferred_error.lock().clone();
         JoinLocal { handle, table, buffers, outer, phase, keys: Vec::new(), deferred, skew_outer: 0, spilled: 0, probes: 0 }

@@ -12,6 +12,7 @@ use std::hash::Hasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
+use weft_common::parallel::CancelToken;
 use weft_common::{DataType, Datum, Result};
 use weft_storage::memhint::{advise_huge_pages, prefetch};
 
@@ -919,13 +920,13 @@ impl JoinTable {
                 return Ok(true);
             }
         }
-        let ProbeBuffers { keys: key_buffer, joined, pending, .. } = buffers;
+        let ProbeBuffers { keys: key_buffer, joined, pending, cancel, .. } = buffers;
         let keys = outer_keys(join, outer, eval, key_buffer)?;
         let hash = keys.map_or(0, key_hash);
         if self.buckets.len() < BATCHED_PROBE_MIN_BUCKETS {
             // A small bucket array stays in cache: probing at once beats copying rows.
             let head = if keys.is_some() { self.buckets.heads[(hash & self.buckets.mask) as usize].load(Ordering::Acquire) } else { 0 };
-            return self.probe_one(join, outer, keys.is_some(), keys.unwrap_or(&[]), hash, head, eval, joined, None, emit);
+            return self.probe_one(join, outer, keys.is_some(), keys.unwrap_or(&[]), hash, head, eval, joined, cancel.as_ref(), None, emit);
         }
         Self::queue(join, outer, keys, hash, pending);
         if pending.has_key.len() >= PROBE_BATCH {
@@ -955,7 +956,7 @@ impl JoinTable {
             // A small array stays in cache: probed at once (no row waits, so `marks`
             // names this row's bit).
             let head = self.buckets.heads[(hash & self.buckets.mask) as usize].load(Ordering::Acquire);
-            return self.probe_one(join, outer, true, keys, hash, head, eval, &mut buffers.joined, marks, emit);
+            return self.probe_one(join, outer, true, keys, hash, head, eval, &mut buffers.joined, buffers.cancel.as_ref(), marks, emit);
         }
         Self::queue(join, outer, Some(keys), hash, &mut buffers.pending);
         if buffers.pending.has_key.len() >= PROBE_BATCH {
@@ -1036,7 +1037,7 @@ impl JoinTable {
             };
             let (hash, head) = (pending.hashes[j], pending.heads[j]);
             let mark = marks.map(|(m, first)| (m, first + j));
-            if !self.probe_one(join, outer, pending.has_key[j], keys, hash, head, eval, &mut buffers.joined, mark, emit)? {
+            if !self.probe_one(join, outer, pending.has_key[j], keys, hash, head, eval, &mut buffers.joined, buffers.cancel.as_ref(), mark, emit)? {
                 going = false;
                 break;
             }
@@ -1084,6 +1085,7 @@ impl JoinTable {
         head: u64,
         eval: &EvalContext,
         joined: &mut Vec<Datum>,
+        cancel: Option<&CancelToken>,
         marks: Option<(&OuterMarks, usize)>,
         emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
     ) -> Result<bool> {
@@ -1109,7 +1111,16 @@ impl JoinTable {
         let mut any = false;
         if has_key {
             let mut id = if head & filter_bit(hash) != 0 { head & ID_MASK } else { 0 };
+            // A chain may hold the whole inner side (a join without keys, one hot key):
+            // the cancel token is polled along it, not only between outer rows.
+            let mut visited = 0u32;
             while id != 0 {
+                visited = visited.wrapping_add(1);
+                if visited % VISITS_PER_CANCEL_CHECK == 0 {
+                    if let Some(cancel) = cancel {
+                        cancel.check()?;
+                    }
+                }
                 let (arena_number, index) = unpack(id);
                 let arena = &self.arenas[arena_number];
                 let entry = &arena.entries[index];
@@ -1506,10 +1517,15 @@ pub(crate) const PROBE_BATCH: usize = 64;
 /// the caches, and loading a batch's heads at once overlaps the misses.
 const BATCHED_PROBE_MIN_BUCKETS: usize = 1 << 18;
 
+/// Chain tuples visited by one probe between two polls of the cancel token.
+const VISITS_PER_CANCEL_CHECK: u32 = 4096;
+
 /// A prober's reusable buffers: the outer row's keys, the joined row, and the outer rows
 /// waiting to be probed.
 #[derive(Default)]
 pub(crate) struct ProbeBuffers {
+    /// The statement's cancel token, polled while a long chain is walked.
+    pub cancel: Option<CancelToken>,
     keys: Vec<Datum>,
     joined: Vec<Datum>,
     pending: PendingRows,
