@@ -12,8 +12,9 @@
 //!   before the error stay committed.
 //! - Extended query: parameters are substituted into the statement by the engine
 //!   (`Session::execute_with_typed_params`); Describe plans the statement without running
-//!   it (`Session::describe_with_params`). An Execute to a portal's end streams its rows. Results in text, or binary for every type but
-//!   numeric (weft stores the others as PostgreSQL's binary form holds them).
+//!   it (`Session::describe_with_params`). An Execute to a portal's end streams its rows.
+//!   Results in text, or binary for every type but numeric (weft stores the others as
+//!   PostgreSQL's binary form holds them).
 //! - ReadyForQuery reports the session's transaction block: idle, open or failed.
 //! - COPY FROM STDIN / TO STDOUT in the simple query protocol (`server_copy.rs`).
 //! - CancelRequest cancels the running statement through the session's `CancelHandle`.

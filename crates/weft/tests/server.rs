@@ -601,6 +601,9 @@ fn psql_runs_commands_and_scripts() {
     // -A -t, and an error's exit status.
     let output = psql(server.port, &["-A", "-t", "-c", "select a, b from s order by a"]);
     assert_eq!(String::from_utf8_lossy(&output.stdout), "1|x\n2|\n");
+    // FETCH_COUNT: psql reads the result through a cursor (DECLARE, FETCH FORWARD, CLOSE).
+    let output = psql(server.port, &["-v", "FETCH_COUNT=1", "-A", "-t", "-c", "select a, b from s order by a"]);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "1|x\n2|\n", "{}", String::from_utf8_lossy(&output.stderr));
     let output = psql(server.port, &["-c", "select * from missing"]);
     assert_eq!(output.status.code(), Some(1));
     // The error's position: psql prints the `LINE 1:` excerpt PostgreSQL's gets.
