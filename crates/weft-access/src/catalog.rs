@@ -164,6 +164,11 @@ pub struct IndexColumnMeta {
     pub descending: bool,
     /// PostgreSQL's default: NULLS FIRST for DESC, NULLS LAST for ASC.
     pub nulls_first: bool,
+    /// A non-default operator class named at creation (`text_pattern_ops`): weft's text
+    /// order is byte order, which is what the pattern classes compare by, so it orders
+    /// like the default one and is kept only to be shown (`pg_get_indexdef`, `\d`).
+    #[serde(default)]
+    pub opclass: Option<String>,
 }
 
 /// A B-tree index: its key columns, options and file.

@@ -1138,8 +1138,8 @@ mod tests {
             name: "i".into(),
             table: "t".into(),
             columns: vec![
-                IndexColumnMeta { column: 0, descending: false, nulls_first: false },
-                IndexColumnMeta { column: 1, descending: true, nulls_first: true },
+                IndexColumnMeta { column: 0, descending: false, nulls_first: false, opclass: None },
+                IndexColumnMeta { column: 1, descending: true, nulls_first: true, opclass: None },
             ],
             unique: false,
             fillfactor: 90,

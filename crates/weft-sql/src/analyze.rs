@@ -427,10 +427,11 @@ fn index_stats(pool: &BufferPool, table: &TableMeta, index: &IndexMeta, stats: &
     if stats.rows as usize <= INDEX_SAMPLE_ENTRIES {
         count_run(Bound::Unbounded, usize::MAX)?;
     } else {
-        let Some(leading) = index.columns.first() else { return Ok(None) };
-        let column = &stats.columns[leading.column];
-        let mut starts: Vec<Datum> =
-            column.histogram_bounds.iter().chain(&column.most_common_vals).map(|v| v.0.clone()).collect();
+        // An expression column has no statistics of its own: the index's first entries.
+        let leading = index.columns.first().and_then(|c| stats.columns.get(c.column));
+        let mut starts: Vec<Datum> = leading
+            .map(|column| column.histogram_bounds.iter().chain(&column.most_common_vals).map(|v| v.0.clone()).collect())
+            .unwrap_or_default();
         let runs = INDEX_SAMPLE_ENTRIES / INDEX_SAMPLE_RUN;
         // A random subset of the start points, in no particular order.
         while starts.len() > runs {

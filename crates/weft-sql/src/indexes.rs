@@ -12,7 +12,7 @@ use weft_access::index_build::{btree_desc, build_btree, unique_violation, BuildE
 use weft_access::{Catalog, Snapshot, Xid};
 use weft_common::parallel::CancelToken;
 use weft_common::progress::IndexBuildProgress;
-use weft_common::{Datum, Error, Result, SqlState};
+use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_sort::SortStrategy;
 use weft_storage::{BlockNumber, ForkNumber, RelFileLocator};
 
@@ -196,9 +196,6 @@ fn index_columns(
     let mut names = Vec::with_capacity(items.len());
     let mut expressions: Vec<IndexExpression> = Vec::new();
     for item in items {
-        if item.operator_class.is_some() {
-            return Err(Error::not_supported("operator classes are not supported yet"));
-        }
         let mut expr = &item.column.expr;
         while let ast::Expr::Nested(inner) = expr {
             expr = inner;
@@ -231,15 +228,53 @@ fn index_columns(
                 format!("data type {} has no default operator class for access method \"btree\"", data_type.name()),
             ));
         }
+        let opclass = match &item.operator_class {
+            Some(name) => operator_class(&name.to_string(), data_type)?,
+            None => None,
+        };
         let descending = matches!(item.column.options.sort, Some(ast::OrderBySort::Desc));
         let nulls_first = item.column.options.nulls_first.unwrap_or(descending);
-        columns.push(IndexColumnMeta { column, descending, nulls_first });
+        columns.push(IndexColumnMeta { column, descending, nulls_first, opclass });
         names.push(name);
     }
     if columns.len() > 32 {
         return Err(Error::new(SqlState::PROGRAM_LIMIT_EXCEEDED, "cannot use more than 32 columns in an index"));
     }
     Ok(IndexKeys { columns, names, expressions })
+}
+
+/// A B-tree operator class named for a key of type `data_type`: `None` for the type's
+/// default class (it need not be shown), the name for a pattern class. weft compares
+/// text by its bytes, as the pattern classes do, so every accepted class orders alike.
+fn operator_class(name: &str, data_type: DataType) -> Result<Option<String>> {
+    let lower = name.to_lowercase();
+    let accepts: &[DataType] = match lower.as_str() {
+        // weft keeps smallint as integer.
+        "int2_ops" | "int4_ops" => &[DataType::Int4],
+        "int8_ops" => &[DataType::Int8],
+        "float4_ops" | "float8_ops" => &[DataType::Float8],
+        "numeric_ops" => &[DataType::Numeric],
+        "bool_ops" => &[DataType::Bool],
+        "text_ops" | "varchar_ops" | "bpchar_ops" | "text_pattern_ops" | "varchar_pattern_ops" | "bpchar_pattern_ops" => &[DataType::Text],
+        "date_ops" => &[DataType::Date],
+        "time_ops" => &[DataType::Time],
+        "timestamp_ops" => &[DataType::Timestamp],
+        "timestamptz_ops" => &[DataType::TimestampTz],
+        "interval_ops" => &[DataType::Interval],
+        _ => {
+            return Err(Error::new(
+                SqlState::UNDEFINED_OBJECT,
+                format!("operator class \"{name}\" does not exist for access method \"btree\""),
+            ))
+        }
+    };
+    if !accepts.contains(&data_type) {
+        return Err(Error::new(
+            SqlState::DATATYPE_MISMATCH,
+            format!("operator class \"{lower}\" does not accept data type {}", data_type.name()),
+        ));
+    }
+    Ok(lower.ends_with("_pattern_ops").then_some(lower))
 }
 
 /// The table columns of `INCLUDE (...)`: stored in the entries, never compared, so of

@@ -533,6 +533,10 @@ pub(crate) fn index_method_definition(table: &weft_access::TableMeta, index: &we
                 Some(e) => e.display.clone(),
                 None => crate::deparse::quote_identifier(&table.columns[c.column].name),
             };
+            if let Some(opclass) = &c.opclass {
+                text.push(' ');
+                text.push_str(opclass);
+            }
             if c.descending {
                 text.push_str(" DESC");
             }
