@@ -492,7 +492,14 @@ impl<'s> ParticipantSort<'s> {
         } else if self.runs.is_empty() && self.pairs.is_some() {
             // Everything fit in pair form: one radix sort, and the pairs are the run.
             let mut buffer = self.pairs.take().expect("checked");
+            let sorting = Instant::now();
             sort_pairs(&mut buffer.pairs, &mut buffer.scratch);
+            shared.trace(format!(
+                "participant {} sorted {} pairs in memory: {:.3} s",
+                self.index,
+                buffer.pairs.len(),
+                sorting.elapsed().as_secs_f64()
+            ));
             let run = PairRun { form: buffer.form, pairs: buffer.pairs };
             (vec![Run::Pairs(Arc::new(run))], SortMethod::Quicksort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
         } else if self.runs.is_empty() && self.keeps_runs() {

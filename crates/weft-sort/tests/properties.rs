@@ -391,3 +391,79 @@ fn abandoned_abbreviation_still_sorts() {
     check(&case).unwrap();
     let _ = Arc::new(());
 }
+
+/// An index build's `(int4, tid)` entries at a real budget (32MB a participant: pairs
+/// sorted in place by their top byte, `radix::sort_pairs_in_place`): spread keys, keys
+/// arriving in order, a hot key with NULL keys at both ends; in memory and spilled. The
+/// output is the entries in (key, tid) order and no temp file is left.
+#[test]
+fn int4_pairs_at_a_real_budget_sort_like_slice_sort() {
+    let n: i64 = 1_300_000;
+    let shapes: [(&str, fn(i64) -> Option<i32>); 3] = [
+        ("spread", |i| Some((i as i32).wrapping_mul(-1_640_531_535))),
+        ("in order", |i| Some(i as i32 - 600_000)),
+        ("hot key and NULLs", |i| match i % 5 {
+            0 => None,
+            1 | 2 => Some(42),
+            _ => Some((i as i32).wrapping_mul(97) % 100_000),
+        }),
+    ];
+    for (name, key) in shapes {
+        for (participants, budget) in [(2usize, 32usize << 20), (1, 32 << 20)] {
+            for nulls_first in [false, true] {
+                let temp = tempfile::tempdir().unwrap();
+                let layout = RowLayout::new(&[DataType::Int4, DataType::Int8]);
+                let columns = [SortColumn { column: 0, descending: false, nulls_first }, SortColumn::new(1, false)];
+                let keys = SortKeys::new(layout.clone(), &columns).unwrap();
+                let options = SortOptions {
+                    budget,
+                    bound: None,
+                    strategy: SortStrategy::Partition,
+                    temp_dir: temp.path().to_path_buf(),
+                    cancel: CancelToken::new(),
+                    trace: None,
+                    sub_run_bytes: weft_sort::DEFAULT_SUB_RUN_BYTES,
+                };
+                let shared = SharedSort::new(keys, options, participants);
+                std::thread::scope(|scope| {
+                    for p in 0..participants {
+                        let shared = &shared;
+                        scope.spawn(move || {
+                            let mut sort = shared.participant();
+                            assert!(sort.takes_int4_pairs());
+                            // Tids in heap order, as a scan pushes them.
+                            for i in (p as i64..n).step_by(participants) {
+                                sort.push_int4_pair(key(i), i * 7).unwrap();
+                            }
+                            sort.finish().unwrap();
+                        });
+                    }
+                });
+                let runs = shared.into_runs();
+                let mut merger = runs.merge_all().unwrap();
+                let mut got = Vec::with_capacity(n as usize);
+                while let Some(tuple) = merger.next().unwrap() {
+                    let row = layout.decode(tuple).unwrap();
+                    let key = match row[0] {
+                        Datum::Null => None,
+                        Datum::Int4(v) => Some(v),
+                        ref other => panic!("{other:?}"),
+                    };
+                    let Datum::Int8(tid) = row[1] else { panic!("{:?}", row[1]) };
+                    got.push((key, tid));
+                }
+                let mut expected: Vec<(Option<i32>, i64)> = (0..n).map(|i| (key(i), i * 7)).collect();
+                // NULLs last unless NULLS FIRST (None sorts first in Option's order).
+                expected.sort_by(|a, b| match (a.0, b.0, nulls_first) {
+                    (None, Some(_), false) => Ordering::Greater,
+                    (Some(_), None, false) => Ordering::Less,
+                    _ => a.cmp(b),
+                });
+                assert!(got == expected, "{name}, {participants} participants, budget {budget}, nulls first {nulls_first}");
+                drop(merger);
+                drop(runs);
+                assert_eq!(std::fs::read_dir(temp.path()).unwrap().count(), 0);
+            }
+        }
+    }
+}
