@@ -207,6 +207,10 @@ pub struct IndexMeta {
     /// ordered nor compared.
     #[serde(default)]
     pub include: Vec<usize>,
+    /// The index the table was last clustered on (`CLUSTER t USING i`): a later `CLUSTER t`
+    /// uses it again. At most one index of a table.
+    #[serde(default)]
+    pub clustered: bool,
 }
 
 /// One expression column of an index.

@@ -587,6 +587,23 @@ impl<'a> LiveTupleCopier<'a> {
         Ok(())
     }
 
+    /// Copy the tuple at `tid` if it is live (CLUSTER: tuples in an index's order).
+    pub fn copy_tid(&mut self, tid: Tid) -> Result<()> {
+        let LiveTupleCopier { pool, from, snapshot, inserter, census } = self;
+        fetch(pool, *from, tid, |header, row| {
+            if !header.live_for(snapshot, None) {
+                census.dead += 1;
+                return Ok(());
+            }
+            census.live += 1;
+            let scratch = inserter.scratch();
+            scratch[..4].copy_from_slice(&(header.xmin as u32).to_le_bytes());
+            scratch.extend_from_slice(row);
+            inserter.insert_scratch()
+        })?;
+        Ok(())
+    }
+
     /// Write the last page; what was kept and what was left behind.
     pub fn finish(self) -> Result<TupleCensus> {
         let copied = self.inserter.finish()?;

@@ -1150,6 +1150,7 @@ mod tests {
             predicate: None,
             predicate_display: None,
             include: Vec::new(),
+            clustered: false,
         };
         assert_eq!(index_order(&index, &[(0, false, false)], &[]), Some(ScanDirection::Forward));
         assert_eq!(index_order(&index, &[(0, true, true), (1, false, false)], &[]), Some(ScanDirection::Backward));

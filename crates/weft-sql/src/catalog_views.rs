@@ -473,7 +473,7 @@ fn pg_index(catalog: &Catalog) -> (Vec<Column>, Vec<Vec<Value>>) {
             boolean(primary),
             boolean(false),
             boolean(true),
-            boolean(false),
+            boolean(index.clustered),
             boolean(true),
             boolean(true),
             boolean(true),

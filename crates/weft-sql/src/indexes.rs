@@ -330,6 +330,7 @@ fn add_index(
         predicate: new.predicate,
         predicate_display: new.predicate_display,
         include: new.include,
+        clustered: false,
     };
     let report = build(session, txn, table, &index, rel, command, cancel, notices)?;
     txn.catalog.indexes.insert(index.name.clone(), index);

@@ -10,6 +10,7 @@ mod analyze;
 mod api;
 mod bind;
 mod catalog_views;
+mod cluster;
 mod pg_catalog;
 mod constraints;
 mod copy;

@@ -199,16 +199,19 @@ impl Session {
     }
 
     fn execute_text(&mut self, sql: &str, mut copy: Option<&mut dyn crate::copy::CopyClient>) -> Result<QueryResult> {
-        // sqlparser does not know REINDEX or MOVE, and reads VACUUM in Redshift's form only.
+        // sqlparser does not know CLUSTER, REINDEX or MOVE, and reads VACUUM in Redshift's form only.
         let token = CancelToken::new();
         *self.cancel.lock() = token.clone();
         let vacuum = crate::vacuum::is_vacuum(sql);
+        let cluster = crate::cluster::is_cluster(sql);
         let reindex = crate::indexes::is_reindex(sql);
         let fetch = crate::cursors::is_fetch_or_move(sql);
-        if vacuum || reindex || fetch || crate::alter_table::is_text_statement(sql) {
+        if vacuum || cluster || reindex || fetch || crate::alter_table::is_text_statement(sql) {
             self.check_not_failed()?;
             let outcome = if vacuum {
                 Some(crate::vacuum::vacuum(self, sql, &token))
+            } else if cluster {
+                Some(crate::cluster::cluster(self, sql, &token))
             } else if reindex {
                 crate::indexes::try_reindex(self, sql, &token)
             } else if fetch {

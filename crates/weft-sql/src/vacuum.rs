@@ -60,11 +60,7 @@ struct VacuumRequest {
 }
 
 fn parse(sql: &str) -> Result<VacuumRequest> {
-    let dialect = PostgreSqlDialect {};
-    let tokens = Tokenizer::new(&dialect, sql).tokenize().map_err(|e| Error::syntax(e.to_string()))?;
-    let tokens: Vec<Token> =
-        tokens.into_iter().filter(|t| !matches!(t, Token::Whitespace(_))).collect::<Vec<_>>();
-    let mut reader = Reader { tokens, at: 0 };
+    let mut reader = Reader::new(sql)?;
     reader.keyword("vacuum")?;
     let mut request = VacuumRequest::default();
     let mut parallel_workers = 0;
@@ -148,7 +144,7 @@ fn parse(sql: &str) -> Result<VacuumRequest> {
 }
 
 /// An option's Boolean value (none: true), read as PostgreSQL's `defGetBoolean` reads it.
-fn boolean(name: &str, value: &Option<String>) -> Result<bool> {
+pub(crate) fn boolean(name: &str, value: &Option<String>) -> Result<bool> {
     let Some(value) = value else { return Ok(true) };
     match value.to_ascii_lowercase().as_str() {
         "true" | "on" | "1" => Ok(true),
@@ -168,36 +164,43 @@ fn parallel(value: &Option<String>) -> Result<i64> {
     }
 }
 
-/// Reads the token stream of one VACUUM statement.
-struct Reader {
+/// Reads the token stream of one VACUUM (or CLUSTER) statement.
+pub(crate) struct Reader {
     tokens: Vec<Token>,
-    at: usize,
+    pub(crate) at: usize,
 }
 
 impl Reader {
-    fn peek(&self) -> Option<&Token> {
+    pub(crate) fn new(sql: &str) -> Result<Reader> {
+        let dialect = PostgreSqlDialect {};
+        let tokens = Tokenizer::new(&dialect, sql).tokenize().map_err(|e| Error::syntax(e.to_string()))?;
+        let tokens: Vec<Token> = tokens.into_iter().filter(|t| !matches!(t, Token::Whitespace(_))).collect();
+        Ok(Reader { tokens, at: 0 })
+    }
+
+    pub(crate) fn peek(&self) -> Option<&Token> {
         self.tokens.get(self.at)
     }
 
-    fn next(&mut self) -> Option<Token> {
+    pub(crate) fn next(&mut self) -> Option<Token> {
         let token = self.tokens.get(self.at).cloned();
         self.at += 1;
         token
     }
 
     /// At the end of the statement (a trailing `;` included).
-    fn at_end(&self) -> bool {
+    pub(crate) fn at_end(&self) -> bool {
         self.tokens[self.at.min(self.tokens.len())..].iter().all(|t| matches!(t, Token::SemiColon | Token::EOF))
     }
 
-    fn unexpected(&self, token: Option<Token>) -> Error {
+    pub(crate) fn unexpected(&self, token: Option<Token>) -> Error {
         match token {
             None | Some(Token::EOF) | Some(Token::SemiColon) => Error::syntax("syntax error at end of input"),
             Some(token) => Error::syntax(format!("syntax error at or near \"{token}\"")),
         }
     }
 
-    fn keyword(&mut self, keyword: &str) -> Result<()> {
+    pub(crate) fn keyword(&mut self, keyword: &str) -> Result<()> {
         match self.next() {
             Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(keyword) => Ok(()),
             other => Err(self.unexpected(other)),
@@ -205,7 +208,7 @@ impl Reader {
     }
 
     /// An unquoted word (an option name).
-    fn word(&mut self) -> Result<String> {
+    pub(crate) fn word(&mut self) -> Result<String> {
         match self.next() {
             Some(Token::Word(w)) => Ok(w.value),
             other => Err(self.unexpected(other)),
@@ -213,7 +216,7 @@ impl Reader {
     }
 
     /// An option's value, if one follows its name: a word, a number or a string.
-    fn option_value(&mut self) -> Option<String> {
+    pub(crate) fn option_value(&mut self) -> Option<String> {
         let value = match self.peek()? {
             Token::Word(w) => w.value.clone(),
             Token::Number(n, _) => n.clone(),
@@ -232,7 +235,7 @@ impl Reader {
     }
 
     /// An identifier: folded to lower case unless quoted.
-    fn identifier(&mut self) -> Result<String> {
+    pub(crate) fn identifier(&mut self) -> Result<String> {
         match self.next() {
             Some(Token::Word(w)) if w.quote_style.is_some() => Ok(w.value),
             Some(Token::Word(w)) => Ok(w.value.to_lowercase()),
@@ -242,7 +245,7 @@ impl Reader {
 
     /// A table name, perhaps qualified by the schema `public`. VACUUM's option words are
     /// reserved in PostgreSQL's grammar: unquoted, they cannot name a table.
-    fn table_name(&mut self) -> Result<String> {
+    pub(crate) fn table_name(&mut self) -> Result<String> {
         if let Some(Token::Word(w)) = self.peek() {
             let reserved = ["full", "freeze", "verbose", "analyze", "analyse"].iter().any(|k| w.value.eq_ignore_ascii_case(k));
             if reserved && w.quote_style.is_none() {
