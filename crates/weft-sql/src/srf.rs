@@ -5,7 +5,9 @@
 //! added to FROM under a name no user writes, and each item keeps the output name it had
 //! (`generate_series`, or `?column?` for `generate_series(1, 3) * 2`). Bounds that read
 //! columns (PostgreSQL's LATERAL case), different series in one list, and calls inside
-//! aggregates are left alone, and binding reports them as not supported.
+//! aggregates are left alone, and binding reports them as not supported. A grouped select
+//! moves them only when their items are grouping keys (`SELECT unnest(tags) AS tag,
+//! count(*) ... GROUP BY tag`): its groups are then over the series' values.
 //!
 //! `unnest(array)` moves the same way, also when its argument reads columns: the FROM
 //! item is then LATERAL (`lateral.rs`), and a cross join with it is what ProjectSet does
@@ -33,12 +35,19 @@ pub(crate) fn move_series_to_from(select: &ast::Select) -> Option<ast::Select> {
             }
             _ => false,
         });
-    if grouped {
+    // Unless the calls' items are grouping keys: the grouping then reads the series'
+    // values, as PostgreSQL's ProjectSet below its Agg computes them.
+    if grouped && !series_items_are_grouping_keys(select) {
         return None;
     }
     let mut finder = SeriesCalls::default();
     let mut projection = select.projection.clone();
     let _ = crate::ast_walk::walk_mut(&mut projection, &mut finder);
+    let mut group_by = select.group_by.clone();
+    if grouped {
+        // `GROUP BY unnest(tags)` groups by the same column.
+        let _ = crate::ast_walk::walk_mut(&mut group_by, &mut finder);
+    }
     let call = finder.call.filter(|_| !finder.refused)?;
     let ast::FunctionArguments::List(list) = &call.args else { return None };
     let args: Vec<String> = list.args.iter().map(|a| a.to_string()).collect();
@@ -62,8 +71,43 @@ pub(crate) fn move_series_to_from(select: &ast::Select) -> Option<ast::Select> {
             (_, moved) => moved,
         })
         .collect();
+    rewritten.group_by = group_by;
     rewritten.from.push(series);
     Some(rewritten)
+}
+
+/// Does a grouped select list call its set-returning function only in items that are
+/// grouping keys (named in GROUP BY by alias, position or the same expression) or that
+/// the call itself is a key for, outside aggregates and window functions?
+fn series_items_are_grouping_keys(select: &ast::Select) -> bool {
+    let ast::GroupByExpr::Expressions(keys, _) = &select.group_by else { return false };
+    let mut any = false;
+    for (position, item) in select.projection.iter().enumerate() {
+        let (expr, alias) = match item {
+            ast::SelectItem::UnnamedExpr(e) => (e, None),
+            ast::SelectItem::ExprWithAlias { expr, alias } => (expr, Some(alias)),
+            _ => continue,
+        };
+        let mut finder = SeriesCalls::default();
+        let _ = crate::ast_walk::walk_mut(&mut expr.clone(), &mut finder);
+        if finder.call.is_none() && !finder.refused {
+            continue;
+        }
+        any = true;
+        if crate::bind::contains_aggregate(expr) || crate::window::contains_window(expr) {
+            return false;
+        }
+        let keyed = keys.iter().any(|key| {
+            key == expr
+                || matches!((key, &finder.call), (ast::Expr::Function(k), Some(call)) if k == call)
+                || key.to_string() == (position + 1).to_string()
+                || matches!((key, alias), (ast::Expr::Identifier(k), Some(a)) if crate::bind::ident_name(k) == crate::bind::ident_name(a))
+        });
+        if !keyed {
+            return false;
+        }
+    }
+    any
 }
 
 /// Finds the select list's `generate_series` calls and replaces each by the series column.

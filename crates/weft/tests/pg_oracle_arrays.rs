@@ -92,6 +92,10 @@ const QUERIES: &[&str] = &[
     "SELECT unnest(ARRAY[1,2,3])",
     "SELECT id, unnest(a) FROM arr ORDER BY 1, 2",
     "SELECT id, unnest(t) AS x FROM arr WHERE id < 5 ORDER BY 1, 2",
+    // A set-returning item that is a grouping key: groups over its values.
+    "SELECT unnest(t) AS tag, count(*), min(id) FROM arr GROUP BY tag ORDER BY 1",
+    "SELECT unnest(a), count(DISTINCT id) FROM arr GROUP BY 1 HAVING count(*) > 1 ORDER BY 2 DESC, 1",
+    "SELECT upper(unnest(t)) AS u, count(*) FROM arr GROUP BY unnest(t) ORDER BY 1",
     "SELECT sum(u), count(*) FROM arr, unnest(a) u",
     "SELECT u, count(*) FROM arr, unnest(a) u GROUP BY u ORDER BY u",
     // Round trips through tables.
