@@ -95,10 +95,35 @@ pub(crate) fn is_fetch_or_move(sql: &str) -> bool {
     first.eq_ignore_ascii_case("fetch") || first.eq_ignore_ascii_case("move")
 }
 
+/// The words of `sql`, split at white space, a double-quoted name (which may hold white
+/// space, and `""` for a quote) kept whole with its quotes; `None` for an unclosed quote.
+fn words(sql: &str) -> Option<Vec<&str>> {
+    let mut words = Vec::new();
+    let mut rest = sql.trim_start();
+    while !rest.is_empty() {
+        let end = if rest.starts_with('"') {
+            // The closing quote is one not doubled.
+            let mut at = 1;
+            loop {
+                at += rest[at..].find('"')? + 1;
+                if !rest[at..].starts_with('"') {
+                    break at;
+                }
+                at += 1;
+            }
+        } else {
+            rest.find(|c: char| c.is_whitespace() || c == '"').unwrap_or(rest.len())
+        };
+        words.push(&rest[..end]);
+        rest = rest[end..].trim_start();
+    }
+    Some(words)
+}
+
 /// Run `FETCH | MOVE [direction] [FROM | IN] cursor`; `None` when `sql` is not in that
 /// form (sqlparser then reads it, and reports what is wrong).
 pub(crate) fn fetch_text(session: &mut Session, sql: &str) -> Option<Result<QueryResult>> {
-    let words: Vec<&str> = sql.trim().trim_end_matches(';').split_whitespace().collect();
+    let words = words(sql.trim().trim_end_matches(';'))?;
     let (first, name, mut direction) = match &words[..] {
         [first, direction @ .., name] => (first.to_ascii_lowercase(), *name, direction.to_vec()),
         _ => return None,
