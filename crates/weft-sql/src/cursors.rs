@@ -11,6 +11,8 @@
 //!
 //! A cursor lives until CLOSE or the end of its transaction block; one WITH HOLD
 //! outlives the block's COMMIT (not its ROLLBACK) and may be declared outside a block.
+//! ROLLBACK TO a savepoint closes the cursors declared after it, as PostgreSQL drops the
+//! portals of an aborted subtransaction (those declared before keep their position).
 
 use sqlparser::ast::{self, CloseCursor, DeclareType, FetchDirection, Value};
 use weft_common::parallel::CancelToken;
@@ -30,6 +32,9 @@ pub(crate) struct Cursor {
     hold: bool,
     /// Declared in the open transaction block, which a ROLLBACK takes it away with.
     in_block: bool,
+    /// How many of the block's savepoints were live at DECLARE (lowered by RELEASE): a
+    /// ROLLBACK TO one of those savepoints keeps the cursor, to a later one closes it.
+    savepoints: usize,
 }
 
 pub(crate) fn declare(session: &mut Session, declarations: &[ast::Declare], cancel: &CancelToken) -> Result<QueryResult> {
@@ -57,7 +62,8 @@ pub(crate) fn declare(session: &mut Session, declarations: &[ast::Declare], canc
     session.row_sink = sink;
     let result = result?;
     let no_scroll = declaration.scroll == Some(false);
-    session.cursors.insert(name, Cursor { columns: result.columns, rows: result.rows, position: 0, no_scroll, hold, in_block });
+    let savepoints = crate::transaction::savepoint_count(session);
+    session.cursors.insert(name, Cursor { columns: result.columns, rows: result.rows, position: 0, no_scroll, hold, in_block, savepoints });
     Ok(QueryResult::command("DECLARE CURSOR"))
 }
 
@@ -184,6 +190,18 @@ pub(crate) fn close(session: &mut Session, which: &CloseCursor) -> Result<QueryR
 pub(crate) fn end_of_block(session: &mut Session, committed: bool) {
     session.cursors.retain(|_, cursor| cursor.hold && (committed || !cursor.in_block));
     session.cursors.values_mut().for_each(|cursor| cursor.in_block = false);
+}
+
+/// ROLLBACK TO the savepoint that was the `kept`-th of the block: the cursors declared
+/// after it are gone.
+pub(crate) fn rolled_back_to(session: &mut Session, kept: usize) {
+    session.cursors.retain(|_, cursor| cursor.savepoints < kept);
+}
+
+/// RELEASE left `live` savepoints: the cursors declared under the released ones now
+/// belong to the savepoint before them (a later ROLLBACK TO it closes them).
+pub(crate) fn released_to(session: &mut Session, live: usize) {
+    session.cursors.values_mut().for_each(|cursor| cursor.savepoints = cursor.savepoints.min(live));
 }
 
 impl Cursor {
