@@ -23,6 +23,11 @@
 //! 5. `SHOW` prints the largest unit that divides the value exactly (`4096kB` → `4MB`,
 //!    `1536kB` stays), and `0` without a unit.
 //!
+//! Time settings (`statement_timeout`, `lock_timeout`, in milliseconds) follow the same rules
+//! with the units `us`, `ms`, `s`, `min`, `h`, `d` ([`parse_duration_ms_in_range`],
+//! [`format_duration_ms`]): `SET statement_timeout = '30s'` shows `30s`, `1500` shows
+//! `1500ms`.
+//!
 //! Departure: PostgreSQL's `strtod` also reads hexadecimal floats (`0x1.8p1`); weft does not.
 //! A value quoted as in SQL (`'64kB'`) is accepted and unquoted, so configuration-file and
 //! SQL spellings both work.
@@ -39,9 +44,20 @@ pub const BLOCK_BYTES: usize = 8192;
 /// PostgreSQL's longest memory unit name (`MAX_UNIT_LEN`).
 const UNIT_NAME_LENGTH_MAX: usize = 3;
 
+/// A unit name and its size in the table's smallest unit (bytes; microseconds for time).
+type UnitTable = [(&'static str, u64)];
+
 const MEMORY_UNITS: [(&str, u64); 5] = [("TB", 1 << 40), ("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10), ("B", 1)];
 
 const MEMORY_UNITS_HINT: &str = "Valid units for this parameter are \"B\", \"kB\", \"MB\", \"GB\", and \"TB\".";
+
+/// Time units in microseconds, largest first (PostgreSQL's table for millisecond settings).
+const TIME_UNITS: [(&str, u64); 6] =
+    [("d", 86_400_000_000), ("h", 3_600_000_000), ("min", 60_000_000), ("s", 1_000_000), ("ms", 1_000), ("us", 1)];
+
+const TIME_UNITS_HINT: &str = "Valid units for this parameter are \"us\", \"ms\", \"s\", \"min\", \"h\", and \"d\".";
+
+const MICROSECONDS_PER_MILLISECOND: u64 = 1_000;
 
 fn is_c_space(c: char) -> bool {
     matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0b' | '\x0c')
@@ -68,7 +84,7 @@ pub fn parse_memory_in_range(
     let invalid = || {
         Error::new(SqlState::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"{parameter}\": \"{value}\""))
     };
-    let units = parse_units(value, default_unit_bytes as u64).map_err(|hint| match hint {
+    let units = parse_units(value, default_unit_bytes as u64, &MEMORY_UNITS, MEMORY_UNITS_HINT).map_err(|hint| match hint {
         Some(hint) => invalid().with_hint(hint),
         None => invalid(),
     })?;
@@ -84,6 +100,42 @@ pub fn parse_memory_in_range(
     usize::try_from(units).ok().and_then(|units| units.checked_mul(default_unit_bytes)).ok_or_else(invalid)
 }
 
+/// Parse a time setting whose unit is the millisecond (`statement_timeout`, `lock_timeout`):
+/// a bare number is milliseconds, `30s`, `1.5min`, `500us` (rounded to 1 ms, ties to even)
+/// convert; the result must lie in `min_ms ..= max_ms`, reported as PostgreSQL does:
+/// `-1 ms is outside the valid range for parameter "statement_timeout" (0 .. 2147483647)`.
+pub fn parse_duration_ms_in_range(value: &str, parameter: &str, min_ms: i64, max_ms: i64) -> Result<i64> {
+    let value = unquote(value);
+    let invalid = || {
+        Error::new(SqlState::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"{parameter}\": \"{value}\""))
+    };
+    let ms = parse_units(value, MICROSECONDS_PER_MILLISECOND, &TIME_UNITS, TIME_UNITS_HINT).map_err(|hint| match hint {
+        Some(hint) => invalid().with_hint(hint),
+        None => invalid(),
+    })?;
+    if ms < min_ms || ms > max_ms {
+        return Err(Error::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            format!("{ms} ms is outside the valid range for parameter \"{parameter}\" ({min_ms} .. {max_ms})"),
+        ));
+    }
+    Ok(ms)
+}
+
+/// A millisecond setting as `SHOW` prints it: the largest unit that divides it exactly
+/// (`30s`, `1min`, `1500ms`), `0` for zero.
+pub fn format_duration_ms(ms: i64) -> String {
+    if ms == 0 {
+        return "0".to_string();
+    }
+    let (unit, unit_ms) = TIME_UNITS
+        .iter()
+        .map(|&(unit, us)| (unit, us / MICROSECONDS_PER_MILLISECOND))
+        .find(|&(_, unit_ms)| unit_ms >= 1 && ms % unit_ms as i64 == 0)
+        .unwrap_or(("ms", 1));
+    format!("{}{unit}", ms / unit_ms as i64)
+}
+
 /// `'64kB'` → `64kB`: surrounding white space and one pair of single quotes go.
 fn unquote(value: &str) -> &str {
     let trimmed = value.trim_matches(is_c_space);
@@ -93,8 +145,14 @@ fn unquote(value: &str) -> &str {
         .unwrap_or(value)
 }
 
-/// The setting's value in its own unit, or the HINT to give (`None`: no hint).
-fn parse_units(value: &str, base_unit_bytes: u64) -> std::result::Result<i64, Option<&'static str>> {
+/// The setting's value in its own unit (`base_unit` in the table's smallest unit), or the
+/// HINT to give (`None`: no hint).
+fn parse_units(
+    value: &str,
+    base_unit: u64,
+    units: &UnitTable,
+    units_hint: &'static str,
+) -> std::result::Result<i64, Option<&'static str>> {
     let (mut number, mut end, overflowed) = c_strtol(value);
     if overflowed || matches!(value.as_bytes().get(end), Some(b'.' | b'e' | b'E')) {
         (number, end) = c_strtod(value);
@@ -104,7 +162,7 @@ fn parse_units(value: &str, base_unit_bytes: u64) -> std::result::Result<i64, Op
     }
     let rest = value[end..].trim_start_matches(is_c_space);
     if !rest.is_empty() {
-        number = convert_to_base_unit(number, rest, base_unit_bytes).ok_or(Some(MEMORY_UNITS_HINT))?;
+        number = convert_to_base_unit(number, rest, base_unit, units).ok_or(Some(units_hint))?;
     }
     let number = number.round_ties_even();
     if number > i32::MAX as f64 || number < i32::MIN as f64 {
@@ -113,20 +171,20 @@ fn parse_units(value: &str, base_unit_bytes: u64) -> std::result::Result<i64, Op
     Ok(number as i64)
 }
 
-/// `number` given in `unit_text` (a unit name, optionally followed by white space), in units
-/// of `base_unit_bytes`, rounded to a whole number of the next smaller unit.
-fn convert_to_base_unit(number: f64, unit_text: &str, base_unit_bytes: u64) -> Option<f64> {
+/// `number` given in `unit_text` (a unit name of `units`, optionally followed by white
+/// space), in units of `base_unit`, rounded to a whole number of the next smaller unit.
+fn convert_to_base_unit(number: f64, unit_text: &str, base_unit: u64, units: &UnitTable) -> Option<f64> {
     let name_end = unit_text.find(is_c_space).unwrap_or(unit_text.len());
     let (name, trailing) = unit_text.split_at(name_end);
     if name.len() > UNIT_NAME_LENGTH_MAX || !trailing.trim_start_matches(is_c_space).is_empty() {
         return None;
     }
-    let position = MEMORY_UNITS.iter().position(|&(unit, _)| unit == name)?;
-    let multiplier = MEMORY_UNITS[position].1 as f64 / base_unit_bytes as f64;
+    let position = units.iter().position(|&(unit, _)| unit == name)?;
+    let multiplier = units[position].1 as f64 / base_unit as f64;
     let converted = number * multiplier;
-    Some(match MEMORY_UNITS.get(position + 1) {
-        Some(&(_, smaller_bytes)) => {
-            let smaller_multiplier = smaller_bytes as f64 / base_unit_bytes as f64;
+    Some(match units.get(position + 1) {
+        Some(&(_, smaller)) => {
+            let smaller_multiplier = smaller as f64 / base_unit as f64;
             (converted / smaller_multiplier).round_ties_even() * smaller_multiplier
         }
         None => converted,
@@ -311,6 +369,25 @@ mod tests {
             assert_eq!(err.sqlstate, SqlState::INVALID_PARAMETER_VALUE);
             assert_eq!(err.message, format!("{shown} is outside the valid range for parameter \"work_mem\" (64 .. 2147483647)"));
         }
+    }
+
+    #[test]
+    fn durations_match_postgres() {
+        // PostgreSQL 15's SET statement_timeout = ...; SHOW statement_timeout.
+        let shown = |value: &str| parse_duration_ms_in_range(value, "statement_timeout", 0, i32::MAX as i64).map(format_duration_ms);
+        for (value, expected) in [
+            ("30s", "30s"), ("1500", "1500ms"), ("1.5s", "1500ms"), ("1min", "1min"), ("90s", "90s"), ("2h", "2h"),
+            ("1d", "1d"), ("0", "0"), ("100us", "0"), ("1500us", "2ms"), ("2.5", "2ms"), ("0.6", "1ms"),
+            ("10 s", "10s"), ("'30s'", "30s"), ("60000", "1min"),
+        ] {
+            assert_eq!(shown(value).unwrap(), expected, "{value}");
+        }
+        let error = |value: &str| shown(value).unwrap_err();
+        assert_eq!(error("lots").message, "invalid value for parameter \"statement_timeout\": \"lots\"");
+        assert_eq!(error("lots").hint, None);
+        assert_eq!(error("1S").hint.as_deref(), Some(TIME_UNITS_HINT));
+        assert_eq!(error("-1").message, "-1 ms is outside the valid range for parameter \"statement_timeout\" (0 .. 2147483647)");
+        assert_eq!(error("3000000000").hint.as_deref(), Some("Value exceeds integer range."));
     }
 
     #[test]

@@ -564,6 +564,9 @@ pub struct NestLoopPlan {
     pub left: bool,
     /// The types of `inner`'s columns.
     pub inner_types: Vec<DataType>,
+    /// A LIMIT right above the loop: stop once this many rows are out (the loop's rows are
+    /// all collected, so without it a LIMIT over a big LATERAL join held them all).
+    pub stop_after: Option<u64>,
 }
 
 /// `non_recursive UNION [ALL] recursive`, where `recursive` scans the working table

@@ -38,7 +38,11 @@ pub(crate) fn execute_nest_loop(plan: &Plan, nl: &NestLoopPlan, ctx: &ExecContex
     let began = Instant::now();
     let outer_rows = execute(&nl.outer, ctx)?;
     let mut out = Vec::new();
+    let enough = |out: &Vec<Row>| nl.stop_after.is_some_and(|n| out.len() as u64 >= n);
     for outer in outer_rows {
+        if enough(&out) {
+            break;
+        }
         ctx.cancel.check()?;
         let params = nl.params.iter().map(|p| p.eval(&outer, ctx.eval)).collect::<Result<Vec<_>>>()?;
         let eval = ctx.eval.with_params(params);
@@ -47,6 +51,9 @@ pub(crate) fn execute_nest_loop(plan: &Plan, nl: &NestLoopPlan, ctx: &ExecContex
         inner_ctx.notices.lock().drain(..).for_each(|n| ctx.notices.lock().push(n));
         let mut matched = false;
         for inner in inner_rows {
+            if enough(&out) {
+                break;
+            }
             let mut row = outer.clone();
             row.extend(inner);
             if let Some(filter) = &nl.filter {

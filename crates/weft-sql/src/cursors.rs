@@ -11,6 +11,8 @@
 //!
 //! A cursor lives until CLOSE or the end of its transaction block; one WITH HOLD
 //! outlives the block's COMMIT (not its ROLLBACK) and may be declared outside a block.
+//! ROLLBACK TO a savepoint closes the cursors declared after it, as PostgreSQL drops the
+//! portals of an aborted subtransaction (those declared before keep their position).
 
 use sqlparser::ast::{self, CloseCursor, DeclareType, FetchDirection, Value};
 use weft_common::parallel::CancelToken;
@@ -30,6 +32,9 @@ pub(crate) struct Cursor {
     hold: bool,
     /// Declared in the open transaction block, which a ROLLBACK takes it away with.
     in_block: bool,
+    /// How many of the block's savepoints were live at DECLARE (lowered by RELEASE): a
+    /// ROLLBACK TO one of those savepoints keeps the cursor, to a later one closes it.
+    savepoints: usize,
 }
 
 pub(crate) fn declare(session: &mut Session, declarations: &[ast::Declare], cancel: &CancelToken) -> Result<QueryResult> {
@@ -57,7 +62,8 @@ pub(crate) fn declare(session: &mut Session, declarations: &[ast::Declare], canc
     session.row_sink = sink;
     let result = result?;
     let no_scroll = declaration.scroll == Some(false);
-    session.cursors.insert(name, Cursor { columns: result.columns, rows: result.rows, position: 0, no_scroll, hold, in_block });
+    let savepoints = crate::transaction::savepoint_count(session);
+    session.cursors.insert(name, Cursor { columns: result.columns, rows: result.rows, position: 0, no_scroll, hold, in_block, savepoints });
     Ok(QueryResult::command("DECLARE CURSOR"))
 }
 
@@ -95,10 +101,35 @@ pub(crate) fn is_fetch_or_move(sql: &str) -> bool {
     first.eq_ignore_ascii_case("fetch") || first.eq_ignore_ascii_case("move")
 }
 
+/// The words of `sql`, split at white space, a double-quoted name (which may hold white
+/// space, and `""` for a quote) kept whole with its quotes; `None` for an unclosed quote.
+fn words(sql: &str) -> Option<Vec<&str>> {
+    let mut words = Vec::new();
+    let mut rest = sql.trim_start();
+    while !rest.is_empty() {
+        let end = if rest.starts_with('"') {
+            // The closing quote is one not doubled.
+            let mut at = 1;
+            loop {
+                at += rest[at..].find('"')? + 1;
+                if !rest[at..].starts_with('"') {
+                    break at;
+                }
+                at += 1;
+            }
+        } else {
+            rest.find(|c: char| c.is_whitespace() || c == '"').unwrap_or(rest.len())
+        };
+        words.push(&rest[..end]);
+        rest = rest[end..].trim_start();
+    }
+    Some(words)
+}
+
 /// Run `FETCH | MOVE [direction] [FROM | IN] cursor`; `None` when `sql` is not in that
 /// form (sqlparser then reads it, and reports what is wrong).
 pub(crate) fn fetch_text(session: &mut Session, sql: &str) -> Option<Result<QueryResult>> {
-    let words: Vec<&str> = sql.trim().trim_end_matches(';').split_whitespace().collect();
+    let words = words(sql.trim().trim_end_matches(';'))?;
     let (first, name, mut direction) = match &words[..] {
         [first, direction @ .., name] => (first.to_ascii_lowercase(), *name, direction.to_vec()),
         _ => return None,
@@ -159,6 +190,18 @@ pub(crate) fn close(session: &mut Session, which: &CloseCursor) -> Result<QueryR
 pub(crate) fn end_of_block(session: &mut Session, committed: bool) {
     session.cursors.retain(|_, cursor| cursor.hold && (committed || !cursor.in_block));
     session.cursors.values_mut().for_each(|cursor| cursor.in_block = false);
+}
+
+/// ROLLBACK TO the savepoint that was the `kept`-th of the block: the cursors declared
+/// after it are gone.
+pub(crate) fn rolled_back_to(session: &mut Session, kept: usize) {
+    session.cursors.retain(|_, cursor| cursor.savepoints < kept);
+}
+
+/// RELEASE left `live` savepoints: the cursors declared under the released ones now
+/// belong to the savepoint before them (a later ROLLBACK TO it closes them).
+pub(crate) fn released_to(session: &mut Session, live: usize) {
+    session.cursors.values_mut().for_each(|cursor| cursor.savepoints = cursor.savepoints.min(live));
 }
 
 impl Cursor {

@@ -315,6 +315,12 @@ pub fn nonnullable_columns(qual: &Expr) -> std::collections::BTreeSet<usize> {
                 out.extend(go(right, false));
                 out
             }
+            // NOT (x IS NULL) is x IS NOT NULL (PostgreSQL's negate_clause rewrites it so
+            // before reduce_outer_joins looks).
+            Expr::Unary { op: UnaryOp::Not, expr, .. } if top_level && matches!(expr.as_ref(), Expr::IsNull { negated: false, .. }) => {
+                let Expr::IsNull { expr: tested, .. } = expr.as_ref() else { unreachable!("matched above") };
+                go(tested, false)
+            }
             // NOT false is true: below NOT only strictness counts.
             Expr::Unary { op: UnaryOp::Not, expr, .. } => go(expr, false),
             Expr::Unary { expr, .. } | Expr::Cast { expr, .. } | Expr::ApplyModifier { expr, .. } => go(expr, false),

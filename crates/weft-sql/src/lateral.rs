@@ -375,6 +375,7 @@ fn nest_loop(left: From, factor: &TableFactor, kind: Kind, constraint: &ast::Joi
         filter,
         left: kind == Kind::Left,
         inner_types,
+        stop_after: None,
     });
     let names: Vec<String> = scope.columns.iter().chain(&scope.qualified_only).map(|c| c.name.clone()).collect();
     let plan = if left_width == left_visible {

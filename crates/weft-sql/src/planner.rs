@@ -155,7 +155,7 @@ pub fn plan_query(query: &ast::Query, ctx: &PlanContext) -> Result<PlannedQuery>
             return Ok(planned);
         }
         if let (Some(limit), None) = (limit, &run_time) {
-            stop_recursion_after(&mut planned.plan, limit.saturating_add(offset));
+            stop_after_rows(&mut planned.plan, limit.saturating_add(offset));
         }
         if let (Plan::Sort(_), Some(limit), None) = (&planned.plan, limit, &run_time) {
             planned.plan = crate::access_path::use_index_order(planned.plan, Some(limit.saturating_add(offset)), ctx);
@@ -238,17 +238,19 @@ fn postpone_subplans_past_sort(plan: Plan) -> Plan {
     })
 }
 
-/// A LIMIT right above the scan of a recursive CTE (no filter, no sort in between): the
-/// recursion stops once it has produced the rows wanted, as PostgreSQL's pull-based
-/// execution stops asking (so a LIMIT ends an endless recursion there too).
-fn stop_recursion_after(plan: &mut Plan, rows: u64) {
+/// A LIMIT right above the scan of a recursive CTE or a LATERAL nested loop (no filter, no
+/// sort in between): the recursion or the loop stops once it has produced the rows wanted,
+/// as PostgreSQL's pull-based execution stops asking (so a LIMIT ends an endless recursion
+/// there too, and a LIMIT over a huge LATERAL join does not hold all its rows).
+fn stop_after_rows(plan: &mut Plan, rows: u64) {
     let Plan::Pipeline(Pipeline { source: Source::Subquery { plan: inner, .. }, steps, .. }) = plan else { return };
     if !steps.iter().all(|s| matches!(s, Step::Project(_))) {
         return;
     }
     match inner.as_mut() {
         Plan::RecursiveUnion(ru) => ru.stop_after = Some(ru.stop_after.map_or(rows, |n| n.min(rows))),
-        other => stop_recursion_after(other, rows),
+        Plan::NestLoop(nl) => nl.stop_after = Some(nl.stop_after.map_or(rows, |n| n.min(rows))),
+        other => stop_after_rows(other, rows),
     }
 }
 

@@ -283,7 +283,7 @@ impl Session {
     /// `lock_timeout`: how long a writer waits for the database's write lock (none: until
     /// canceled).
     pub(crate) fn lock_timeout(&self) -> Option<std::time::Duration> {
-        let ms = self.settings.integer("lock_timeout");
+        let ms = self.settings.milliseconds("lock_timeout");
         (ms > 0).then(|| std::time::Duration::from_millis(ms as u64))
     }
 

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use weft_common::units::{format_memory, parse_memory, parse_memory_in_range};
+use weft_common::units::{format_duration_ms, format_memory, parse_duration_ms_in_range, parse_memory, parse_memory_in_range};
 use weft_common::{Error, Result, SqlState};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -21,6 +21,9 @@ enum Kind {
     /// PostgreSQL's minimum in those units.
     Memory { unit_bytes: usize, min_units: i64 },
     Integer { min: i64, max: i64 },
+    /// A duration in milliseconds, given with PostgreSQL's time units (`30s`, `1min`) or as
+    /// a bare number of milliseconds.
+    Milliseconds { min: i64, max: i64 },
     /// A floating-point number in a range (PostgreSQL's `real` GUCs).
     Real { min: f64, max: f64 },
     Bool,
@@ -73,8 +76,8 @@ const DEFINITIONS: &[Definition] = &[
     Definition { name: "DateStyle", kind: Kind::Text, default: "ISO, MDY", context: Context::Session, description: "Sets the display format for date and time values." },
     Definition { name: "TimeZone", kind: Kind::Text, default: "UTC", context: Context::Session, description: "Sets the time zone for displaying and interpreting time stamps." },
     Definition { name: "extra_float_digits", kind: Kind::Integer { min: -15, max: 3 }, default: "1", context: Context::Session, description: "Sets the number of digits displayed for floating-point values." },
-    Definition { name: "lock_timeout", kind: Kind::Integer { min: 0, max: i32::MAX as i64 }, default: "0", context: Context::Session, description: "Sets the maximum allowed duration (in milliseconds) of any wait for a lock: in weft, for the database's write lock, which a writing statement or a transaction block that has written holds. 0 waits until canceled." },
-    Definition { name: "statement_timeout", kind: Kind::Integer { min: 0, max: i32::MAX as i64 }, default: "0", context: Context::Session, description: "Accepted for compatibility; not enforced." },
+    Definition { name: "lock_timeout", kind: Kind::Milliseconds { min: 0, max: i32::MAX as i64 }, default: "0", context: Context::Session, description: "Sets the maximum allowed duration (in milliseconds) of any wait for a lock: in weft, for the database's write lock, which a writing statement or a transaction block that has written holds. 0 waits until canceled." },
+    Definition { name: "statement_timeout", kind: Kind::Milliseconds { min: 0, max: i32::MAX as i64 }, default: "0", context: Context::Session, description: "Accepted for compatibility; not enforced." },
 ];
 
 fn definition(name: &str) -> Result<&'static Definition> {
@@ -110,6 +113,7 @@ fn normalize(def: &Definition, value: &str) -> Result<String> {
             }
             v.to_string()
         }
+        Kind::Milliseconds { min, max } => format_duration_ms(parse_duration_ms_in_range(trimmed, def.name, min, max)?),
         Kind::Real { min, max } => {
             let v: f64 = trimmed.parse().ok().filter(|v: &f64| v.is_finite()).ok_or_else(|| {
                 Error::new(
@@ -254,6 +258,12 @@ impl Settings {
     pub fn integer(&self, name: &str) -> i64 {
         let def = definition(name).expect("integer setting is defined");
         self.value(def).parse().expect("stored integer settings are valid")
+    }
+
+    pub fn milliseconds(&self, name: &str) -> i64 {
+        let def = definition(name).expect("time setting is defined");
+        let Kind::Milliseconds { min, max } = def.kind else { panic!("{name} is not a time setting") };
+        parse_duration_ms_in_range(&self.value(def), def.name, min, max).expect("stored time settings are valid")
     }
 
     pub fn boolean(&self, name: &str) -> bool {

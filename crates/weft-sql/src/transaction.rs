@@ -37,6 +37,8 @@
 //! before it); SET LOCAL lasts until the block ends. The block keeps the settings of BEGIN
 //! and the session-level settings (every SET but SET LOCAL) to restore them.
 //!
+//! Cursors: ROLLBACK TO closes those declared after the savepoint (`cursors.rs`).
+//!
 //! Not supported (0A000): isolation levels above READ COMMITTED, READ ONLY blocks,
 //! `AND CHAIN`.
 
@@ -286,11 +288,17 @@ fn savepoint(session: &mut Session, name: String) -> Result<QueryResult> {
     Ok(QueryResult::command("SAVEPOINT"))
 }
 
+/// How many savepoints the open block has (0 outside a block).
+pub(crate) fn savepoint_count(session: &mut Session) -> usize {
+    session.block.get_mut().as_ref().map_or(0, |block| block.savepoints.len())
+}
+
 /// RELEASE [SAVEPOINT] name: forget it and every later savepoint (their work stays).
 fn release(session: &mut Session, name: &str) -> Result<QueryResult> {
     let Some(block) = session.block.get_mut().as_mut() else { return Err(only_in_block("RELEASE SAVEPOINT")) };
     let at = block.savepoints.iter().rposition(|s| s.name == name).ok_or_else(|| no_savepoint(name))?;
     block.savepoints.truncate(at);
+    crate::cursors::released_to(session, at);
     Ok(QueryResult::command("RELEASE"))
 }
 
@@ -329,5 +337,6 @@ fn rollback_to(session: &mut Session, name: &str) -> Result<QueryResult> {
     block.failed = false;
     session.settings = savepoint.settings.clone();
     block.session_settings = savepoint.session_settings.clone();
+    crate::cursors::rolled_back_to(session, at + 1);
     Ok(QueryResult::command("ROLLBACK"))
 }

@@ -172,6 +172,33 @@ fn explain_analyze_limit_aggregate_and_subquery_rows() {
     }
 }
 
+/// A LIMIT right above a LATERAL nested loop stops the loop once it has the rows wanted
+/// (offset + limit), as PostgreSQL stops pulling: the loop used to produce (and hold) all
+/// of its rows first, which for a big LATERAL join meant gigabytes under a LIMIT 5.
+#[test]
+fn explain_analyze_limit_stops_a_lateral_nested_loop() {
+    let (_dir, _db, mut s) = setup(&[]);
+    let sql = "SELECT a.i, b.j FROM (SELECT i FROM t WHERE i <= 1000) a, \
+               LATERAL (SELECT j FROM generate_series(a.i, a.i + 9) j) b LIMIT 15 OFFSET 2";
+    let lines = explain(&mut s, &format!("EXPLAIN ANALYZE {sql}"));
+    let text = lines.join("\n");
+    assert_eq!(actual(&lines[0]), (15.0, 1.0), "{text}");
+    assert_eq!(actual(node(&lines, "Nested Loop")), (17.0, 1.0), "{text}");
+    let rows = s.execute(sql).unwrap().rows;
+    assert_eq!(rows.len(), 15);
+    for row in &rows {
+        let (Datum::Int8(i), Datum::Int8(j)) = (&row[0], &row[1]) else { panic!("{row:?}") };
+        assert!(*j >= *i && *j <= *i + 9, "{row:?}");
+    }
+    // A filter between the LIMIT and the loop: the loop runs to its end, the answer is right.
+    let rows = s
+        .execute("SELECT b.j FROM (SELECT i FROM t WHERE i <= 1000) a, LATERAL (SELECT j FROM generate_series(a.i, a.i + 9) j) b WHERE b.j % 7 = 0 LIMIT 4")
+        .unwrap()
+        .rows;
+    assert_eq!(rows.len(), 4);
+    assert!(rows.iter().all(|r| matches!(r[0], Datum::Int8(j) if j % 7 == 0)), "{rows:?}");
+}
+
 #[test]
 fn estimates_come_from_the_catalog_and_costs_off_drops_them() {
     let (_dir, _db, mut s) = setup(&[]);
