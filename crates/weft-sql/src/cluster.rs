@@ -1,7 +1,7 @@
 //! `CLUSTER`: rewrite a table in the order of one of its B-tree indexes —
 //! `CLUSTER [VERBOSE] [ ( VERBOSE [boolean] ) ] [ table [ USING index ] ]` and the older
-//! `CLUSTER [VERBOSE] index ON table`. sqlparser does not read CLUSTER, so the text is
-//! read here with VACUUM's reader.
+//! `CLUSTER [VERBOSE] index ON table`, and `ALTER TABLE ... CLUSTER ON index | SET WITHOUT
+//! CLUSTER`. sqlparser reads none of them, so the text is read here with VACUUM's reader.
 //!
 //! The live tuples are copied into a new relation in the index's order, each keeping its
 //! xmin, as VACUUM FULL copies them in physical order (`heap::LiveTupleCopier`); every
@@ -90,6 +90,69 @@ fn parse(sql: &str) -> Result<ClusterRequest> {
         return Err(reader.unexpected(token));
     }
     Ok(request)
+}
+
+/// Might `sql` be `ALTER TABLE ... CLUSTER ON index` or `... SET WITHOUT CLUSTER`, which
+/// sqlparser does not read? (A cheap test; [`alter_table_cluster`] reads it.)
+pub fn may_be_alter_table_cluster(sql: &str) -> bool {
+    let mut words = sql.split_whitespace();
+    words.next().is_some_and(|w| w.eq_ignore_ascii_case("alter")) && words.any(|w| w.trim_end_matches(';').eq_ignore_ascii_case("cluster"))
+}
+
+/// `ALTER TABLE [IF EXISTS] [ONLY] table CLUSTER ON index` / `SET WITHOUT CLUSTER`: mark
+/// the index CLUSTER uses, or none. `None` when `sql` is not one of them.
+pub fn alter_table_cluster(session: &mut Session, sql: &str) -> Option<Result<QueryResult>> {
+    let mut reader = Reader::new(sql).ok()?;
+    let word = |reader: &mut Reader, word: &str| {
+        let here = matches!(reader.peek(), Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word));
+        if here {
+            reader.at += 1;
+        }
+        here
+    };
+    if !word(&mut reader, "alter") || !word(&mut reader, "table") {
+        return None;
+    }
+    let if_exists = word(&mut reader, "if") && word(&mut reader, "exists");
+    word(&mut reader, "only");
+    let table = reader.table_name().ok()?;
+    let index = if word(&mut reader, "cluster") && word(&mut reader, "on") {
+        Some(reader.identifier().ok()?)
+    } else if word(&mut reader, "set") && word(&mut reader, "without") && word(&mut reader, "cluster") {
+        None
+    } else {
+        return None;
+    };
+    if !reader.at_end() {
+        return None;
+    }
+    let mut notices = Vec::new();
+    let outcome = session.write(|txn| {
+        if !txn.catalog.tables.contains_key(&table) {
+            if if_exists {
+                notices.push(format!("NOTICE:  relation \"{table}\" does not exist, skipping"));
+                return Ok(());
+            }
+            return Err(weft_access::catalog::undefined_table(&table));
+        }
+        if let Some(name) = &index {
+            let found = txn.catalog.indexes.get(name).filter(|i| i.table == table).ok_or_else(|| {
+                Error::new(SqlState::UNDEFINED_OBJECT, format!("index \"{name}\" for table \"{table}\" does not exist"))
+            })?;
+            if found.predicate.is_some() {
+                return Err(Error::not_supported(format!("cannot cluster on partial index \"{name}\"")));
+            }
+        }
+        for other in txn.catalog.indexes.values_mut().filter(|i| i.table == table) {
+            other.clustered = index.as_ref() == Some(&other.name);
+        }
+        Ok(())
+    });
+    Some(outcome.map(|()| {
+        let mut result = QueryResult::command("ALTER TABLE");
+        result.notices = notices;
+        result
+    }))
 }
 
 /// Run `sql`, a CLUSTER statement.

@@ -206,7 +206,8 @@ impl Session {
         let cluster = crate::cluster::is_cluster(sql);
         let reindex = crate::indexes::is_reindex(sql);
         let fetch = crate::cursors::is_fetch_or_move(sql);
-        if vacuum || cluster || reindex || fetch || crate::alter_table::is_text_statement(sql) {
+        let alter_cluster = crate::cluster::may_be_alter_table_cluster(sql);
+        if vacuum || cluster || reindex || fetch || alter_cluster || crate::alter_table::is_text_statement(sql) {
             self.check_not_failed()?;
             let outcome = if vacuum {
                 Some(crate::vacuum::vacuum(self, sql, &token))
@@ -216,6 +217,8 @@ impl Session {
                 crate::indexes::try_reindex(self, sql, &token)
             } else if fetch {
                 crate::cursors::fetch_text(self, sql)
+            } else if alter_cluster {
+                crate::cluster::alter_table_cluster(self, sql).or_else(|| crate::alter_table::try_text_statement(self, sql))
             } else {
                 crate::alter_table::try_text_statement(self, sql)
             };
