@@ -14,11 +14,18 @@
 //!
 //! Statements are timed by psql itself (`\timing on` and its `Time: X ms` lines), so process
 //! start-up and connection set-up are not counted, as they would be by a wall clock around psql.
+//!
+//! `query` does not start a psql: the oracle tests send thousands of statements, and a psql
+//! process with its connection costs tens of milliseconds each. It keeps one driver connection
+//! (the `postgres` crate) for the cluster's life and prints rows and errors as `psql -At` does.
+//! After each call it rolls back and discards the session's state, so that every call starts
+//! afresh, as each psql did.
 
 use std::fmt;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Where Debian puts the PostgreSQL 15 server binaries.
@@ -31,11 +38,13 @@ const START_ATTEMPTS_MAX: usize = 3;
 #[derive(Debug, Clone)]
 pub struct PgError {
     pub message: String,
+    /// PostgreSQL's SQLSTATE, for an error the server raised in `query`.
+    pub sqlstate: Option<String>,
 }
 
 impl PgError {
     fn new(message: impl Into<String>) -> PgError {
-        PgError { message: message.into() }
+        PgError { message: message.into(), sqlstate: None }
     }
 }
 
@@ -64,6 +73,8 @@ pub struct PgCluster {
     port: u16,
     as_postgres_user: bool,
     running: bool,
+    /// The connection `query` uses, opened by its first call.
+    session: Mutex<Option<postgres::Client>>,
 }
 
 impl PgCluster {
@@ -87,7 +98,7 @@ impl PgCluster {
             .tempdir()
             .map_err(|e| PgError::new(format!("could not create a temporary directory: {e}")))?;
         let as_postgres_user = is_root();
-        let mut cluster = PgCluster { root, port: 0, as_postgres_user, running: false };
+        let mut cluster = PgCluster { root, port: 0, as_postgres_user, running: false, session: Mutex::new(None) };
         if as_postgres_user {
             chown_to_postgres(cluster.root.path())?;
         }
@@ -133,9 +144,47 @@ impl PgCluster {
         command
     }
 
-    /// Run one statement; return its rows as psql's `-At` prints them (`|` between fields).
+    /// Run one statement (or several, `;`-separated) as a new session would; return its rows
+    /// as psql's `-At` prints them (`|` between fields, NULL as nothing). A failure's message
+    /// holds psql's `ERROR:  ...` lines, with `DETAIL:` and `HINT:` where PostgreSQL gave them.
+    /// psql meta-commands (`\copy`, `\d`) need [`PgCluster::run`].
     pub fn query(&self, sql: &str) -> PgResult<Vec<String>> {
-        Ok(self.run(&[sql])?.lines)
+        let mut session = self.session.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if session.is_none() {
+            let client = postgres::Config::new()
+                .host("127.0.0.1")
+                .port(self.port)
+                .user("postgres")
+                .dbname("postgres")
+                .connect(postgres::NoTls)
+                .map_err(|e| PgError::new(format!("could not connect to PostgreSQL on port {}: {e}", self.port)))?;
+            *session = Some(client);
+        }
+        let client = session.as_mut().expect("connected above");
+        let result = client.simple_query(sql);
+        // What a psql's disconnect did: end an open or failed transaction, forget settings.
+        if client.simple_query("ROLLBACK").and_then(|_| client.simple_query("DISCARD ALL")).is_err() {
+            *session = None;
+        }
+        match result {
+            Ok(messages) => Ok(messages
+                .iter()
+                .filter_map(|message| match message {
+                    postgres::SimpleQueryMessage::Row(row) => {
+                        Some((0..row.len()).map(|i| row.get(i).unwrap_or("")).collect::<Vec<_>>().join("|"))
+                    }
+                    _ => None,
+                })
+                .collect()),
+            Err(e) => match e.as_db_error() {
+                Some(db) => Err(PgError { message: psql_error_text(db), sqlstate: Some(db.code().code().to_string()) }),
+                None => {
+                    // The connection broke: the next call opens a new one.
+                    *session = None;
+                    Err(PgError::new(format!("PostgreSQL: {e}")))
+                }
+            },
+        }
     }
 
     /// Run one statement and return its single output line (e.g. one value).
@@ -278,6 +327,18 @@ pub fn parse_timing_line(line: &str) -> Option<Duration> {
     let ms_text = rest.split(" ms").next()?;
     let ms: f64 = ms_text.trim().parse().ok()?;
     Some(Duration::from_secs_f64(ms / 1000.0))
+}
+
+/// An error as psql prints it (without the `LINE n:` excerpt).
+fn psql_error_text(error: &postgres::error::DbError) -> String {
+    let mut text = format!("{}:  {}\n", error.severity(), error.message());
+    if let Some(detail) = error.detail() {
+        text.push_str(&format!("DETAIL:  {detail}\n"));
+    }
+    if let Some(hint) = error.hint() {
+        text.push_str(&format!("HINT:  {hint}\n"));
+    }
+    text
 }
 
 fn run_output(command: &mut Command, what: &str) -> PgResult<Output> {

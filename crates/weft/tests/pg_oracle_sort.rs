@@ -693,7 +693,7 @@ fn load(table: &Table, pg: &PgCluster, session: &mut Session, scratch: &Path) {
         let text: String = rows.iter().map(csv_line).collect();
         std::fs::write(&path, text).unwrap();
         let path = path.display().to_string();
-        pg.query(&format!("\\copy {} FROM '{path}' WITH (FORMAT csv)", table.name))
+        pg.run(&[&format!("\\copy {} FROM '{path}' WITH (FORMAT csv)", table.name)])
             .unwrap_or_else(|e| panic!("PostgreSQL \\copy: {e}"));
         let copy = format!("COPY {} FROM '{path}' WITH (FORMAT csv)", table.name);
         session.execute(&copy).unwrap_or_else(|e| panic!("weft: {copy}: {e:?}"));

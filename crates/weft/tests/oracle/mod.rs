@@ -104,13 +104,9 @@ fn close_floats(x: &str, y: &str) -> bool {
     (a - b).abs() <= 1e-12 * a.abs().max(b.abs())
 }
 
-/// The SQLSTATE of PostgreSQL's error for `sql` (psql's verbose error lines carry it).
+/// The SQLSTATE of PostgreSQL's error for `sql`.
 fn pg_sqlstate(pg: &weft::postgres::PgCluster, sql: &str) -> Option<String> {
-    let output = pg.psql_command().args(["-q", "-A", "-t", "-c", "\\set VERBOSITY verbose", "-c", sql]).output().ok()?;
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let rest = stderr.split("ERROR:  ").nth(1)?;
-    let code = rest.get(..5)?;
-    (rest.get(5..6) == Some(":")).then(|| code.to_string())
+    pg.query(sql).err()?.sqlstate
 }
 
 /// Each query run in both systems: the rows that differ (in order when the query has an
