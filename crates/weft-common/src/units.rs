@@ -80,24 +80,12 @@ pub fn parse_memory_in_range(
     max_units: i64,
 ) -> Result<usize> {
     assert!(default_unit_bytes > 0, "a memory setting's unit must be at least one byte");
-    let value = unquote(value);
-    let invalid = || {
-        Error::new(SqlState::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"{parameter}\": \"{value}\""))
-    };
-    let units = parse_units(value, default_unit_bytes as u64, &MEMORY_UNITS, MEMORY_UNITS_HINT).map_err(|hint| match hint {
-        Some(hint) => invalid().with_hint(hint),
-        None => invalid(),
-    })?;
-    if units < min_units || units > max_units {
-        return Err(Error::new(
-            SqlState::INVALID_PARAMETER_VALUE,
-            format!(
-                "{units} {} is outside the valid range for parameter \"{parameter}\" ({min_units} .. {max_units})",
-                unit_name(default_unit_bytes)
-            ),
-        ));
-    }
-    usize::try_from(units).ok().and_then(|units| units.checked_mul(default_unit_bytes)).ok_or_else(invalid)
+    let unit = MemoryOrTime::Memory(default_unit_bytes);
+    let units = parse_setting(value, parameter, unit, min_units, max_units)?;
+    usize::try_from(units)
+        .ok()
+        .and_then(|units| units.checked_mul(default_unit_bytes))
+        .ok_or_else(|| invalid_value(unquote(value), parameter))
 }
 
 /// Parse a time setting whose unit is the millisecond (`statement_timeout`, `lock_timeout`):
@@ -105,35 +93,63 @@ pub fn parse_memory_in_range(
 /// convert; the result must lie in `min_ms ..= max_ms`, reported as PostgreSQL does:
 /// `-1 ms is outside the valid range for parameter "statement_timeout" (0 .. 2147483647)`.
 pub fn parse_duration_ms_in_range(value: &str, parameter: &str, min_ms: i64, max_ms: i64) -> Result<i64> {
+    parse_setting(value, parameter, MemoryOrTime::Time, min_ms, max_ms)
+}
+
+/// The unit a setting is kept in: a memory setting's (in bytes), or the millisecond.
+#[derive(Clone, Copy)]
+enum MemoryOrTime {
+    Memory(usize),
+    Time,
+}
+
+/// A setting's value in its own unit, checked against `min ..= max` (both in that unit),
+/// with PostgreSQL's error texts.
+fn parse_setting(value: &str, parameter: &str, unit: MemoryOrTime, min: i64, max: i64) -> Result<i64> {
     let value = unquote(value);
-    let invalid = || {
-        Error::new(SqlState::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"{parameter}\": \"{value}\""))
+    let (base_unit, table, hint, unit_label): (u64, &UnitTable, _, _) = match unit {
+        MemoryOrTime::Memory(bytes) => (bytes as u64, &MEMORY_UNITS, MEMORY_UNITS_HINT, unit_name(bytes)),
+        MemoryOrTime::Time => (MICROSECONDS_PER_MILLISECOND, &TIME_UNITS, TIME_UNITS_HINT, "ms".to_string()),
     };
-    let ms = parse_units(value, MICROSECONDS_PER_MILLISECOND, &TIME_UNITS, TIME_UNITS_HINT).map_err(|hint| match hint {
-        Some(hint) => invalid().with_hint(hint),
-        None => invalid(),
+    let number = parse_units(value, base_unit, table, hint).map_err(|hint| match hint {
+        Some(hint) => invalid_value(value, parameter).with_hint(hint),
+        None => invalid_value(value, parameter),
     })?;
-    if ms < min_ms || ms > max_ms {
+    if number < min || number > max {
         return Err(Error::new(
             SqlState::INVALID_PARAMETER_VALUE,
-            format!("{ms} ms is outside the valid range for parameter \"{parameter}\" ({min_ms} .. {max_ms})"),
+            format!("{number} {unit_label} is outside the valid range for parameter \"{parameter}\" ({min} .. {max})"),
         ));
     }
-    Ok(ms)
+    Ok(number)
+}
+
+fn invalid_value(value: &str, parameter: &str) -> Error {
+    Error::new(SqlState::INVALID_PARAMETER_VALUE, format!("invalid value for parameter \"{parameter}\": \"{value}\""))
 }
 
 /// A millisecond setting as `SHOW` prints it: the largest unit that divides it exactly
 /// (`30s`, `1min`, `1500ms`), `0` for zero.
 pub fn format_duration_ms(ms: i64) -> String {
-    if ms == 0 {
+    let units_ms: Vec<(&str, u64)> = TIME_UNITS
+        .iter()
+        .filter(|&&(_, us)| us >= MICROSECONDS_PER_MILLISECOND)
+        .map(|&(name, us)| (name, us / MICROSECONDS_PER_MILLISECOND))
+        .collect();
+    let sign = if ms < 0 { "-" } else { "" };
+    format!("{sign}{}", format_in_units(ms.unsigned_abs(), &units_ms, "ms"))
+}
+
+/// `amount` (in `units`' smallest unit) in the largest unit that divides it exactly, `0`
+/// for zero; `fallback` names `amount`'s own unit, for when none of `units` divides it.
+fn format_in_units(amount: u64, units: &UnitTable, fallback: &str) -> String {
+    if amount == 0 {
         return "0".to_string();
     }
-    let (unit, unit_ms) = TIME_UNITS
-        .iter()
-        .map(|&(unit, us)| (unit, us / MICROSECONDS_PER_MILLISECOND))
-        .find(|&(_, unit_ms)| unit_ms >= 1 && ms % unit_ms as i64 == 0)
-        .unwrap_or(("ms", 1));
-    format!("{}{unit}", ms / unit_ms as i64)
+    match units.iter().find(|&&(_, size)| amount.is_multiple_of(size)) {
+        Some(&(name, size)) => format!("{}{name}", amount / size),
+        None => format!("{amount}{fallback}"),
+    }
 }
 
 /// `'64kB'` → `64kB`: surrounding white space and one pair of single quotes go.
@@ -281,13 +297,7 @@ fn unit_name(unit_bytes: usize) -> String {
 /// A memory size as `SHOW` prints it: the largest unit that divides it exactly (`4MB`,
 /// `1536kB`), `0` for zero.
 pub fn format_memory(bytes: usize) -> String {
-    if bytes == 0 {
-        return "0".to_string();
-    }
-    let bytes = bytes as u64;
-    let (unit, unit_bytes) =
-        MEMORY_UNITS.iter().copied().find(|&(_, unit_bytes)| bytes.is_multiple_of(unit_bytes)).unwrap_or(("B", 1));
-    format!("{}{unit}", bytes / unit_bytes)
+    format_in_units(bytes as u64, &MEMORY_UNITS, "B")
 }
 
 #[cfg(test)]

@@ -139,9 +139,7 @@ pub fn alter_index(session: &mut Session, name: &ast::ObjectName, operation: &as
         }
         rename_relation(session, txn, &name, &new)
     })?;
-    let mut result = QueryResult::command("ALTER INDEX");
-    result.notices = notices;
-    Ok(result)
+    Ok(QueryResult::command_with_notices("ALTER INDEX", notices))
 }
 
 /// `ALTER TABLE [IF EXISTS] name action, ...`.
@@ -196,9 +194,7 @@ pub fn alter_table(session: &mut Session, alter: &Statement, cancel: &CancelToke
         }
         columns.finish(session, txn, cancel, &mut notices)
     })?;
-    let mut result = QueryResult::command("ALTER TABLE");
-    result.notices = notices;
-    Ok(result)
+    Ok(QueryResult::command_with_notices("ALTER TABLE", notices))
 }
 
 fn is_rename(operation: &ast::AlterTableOperation) -> bool {

@@ -50,6 +50,11 @@ impl QueryResult {
         QueryResult { tag: tag.into(), ..QueryResult::default() }
     }
 
+    /// A command's result with the NOTICE / INFO lines it raised.
+    pub fn command_with_notices(tag: impl Into<String>, notices: Vec<String>) -> QueryResult {
+        QueryResult { tag: tag.into(), notices, ..QueryResult::default() }
+    }
+
     pub fn rows(columns: Vec<ColumnInfo>, rows: Vec<Vec<Datum>>, tag: impl Into<String>) -> QueryResult {
         QueryResult { columns, rows, tag: tag.into(), returns_rows: true, ..QueryResult::default() }
     }

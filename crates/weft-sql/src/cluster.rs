@@ -148,11 +148,7 @@ pub fn alter_table_cluster(session: &mut Session, sql: &str) -> Option<Result<Qu
         }
         Ok(())
     });
-    Some(outcome.map(|()| {
-        let mut result = QueryResult::command("ALTER TABLE");
-        result.notices = notices;
-        result
-    }))
+    Some(outcome.map(|()| QueryResult::command_with_notices("ALTER TABLE", notices)))
 }
 
 /// Run `sql`, a CLUSTER statement.
@@ -233,12 +229,8 @@ pub fn cluster(session: &mut Session, sql: &str, cancel: &CancelToken) -> Result
         }
         Ok(())
     })?;
-    if last_build.is_some() {
-        *session.last_index_build.lock() = last_build;
-    }
-    let mut result = QueryResult::command("CLUSTER");
-    result.notices = notices;
-    Ok(result)
+    session.note_index_build(last_build);
+    Ok(QueryResult::command_with_notices("CLUSTER", notices))
 }
 
 #[cfg(test)]

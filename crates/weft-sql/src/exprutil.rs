@@ -316,13 +316,12 @@ pub fn nonnullable_columns(qual: &Expr) -> std::collections::BTreeSet<usize> {
                 out
             }
             // NOT (x IS NULL) is x IS NOT NULL (PostgreSQL's negate_clause rewrites it so
-            // before reduce_outer_joins looks).
-            Expr::Unary { op: UnaryOp::Not, expr, .. } if top_level && matches!(expr.as_ref(), Expr::IsNull { negated: false, .. }) => {
-                let Expr::IsNull { expr: tested, .. } = expr.as_ref() else { unreachable!("matched above") };
-                go(tested, false)
-            }
-            // NOT false is true: below NOT only strictness counts.
-            Expr::Unary { op: UnaryOp::Not, expr, .. } => go(expr, false),
+            // before reduce_outer_joins looks); otherwise NOT false is true, so below NOT
+            // only strictness counts.
+            Expr::Unary { op: UnaryOp::Not, expr, .. } => match expr.as_ref() {
+                Expr::IsNull { expr: tested, negated: false } if top_level => go(tested, false),
+                _ => go(expr, false),
+            },
             Expr::Unary { expr, .. } | Expr::Cast { expr, .. } | Expr::ApplyModifier { expr, .. } => go(expr, false),
             Expr::IsNull { expr, negated: true } if top_level => go(expr, false),
             // A one-argument COALESCE is the identity (it marks an IN list).

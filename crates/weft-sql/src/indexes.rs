@@ -157,12 +157,8 @@ pub fn create_index(session: &mut Session, create: &ast::CreateIndex, cancel: &C
         report = Some(add_index(session, txn, &table, new, command, cancel, &mut notices)?);
         Ok(())
     })?;
-    if report.is_some() {
-        *session.last_index_build.lock() = report;
-    }
-    let mut result = QueryResult::command("CREATE INDEX");
-    result.notices = notices;
-    Ok(result)
+    session.note_index_build(report);
+    Ok(QueryResult::command_with_notices("CREATE INDEX", notices))
 }
 
 /// `USING method`: only btree exists; PostgreSQL's other methods are "not supported".
@@ -596,9 +592,7 @@ pub fn drop_indexes(session: &mut Session, names: &[ast::ObjectName], if_exists:
         }
         Ok(())
     })?;
-    let mut result = QueryResult::command("DROP INDEX");
-    result.notices = notices;
-    Ok(result)
+    Ok(QueryResult::command_with_notices("DROP INDEX", notices))
 }
 
 /// DROP TABLE and TRUNCATE: what happens to the table's indexes.
@@ -700,12 +694,8 @@ fn reindex(session: &mut Session, index: Option<&str>, table: Option<&str>, conc
         }
         Ok(())
     })?;
-    if last.is_some() {
-        *session.last_index_build.lock() = last;
-    }
-    let mut result = QueryResult::command("REINDEX");
-    result.notices = notices;
-    Ok(result)
+    session.note_index_build(last);
+    Ok(QueryResult::command_with_notices("REINDEX", notices))
 }
 
 /// Build index `name` anew into a new relation (REINDEX; VACUUM after rewriting its

@@ -111,9 +111,7 @@ pub fn create_sequence(
         txn.catalog.sequences.insert(name.clone(), sequence);
         Ok(())
     })?;
-    let mut result = QueryResult::command("CREATE SEQUENCE");
-    result.notices = notices;
-    Ok(result)
+    Ok(QueryResult::command_with_notices("CREATE SEQUENCE", notices))
 }
 
 /// `DROP SEQUENCE [IF EXISTS] a, b`. A serial column's sequence goes only with its table.
@@ -146,7 +144,5 @@ pub fn drop_sequences(session: &mut Session, names: &[ast::ObjectName], if_exist
         }
         Ok(())
     })?;
-    let mut result = QueryResult::command("DROP SEQUENCE");
-    result.notices = notices;
-    Ok(result)
+    Ok(QueryResult::command_with_notices("DROP SEQUENCE", notices))
 }

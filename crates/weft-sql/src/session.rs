@@ -304,6 +304,14 @@ impl Session {
         self.last_index_build.lock().clone()
     }
 
+    /// Remember the last index a statement built, if it built any (a statement that built
+    /// none leaves the previous report).
+    pub(crate) fn note_index_build(&self, report: Option<weft_access::index_build::IndexBuildReport>) {
+        if report.is_some() {
+            *self.last_index_build.lock() = report;
+        }
+    }
+
     /// A handle through which another thread can follow a long statement's progress.
     pub fn progress_handle(&self) -> ProgressHandle {
         self.progress.clone()

@@ -285,9 +285,7 @@ fn create_table(session: &mut Session, create: &ast::CreateTable, cancel: &Cance
             }
         }
     })?;
-    let mut result = QueryResult::command(tag);
-    result.notices = notices;
-    Ok(result)
+    Ok(QueryResult::command_with_notices(tag, notices))
 }
 
 /// The name of a table being created: a temporary one lives in `pg_temp`, not `public`.
@@ -571,9 +569,7 @@ fn drop_tables(session: &mut Session, names: &[ast::ObjectName], if_exists: bool
         }
         Ok(())
     })?;
-    let mut result = QueryResult::command("DROP TABLE");
-    result.notices = notices;
-    Ok(result)
+    Ok(QueryResult::command_with_notices("DROP TABLE", notices))
 }
 
 fn truncate(session: &mut Session, targets: &[ast::TruncateTableTarget], cascade: bool) -> Result<QueryResult> {
@@ -613,9 +609,7 @@ fn truncate(session: &mut Session, targets: &[ast::TruncateTableTarget], cascade
         }
         Ok(())
     })?;
-    let mut result = QueryResult::command("TRUNCATE TABLE");
-    result.notices = notices;
-    Ok(result)
+    Ok(QueryResult::command_with_notices("TRUNCATE TABLE", notices))
 }
 
 /// `DEFAULT` written as a value (INSERT's VALUES, UPDATE's SET).

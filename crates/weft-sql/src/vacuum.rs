@@ -339,12 +339,8 @@ fn run(session: &mut Session, request: &VacuumRequest, cancel: &CancelToken) -> 
         }
         Ok(())
     })?;
-    if last_build.is_some() {
-        *session.last_index_build.lock() = last_build;
-    }
-    let mut result = QueryResult::command("VACUUM");
-    result.notices = notices;
-    Ok(result)
+    session.note_index_build(last_build);
+    Ok(QueryResult::command_with_notices("VACUUM", notices))
 }
 
 #[cfg(test)]

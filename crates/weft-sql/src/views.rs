@@ -150,9 +150,7 @@ pub(crate) fn create_view(session: &mut Session, create: &ast::CreateView) -> Re
         txn.catalog.views.insert(name.clone(), view);
         Ok(())
     })?;
-    let mut result = QueryResult::command("CREATE VIEW");
-    result.notices = notices;
-    Ok(result)
+    Ok(QueryResult::command_with_notices("CREATE VIEW", notices))
 }
 
 /// CREATE OR REPLACE VIEW keeps the old columns, in order, with their names and types;
@@ -208,9 +206,7 @@ pub(crate) fn drop_views(session: &mut Session, names: &[ast::ObjectName], if_ex
         }
         Ok(())
     })?;
-    let mut result = QueryResult::command("DROP VIEW");
-    result.notices = notices;
-    Ok(result)
+    Ok(QueryResult::command_with_notices("DROP VIEW", notices))
 }
 
 /// Before `dropping` (tables or views) go: the views that read them, directly or through
