@@ -5,7 +5,7 @@
 //! recursive union runs the recursive term once per working table, on a copy of the term
 //! whose working-table scans hold the rows of the previous run.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -39,23 +39,31 @@ pub(crate) fn execute_nest_loop(plan: &Plan, nl: &NestLoopPlan, ctx: &ExecContex
     let outer_rows = execute(&nl.outer, ctx)?;
     let mut out = Vec::new();
     let enough = |out: &Vec<Row>| nl.stop_after.is_some_and(|n| out.len() as u64 >= n);
+    let mut memo = Memo::new(&nl.inner, ctx.sort.work_mem);
     for outer in outer_rows {
         if enough(&out) {
             break;
         }
         ctx.cancel.check()?;
         let params = nl.params.iter().map(|p| p.eval(&outer, ctx.eval)).collect::<Result<Vec<_>>>()?;
-        let eval = ctx.eval.with_params(params);
-        let inner_ctx = with_eval(ctx, &eval);
-        let inner_rows = execute(&nl.inner, &inner_ctx)?;
-        inner_ctx.notices.lock().drain(..).for_each(|n| ctx.notices.lock().push(n));
+        let inner_rows = match memo.get(&params) {
+            Some(rows) => rows,
+            None => {
+                let eval = ctx.eval.with_params(params.clone());
+                let inner_ctx = with_eval(ctx, &eval);
+                let rows = Arc::new(execute(&nl.inner, &inner_ctx)?);
+                inner_ctx.notices.lock().drain(..).for_each(|n| ctx.notices.lock().push(n));
+                memo.put(params, &rows);
+                rows
+            }
+        };
         let mut matched = false;
-        for inner in inner_rows {
+        for inner in inner_rows.iter() {
             if enough(&out) {
                 break;
             }
             let mut row = outer.clone();
-            row.extend(inner);
+            row.extend_from_slice(inner);
             if let Some(filter) = &nl.filter {
                 if !matches!(filter.eval(&row, ctx.eval)?, Datum::Bool(true)) {
                     continue;
@@ -72,6 +80,72 @@ pub(crate) fn execute_nest_loop(plan: &Plan, nl: &NestLoopPlan, ctx: &ExecContex
     }
     ctx.nodes.lock().push(NodeStats { node: node_id(plan), rows: out.len() as u64, elapsed: began.elapsed(), ..NodeStats::default() });
     Ok(out)
+}
+
+/// The inner rows of a nested loop by parameter values, as PostgreSQL's Memoize keeps
+/// them: outer rows that repeat a value (a NULL-extended side, a low-cardinality column)
+/// reuse the rows instead of running the inner plan again. Only for an inner plan that
+/// gives the same rows for the same parameters (no volatile function, no subplan, which
+/// could hold one), and within `work_mem`; past it, values not yet cached run as before.
+struct Memo {
+    enabled: bool,
+    budget: usize,
+    used: usize,
+    /// Hashed with SQL grouping semantics; hits must also be the same bits (`0` and `-0`,
+    /// `1.5` and `1.50` print differently when the inner plan outputs its parameter).
+    entries: HashMap<GroupKey, Vec<(Vec<Datum>, Arc<Vec<Row>>)>>,
+}
+
+impl Memo {
+    fn new(inner: &Plan, work_mem: usize) -> Memo {
+        let mut deterministic = true;
+        inner.for_each_expr(&mut |e| deterministic &= !e.runs_per_row());
+        Memo { enabled: deterministic, budget: work_mem, used: 0, entries: HashMap::new() }
+    }
+
+    fn get(&self, params: &[Datum]) -> Option<Arc<Vec<Row>>> {
+        if !self.enabled {
+            return None;
+        }
+        let bucket = self.entries.get(&GroupKey(params.to_vec()))?;
+        bucket.iter().find(|(key, _)| key.len() == params.len() && key.iter().zip(params).all(|(a, b)| same_datum(a, b))).map(|(_, rows)| rows.clone())
+    }
+
+    fn put(&mut self, params: Vec<Datum>, rows: &Arc<Vec<Row>>) {
+        if !self.enabled {
+            return;
+        }
+        let bytes = row_bytes(&params) + rows.iter().map(|r| row_bytes(r)).sum::<usize>();
+        if self.used + bytes > self.budget {
+            return;
+        }
+        self.used += bytes;
+        self.entries.entry(GroupKey(params.clone())).or_default().push((params, rows.clone()));
+    }
+}
+
+/// Binary equality: floats by their bits, everything else by its representation.
+fn same_datum(a: &Datum, b: &Datum) -> bool {
+    match (a, b) {
+        (Datum::Float8(x), Datum::Float8(y)) => x.to_bits() == y.to_bits(),
+        (Datum::Array(x), Datum::Array(y)) => {
+            x.elem == y.elem && x.items.len() == y.items.len() && x.items.iter().zip(&y.items).all(|(a, b)| same_datum(a, b))
+        }
+        _ => a == b,
+    }
+}
+
+/// Rough memory of a cached row.
+fn row_bytes(row: &[Datum]) -> usize {
+    fn datum(d: &Datum) -> usize {
+        std::mem::size_of::<Datum>()
+            + match d {
+                Datum::Text(s) => s.len(),
+                Datum::Array(a) => a.items.iter().map(datum).sum(),
+                _ => 0,
+            }
+    }
+    32 + row.iter().map(datum).sum::<usize>()
 }
 
 pub(crate) fn execute_recursive_union(plan: &Plan, ru: &RecursiveUnionPlan, ctx: &ExecContext) -> Result<Vec<Row>> {

@@ -44,6 +44,9 @@ pub struct Scope {
     /// The enclosing query's columns, for a correlated subquery (indexes after
     /// `qualified_only`): found only when this level has no column of the name.
     pub outer: Vec<ScopeColumn>,
+    /// How many of `outer`'s last columns are the enclosing query's `qualified_only` ones:
+    /// an unqualified name there means the merged USING column, as at its own level.
+    pub outer_qualified_only: usize,
 }
 
 impl Scope {
@@ -77,9 +80,10 @@ impl Scope {
             table_matches && col.name == name
         };
         let qualified = if qualifier.is_some() { &self.qualified_only[..] } else { &[][..] };
+        let outer_end = if qualifier.is_some() { self.outer.len() } else { self.outer.len() - self.outer_qualified_only };
         let levels: [(usize, Vec<&ScopeColumn>); 2] = [
             (0, self.columns.iter().chain(qualified.iter()).collect()),
-            (self.local_width(), self.outer.iter().collect()),
+            (self.local_width(), self.outer[..outer_end].iter().collect()),
         ];
         for (base, level) in levels {
             let mut found = None;

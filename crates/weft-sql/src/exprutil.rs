@@ -337,3 +337,49 @@ pub fn nonnullable_columns(qual: &Expr) -> std::collections::BTreeSet<usize> {
     }
     go(qual, true)
 }
+
+/// Conditions WHERE's conjuncts imply over no column: with `c = p` (a column and a
+/// parameter or literal of its type), every other comparison `c op q` of that column with
+/// a parameter or literal holds only if `p op q` does. Such a pseudoconstant gate is
+/// evaluated once per run, so `x = $1 AND x < $1` reads nothing for any outer row, as
+/// PostgreSQL's B-tree scan finds such keys contradictory before it reads the index.
+/// Only parameters and literals: evaluating them cannot fail where the row-wise
+/// conditions would not have been evaluated (an empty input).
+pub fn implied_gates(conjuncts: &[Expr]) -> Vec<Expr> {
+    use weft_exec::expr::BinaryOp;
+    let is_value = |e: &Expr| matches!(e, Expr::Param { .. } | Expr::Literal { .. });
+    // `column op value` (either way round), as (column, op, value).
+    let comparison = |e: &Expr| -> Option<(usize, BinaryOp, Expr)> {
+        let Expr::Binary { op, left, right, .. } = e else { return None };
+        if !matches!(op, BinaryOp::Eq | BinaryOp::NotEq | BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq) {
+            return None;
+        }
+        if left.data_type() != right.data_type() {
+            return None;
+        }
+        match (left.as_ref(), right.as_ref()) {
+            (Expr::Column { index, .. }, v) if is_value(v) => Some((*index, *op, v.clone())),
+            (v, Expr::Column { index, .. }) if is_value(v) => Some((*index, op.commuted(), v.clone())),
+            _ => None,
+        }
+    };
+    let comparisons: Vec<(usize, BinaryOp, Expr)> = conjuncts.iter().filter_map(comparison).collect();
+    let mut gates = Vec::new();
+    for (i, (column, op, p)) in comparisons.iter().enumerate() {
+        if *op != BinaryOp::Eq {
+            continue;
+        }
+        for (j, (other, other_op, q)) in comparisons.iter().enumerate() {
+            // Two literals are left to the scan (its constant ranges see the clash) and to
+            // EXPLAIN as PostgreSQL shows them.
+            let params = matches!(p, Expr::Param { .. }) || matches!(q, Expr::Param { .. });
+            // The same equality twice (or the pair seen the other way) adds nothing.
+            let repeated = *other_op == BinaryOp::Eq && (j < i || q == p);
+            if i == j || other != column || repeated || !params {
+                continue;
+            }
+            gates.push(Expr::Binary { op: *other_op, left: Box::new(p.clone()), right: Box::new(q.clone()), data_type: weft_common::DataType::Bool });
+        }
+    }
+    gates
+}

@@ -99,6 +99,7 @@ impl Columns {
             columns: self.visible.iter().map(|(c, _)| c.clone()).collect(),
             qualified_only: self.qualified_only.iter().map(|(c, _)| c.clone()).collect(),
             outer: Vec::new(),
+            outer_qualified_only: 0,
         }
     }
 
@@ -1429,6 +1430,7 @@ impl SemiJoin {
         let shift = outer.raw_width();
         let mut scope = sub.scope.clone();
         scope.outer = outer.scope.columns.iter().chain(&outer.scope.qualified_only).cloned().collect();
+        scope.outer_qualified_only = outer.scope.qualified_only.len();
         let mut values: Vec<Expr> = sub.values.iter().map(|v| shift_columns(v, shift)).collect();
         values.extend(outer.values.iter().cloned());
         let (plain, nested) = split_where(select.selection.as_ref());

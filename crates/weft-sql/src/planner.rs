@@ -912,7 +912,10 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
             Some(f) => Expr::Binary { op: ex::BinaryOp::And, left: Box::new(f), right: Box::new(bound), data_type: DataType::Bool },
         });
     }
-    let mut filter = filter.and_then(crate::exprutil::fold_constant_conjuncts).map(crate::exprutil::order_quals);
+    let mut filter = filter.and_then(crate::exprutil::fold_constant_conjuncts).map(|f| {
+        let gates = crate::exprutil::implied_gates(&f.conjuncts().into_iter().cloned().collect::<Vec<_>>());
+        crate::exprutil::order_quals(gates.into_iter().fold(f, crate::exprutil::and))
+    });
 
     let mut grouping_sets = None;
     let (group_by_asts, has_group_by): (Vec<ast::Expr>, bool) = match &select.group_by {
