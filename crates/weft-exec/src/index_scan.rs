@@ -53,6 +53,8 @@ fn scan(source: &IndexSource, ctx: &ExecContext, fetches: &mut u64, mut emit: im
     let key_of_column: Vec<Option<usize>> =
         table.columns.iter().map(|c| source.key_columns.iter().position(|k| k == c)).collect();
     let mut row: Vec<Datum> = Vec::with_capacity(table.columns.len());
+    // An entry's keys, decoded when a key filter or an index-only row needs them.
+    let mut keys: Vec<Datum> = Vec::new();
     let mut seen = 0u64;
     let ranges: Cow<[KeyRange]> = match &source.param_ranges {
         Some(p) => Cow::Owned(param_ranges(p, ctx.eval)?),
@@ -72,17 +74,16 @@ fn scan(source: &IndexSource, ctx: &ExecContext, fetches: &mut u64, mut emit: im
             }
             let word = source.desc.tid_word(entry);
             row.clear();
-            let keys = if source.key_filter.is_some() || (source.index_only && !word.needs_heap_check()) {
-                Some(source.desc.entry_datums(entry)?)
-            } else {
-                None
-            };
-            if let (Some(check), Some(keys)) = (&source.key_filter, &keys) {
-                if !matches!(check.eval(keys, ctx.eval)?, Datum::Bool(true)) {
+            let decoded = source.key_filter.is_some() || (source.index_only && !word.needs_heap_check());
+            if decoded {
+                source.desc.entry_datums_into(entry, &mut keys)?;
+            }
+            if let (Some(check), true) = (&source.key_filter, decoded) {
+                if !matches!(check.eval(&keys, ctx.eval)?, Datum::Bool(true)) {
                     continue;
                 }
             }
-            if let (true, false, Some(keys)) = (source.index_only, word.needs_heap_check(), &keys) {
+            if source.index_only && !word.needs_heap_check() {
                 row.extend(key_of_column.iter().map(|k| k.map_or(Datum::Null, |k| keys[k].clone())));
             } else {
                 if source.index_only {

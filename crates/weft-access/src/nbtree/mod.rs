@@ -151,9 +151,18 @@ impl BTreeDesc {
 
     /// The key values of an entry, then its INCLUDE values.
     pub fn entry_datums(&self, tuple: &[u8]) -> Result<Vec<Datum>> {
-        let mut row = self.inner.layout.decode(tuple)?;
-        row.truncate(self.key_count() + self.inner.include);
+        let mut row = Vec::with_capacity(self.inner.layout.len());
+        self.entry_datums_into(tuple, &mut row)?;
         Ok(row)
+    }
+
+    /// [`Self::entry_datums`] into `row` (cleared first), for a scan that decodes entry
+    /// after entry without a new vector each.
+    pub fn entry_datums_into(&self, tuple: &[u8], row: &mut Vec<Datum>) -> Result<()> {
+        row.clear();
+        self.inner.layout.decode_into(tuple, row)?;
+        row.truncate(self.key_count() + self.inner.include);
+        Ok(())
     }
 
     pub fn columns(&self) -> &[KeyColumn] {

@@ -216,11 +216,13 @@ impl<'p> View<'p> {
         corrupt(self.index, self.block, what)
     }
 
-    fn checked_tuple<'t>(&self, t: &'t [u8], what: &str) -> Result<&'t [u8]> {
+    /// `what` names the tuple in the error; built only then, as this runs for every entry a
+    /// scan reads.
+    fn checked_tuple<'t>(&self, t: &'t [u8], what: impl FnOnce() -> String) -> Result<&'t [u8]> {
         if self.desc.comparable(t) {
             Ok(t)
         } else {
-            Err(self.corrupt(format!("{what} is too short for an index tuple ({} bytes)", t.len())))
+            Err(self.corrupt(format!("{} is too short for an index tuple ({} bytes)", what(), t.len())))
         }
     }
 
@@ -232,7 +234,7 @@ impl<'p> View<'p> {
     /// Entry `i` of a leaf: an index tuple.
     pub fn leaf_entry(&self, i: usize) -> Result<&'p [u8]> {
         let item = self.item(i)?;
-        self.checked_tuple(item, &format!("item {}", i + 1))
+        self.checked_tuple(item, || format!("item {}", i + 1))
     }
 
     /// Downlink `i` of an internal page: child and separator (`None`: +infinity).
@@ -243,7 +245,7 @@ impl<'p> View<'p> {
             return Err(self.corrupt(format!("item {} points to block 0", i + 1)));
         }
         match sep {
-            Some(sep) => Ok((child, Some(self.checked_tuple(sep, &format!("separator of item {}", i + 1))?))),
+            Some(sep) => Ok((child, Some(self.checked_tuple(sep, || format!("separator of item {}", i + 1))?))),
             None => Ok((child, None)),
         }
     }
@@ -261,7 +263,7 @@ impl<'p> View<'p> {
         match high_key(self.page, &self.o) {
             None if self.o.has_high_key() => Err(self.corrupt("high key is damaged")),
             None => Ok(None),
-            Some(hk) => self.checked_tuple(hk, "high key").map(Some),
+            Some(hk) => self.checked_tuple(hk, || "high key".to_string()).map(Some),
         }
     }
 }
