@@ -296,11 +296,16 @@ impl RowLayout {
 
     /// Decode every column, appending to `row` (one pass over the var section).
     pub fn decode_into(&self, tuple: &[u8], row: &mut Vec<Datum>) -> Result<()> {
+        self.decode_prefix_into(tuple, row, self.types.len())
+    }
+
+    /// Decode the first `count` columns (at most all), appending to `row`.
+    pub fn decode_prefix_into(&self, tuple: &[u8], row: &mut Vec<Datum>, count: usize) -> Result<()> {
         if tuple.len() < self.var_start {
             return Err(corrupt());
         }
         let mut pos = self.var_start;
-        for col in 0..self.types.len() {
+        for col in 0..count.min(self.types.len()) {
             if self.is_null(tuple, col) {
                 row.push(Datum::Null);
                 continue;

@@ -25,7 +25,7 @@ use weft_access::heap;
 use weft_common::{DataType, Datum, Error, Result};
 
 use crate::execute::ExecContext;
-use crate::expr::{compare_datums, BinaryOp, EvalContext};
+use crate::expr::{compare_datums, BinaryOp, EvalContext, Expr};
 use crate::plan::{prefix_range, IndexSource, KeyRange, KeyValue, ParamRanges};
 
 /// Entries between two cancellation checks.
@@ -53,8 +53,17 @@ fn scan(source: &IndexSource, ctx: &ExecContext, fetches: &mut u64, mut emit: im
     let key_of_column: Vec<Option<usize>> =
         table.columns.iter().map(|c| source.key_columns.iter().position(|k| k == c)).collect();
     let mut row: Vec<Datum> = Vec::with_capacity(table.columns.len());
-    // An entry's keys, decoded when a key filter or an index-only row needs them.
+    // An entry's keys, decoded when a key filter or an index-only row needs them: for the
+    // filter alone, only up to the last key column it reads.
     let mut keys: Vec<Datum> = Vec::new();
+    let mut filter_width = 0;
+    if let Some(filter) = &source.key_filter {
+        filter.for_each_node(&mut |e| {
+            if let Expr::Column { index, .. } = e {
+                filter_width = filter_width.max(index + 1);
+            }
+        });
+    }
     let mut seen = 0u64;
     let ranges: Cow<[KeyRange]> = match &source.param_ranges {
         Some(p) => Cow::Owned(param_ranges(p, ctx.eval)?),
@@ -74,16 +83,18 @@ fn scan(source: &IndexSource, ctx: &ExecContext, fetches: &mut u64, mut emit: im
             }
             let word = source.desc.tid_word(entry);
             row.clear();
-            let decoded = source.key_filter.is_some() || (source.index_only && !word.needs_heap_check());
+            let index_only_row = source.index_only && !word.needs_heap_check();
+            let decoded = source.key_filter.is_some() || index_only_row;
             if decoded {
-                source.desc.entry_datums_into(entry, &mut keys)?;
+                let count = if index_only_row { usize::MAX } else { filter_width };
+                source.desc.entry_datums_into(entry, &mut keys, count)?;
             }
             if let (Some(check), true) = (&source.key_filter, decoded) {
                 if !matches!(check.eval(&keys, ctx.eval)?, Datum::Bool(true)) {
                     continue;
                 }
             }
-            if source.index_only && !word.needs_heap_check() {
+            if index_only_row {
                 row.extend(key_of_column.iter().map(|k| k.map_or(Datum::Null, |k| keys[k].clone())));
             } else {
                 if source.index_only {

@@ -152,17 +152,16 @@ impl BTreeDesc {
     /// The key values of an entry, then its INCLUDE values.
     pub fn entry_datums(&self, tuple: &[u8]) -> Result<Vec<Datum>> {
         let mut row = Vec::with_capacity(self.inner.layout.len());
-        self.entry_datums_into(tuple, &mut row)?;
+        self.entry_datums_into(tuple, &mut row, usize::MAX)?;
         Ok(row)
     }
 
-    /// [`Self::entry_datums`] into `row` (cleared first), for a scan that decodes entry
-    /// after entry without a new vector each.
-    pub fn entry_datums_into(&self, tuple: &[u8], row: &mut Vec<Datum>) -> Result<()> {
+    /// The first `count` of [`Self::entry_datums`] (at most all) into `row` (cleared first),
+    /// for a scan that decodes entry after entry without a new vector each, and only the
+    /// columns its key filter reads.
+    pub fn entry_datums_into(&self, tuple: &[u8], row: &mut Vec<Datum>, count: usize) -> Result<()> {
         row.clear();
-        self.inner.layout.decode_into(tuple, row)?;
-        row.truncate(self.key_count() + self.inner.include);
-        Ok(())
+        self.inner.layout.decode_prefix_into(tuple, row, count.min(self.key_count() + self.inner.include))
     }
 
     pub fn columns(&self) -> &[KeyColumn] {
