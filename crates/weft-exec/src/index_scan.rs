@@ -89,7 +89,7 @@ fn scan(source: &IndexSource, ctx: &ExecContext, fetches: &mut u64, mut emit: im
                 let count = if index_only_row { usize::MAX } else { filter_width };
                 source.desc.entry_datums_into(entry, &mut keys, count)?;
             }
-            if let (Some(check), true) = (&source.key_filter, decoded) {
+            if let Some(check) = &source.key_filter {
                 if !matches!(check.eval(&keys, ctx.eval)?, Datum::Bool(true)) {
                     continue;
                 }

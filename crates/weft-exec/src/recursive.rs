@@ -137,15 +137,7 @@ fn same_datum(a: &Datum, b: &Datum) -> bool {
 
 /// Rough memory of a cached row.
 fn row_bytes(row: &[Datum]) -> usize {
-    fn datum(d: &Datum) -> usize {
-        std::mem::size_of::<Datum>()
-            + match d {
-                Datum::Text(s) => s.len(),
-                Datum::Array(a) => a.items.iter().map(datum).sum(),
-                _ => 0,
-            }
-    }
-    32 + row.iter().map(datum).sum::<usize>()
+    32 + row.iter().map(|d| std::mem::size_of::<Datum>() + crate::aggregate::datum_heap(d)).sum::<usize>()
 }
 
 pub(crate) fn execute_recursive_union(plan: &Plan, ru: &RecursiveUnionPlan, ctx: &ExecContext) -> Result<Vec<Row>> {

@@ -78,7 +78,7 @@ impl Groups {
 }
 
 /// Heap bytes of a datum outside its 32-byte `Datum` (a text's buffer).
-pub(super) fn datum_heap(d: &Datum) -> usize {
+pub(crate) fn datum_heap(d: &Datum) -> usize {
     match d {
         Datum::Text(s) => s.capacity(),
         Datum::Array(a) => a.items.capacity() * size_of::<Datum>() + a.items.iter().map(datum_heap).sum::<usize>(),
