@@ -287,6 +287,21 @@ impl RowLayout {
         Err(corrupt())
     }
 
+    /// The bytes of a variable-width column where they lie (`None` for NULL): a text key
+    /// compared in place, without a `String` per tuple.
+    pub fn var_column_bytes<'a>(&self, tuple: &'a [u8], col: usize) -> Result<Option<&'a [u8]>> {
+        let Slot::Var(index) = self.slots[col] else {
+            return Err(Error::internal(format!("column {col} is not variable-width")));
+        };
+        if tuple.len() < self.var_start {
+            return Err(corrupt());
+        }
+        if self.is_null(tuple, col) {
+            return Ok(None);
+        }
+        self.var_bytes(tuple, index).map(Some)
+    }
+
     /// Decode every column.
     pub fn decode(&self, tuple: &[u8]) -> Result<Vec<Datum>> {
         let mut row = Vec::with_capacity(self.types.len());

@@ -6,9 +6,12 @@
 //! "check the heap" bit: its statement may have failed or not be visible yet).
 //!
 //! Conditions on index columns that the ranges do not bound (`key_filter`) are checked
-//! on the entry's keys before the heap row is fetched. The pipeline's filter checks the
-//! rest of the WHERE; the ranges themselves are exact (NULLs excluded by their bounds), so
-//! the conjuncts they implement are not evaluated again.
+//! on the entry's keys before the heap row is fetched. A conjunct `key op value` whose
+//! value is the same for the whole scan (constants, the outer row's parameters) is
+//! checked on the entry's bytes, its value evaluated once ([`KeyTest`]); the other
+//! conjuncts are evaluated on the decoded keys. The pipeline's filter checks the rest of
+//! the WHERE; the ranges themselves are exact (NULLs excluded by their bounds), so the
+//! conjuncts they implement are not evaluated again.
 //!
 //! Inside a subplan or a LATERAL item the ranges may hold parameters (`ParamRanges`):
 //! they are evaluated over the run's parameters when the scan starts and made into ranges
@@ -22,10 +25,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use weft_access::btree::{BTree, ScanDirection};
 use weft_access::heap;
+use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result};
 
 use crate::execute::ExecContext;
-use crate::expr::{compare_datums, BinaryOp, EvalContext, Expr};
+use crate::expr::{comparison, compare_datums, BinaryOp, EvalContext, Expr};
 use crate::plan::{prefix_range, IndexSource, KeyRange, KeyValue, ParamRanges};
 
 /// Entries between two cancellation checks.
@@ -56,9 +60,14 @@ fn scan(source: &IndexSource, ctx: &ExecContext, fetches: &mut u64, mut emit: im
     // An entry's keys, decoded when a key filter or an index-only row needs them: for the
     // filter alone, only up to the last key column it reads.
     let mut keys: Vec<Datum> = Vec::new();
+    let layout = source.desc.layout();
+    let (mut key_tests, residual) = match &source.key_filter {
+        Some(filter) => split_key_filter(filter, layout),
+        None => (Vec::new(), Vec::new()),
+    };
     let mut filter_width = 0;
-    if let Some(filter) = &source.key_filter {
-        filter.for_each_node(&mut |e| {
+    for conjunct in &residual {
+        conjunct.for_each_node(&mut |e| {
             if let Expr::Column { index, .. } = e {
                 filter_width = filter_width.max(index + 1);
             }
@@ -73,26 +82,28 @@ fn scan(source: &IndexSource, ctx: &ExecContext, fetches: &mut u64, mut emit: im
         ScanDirection::Forward => Box::new(ranges.iter()),
         ScanDirection::Backward => Box::new(ranges.iter().rev()),
     };
+    // Under the leaf's lock, as the scan copies the page: entries failing the byte-level
+    // tests are never copied out.
+    let mut keep = |entry: &[u8]| {
+        seen += 1;
+        if seen.is_multiple_of(CANCEL_CHECK_ENTRIES) {
+            ctx.cancel.check()?;
+        }
+        all_pass(&mut key_tests, layout, entry, ctx.eval)
+    };
     for (lower, upper) in ranges {
         ctx.cancel.check()?;
         let mut scan = tree.scan(lower.clone(), upper.clone(), source.direction)?;
-        while let Some(entry) = scan.next()? {
-            seen += 1;
-            if seen.is_multiple_of(CANCEL_CHECK_ENTRIES) {
-                ctx.cancel.check()?;
-            }
+        while let Some(entry) = scan.next_where(&mut keep)? {
             let word = source.desc.tid_word(entry);
             row.clear();
             let index_only_row = source.index_only && !word.needs_heap_check();
-            let decoded = source.key_filter.is_some() || index_only_row;
-            if decoded {
+            if !residual.is_empty() || index_only_row {
                 let count = if index_only_row { usize::MAX } else { filter_width };
                 source.desc.entry_datums_into(entry, &mut keys, count)?;
             }
-            if let Some(check) = &source.key_filter {
-                if !matches!(check.eval(&keys, ctx.eval)?, Datum::Bool(true)) {
-                    continue;
-                }
+            if !residual.is_empty() && !all_true(&residual, &keys, ctx.eval)? {
+                continue;
             }
             if index_only_row {
                 row.extend(key_of_column.iter().map(|k| k.map_or(Datum::Null, |k| keys[k].clone())));
@@ -119,6 +130,138 @@ fn scan(source: &IndexSource, ctx: &ExecContext, fetches: &mut u64, mut emit: im
         }
     }
     Ok(())
+}
+
+/// A key-filter conjunct `key op value` (or `value op key`) whose value reads no key
+/// column and runs nothing per row: checked on the entry's bytes, with the value
+/// evaluated at its first use and kept for the rest of the scan (where the generic
+/// filter decodes the keys and evaluates the value, casts included, per entry).
+struct KeyTest<'e> {
+    column: usize,
+    /// An int4 / int8 key: its offset in the entry and whether it is int8.
+    int_key: Option<(usize, bool)>,
+    /// `key op value`.
+    op: BinaryOp,
+    value_expr: &'e Expr,
+    value: Option<TestValue>,
+}
+
+/// A [`KeyTest`]'s value, integers held as the i64 both int key types compare as.
+enum TestValue {
+    Null,
+    Int(i64),
+    Other(Datum),
+}
+
+impl KeyTest<'_> {
+    fn passes(&mut self, layout: &RowLayout, entry: &[u8], eval: &EvalContext) -> Result<bool> {
+        let value = match &self.value {
+            Some(v) => v,
+            None => self.value.insert(match self.value_expr.eval(&[], eval)? {
+                Datum::Null => TestValue::Null,
+                Datum::Int4(v) => TestValue::Int(v.into()),
+                Datum::Int8(v) => TestValue::Int(v),
+                other => TestValue::Other(other),
+            }),
+        };
+        let ordering = match value {
+            TestValue::Null => return Ok(false),
+            TestValue::Int(value) => {
+                let damaged = || Error::internal("an integer index key test on a damaged or non-integer entry");
+                let (offset, int8) = self.int_key.ok_or_else(damaged)?;
+                // The null bitmap lies before the fixed columns: in bounds once the key is.
+                let bytes = entry.get(offset..offset + if int8 { 8 } else { 4 }).ok_or_else(damaged)?;
+                if layout.is_null(entry, self.column) {
+                    return Ok(false);
+                }
+                let key = match bytes.try_into() {
+                    Ok(eight) => i64::from_le_bytes(eight),
+                    Err(_) => i32::from_le_bytes(bytes.try_into().map_err(|_| damaged())?).into(),
+                };
+                key.cmp(value)
+            }
+            TestValue::Other(Datum::Text(value)) => match layout.var_column_bytes(entry, self.column)? {
+                None => return Ok(false),
+                Some(key) => key.cmp(value.as_bytes()),
+            },
+            TestValue::Other(value) => match layout.get(entry, self.column)? {
+                Datum::Null => return Ok(false),
+                key => compare_datums(&key, value),
+            },
+        };
+        Ok(match self.op {
+            BinaryOp::Eq => ordering.is_eq(),
+            BinaryOp::NotEq => ordering.is_ne(),
+            BinaryOp::Lt => ordering.is_lt(),
+            BinaryOp::LtEq => ordering.is_le(),
+            BinaryOp::Gt => ordering.is_gt(),
+            // GtEq: `key_test` admits comparisons only.
+            _ => ordering.is_ge(),
+        })
+    }
+}
+
+/// The key filter's conjuncts as byte-level tests and the rest, in the filter's order.
+fn split_key_filter<'e>(filter: &'e Expr, layout: &RowLayout) -> (Vec<KeyTest<'e>>, Vec<&'e Expr>) {
+    let mut tests = Vec::new();
+    let mut rest = Vec::new();
+    for conjunct in filter.conjuncts() {
+        match key_test(conjunct, layout) {
+            Some(test) => tests.push(test),
+            None => rest.push(conjunct),
+        }
+    }
+    (tests, rest)
+}
+
+fn key_test<'e>(conjunct: &'e Expr, layout: &RowLayout) -> Option<KeyTest<'e>> {
+    let Expr::Binary { op, left, right, .. } = conjunct else { return None };
+    let (op, key, value_expr) = if right.is_pseudoconstant() && !right.runs_per_row() {
+        (*op, &**left, &**right)
+    } else if left.is_pseudoconstant() && !left.runs_per_row() {
+        (op.commuted(), &**right, &**left)
+    } else {
+        return None;
+    };
+    comparison(op)?;
+    // An int4 key the query compares as int8 (`key::int8 = $1`) compares as it is: int
+    // keys and values are compared as i64.
+    let (column, widen) = match key {
+        Expr::Column { index, .. } => (*index, false),
+        Expr::Cast { expr, to: DataType::Int8 } => match &**expr {
+            Expr::Column { index, data_type: DataType::Int4 } => (*index, true),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let key_type = *layout.types().get(column)?;
+    let compared_as = if widen { DataType::Int8 } else { key_type };
+    // Text compares bytewise in place; other variable-width keys (arrays) decode.
+    let in_place = layout.fixed_offset_of(column).is_some() || key_type == DataType::Text;
+    let int_key = match key_type {
+        DataType::Int4 => layout.fixed_offset_of(column).map(|offset| (offset, false)),
+        DataType::Int8 => layout.fixed_offset_of(column).map(|offset| (offset, true)),
+        _ => None,
+    };
+    (in_place && value_expr.data_type() == compared_as).then_some(KeyTest { column, int_key, op, value_expr, value: None })
+}
+
+fn all_pass(tests: &mut [KeyTest], layout: &RowLayout, entry: &[u8], eval: &EvalContext) -> Result<bool> {
+    for test in tests {
+        if !test.passes(layout, entry, eval)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+fn all_true(conjuncts: &[&Expr], keys: &[Datum], eval: &EvalContext) -> Result<bool> {
+    for conjunct in conjuncts {
+        if !matches!(conjunct.eval(keys, eval)?, Datum::Bool(true)) {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// What `key op value` allows on a key column of type `t` (`value` not NULL).

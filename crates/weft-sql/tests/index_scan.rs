@@ -413,3 +413,66 @@ fn booleans_cross_types_and_null_tests_use_the_index_exactly() {
     assert!(plan(&mut s, "SELECT i FROM x WHERE i < 2.5").contains("Index Cond: ((i)::numeric < 2.5)"));
     assert!(plan(&mut s, "SELECT i FROM x WHERE i IS NULL").contains("Index Cond: (i IS NULL)"));
 }
+
+/// Conditions on index columns after the bounded one (checked on each entry's bytes when
+/// the value is fixed for the scan, on decoded keys otherwise), with constants of the
+/// key's type and of others, NULL, either operand order, and outer-row parameters of a
+/// LATERAL item: the rows of a sequential scan.
+#[test]
+fn conditions_on_later_key_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), &[]).unwrap();
+    let mut s = db.session();
+    s.execute("CREATE TABLE k (a int, b bigint, c text, d float8, e date, n numeric)").unwrap();
+    s.execute(
+        "INSERT INTO k SELECT g % 50, CASE WHEN g % 7 = 0 THEN NULL ELSE (g * 7919) % 1000 END, \
+         CASE WHEN g % 11 = 0 THEN NULL ELSE 'w' || (g * 31) % 97 END, \
+         CASE WHEN g % 13 = 0 THEN NULL WHEN g % 101 = 0 THEN 'NaN'::float8 WHEN g % 103 = 0 THEN -0.0::float8 \
+              ELSE ((g * 17) % 400) / 4.0 END, \
+         CASE WHEN g % 17 = 0 THEN NULL ELSE DATE '2020-01-01' + (g * 13) % 900 END, \
+         CASE WHEN g % 19 = 0 THEN NULL ELSE ((g * 3) % 500) / 8.0 END \
+         FROM generate_series(1, 6000) g",
+    )
+    .unwrap();
+    s.execute("CREATE INDEX k_all ON k (a, b, c, d, e, n)").unwrap();
+    s.execute("CREATE TABLE o (x int, y bigint, z text)").unwrap();
+    s.execute("INSERT INTO o SELECT g % 60 - 5, (g * 37) % 1100 - 50, 'w' || g % 120 FROM generate_series(1, 80) g").unwrap();
+    s.execute("INSERT INTO o VALUES (NULL, NULL, NULL)").unwrap();
+    let queries = [
+        "SELECT a, b FROM k WHERE a > 40 AND b = 300",
+        "SELECT a, b FROM k WHERE a < 10 AND b < 200::int4",
+        "SELECT a, b FROM k WHERE a > 5 AND 500 <= b",
+        "SELECT a, b FROM k WHERE a >= 0 AND b <> 17 AND b > 990",
+        "SELECT a, b FROM k WHERE a >= 0 AND b = NULL",
+        "SELECT a, b FROM k WHERE a >= 0 AND b > 500.5",
+        "SELECT * FROM k WHERE a >= 20 AND c = 'w5'",
+        "SELECT a, c FROM k WHERE a < 30 AND c > 'w90' AND c <= 'w95'",
+        "SELECT a, c FROM k WHERE a < 30 AND 'w1' >= c",
+        "SELECT a, d FROM k WHERE a > 10 AND d > 99.0",
+        "SELECT a, d FROM k WHERE a > 10 AND d = 'NaN'",
+        "SELECT a, d FROM k WHERE a > 10 AND d = 0",
+        "SELECT a, d FROM k WHERE a > 10 AND d < 1",
+        "SELECT a, e FROM k WHERE a > 25 AND e >= DATE '2022-01-01'",
+        "SELECT a, e FROM k WHERE a > 25 AND e < '2020-02-01'",
+        "SELECT a, n FROM k WHERE a > 25 AND n > 60",
+        "SELECT a, n FROM k WHERE a > 25 AND n = 12.5 AND b > 100",
+        "SELECT a, b, c FROM k WHERE a BETWEEN 3 AND 9 AND b + 0 > 100 AND c < 'w50'",
+        "SELECT o.x, s.b FROM o, LATERAL (SELECT b FROM k WHERE k.a > 3 AND k.b = o.x * 20) s",
+        "SELECT o.y, s.a FROM o, LATERAL (SELECT a FROM k WHERE k.a >= 0 AND k.b = o.y ORDER BY a LIMIT 2) s",
+        "SELECT o.z, s.c FROM o LEFT JOIN LATERAL (SELECT c FROM k WHERE k.a < 45 AND k.c = o.z LIMIT 1) s ON true",
+        "SELECT o.x, s.n FROM o, LATERAL (SELECT count(*) AS n FROM k WHERE k.a > 1 AND k.b > o.y AND k.d < o.x) s",
+        "SELECT o.x, (SELECT count(*) FROM k WHERE k.a > 0 AND k.b < o.x::int8 * 15) FROM o",
+    ];
+    for analyzed in [false, true] {
+        for sql in queries {
+            s.execute("SET enable_seqscan = off; SET enable_indexscan = on; SET enable_indexonlyscan = on").unwrap();
+            let shape = plan(&mut s, sql);
+            assert!(shape.contains("k_all"), "{sql}\n{shape}");
+            let with_index = sorted(rows(&mut s, sql));
+            s.execute("SET enable_seqscan = on; SET enable_indexscan = off; SET enable_indexonlyscan = off").unwrap();
+            let without = sorted(rows(&mut s, sql));
+            assert_eq!(with_index, without, "{sql} (analyzed: {analyzed})\n{shape}");
+        }
+        s.execute("ANALYZE k").unwrap();
+    }
+}

@@ -1,6 +1,8 @@
 //! Range scans. A scan copies the matching entries of one leaf at a time under the
 //! leaf's shared lock (into one flat buffer: no allocation per entry), releases it, and
-//! moves on:
+//! moves on. The caller may add a test on each entry's bytes (`next_where`, PostgreSQL's
+//! scan keys on columns the bounds do not cover): entries failing it are not copied.
+//! From page to page it moves:
 //!
 //! - forward, along the right link read under that same lock: entries that a split moves
 //!   right after the copy are already copied, and a split before it is seen whole;
@@ -62,6 +64,12 @@ impl<'a> BTreeScan<'a> {
     /// The next entry (keys ++ tid word) in the scan's direction, or None at the end.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<&[u8]>> {
+        self.next_where(&mut |_| Ok(true))
+    }
+
+    /// The next entry for which `keep` holds. `keep` runs under the leaf's shared lock,
+    /// once per entry in range of each page read (it must not touch the buffer pool).
+    pub fn next_where<F: FnMut(&[u8]) -> Result<bool>>(&mut self, keep: &mut F) -> Result<Option<&[u8]>> {
         while self.returned >= self.ends.len() {
             if self.done {
                 return Ok(None);
@@ -71,8 +79,8 @@ impl<'a> BTreeScan<'a> {
             self.returned = 0;
             self.tree.count_move(&mut self.moves, self.next_block)?;
             match self.direction {
-                ScanDirection::Forward => self.read_forward()?,
-                ScanDirection::Backward => self.read_backward()?,
+                ScanDirection::Forward => self.read_forward(keep)?,
+                ScanDirection::Backward => self.read_backward(keep)?,
             }
         }
         let i = match self.direction {
@@ -84,12 +92,13 @@ impl<'a> BTreeScan<'a> {
         Ok(Some(&self.bytes[start..self.ends[i]]))
     }
 
-    /// Copy the entries of `v` that lie between the bounds; returns how many entries
-    /// lie below the lower bound and whether some lie above the upper one.
-    fn copy_matching(
+    /// Copy the entries of `v` that lie between the bounds and pass `keep`; returns how
+    /// many entries lie below the lower bound and whether some lie above the upper one.
+    fn copy_matching<F: FnMut(&[u8]) -> Result<bool>>(
         v: &View<'_>,
         desc: &BTreeDesc,
         bounds: (&Option<SearchKey>, &Option<SearchKey>),
+        keep: &mut F,
         bytes: &mut Vec<u8>,
         ends: &mut Vec<usize>,
     ) -> Result<(usize, bool)> {
@@ -102,13 +111,16 @@ impl<'a> BTreeScan<'a> {
             None => v.n,
         };
         for i in start..end.max(start) {
-            bytes.extend_from_slice(v.leaf_entry(i)?);
-            ends.push(bytes.len());
+            let entry = v.leaf_entry(i)?;
+            if keep(entry)? {
+                bytes.extend_from_slice(entry);
+                ends.push(bytes.len());
+            }
         }
         Ok((start, end < v.n))
     }
 
-    fn read_forward(&mut self) -> Result<()> {
+    fn read_forward<F: FnMut(&[u8]) -> Result<bool>>(&mut self, keep: &mut F) -> Result<()> {
         let mut moves = 0;
         let mut block = self.next_block;
         loop {
@@ -128,7 +140,7 @@ impl<'a> BTreeScan<'a> {
                 }
             }
             let (_, past_upper) =
-                Self::copy_matching(&v, self.tree.desc, (&self.lower, &self.upper), &mut self.bytes, &mut self.ends)?;
+                Self::copy_matching(&v, self.tree.desc, (&self.lower, &self.upper), keep, &mut self.bytes, &mut self.ends)?;
             // Past the upper bound, or the upper bound is below the high key: nothing to
             // the right can be in range.
             let upper_ends_here = match (&self.upper, hk) {
@@ -142,7 +154,7 @@ impl<'a> BTreeScan<'a> {
         }
     }
 
-    fn read_backward(&mut self) -> Result<()> {
+    fn read_backward<F: FnMut(&[u8]) -> Result<bool>>(&mut self, keep: &mut F) -> Result<()> {
         let mut moves = 0;
         let mut block = self.next_block;
         loop {
@@ -175,7 +187,7 @@ impl<'a> BTreeScan<'a> {
                 continue;
             }
             let (below_lower, _) =
-                Self::copy_matching(&v, self.tree.desc, (&self.lower, &self.upper), &mut self.bytes, &mut self.ends)?;
+                Self::copy_matching(&v, self.tree.desc, (&self.lower, &self.upper), keep, &mut self.bytes, &mut self.ends)?;
             self.done = below_lower > 0 || v.o.left == P_NONE;
             self.came_from = block;
             self.next_block = v.o.left;

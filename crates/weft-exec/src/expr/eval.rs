@@ -183,7 +183,7 @@ fn eval_or(left: &Expr, right: &Expr, row: &[Datum], ctx: &EvalContext) -> Resul
 }
 
 /// A comparison operator as a test of the operands' order; `None` for other operators.
-fn comparison(op: BinaryOp) -> Option<fn(Ordering) -> bool> {
+pub(crate) fn comparison(op: BinaryOp) -> Option<fn(Ordering) -> bool> {
     use BinaryOp::*;
     Some(match op {
         Eq => Ordering::is_eq,

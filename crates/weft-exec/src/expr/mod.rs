@@ -65,6 +65,7 @@ mod subquery;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use eval::comparison;
 pub use cast::cast_datum;
 pub use compare::{compare_datums, datum_hash, GroupKey};
 pub use functions::EvalContext;
