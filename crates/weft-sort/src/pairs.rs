@@ -106,12 +106,13 @@ impl PairForm {
 /// Sort pairs by (abbreviation, payload): a big array in place by radix (no second array
 /// to touch); else by radix on the abbreviation through `scratch`, then runs of equal
 /// abbreviations by payload (already in order when pushed in order, as an index build
-/// pushes heap order).
-pub(crate) fn sort_pairs(pairs: &mut Vec<SortTuple>, scratch: &mut Vec<SortTuple>) {
-    if radix::sort_pairs_in_place(pairs, scratch) {
+/// pushes heap order). `scratch` never holds more than `scratch_cap` pairs (what the
+/// budget leaves beside the pairs): past it, a comparison sort in place.
+pub(crate) fn sort_pairs(pairs: &mut Vec<SortTuple>, scratch: &mut Vec<SortTuple>, scratch_cap: usize) {
+    if radix::sort_pairs_in_place(pairs, scratch, scratch_cap) {
         return;
     }
-    if !radix::sort_by_abbrev(pairs, scratch) {
+    if pairs.len() > scratch_cap || !radix::sort_by_abbrev(pairs, scratch) {
         pairs.sort_unstable_by_key(|p| (p.abbrev, p.payload()));
         return;
     }
@@ -244,8 +245,36 @@ mod tests {
     fn sorts_by_abbreviation_then_payload() {
         let mut pairs: Vec<SortTuple> =
             (0..5000u64).map(|i| SortTuple::new((i * 7919) % 97, (i * 104_729) % 5000)).collect();
-        sort_pairs(&mut pairs, &mut Vec::new());
+        sort_pairs(&mut pairs, &mut Vec::new(), usize::MAX);
         assert!(pairs.windows(2).all(|w| (w[0].abbrev, w[0].payload()) <= (w[1].abbrev, w[1].payload())));
+    }
+
+    /// With the second buffer capped, big buckets and big arrays sort by comparison in
+    /// place: the order is the same and the buffer stays within the cap.
+    #[test]
+    fn a_capped_second_buffer_sorts_the_same() {
+        let spread = |i: u64| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 16) | 1 << 60;
+        let cases: [(&str, Box<dyn Fn(u64) -> u64>); 4] = [
+            ("spread", Box::new(spread)),
+            // Most keys share one top byte: that bucket is past any small cap.
+            ("crowded", Box::new(move |i: u64| if i % 8 == 0 { spread(i) } else { (5 << 56) | (i * 7919 % 100_003) })),
+            ("one byte varies", Box::new(|i: u64| (i * 31) % 256)),
+            ("ties", Box::new(|i: u64| (i % 3) << 40 | (i % 5) << 8)),
+        ];
+        for (name, key) in cases {
+            for (n, cap) in [(200_000u64, 0usize), (200_000, 2_000), (200_000, 12_500), (3_000, 100), (70_000, 70_000)] {
+                let original: Vec<SortTuple> = (0..n).map(|i| SortTuple::new(key(i), (i * 104_729) % n)).collect();
+                let mut expected = original.clone();
+                expected.sort_unstable_by_key(|p| (p.abbrev, p.payload()));
+                let mut pairs = original.clone();
+                let mut scratch = Vec::new();
+                sort_pairs(&mut pairs, &mut scratch, cap);
+                assert!(scratch.len() <= cap, "{name}, {n} pairs: the buffer grew to {} past {cap}", scratch.len());
+                let got: Vec<(u64, u64)> = pairs.iter().map(|p| (p.abbrev, p.payload())).collect();
+                let want: Vec<(u64, u64)> = expected.iter().map(|p| (p.abbrev, p.payload())).collect();
+                assert!(got == want, "{name}, {n} pairs, cap {cap}: not in (abbreviation, payload) order");
+            }
+        }
     }
 
     #[test]

@@ -149,7 +149,10 @@ fn passes(data: &mut [SortTuple], spare: &mut [SortTuple], digits: &[usize], cou
 /// abbreviation when they are not. Returns false, leaving `pairs` untouched, for small
 /// arrays, and for abbreviations varying in fewer than two or more than [`MAX_PASSES`]
 /// bytes (one pass is cheap with the ordinary second buffer).
-pub(crate) fn sort_pairs_in_place(pairs: &mut [SortTuple], scratch: &mut Vec<SortTuple>) -> bool {
+///
+/// `scratch` never grows past `scratch_cap` pairs: a bucket larger than that (keys
+/// crowded into one top byte) is sorted by comparison, in place.
+pub(crate) fn sort_pairs_in_place(pairs: &mut [SortTuple], scratch: &mut Vec<SortTuple>, scratch_cap: usize) -> bool {
     let n = pairs.len();
     if n < SPLIT_FIRST_TUPLES {
         return false;
@@ -161,7 +164,7 @@ pub(crate) fn sort_pairs_in_place(pairs: &mut [SortTuple], scratch: &mut Vec<Sor
     let (&top, rest) = digits.split_last().expect("two digits at least");
     let counts = count_bytes(pairs, &[top], abbrev_of);
     let bounds = permute_in_place(pairs, top, &counts[top]);
-    let largest = bounds.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+    let largest = bounds.windows(2).map(|w| w[1] - w[0]).filter(|&len| len <= scratch_cap).max().unwrap_or(0);
     scratch.clear();
     if scratch.capacity() < largest {
         *scratch = Vec::with_capacity(largest);
@@ -169,7 +172,9 @@ pub(crate) fn sort_pairs_in_place(pairs: &mut [SortTuple], scratch: &mut Vec<Sor
     scratch.resize(largest, SortTuple::default());
     for bucket in bounds.windows(2) {
         let (from, to) = (bucket[0], bucket[1]);
-        if to - from > 1 {
+        if to - from > largest {
+            pairs[from..to].sort_unstable_by_key(|p| (p.abbrev, p.payload()));
+        } else if to - from > 1 {
             sort_bucket_of_pairs(&mut pairs[from..to], &mut scratch[..to - from], rest);
         }
     }
@@ -308,7 +313,7 @@ mod tests {
             let mut pairs: Vec<SortTuple> = keys.iter().enumerate().map(|(i, &k)| SortTuple::new(k, mix(i as u64) >> 20)).collect();
             let mut expected = pairs.clone();
             expected.sort_by_key(|p| (p.abbrev, p.payload()));
-            assert!(sort_pairs_in_place(&mut pairs, &mut Vec::new()));
+            assert!(sort_pairs_in_place(&mut pairs, &mut Vec::new(), usize::MAX));
             let got: Vec<(u64, u64)> = pairs.iter().map(|p| (p.abbrev, p.payload())).collect();
             let want: Vec<(u64, u64)> = expected.iter().map(|p| (p.abbrev, p.payload())).collect();
             assert_eq!(got, want);
@@ -326,7 +331,7 @@ mod tests {
             let mut pairs: Vec<SortTuple> = keys.iter().enumerate().map(|(i, &k)| SortTuple::new(k, (i as u64 ^ scramble) % 100_000)).collect();
             let mut expected: Vec<(u64, u64)> = pairs.iter().map(|p| (p.abbrev, p.payload())).collect();
             expected.sort();
-            if sort_pairs_in_place(&mut pairs, &mut Vec::new()) {
+            if sort_pairs_in_place(&mut pairs, &mut Vec::new(), usize::MAX) {
                 let got: Vec<(u64, u64)> = pairs.iter().map(|p| (p.abbrev, p.payload())).collect();
                 prop_assert_eq!(got, expected);
             }

@@ -98,8 +98,14 @@ impl Run {
     }
 }
 
-/// Bytes a pair takes in a participant in pair form: itself and its radix scatter twin.
-const PAIR_SLOT_BYTES: usize = 2 * std::mem::size_of::<SortTuple>();
+const PAIR_BYTES: usize = std::mem::size_of::<SortTuple>();
+
+/// The most pairs a participant holds in `budget` bytes: each pair, and a sixteenth of
+/// one for the radix sort's second buffer (its in-place sort needs a buffer the size of
+/// its largest top-byte bucket, about 1/256 of the pairs on spread keys).
+fn pairs_in_budget(budget: usize) -> usize {
+    (budget / (PAIR_BYTES + PAIR_BYTES / 16)).max(16)
+}
 
 /// A participant's tuples in pair form (`pairs.rs`): the pairs and the radix sort's
 /// second buffer, both counted in its budget.
@@ -113,7 +119,14 @@ impl PairBuffer {
     /// Memory in use: the arrays are reserved for the whole budget, but only the pages
     /// pairs have reached are committed.
     fn bytes(&self) -> usize {
-        self.pairs.len().max(self.scratch.len()) * PAIR_SLOT_BYTES
+        (self.pairs.len() + self.scratch.len()) * PAIR_BYTES
+    }
+
+    /// Sort the pairs with a second buffer of at most what `budget` leaves beside them
+    /// (at least a sixteenth of them, which [`pairs_in_budget`] sets aside).
+    fn sort(&mut self, budget: usize) {
+        let room = (budget / PAIR_BYTES).saturating_sub(self.pairs.len()).max(self.pairs.len() / 16);
+        sort_pairs(&mut self.pairs, &mut self.scratch, room);
     }
 }
 
@@ -333,7 +346,7 @@ impl<'s> ParticipantSort<'s> {
     }
 
     fn add_pair(&mut self, abbrev: u64, payload: u64) -> Result<()> {
-        let most = (self.shared.options.budget / PAIR_SLOT_BYTES).max(16);
+        let most = pairs_in_budget(self.shared.options.budget);
         let buffer = self.pairs.as_mut().expect("in pair form");
         if buffer.pairs.capacity() == 0 {
             // Address space for the whole budget at once: pages are committed as pairs
@@ -457,7 +470,7 @@ impl<'s> ParticipantSort<'s> {
         let began = Instant::now();
         let mut writer = self.writer.take().expect("created");
         let outcome = match self.pairs.as_mut() {
-            Some(buffer) => write_pairs(buffer, &mut writer, &shared.options.cancel).and_then(|()| writer.end_run()),
+            Some(buffer) => write_pairs(buffer, shared.options.budget, &mut writer, &shared.options.cancel).and_then(|()| writer.end_run()),
             None => (|| {
                 let keys = shared.keys.clone();
                 write_merged(Merger::new(keys, self.memory_inputs())?, &mut writer, &shared.options.cancel)?;
@@ -493,7 +506,7 @@ impl<'s> ParticipantSort<'s> {
             // Everything fit in pair form: one radix sort, and the pairs are the run.
             let mut buffer = self.pairs.take().expect("checked");
             let sorting = Instant::now();
-            sort_pairs(&mut buffer.pairs, &mut buffer.scratch);
+            buffer.sort(budget);
             shared.trace(format!(
                 "participant {} sorted {} pairs in memory: {:.3} s",
                 self.index,
@@ -600,8 +613,8 @@ fn write_merged(mut merger: Merger<'_>, writer: &mut TapeWriter, cancel: &Cancel
 
 /// Sort a participant's pairs and write them, as pairs, to the tape's current run; the
 /// buffer keeps its memory for the next ones.
-fn write_pairs(buffer: &mut PairBuffer, writer: &mut TapeWriter, cancel: &CancelToken) -> Result<()> {
-    sort_pairs(&mut buffer.pairs, &mut buffer.scratch);
+fn write_pairs(buffer: &mut PairBuffer, budget: usize, writer: &mut TapeWriter, cancel: &CancelToken) -> Result<()> {
+    buffer.sort(budget);
     for (n, pair) in buffer.pairs.iter().enumerate() {
         writer.write_pair(&buffer.form, *pair)?;
         if n as u64 % CANCEL_CHECK_ROWS == 0 {

@@ -357,6 +357,18 @@ fn rows_of_a_statement_failing_half_way_stay_invisible() {
     s.execute("SELECT weft_index_check('nn_a', heapallindexed => true)").unwrap();
 }
 
+/// `sql` with index plans preferred (sequential scans off) gives the rows it gives with
+/// index scans off; returns the index plan.
+fn same_rows_with_and_without_indexes(s: &mut Session, sql: &str, analyzed: bool) -> String {
+    s.execute("SET enable_seqscan = off; SET enable_indexscan = on; SET enable_indexonlyscan = on").unwrap();
+    let shape = plan(s, sql);
+    let with_index = sorted(rows(s, sql));
+    s.execute("SET enable_seqscan = on; SET enable_indexscan = off; SET enable_indexonlyscan = off").unwrap();
+    let without = sorted(rows(s, sql));
+    assert_eq!(with_index, without, "{sql} (analyzed: {analyzed})\n{shape}");
+    shape
+}
+
 #[test]
 fn booleans_cross_types_and_null_tests_use_the_index_exactly() {
     let dir = tempfile::tempdir().unwrap();
@@ -400,12 +412,7 @@ fn booleans_cross_types_and_null_tests_use_the_index_exactly() {
     ];
     for analyzed in [false, true] {
         for sql in queries {
-            s.execute("SET enable_seqscan = off; SET enable_indexscan = on; SET enable_indexonlyscan = on").unwrap();
-            let shape = plan(&mut s, sql);
-            let with_index = sorted(rows(&mut s, sql));
-            s.execute("SET enable_seqscan = on; SET enable_indexscan = off; SET enable_indexonlyscan = off").unwrap();
-            let without = sorted(rows(&mut s, sql));
-            assert_eq!(with_index, without, "{sql} (analyzed: {analyzed})\n{shape}");
+            same_rows_with_and_without_indexes(&mut s, sql, analyzed);
         }
         s.execute("ANALYZE x").unwrap();
     }
@@ -465,13 +472,8 @@ fn conditions_on_later_key_columns() {
     ];
     for analyzed in [false, true] {
         for sql in queries {
-            s.execute("SET enable_seqscan = off; SET enable_indexscan = on; SET enable_indexonlyscan = on").unwrap();
-            let shape = plan(&mut s, sql);
+            let shape = same_rows_with_and_without_indexes(&mut s, sql, analyzed);
             assert!(shape.contains("k_all"), "{sql}\n{shape}");
-            let with_index = sorted(rows(&mut s, sql));
-            s.execute("SET enable_seqscan = on; SET enable_indexscan = off; SET enable_indexonlyscan = off").unwrap();
-            let without = sorted(rows(&mut s, sql));
-            assert_eq!(with_index, without, "{sql} (analyzed: {analyzed})\n{shape}");
         }
         s.execute("ANALYZE k").unwrap();
     }
