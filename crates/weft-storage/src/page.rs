@@ -246,6 +246,7 @@ fn item_range(page: &Page, b: Bounds, off: OffsetNumber) -> Option<std::ops::Ran
 }
 
 /// The bytes of item `off`; `None` if out of range, unused, or damaged.
+#[inline]
 pub fn item(page: &Page, off: OffsetNumber) -> Option<&[u8]> {
     let range = item_range(page, bounds(page)?, off)?;
     Some(&page[range])

@@ -225,6 +225,7 @@ impl BTreeDesc {
     }
 
     /// Long enough to be compared in place (the cheap check done on every item read).
+    #[inline]
     fn comparable(&self, tuple: &[u8]) -> bool {
         tuple.len() >= self.inner.min_len()
     }

@@ -98,6 +98,7 @@ pub(crate) fn entry_count(page: &Page, o: &Opaque) -> usize {
 }
 
 /// Entry `i` (0-based), or None when missing or damaged.
+#[inline]
 pub(crate) fn entry(page: &Page, i: usize) -> Option<&[u8]> {
     page::item(page, (i + 1) as u16)
 }
@@ -212,12 +213,14 @@ impl<'p> View<'p> {
         Ok(View { page, block, o, n: entry_count(page, &o), desc, index })
     }
 
+    #[cold]
     pub fn corrupt(&self, what: impl std::fmt::Display) -> Error {
         corrupt(self.index, self.block, what)
     }
 
     /// `what` names the tuple in the error; built only then, as this runs for every entry a
     /// scan reads.
+    #[inline]
     fn checked_tuple<'t>(&self, t: &'t [u8], what: impl FnOnce() -> String) -> Result<&'t [u8]> {
         if self.desc.comparable(t) {
             Ok(t)
@@ -227,11 +230,13 @@ impl<'p> View<'p> {
     }
 
     /// Raw item of entry `i` (0-based).
+    #[inline]
     pub fn item(&self, i: usize) -> Result<&'p [u8]> {
         entry(self.page, i).ok_or_else(|| self.corrupt(format!("item {} is damaged", i + 1)))
     }
 
     /// Entry `i` of a leaf: an index tuple.
+    #[inline]
     pub fn leaf_entry(&self, i: usize) -> Result<&'p [u8]> {
         let item = self.item(i)?;
         self.checked_tuple(item, || format!("item {}", i + 1))
