@@ -282,15 +282,18 @@ pub struct Binder<'a> {
     pub planner: Option<&'a PlanContext<'a>>,
     /// Where window function calls go (`window.rs`); without it they are rejected.
     pub windows: Option<&'a mut crate::window::WindowContext>,
+    /// Where set-returning function calls of a select list go (`srf.rs`); without it they
+    /// are refused.
+    pub srfs: Option<&'a mut crate::srf::SrfContext>,
 }
 
 impl<'a> Binder<'a> {
     pub fn new(scope: &'a Scope) -> Binder<'a> {
-        Binder { scope, aggregates: None, planner: None, windows: None }
+        Binder { scope, aggregates: None, planner: None, windows: None, srfs: None }
     }
 
     pub fn with_aggregates(scope: &'a Scope, aggregates: &'a mut AggregateContext) -> Binder<'a> {
-        Binder { scope, aggregates: Some(aggregates), planner: None, windows: None }
+        Binder { scope, aggregates: Some(aggregates), planner: None, windows: None, srfs: None }
     }
 
     /// Let the binder plan scalar subqueries with `ctx`.
@@ -302,6 +305,12 @@ impl<'a> Binder<'a> {
     /// Let the binder take window function calls into `windows`.
     pub fn windowing(mut self, windows: &'a mut crate::window::WindowContext) -> Binder<'a> {
         self.windows = Some(windows);
+        self
+    }
+
+    /// Let the binder take set-returning function calls into `srfs`.
+    pub fn set_returning(mut self, srfs: &'a mut crate::srf::SrfContext) -> Binder<'a> {
+        self.srfs = Some(srfs);
         self
     }
 
@@ -329,7 +338,7 @@ impl<'a> Binder<'a> {
         if let ast::Expr::Function(f) = expr {
             if let Some(function) = aggregate_of_call(f) {
                 let call = {
-                    let mut plain = Binder { scope: self.scope, aggregates: None, planner: self.planner, windows: None };
+                    let mut plain = Binder { scope: self.scope, aggregates: None, planner: self.planner, windows: None, srfs: None };
                     plain.bind_aggregate_call(function, f, false)?
                 };
                 self.check_direct_arguments(&call, f)?;
@@ -387,7 +396,10 @@ impl<'a> Binder<'a> {
             }
         }
         let nested = |e: &ast::Expr| {
-            if crate::window::contains_window(e) {
+            if crate::srf::contains_srf(e) {
+                Err(Error::new(SqlState::FEATURE_NOT_SUPPORTED, "aggregate function calls cannot contain set-returning function calls")
+                    .with_hint(crate::srf::LATERAL_HINT))
+            } else if crate::window::contains_window(e) {
                 Err(Error::new(SqlState::GROUPING_ERROR, "aggregate function calls cannot contain window function calls"))
             } else if contains_aggregate(e) && !window {
                 Err(Error::new(SqlState::GROUPING_ERROR, "aggregate function calls cannot be nested"))
@@ -1052,6 +1064,10 @@ impl<'a> Binder<'a> {
         conditions: &[ast::CaseWhen],
         else_result: Option<&ast::Expr>,
     ) -> Result<Expr> {
+        let parts = operand.into_iter().chain(conditions.iter().flat_map(|w| [&w.condition, &w.result])).chain(else_result);
+        if parts.into_iter().any(crate::srf::contains_srf) {
+            return Err(Error::new(SqlState::FEATURE_NOT_SUPPORTED, "set-returning functions are not allowed in CASE").with_hint(crate::srf::LATERAL_HINT));
+        }
         let mut whens = Vec::with_capacity(conditions.len());
         for when in conditions {
             let condition = match operand {
@@ -1156,6 +1172,9 @@ impl<'a> Binder<'a> {
         if let (Some(value), true) = (crate::catalog_views::session_value(&name), no_arguments) {
             return Ok(Expr::Literal { value: Datum::Text(value.to_string()), data_type: DataType::Text });
         }
+        if name == "coalesce" {
+            crate::srf::refuse_in_conditional(&f.args, "COALESCE")?;
+        }
         let args = match &f.args {
             ast::FunctionArguments::List(list)
                 if list.args.iter().any(|a| matches!(a, ast::FunctionArg::Named { .. } | ast::FunctionArg::ExprNamed { .. })) =>
@@ -1211,11 +1230,8 @@ impl<'a> Binder<'a> {
             }
             _ => {}
         }
-        if name == "generate_series" {
-            return Err(Error::not_supported("generate_series outside FROM is supported only in a select list, with bounds that read no column and without aggregates"));
-        }
-        if name == "unnest" {
-            return Err(Error::not_supported("unnest outside FROM is supported only in a select list, alone and without aggregates"));
+        if name == "generate_series" || name == "unnest" {
+            return crate::srf::bind_set_returning_call(self, &name, args);
         }
         ex::resolve_function(&name, args)
     }
