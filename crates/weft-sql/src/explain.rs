@@ -188,13 +188,13 @@ pub(crate) fn explain(
     let planning_began = Instant::now();
     let catalog = session.catalog();
     let (plan, insert_into) = match statement {
-        Statement::Query(query) => (statements::plan(session, &catalog, query)?.plan, None),
+        Statement::Query(query) => (statements::plan_output(session, &catalog, query)?.plan, None),
         Statement::CreateTable(create) if create.query.is_some() => {
             if options.analyze {
                 return Err(Error::not_supported("EXPLAIN ANALYZE of CREATE TABLE AS is not supported yet"));
             }
             let query = create.query.as_ref().expect("checked");
-            (statements::plan(session, &catalog, query)?.plan, None)
+            (statements::plan_output(session, &catalog, query)?.plan, None)
         }
         Statement::Insert(insert) => {
             if options.analyze {

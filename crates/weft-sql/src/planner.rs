@@ -1018,7 +1018,7 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         let mut columns = Vec::with_capacity(items.len());
         let mut srfs = crate::srf::SrfContext::default();
         for (ast_expr, name) in &items {
-            let bound = Binder::new(scope).planning(ctx).windowing(&mut windows).set_returning(&mut srfs).bind(ast_expr)?;
+            let bound = Binder::new(scope).planning(ctx).windowing(&mut windows).set_returning(&mut srfs).regclass_as_oid(ast_expr).bind(ast_expr)?;
             let type_modifier = output_modifier(&bound, scope);
             columns.push(ColumnInfo { name: name.clone(), data_type: bound.data_type(), type_modifier });
             exprs.push(bound);
@@ -1088,7 +1088,7 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         if contains_aggregate(&resolved) {
             return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in GROUP BY"));
         }
-        group_by.push(Binder::new(scope).planning(ctx).bind(&resolved)?);
+        group_by.push(Binder::new(scope).planning(ctx).regclass_as_oid(&resolved).bind(&resolved)?);
         key_asts.push(resolved);
     }
     if grouping_sets.is_some() || uses_grouping {
@@ -1153,7 +1153,7 @@ pub(crate) fn bind_grouped_outputs<'a>(
     let mut columns = Vec::with_capacity(items.len());
     let mut srfs = crate::srf::SrfContext::default();
     for (ast_expr, name) in items {
-        let bound = Binder::with_aggregates(scope, &mut aggregates).planning(ctx).windowing(&mut windows).set_returning(&mut srfs).bind(ast_expr)?;
+        let bound = Binder::with_aggregates(scope, &mut aggregates).planning(ctx).windowing(&mut windows).set_returning(&mut srfs).regclass_as_oid(ast_expr).bind(ast_expr)?;
         // Over grouped rows a column is a group key, not the scope's: only casts keep a modifier.
         let type_modifier = output_modifier(&bound, &Scope::default());
         columns.push(ColumnInfo { name: name.clone(), data_type: bound.data_type(), type_modifier });
