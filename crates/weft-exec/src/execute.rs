@@ -286,6 +286,7 @@ pub fn execute(plan: &Plan, ctx: &ExecContext) -> Result<Vec<Row>> {
         }
         Plan::NestLoop(nl) => crate::recursive::execute_nest_loop(plan, nl, ctx),
         Plan::RecursiveUnion(ru) => crate::recursive::execute_recursive_union(plan, ru, ctx),
+        Plan::ProjectSet(ps) => crate::project_set::execute_project_set(plan, ps, ctx),
     }
 }
 
@@ -868,7 +869,7 @@ fn decode_row(source: &crate::plan::HeapSource, tuple: &[u8], row: &mut Vec<Datu
 }
 
 /// How many values `generate_series(start, stop, step)` yields.
-fn series_count(start: i64, stop: i64, step: i64) -> Result<i64> {
+pub(crate) fn series_count(start: i64, stop: i64, step: i64) -> Result<i64> {
     if step == 0 {
         return Err(Error::new(weft_common::SqlState::INVALID_PARAMETER_VALUE, "step size cannot equal zero"));
     }

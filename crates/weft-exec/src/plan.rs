@@ -548,6 +548,61 @@ pub enum Plan {
     NestLoop(NestLoopPlan),
     /// `WITH RECURSIVE`'s iteration (PostgreSQL's Recursive Union).
     RecursiveUnion(RecursiveUnionPlan),
+    /// Set-returning functions of a select list (PostgreSQL's ProjectSet).
+    ProjectSet(ProjectSetPlan),
+}
+
+/// PostgreSQL 10+'s ProjectSet (`project_set.rs`): for each input row every function's
+/// set is computed from the row, and the row comes out once per element of the longest
+/// set, with one more column per function: its element, or NULL once its set has run
+/// out. A row whose sets are all empty comes out no time. Then `output` is applied.
+#[derive(Clone, Debug)]
+pub struct ProjectSetPlan {
+    pub input: Box<Plan>,
+    pub functions: Vec<SetFunction>,
+    pub output: Vec<Step>,
+    /// Stop once this many rows are out (a LIMIT right above).
+    pub stop_after: Option<u64>,
+}
+
+/// A set-returning function whose arguments are expressions over the input row.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SetFunction {
+    /// `generate_series(start, stop [, step])` over int4 / int8 (`data_type`), or over
+    /// timestamp / timestamptz with an interval step.
+    Series { args: Vec<Expr>, data_type: DataType },
+    /// `unnest(array)`: its elements, of type `data_type`.
+    Unnest { array: Expr, data_type: DataType },
+}
+
+impl SetFunction {
+    pub fn result_type(&self) -> DataType {
+        match self {
+            SetFunction::Series { data_type, .. } | SetFunction::Unnest { data_type, .. } => *data_type,
+        }
+    }
+
+    pub fn args(&self) -> Vec<&Expr> {
+        match self {
+            SetFunction::Series { args, .. } => args.iter().collect(),
+            SetFunction::Unnest { array, .. } => vec![array],
+        }
+    }
+
+    pub fn args_mut(&mut self) -> Vec<&mut Expr> {
+        match self {
+            SetFunction::Series { args, .. } => args.iter_mut().collect(),
+            SetFunction::Unnest { array, .. } => vec![array],
+        }
+    }
+
+    /// The SQL name (EXPLAIN).
+    pub fn name(&self) -> &'static str {
+        match self {
+            SetFunction::Series { .. } => "generate_series",
+            SetFunction::Unnest { .. } => "unnest",
+        }
+    }
 }
 
 /// `outer` joined with a LATERAL subquery or function (`inner`), which reads columns of
@@ -762,6 +817,7 @@ impl Plan {
             Plan::Window(window) => window.input.reads_relation(rel),
             Plan::NestLoop(nl) => nl.outer.reads_relation(rel) || nl.inner.reads_relation(rel),
             Plan::RecursiveUnion(ru) => ru.non_recursive.reads_relation(rel) || ru.recursive.reads_relation(rel),
+            Plan::ProjectSet(ps) => ps.input.reads_relation(rel),
         }
     }
 }
@@ -827,6 +883,11 @@ impl Plan {
             Plan::RecursiveUnion(ru) => {
                 ru.non_recursive.for_each_expr(f);
                 ru.recursive.for_each_expr(f);
+            }
+            Plan::ProjectSet(ps) => {
+                ps.input.for_each_expr(f);
+                ps.functions.iter().flat_map(SetFunction::args).for_each(|e| f(e));
+                ps.output.iter().for_each(|step| step.for_each_expr(f));
             }
         }
     }
@@ -929,6 +990,7 @@ impl Plan {
                 ru.non_recursive.set_work_table(id, rows);
                 ru.recursive.set_work_table(id, rows);
             }
+            Plan::ProjectSet(ps) => ps.input.set_work_table(id, rows),
         }
     }
 }

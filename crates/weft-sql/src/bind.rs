@@ -282,15 +282,21 @@ pub struct Binder<'a> {
     pub planner: Option<&'a PlanContext<'a>>,
     /// Where window function calls go (`window.rs`); without it they are rejected.
     pub windows: Option<&'a mut crate::window::WindowContext>,
+    /// Where set-returning function calls of a select list go (`srf.rs`); without it they
+    /// are refused.
+    pub srfs: Option<&'a mut crate::srf::SrfContext>,
+    /// Bind the next `::regclass` cast to its oid (a select item's own cast, whose name
+    /// the query's output step prints: see [`regclass_output`]).
+    pub regclass_oid: bool,
 }
 
 impl<'a> Binder<'a> {
     pub fn new(scope: &'a Scope) -> Binder<'a> {
-        Binder { scope, aggregates: None, planner: None, windows: None }
+        Binder { scope, aggregates: None, planner: None, windows: None, srfs: None, regclass_oid: false }
     }
 
     pub fn with_aggregates(scope: &'a Scope, aggregates: &'a mut AggregateContext) -> Binder<'a> {
-        Binder { scope, aggregates: Some(aggregates), planner: None, windows: None }
+        Binder { scope, aggregates: Some(aggregates), planner: None, windows: None, srfs: None, regclass_oid: false }
     }
 
     /// Let the binder plan scalar subqueries with `ctx`.
@@ -302,6 +308,18 @@ impl<'a> Binder<'a> {
     /// Let the binder take window function calls into `windows`.
     pub fn windowing(mut self, windows: &'a mut crate::window::WindowContext) -> Binder<'a> {
         self.windows = Some(windows);
+        self
+    }
+
+    /// Bind `expr`'s own `::regclass` cast, if it is one, to the oid rather than the name.
+    pub fn regclass_as_oid(mut self, expr: &ast::Expr) -> Binder<'a> {
+        self.regclass_oid = regclass_cast_operand(expr).is_some();
+        self
+    }
+
+    /// Let the binder take set-returning function calls into `srfs`.
+    pub fn set_returning(mut self, srfs: &'a mut crate::srf::SrfContext) -> Binder<'a> {
+        self.srfs = Some(srfs);
         self
     }
 
@@ -329,7 +347,7 @@ impl<'a> Binder<'a> {
         if let ast::Expr::Function(f) = expr {
             if let Some(function) = aggregate_of_call(f) {
                 let call = {
-                    let mut plain = Binder { scope: self.scope, aggregates: None, planner: self.planner, windows: None };
+                    let mut plain = Binder { scope: self.scope, aggregates: None, planner: self.planner, windows: None, srfs: None, regclass_oid: false };
                     plain.bind_aggregate_call(function, f, false)?
                 };
                 self.check_direct_arguments(&call, f)?;
@@ -350,6 +368,14 @@ impl<'a> Binder<'a> {
                 return Ok(Some(Expr::Column { index, data_type: aggregates.group_by[index].data_type() }));
             }
             return Ok(None);
+        }
+        // A key written the same way (which may need the planner to bind: `oid::regclass`).
+        {
+            let aggregates = self.aggregates.as_ref().expect("aggregate mode");
+            let written = strip_nested(expr);
+            if let Some(index) = aggregates.key_asts.iter().position(|k| strip_nested(k) == written) {
+                return Ok(Some(Expr::Column { index, data_type: aggregates.group_by[index].data_type() }));
+            }
         }
         // Matched against the group keys without a planner: a subquery is never planned
         // twice (once here, once below), and a key is never matched through one.
@@ -387,7 +413,10 @@ impl<'a> Binder<'a> {
             }
         }
         let nested = |e: &ast::Expr| {
-            if crate::window::contains_window(e) {
+            if crate::srf::contains_srf(e) {
+                Err(Error::new(SqlState::FEATURE_NOT_SUPPORTED, "aggregate function calls cannot contain set-returning function calls")
+                    .with_hint(crate::srf::LATERAL_HINT))
+            } else if crate::window::contains_window(e) {
                 Err(Error::new(SqlState::GROUPING_ERROR, "aggregate function calls cannot contain window function calls"))
             } else if contains_aggregate(e) && !window {
                 Err(Error::new(SqlState::GROUPING_ERROR, "aggregate function calls cannot be nested"))
@@ -579,7 +608,13 @@ impl<'a> Binder<'a> {
                     return self.bind_reg_cast(inner, kind);
                 }
                 let (to, modifier) = sql_type_modified(data_type)?;
-                let bound = self.bind(inner)?;
+                let mut bound = self.bind(inner)?;
+                // `'t'::regclass::text` is the name: a regclass constant is bound to its oid.
+                if to == DataType::Text && bound.data_type() == DataType::Int8 && regclass_cast_operand(inner).is_some() {
+                    if let Some(ctx) = self.planner {
+                        bound = regclass_names_of(bound, ctx.catalog);
+                    }
+                }
                 if let Some(modifier) = modifier {
                     return coerce_to_modifier(bound, modifier, Coercion::Explicit);
                 }
@@ -1052,6 +1087,10 @@ impl<'a> Binder<'a> {
         conditions: &[ast::CaseWhen],
         else_result: Option<&ast::Expr>,
     ) -> Result<Expr> {
+        let parts = operand.into_iter().chain(conditions.iter().flat_map(|w| [&w.condition, &w.result])).chain(else_result);
+        if parts.into_iter().any(crate::srf::contains_srf) {
+            return Err(Error::new(SqlState::FEATURE_NOT_SUPPORTED, "set-returning functions are not allowed in CASE").with_hint(crate::srf::LATERAL_HINT));
+        }
         let mut whens = Vec::with_capacity(conditions.len());
         for when in conditions {
             let condition = match operand {
@@ -1156,6 +1195,9 @@ impl<'a> Binder<'a> {
         if let (Some(value), true) = (crate::catalog_views::session_value(&name), no_arguments) {
             return Ok(Expr::Literal { value: Datum::Text(value.to_string()), data_type: DataType::Text });
         }
+        if name == "coalesce" {
+            crate::srf::refuse_in_conditional(&f.args, "COALESCE")?;
+        }
         let args = match &f.args {
             ast::FunctionArguments::List(list)
                 if list.args.iter().any(|a| matches!(a, ast::FunctionArg::Named { .. } | ast::FunctionArg::ExprNamed { .. })) =>
@@ -1211,11 +1253,8 @@ impl<'a> Binder<'a> {
             }
             _ => {}
         }
-        if name == "generate_series" {
-            return Err(Error::not_supported("generate_series outside FROM is supported only in a select list, with bounds that read no column and without aggregates"));
-        }
-        if name == "unnest" {
-            return Err(Error::not_supported("unnest outside FROM is supported only in a select list, alone and without aggregates"));
+        if name == "generate_series" || name == "unnest" {
+            return crate::srf::bind_set_returning_call(self, &name, args);
         }
         ex::resolve_function(&name, args)
     }
@@ -1378,6 +1417,68 @@ impl RegType {
     }
 }
 
+/// The operand of `expr` if `expr` is a `::regclass` cast (in parentheses or not).
+pub(crate) fn regclass_cast_operand(expr: &ast::Expr) -> Option<&ast::Expr> {
+    match expr {
+        ast::Expr::Nested(inner) => regclass_cast_operand(inner),
+        ast::Expr::Cast { expr, data_type, .. } if RegType::of(data_type) == Some(RegType::Class) => Some(expr),
+        _ => None,
+    }
+}
+
+/// `regclass` output of the oid `key`: the relation's name (quoted as needed; every
+/// relation is on the search path), or the number when there is no such relation.
+pub(crate) fn regclass_names_of(key: Expr, catalog: &weft_access::Catalog) -> Expr {
+    let whens = crate::pg_catalog::relation_names(catalog).into_iter().map(|(oid, name)| (equals(&key, oid), Datum::Text(name))).collect();
+    let number = Expr::Cast { expr: Box::new(key), to: DataType::Text };
+    catalog_lookup(whens, Some(number), DataType::Text)
+}
+
+/// A query's output step for its select items that are `::regclass` casts, which were
+/// bound to oids (so ORDER BY and DISTINCT compare oids, as PostgreSQL's regclass does):
+/// their names, as regclass output prints them.
+pub(crate) fn regclass_output(planned: &mut crate::planner::PlannedQuery, catalog: &weft_access::Catalog) {
+    let width = planned.columns.len();
+    let converted: Vec<usize> = (0..width)
+        .filter(|&i| planned.columns[i].data_type == DataType::Int8)
+        .filter(|&i| planned.select_items.get(i).is_some_and(|e| regclass_cast_operand(e).is_some()))
+        .collect();
+    if converted.is_empty() {
+        return;
+    }
+    for &i in &converted {
+        planned.columns[i].data_type = DataType::Text;
+    }
+    // A plan ending in its select list's projection prints the names there.
+    let last_projection = match &mut planned.plan {
+        weft_exec::Plan::Pipeline(p) => p.steps.last_mut(),
+        weft_exec::Plan::Aggregate { output, .. } => output.last_mut(),
+        _ => None,
+    };
+    if let Some(weft_exec::Step::Project(exprs)) = last_projection {
+        if exprs.len() == width {
+            for &i in &converted {
+                exprs[i] = regclass_names_of(exprs[i].clone(), catalog);
+            }
+            return;
+        }
+    }
+    let mut exprs: Vec<Expr> = (0..width).map(|index| Expr::Column { index, data_type: DataType::Int8 }).collect();
+    for (index, e) in exprs.iter_mut().enumerate() {
+        *e = if converted.contains(&index) {
+            regclass_names_of(Expr::Column { index, data_type: DataType::Int8 }, catalog)
+        } else {
+            Expr::Column { index, data_type: planned.columns[index].data_type }
+        };
+    }
+    let plan = std::mem::replace(&mut planned.plan, weft_exec::Plan::Pipeline(weft_exec::Pipeline { source: weft_exec::Source::Single, steps: Vec::new(), workers: 0 }));
+    planned.plan = weft_exec::Plan::Pipeline(weft_exec::Pipeline {
+        source: weft_exec::Source::Subquery { plan: Box::new(plan), label: weft_exec::ScanLabel::default() },
+        steps: vec![weft_exec::Step::Project(exprs)],
+        workers: 0,
+    });
+}
+
 /// An oid argument: an integer, or a quoted literal read as an oid (psql writes `'16385'`).
 fn oid_key(expr: Expr) -> Result<Expr> {
     match expr {
@@ -1420,6 +1521,7 @@ impl Binder<'_> {
     /// input function reads it, and an oid reads as the object's name, as its output
     /// function prints it (the number when there is no such object).
     fn bind_reg_cast(&mut self, inner: &ast::Expr, kind: RegType) -> Result<Expr> {
+        let as_oid = std::mem::take(&mut self.regclass_oid) && kind == RegType::Class;
         let bound = self.bind(inner)?;
         let catalog = self.planner.map(|ctx| ctx.catalog);
         if let Expr::Literal { value: Datum::Text(input), .. } = &bound {
@@ -1450,6 +1552,9 @@ impl Binder<'_> {
             return Ok(Expr::Literal { value: Datum::Int8(found), data_type: DataType::Int8 });
         }
         let key = oid_key(bound)?;
+        if as_oid {
+            return Ok(key);
+        }
         let names = match kind {
             RegType::Class => crate::pg_catalog::relation_names(catalog.ok_or_else(|| Error::not_supported("regclass is not supported here"))?),
             RegType::Type => crate::pg_catalog::type_names(),

@@ -26,7 +26,7 @@ use weft_exec::insert_rows;
 use crate::api::QueryResult;
 use crate::bind::object_name;
 use crate::session::Session;
-use crate::statements::{exec_context, plan, target_columns};
+use crate::statements::{exec_context, target_columns};
 
 /// The client's end of `COPY ... FROM STDIN` and `COPY ... TO STDOUT`.
 pub trait CopyClient {
@@ -191,7 +191,7 @@ fn copy_to(session: &mut Session, source: &CopySource, mut output: Output<'_>, f
         }
     };
     let catalog = session.catalog();
-    let planned = plan(session, &catalog, &query)?;
+    let planned = crate::statements::plan_output(session, &catalog, &query)?;
     let rows = crate::statements::run_query_plan(&planned.plan, &exec_context(session, cancel))?;
     output.begin(planned.columns.len())?;
     if format.header {

@@ -188,13 +188,13 @@ pub(crate) fn explain(
     let planning_began = Instant::now();
     let catalog = session.catalog();
     let (plan, insert_into) = match statement {
-        Statement::Query(query) => (statements::plan(session, &catalog, query)?.plan, None),
+        Statement::Query(query) => (statements::plan_output(session, &catalog, query)?.plan, None),
         Statement::CreateTable(create) if create.query.is_some() => {
             if options.analyze {
                 return Err(Error::not_supported("EXPLAIN ANALYZE of CREATE TABLE AS is not supported yet"));
             }
             let query = create.query.as_ref().expect("checked");
-            (statements::plan(session, &catalog, query)?.plan, None)
+            (statements::plan_output(session, &catalog, query)?.plan, None)
         }
         Statement::Insert(insert) => {
             if options.analyze {
@@ -384,6 +384,7 @@ fn range_entries(plan: &Plan) -> usize {
         Plan::Limit { input, .. } | Plan::Unique { input, .. } => range_entries(input),
         Plan::Sort(sort) => range_entries(&sort.input),
         Plan::Window(window) => range_entries(&window.input),
+        Plan::ProjectSet(ps) => range_entries(&ps.input),
         Plan::SetOp(setop) => setop.inputs.iter().map(range_entries).sum(),
         Plan::NestLoop(nl) => range_entries(&nl.outer) + range_entries(&nl.inner),
         Plan::RecursiveUnion(ru) => range_entries(&ru.non_recursive) + range_entries(&ru.recursive),
@@ -655,6 +656,7 @@ impl<'a> Builder<'a> {
             }
             Plan::Sort(sort) => self.sort(plan, sort),
             Plan::Window(window) => self.window(plan, window),
+            Plan::ProjectSet(ps) => self.project_set(plan, ps),
             Plan::SetOp(setop) => self.set_op(plan, setop),
             Plan::Unique { input, keys, output_width } => {
                 let child = self.plan(input);
@@ -1382,6 +1384,83 @@ impl<'a> Builder<'a> {
         let startup = gather_estimate.total + combine * gather_rows;
         let estimate = Estimate { startup, total: startup + groups * per_group, rows, width };
         Built { node: Node { name: format!("Finalize {kind}"), estimate, actual, lines, children: vec![gather] }, cols }
+    }
+
+    /// `ProjectSet` over its input: PostgreSQL's row estimate is the input's times the
+    /// largest set (a constant series' or array's length, else the function's `prorows`:
+    /// 1000 for generate_series, 100 for unnest), and a tuple cost per output row.
+    fn project_set(&self, plan: &Plan, ps: &'a weft_exec::ProjectSetPlan) -> Built {
+        use weft_exec::SetFunction;
+        let child = self.plan(&ps.input);
+        let c = child.node.estimate;
+        let set_rows = |f: &SetFunction| -> f64 {
+            let constant = |e: &Expr| match e {
+                Expr::Literal { value, .. } => Some(value.clone()),
+                _ => None,
+            };
+            match f {
+                SetFunction::Series { args, .. } => {
+                    let ints: Option<Vec<i64>> = args.iter().map(|a| match constant(a)? {
+                        Datum::Int4(v) => Some(v as i64),
+                        Datum::Int8(v) => Some(v),
+                        _ => None,
+                    }).collect();
+                    match ints.as_deref() {
+                        Some([start, stop, rest @ ..]) if rest.first().copied().unwrap_or(1) != 0 => {
+                            let step = rest.first().copied().unwrap_or(1) as f64;
+                            (((*stop as f64 - *start as f64) / step).floor() + 1.0).max(0.0)
+                        }
+                        _ => 1000.0,
+                    }
+                }
+                SetFunction::Unnest { array, .. } => match constant(array) {
+                    Some(Datum::Array(a)) => a.items.len() as f64,
+                    _ => 100.0,
+                },
+            }
+        };
+        let most = ps.functions.iter().map(set_rows).fold(1.0f64, f64::max);
+        let mut cols = child.cols.clone();
+        for function in &ps.functions {
+            let text = |q: bool| {
+                let input = names(&child.cols, q);
+                format!("{}({})", function.name(), function.args().iter().map(|a| deparse(a, &input)).collect::<Vec<_>>().join(", "))
+            };
+            cols.push(self.computed(text, function.result_type()));
+        }
+        let set_columns = cols.clone();
+        // PostgreSQL computes an expression over a set's values (`generate_series(1, 3) * 2`)
+        // in a Result above the ProjectSet.
+        let mut result_ops = 0.0;
+        for step in &ps.output {
+            if let Step::Project(exprs) = step {
+                for e in exprs.iter().filter(|e| !matches!(e, Expr::Column { .. })) {
+                    let mut read = std::collections::BTreeSet::new();
+                    crate::exprutil::columns_used(e, &mut read);
+                    if read.range(child.cols.len()..).next().is_some() {
+                        result_ops += cost::operator_count(e).max(1.0);
+                    }
+                }
+                cols = exprs.iter().map(|e| self.project(e, &cols)).collect();
+            }
+        }
+        let rows = cost::clamp_rows(c.rows * most);
+        // PostgreSQL's `create_set_projection_path`: the functions' cost per input row, and
+        // half a tuple cost per row added.
+        let per_input_row = ps.functions.len() as f64 * 5.0 * CPU_OPERATOR_COST;
+        let total = c.total + c.rows * per_input_row + (rows - c.rows).max(0.0) * CPU_TUPLE_COST / 2.0;
+        let estimate = Estimate { startup: c.startup, total, rows, width: cols.iter().map(|c| c.width).sum() };
+        let actual = self.node_stats(plan).map(|s| Actual { startup: s.elapsed, total: s.elapsed, rows: s.rows as f64, loops: 1.0 });
+        if result_ops > 0.0 {
+            let width = set_columns.iter().map(|c| c.width).sum();
+            let lines = self.output_line(&set_columns).into_iter().collect();
+            let set = Node { name: "ProjectSet".into(), estimate: Estimate { width, ..estimate }, actual, lines, children: vec![child.node] };
+            let estimate = Estimate { total: total + rows * result_ops * CPU_OPERATOR_COST, ..estimate };
+            let lines = self.output_line(&cols).into_iter().collect();
+            return Built { node: Node { name: "Result".into(), estimate, actual, lines, children: vec![set] }, cols };
+        }
+        let lines = self.output_line(&cols).into_iter().collect();
+        Built { node: Node { name: "ProjectSet".into(), estimate, actual, lines, children: vec![child.node] }, cols }
     }
 
     /// `WindowAgg` over its input (PostgreSQL's `cost_windowagg`: per input row, each

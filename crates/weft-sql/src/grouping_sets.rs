@@ -332,7 +332,7 @@ pub fn plan(query: GroupedQuery, sets: GroupingSets, ctx: &PlanContext) -> Resul
     let mut group_by = keys.clone();
     group_by.extend(markers.iter().cloned());
     let named = rewritten_items.iter().zip(items).map(|(rewritten, (_, name))| (rewritten, name));
-    let GroupedOutputs { outputs, mut columns, pending, having, aggregates } =
+    let GroupedOutputs { outputs, mut columns, pending, pending_srfs, having, aggregates } =
         bind_grouped_outputs(scope, ctx, group_by, key_asts, windows, named, having_ast.as_ref())?;
     let AggregateContext { calls, .. } = aggregates;
 
@@ -372,6 +372,9 @@ pub fn plan(query: GroupedQuery, sets: GroupingSets, ctx: &PlanContext) -> Resul
         Plan::SetOp(SetOpPlan { op: SetOperator::Append, all: true, inputs })
     };
     if let Some(pending) = pending {
+        plan = pending.plan(plan);
+    }
+    if let Some(pending) = pending_srfs {
         plan = pending.plan(plan);
     }
     let hidden_types = columns.drain(visible..).map(|c| c.data_type).collect();

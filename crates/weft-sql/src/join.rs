@@ -414,6 +414,7 @@ impl Analyzer<'_, '_> {
         columns.qualified_only.extend(left_cols.qualified_only.iter().cloned());
         columns.qualified_only.extend(right_cols.qualified_only.iter().cloned());
         if let ast::JoinConstraint::On(condition) = constraint {
+            crate::srf::refuse_in_clause(Some(condition), "JOIN conditions")?;
             if contains_aggregate(condition) {
                 return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in JOIN conditions"));
             }

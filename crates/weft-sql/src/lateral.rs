@@ -341,6 +341,7 @@ fn nest_loop(left: From, factor: &TableFactor, kind: Kind, constraint: &ast::Joi
     scope.qualified_only = left.scope.qualified_only.clone();
     let filter = match constraint {
         ast::JoinConstraint::On(condition) => {
+            crate::srf::refuse_in_clause(Some(condition), "JOIN conditions")?;
             if contains_aggregate(condition) {
                 return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in JOIN conditions"));
             }

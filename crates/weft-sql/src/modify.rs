@@ -428,6 +428,7 @@ fn datum_literal(value: Datum) -> Result<ast::Expr> {
 pub(crate) fn bind_assignments(table: &TableMeta, scope: &Scope, ctx: &PlanContext, assignments: &[ast::Assignment]) -> Result<Vec<(usize, Expr)>> {
     let mut bound: Vec<(usize, Expr)> = Vec::new();
     for assignment in assignments {
+        crate::srf::refuse_in_clause(Some(&assignment.value), "UPDATE")?;
         let pairs: Vec<(&ast::ObjectName, &ast::Expr)> = match (&assignment.target, &assignment.value) {
             (ast::AssignmentTarget::ColumnName(name), value) => vec![(name, value)],
             (ast::AssignmentTarget::Tuple(names), ast::Expr::Tuple(values)) if names.len() == values.len() => {

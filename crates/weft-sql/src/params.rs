@@ -349,7 +349,7 @@ impl Session {
         let Ok(statement) = single_statement(sql) else { return Ok(None) };
         let text_column = |name: &str| ColumnInfo { name: name.to_string(), data_type: DataType::Text, type_modifier: None };
         Ok(match &statement {
-            Statement::Query(query) => Some(crate::statements::plan(self, &self.catalog(), query)?.columns),
+            Statement::Query(query) => Some(crate::statements::plan_output(self, &self.catalog(), query)?.columns),
             Statement::Explain { .. } => Some(vec![text_column("QUERY PLAN")]),
             Statement::ShowVariable { variable } => {
                 let name = variable.iter().map(|i| i.value.clone()).collect::<Vec<_>>().join(" ");

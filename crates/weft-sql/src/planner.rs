@@ -243,6 +243,12 @@ fn postpone_subplans_past_sort(plan: Plan) -> Plan {
 /// as PostgreSQL's pull-based execution stops asking (so a LIMIT ends an endless recursion
 /// there too, and a LIMIT over a huge LATERAL join does not hold all its rows).
 fn stop_after_rows(plan: &mut Plan, rows: u64) {
+    if let Plan::ProjectSet(ps) = plan {
+        if ps.output.iter().all(|s| matches!(s, Step::Project(_))) {
+            ps.stop_after = Some(ps.stop_after.map_or(rows, |n| n.min(rows)));
+        }
+        return;
+    }
     let Plan::Pipeline(Pipeline { source: Source::Subquery { plan: inner, .. }, steps, .. }) = plan else { return };
     if !steps.iter().all(|s| matches!(s, Step::Project(_))) {
         return;
@@ -475,6 +481,7 @@ fn plan_values(values: &ast::Values, ctx: &PlanContext) -> Result<PlannedQuery> 
     let scope = Scope::default();
     let mut rows: Vec<Vec<Expr>> = Vec::with_capacity(values.rows.len());
     for row in &values.rows {
+        row.iter().try_for_each(|e| crate::srf::refuse_in_clause(Some(e), "VALUES"))?;
         let bound = row.iter().map(|e| Binder::new(&scope).planning(ctx).bind(e)).collect::<Result<Vec<_>>>()?;
         if let Some(first) = rows.first() {
             if first.len() != bound.len() {
@@ -666,28 +673,18 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
         let label = ScanLabel { alias: alias.map(|a| ident_name(&a.name)), columns: vec![column.clone()] };
         (label, Scope::new(vec![ScopeColumn { table: Some(qualifier), name: column, data_type, type_modifier: None }]))
     };
-    if bound.iter().any(|e| weft_exec::expr::datetime::is_datetime(e.data_type()) && !crate::bind::is_unknown_literal(e)) {
-        let (args, data_type) = datetime_series_arguments(bound)?;
+    let (bound, data_type) = series_signature(bound)?;
+    if weft_exec::expr::datetime::is_datetime(data_type) {
         let (label, scope) = label_and_scope(data_type);
-        return Ok(From { source: Source::SeriesExprs { args, data_type, label }, scope });
+        return Ok(From { source: Source::SeriesExprs { args: bound, data_type, label }, scope });
     }
-    if !(2..=3).contains(&bound.len()) || bound.iter().any(|e| !matches!(e.data_type(), DataType::Int4 | DataType::Int8) && !crate::bind::is_null_literal(e)) {
-        let types: Vec<&str> = bound.iter().map(|e| e.data_type().name()).collect();
-        return Err(Error::new(
-            SqlState::UNDEFINED_FUNCTION,
-            format!("function generate_series({}) does not exist", types.join(", ")),
-        )
-        .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
-    }
-    let data_type = if bound.iter().all(|e| e.data_type() == DataType::Int4) { DataType::Int4 } else { DataType::Int8 };
     let mut at_run_time = false;
     for e in &bound {
         crate::exprutil::walk(e, &mut |e| at_run_time |= matches!(e, Expr::ScalarSubquery(_) | Expr::SubPlan { .. } | Expr::Param { .. }));
     }
     if at_run_time {
         let (label, scope) = label_and_scope(data_type);
-        let args = bound.into_iter().map(|e| if e.data_type() == data_type { Ok(e) } else { ex::coerce(e, data_type, false) }).collect::<Result<Vec<_>>>()?;
-        return Ok(From { source: Source::SeriesExprs { args, data_type, label }, scope });
+        return Ok(From { source: Source::SeriesExprs { args: bound, data_type, label }, scope });
     }
     let mut values = Vec::with_capacity(3);
     for expr in &bound {
@@ -709,6 +706,26 @@ fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast
         _ => Source::Values(Vec::new()),
     };
     Ok(From { source, scope })
+}
+
+/// `generate_series`'s overload for `bound` arguments: over timestamps (see
+/// [`datetime_series_arguments`]), else over int4 when every argument is one, int8
+/// otherwise. The arguments coerced to it, and the element type.
+pub(crate) fn series_signature(bound: Vec<Expr>) -> Result<(Vec<Expr>, DataType)> {
+    if bound.iter().any(|e| weft_exec::expr::datetime::is_datetime(e.data_type()) && !crate::bind::is_unknown_literal(e)) {
+        return datetime_series_arguments(bound);
+    }
+    if !(2..=3).contains(&bound.len()) || bound.iter().any(|e| !matches!(e.data_type(), DataType::Int4 | DataType::Int8) && !crate::bind::is_null_literal(e)) {
+        let types: Vec<&str> = bound.iter().map(|e| e.data_type().name()).collect();
+        return Err(Error::new(
+            SqlState::UNDEFINED_FUNCTION,
+            format!("function generate_series({}) does not exist", types.join(", ")),
+        )
+        .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
+    }
+    let data_type = if bound.iter().all(|e| e.data_type() == DataType::Int4) { DataType::Int4 } else { DataType::Int8 };
+    let args = bound.into_iter().map(|e| if e.data_type() == data_type { Ok(e) } else { ex::coerce(e, data_type, false) }).collect::<Result<Vec<_>>>()?;
+    Ok((args, data_type))
 }
 
 /// Compile every constant regular expression a WHERE clause matches against. PostgreSQL's
@@ -745,17 +762,21 @@ fn bind_positional_args(function: &str, args: &[ast::FunctionArg], ctx: &PlanCon
 /// `unnest(array) [WITH ORDINALITY]` in FROM: one column named after the alias (or
 /// `unnest`), plus `ordinality`, as PostgreSQL names them.
 fn plan_unnest(args: &[ast::FunctionArg], alias: Option<&ast::TableAlias>, ordinality: bool, ctx: &PlanContext) -> Result<From> {
-    let mut bound = bind_positional_args("unnest", args, ctx)?;
-    let array = match bound.as_slice() {
-        [one] if one.data_type().is_array() && !crate::bind::is_unknown_literal(one) => bound.pop().expect("one argument"),
-        [_, _, ..] => return Err(Error::not_supported("unnest of several arrays is not supported")),
+    let array = unnest_argument(bind_positional_args("unnest", args, ctx)?)?;
+    unnest_source(array, "unnest", alias, ordinality)
+}
+
+/// The array argument of `unnest(...)`, or PostgreSQL's error for other arguments.
+pub(crate) fn unnest_argument(mut bound: Vec<Expr>) -> Result<Expr> {
+    match bound.as_slice() {
+        [one] if one.data_type().is_array() && !crate::bind::is_unknown_literal(one) => Ok(bound.pop().expect("one argument")),
+        [_, _, ..] => Err(Error::not_supported("unnest of several arrays is not supported")),
         _ => {
             let types: Vec<&str> = bound.iter().map(|e| if crate::bind::is_unknown_literal(e) { "unknown" } else { e.data_type().name() }).collect();
-            return Err(Error::new(SqlState::UNDEFINED_FUNCTION, format!("function unnest({}) does not exist", types.join(", ")))
-                .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
+            Err(Error::new(SqlState::UNDEFINED_FUNCTION, format!("function unnest({}) does not exist", types.join(", ")))
+                .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."))
         }
-    };
-    unnest_source(array, "unnest", alias, ordinality)
+    }
 }
 
 /// `pg_partition_ancestors(relation)`: the relation and the partitioned tables above it,
@@ -830,6 +851,8 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     if select.into.is_some() {
         return Err(Error::not_supported("SELECT INTO is not supported; use CREATE TABLE AS"));
     }
+    crate::srf::refuse_in_clause(select.selection.as_ref(), "WHERE")?;
+    crate::srf::refuse_in_clause(select.having.as_ref(), "HAVING")?;
     let (where_plain, subqueries) = crate::join::split_where(select.selection.as_ref());
     let (where_plain, subqueries) = crate::join::keep_correlated_subplans(where_plain, subqueries, ctx);
     let from = analyze_from_clause(select, ctx)?;
@@ -958,7 +981,9 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     // A subquery in the select list may read columns that are not output columns, which a
     // GROUP BY of the output could not give it.
     let subquery_items = items[..visible].iter().any(|(e, _)| crate::bind::contains_subquery(e));
-    if distinct && (is_aggregate || has_windows || subquery_items) {
+    // Set-returning calls run above the grouping, so DISTINCT is over their rows too.
+    let srf_items = items.iter().any(|(e, _)| crate::srf::contains_srf(e));
+    if distinct && (is_aggregate || has_windows || subquery_items || srf_items) {
         // DISTINCT over grouped rows, window values or subquery values: group the query's
         // output again.
         let mut plain = select.clone();
@@ -991,12 +1016,20 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     if !is_aggregate {
         let mut exprs = Vec::with_capacity(items.len());
         let mut columns = Vec::with_capacity(items.len());
+        let mut srfs = crate::srf::SrfContext::default();
         for (ast_expr, name) in &items {
-            let bound = Binder::new(scope).planning(ctx).windowing(&mut windows).bind(ast_expr)?;
+            let bound = Binder::new(scope).planning(ctx).windowing(&mut windows).set_returning(&mut srfs).regclass_as_oid(ast_expr).bind(ast_expr)?;
             let type_modifier = output_modifier(&bound, scope);
             columns.push(ColumnInfo { name: name.clone(), data_type: bound.data_type(), type_modifier });
             exprs.push(bound);
         }
+        // With set-returning calls the plan below produces what they and the list read.
+        let (exprs, pending_srfs) = if srfs.is_empty() {
+            (exprs, None)
+        } else {
+            let (pre, pending) = crate::srf::pre_srf_projection(exprs, srfs);
+            (pre, Some(pending))
+        };
         // With window functions the pipeline projects their inputs (`window.rs`).
         let (exprs_projected, pending) = if windows.is_empty() {
             (exprs, None)
@@ -1037,6 +1070,9 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         if let Some(pending) = pending {
             plan = pending.plan(plan);
         }
+        if let Some(pending) = pending_srfs {
+            plan = pending.plan(plan);
+        }
         let planned = PlannedQuery { plan, columns, hidden, hidden_types, select_items };
         return match distinct_on {
             Some(on) => on.plan(planned),
@@ -1052,7 +1088,7 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         if contains_aggregate(&resolved) {
             return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in GROUP BY"));
         }
-        group_by.push(Binder::new(scope).planning(ctx).bind(&resolved)?);
+        group_by.push(Binder::new(scope).planning(ctx).regclass_as_oid(&resolved).bind(&resolved)?);
         key_asts.push(resolved);
     }
     if grouping_sets.is_some() || uses_grouping {
@@ -1064,7 +1100,7 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
             None => Ok(planned),
         };
     }
-    let GroupedOutputs { outputs, mut columns, pending, having, aggregates } =
+    let GroupedOutputs { outputs, mut columns, pending, pending_srfs, having, aggregates } =
         bind_grouped_outputs(scope, ctx, group_by, key_asts, windows, items.iter().map(|(e, name)| (e, name)), select.having.as_ref())?;
     let AggregateContext { group_by, calls, .. } = aggregates;
     let mut output = Vec::new();
@@ -1075,6 +1111,9 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     let mut plan = plan_aggregate(from, filter, &subqueries, group_by, calls, output, ctx)?;
     let hidden_types = columns.drain(visible..).map(|c| c.data_type).collect();
     if let Some(pending) = pending {
+        plan = pending.plan(plan);
+    }
+    if let Some(pending) = pending_srfs {
         plan = pending.plan(plan);
     }
     let planned = PlannedQuery { plan, columns, hidden, hidden_types, select_items: visible_asts(&items, visible) };
@@ -1091,6 +1130,8 @@ pub(crate) struct GroupedOutputs {
     pub columns: Vec<ColumnInfo>,
     /// The window functions still to run over `outputs`.
     pub pending: Option<crate::window::PendingWindows>,
+    /// The set-returning calls still to run over the windows' output.
+    pub pending_srfs: Option<crate::srf::PendingSrfs>,
     pub having: Option<Expr>,
     /// The group keys and the aggregate calls the expressions refer to.
     pub aggregates: AggregateContext,
@@ -1110,13 +1151,22 @@ pub(crate) fn bind_grouped_outputs<'a>(
     let mut aggregates = AggregateContext { group_by, calls: Vec::new(), key_asts };
     let mut outputs = Vec::with_capacity(items.len());
     let mut columns = Vec::with_capacity(items.len());
+    let mut srfs = crate::srf::SrfContext::default();
     for (ast_expr, name) in items {
-        let bound = Binder::with_aggregates(scope, &mut aggregates).planning(ctx).windowing(&mut windows).bind(ast_expr)?;
+        let bound = Binder::with_aggregates(scope, &mut aggregates).planning(ctx).windowing(&mut windows).set_returning(&mut srfs).regclass_as_oid(ast_expr).bind(ast_expr)?;
         // Over grouped rows a column is a group key, not the scope's: only casts keep a modifier.
         let type_modifier = output_modifier(&bound, &Scope::default());
         columns.push(ColumnInfo { name: name.clone(), data_type: bound.data_type(), type_modifier });
         outputs.push(bound);
     }
+    // Set-returning calls run over the groups (and windows): see `srf.rs`.
+    let pending_srfs = if srfs.is_empty() {
+        None
+    } else {
+        let (pre, pending) = crate::srf::pre_srf_projection(std::mem::take(&mut outputs), srfs);
+        outputs = pre;
+        Some(pending)
+    };
     // With window functions the aggregate's output is their inputs (`window.rs`).
     let pending = if windows.is_empty() {
         None
@@ -1129,7 +1179,7 @@ pub(crate) fn bind_grouped_outputs<'a>(
         Some(h) => Some(require_bool(Binder::with_aggregates(scope, &mut aggregates).planning(ctx).bind(h)?, "HAVING")?),
         None => None,
     };
-    Ok(GroupedOutputs { outputs, columns, pending, having, aggregates })
+    Ok(GroupedOutputs { outputs, columns, pending, pending_srfs, having, aggregates })
 }
 
 /// The FROM clause analysed for planning: one relation, or joins (LATERAL items too).

@@ -66,6 +66,7 @@ impl Returning {
             if contains_aggregate(&expr) {
                 return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in RETURNING"));
             }
+            crate::srf::refuse_in_clause(Some(&expr), "RETURNING")?;
             let bound = Binder::new(scope).planning(ctx).bind(&expr)?;
             returning.columns.push(ColumnInfo { name, data_type: bound.data_type(), type_modifier: None });
             returning.exprs.push(bound);

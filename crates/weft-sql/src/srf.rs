@@ -1,32 +1,38 @@
-//! `generate_series(...)` in a select list, as in `INSERT INTO t SELECT generate_series(1,
-//! 1000), 'x'`. PostgreSQL's ProjectSet emits, for each input row, one row per value of
-//! the series; when the series' bounds read no column, that is the input cross joined with
-//! the series in FROM. The select is rewritten so: the calls become a column of a series
-//! added to FROM under a name no user writes, and each item keeps the output name it had
-//! (`generate_series`, or `?column?` for `generate_series(1, 3) * 2`). Bounds that read
-//! columns (PostgreSQL's LATERAL case), different series in one list, and calls inside
-//! aggregates are left alone, and binding reports them as not supported. A grouped select
-//! moves them only when their items are grouping keys (`SELECT unnest(tags) AS tag,
-//! count(*) ... GROUP BY tag`): its groups are then over the series' values.
+//! Set-returning functions (`generate_series`, `unnest`) in a select list, with
+//! PostgreSQL 10+'s semantics: `Plan::ProjectSet` (weft-exec's `project_set.rs`).
 //!
-//! `unnest(array)` moves the same way, also when its argument reads columns: the FROM
-//! item is then LATERAL (`lateral.rs`), and a cross join with it is what ProjectSet does
-//! with one set-returning call (an input row whose array is NULL or empty yields no row).
+//! The binder, given an [`SrfContext`], binds such a call's arguments (over the level's
+//! row: the scope's, or a grouped query's keys and aggregates, or window values) and
+//! replaces the call by a placeholder column, as window calls are. A call whose arguments
+//! read another call's placeholder sits one level above it. [`pre_srf_projection`] then
+//! splits the select list: what the level's plan must produce (the columns the list and
+//! the calls read), and [`PendingSrfs`], one ProjectSet per level over it, the select list
+//! on the last. So aggregates and windows run below the calls, and ORDER BY, DISTINCT and
+//! LIMIT above them. Anywhere else a call is refused with PostgreSQL's 0A000 (WHERE,
+//! HAVING, JOIN conditions, CASE, COALESCE, aggregate arguments, ...).
+//!
+//! One rewrite remains: a grouped select whose calls are grouping keys (`SELECT unnest(tags)
+//! AS tag, count(*) ... GROUP BY tag`, where PostgreSQL's ProjectSet runs below its Agg)
+//! moves the call to FROM, as a (LATERAL) function item: with one call that is the same.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
 
 use sqlparser::ast::{self, VisitorMut};
 
-use crate::bind::column_name;
+use weft_common::{DataType, Error, Result, SqlState};
+use weft_exec::expr::Expr;
+use weft_exec::{Plan, ProjectSetPlan, SetFunction, Step};
+
+use crate::bind::{column_name, Binder};
+use crate::exprutil::{columns_used, remap_columns};
 
 /// The FROM name of the series a select list's calls were moved to.
 const SERIES_ALIAS: &str = "?series";
 
-/// `select` with its select-list `generate_series` calls moved to FROM, or `None` when it
-/// has none that can move.
+/// A grouped `select` with its select-list `generate_series` / `unnest` call moved to
+/// FROM when the call's items are grouping keys, else `None`.
 pub(crate) fn move_series_to_from(select: &ast::Select) -> Option<ast::Select> {
-    // Aggregates and window functions run before PostgreSQL's ProjectSet: a series beside
-    // them would multiply their input here.
     let grouped = select.having.is_some()
         || !matches!(&select.group_by, ast::GroupByExpr::Expressions(e, _) if e.is_empty())
         || select.projection.iter().any(|item| match item {
@@ -35,19 +41,17 @@ pub(crate) fn move_series_to_from(select: &ast::Select) -> Option<ast::Select> {
             }
             _ => false,
         });
-    // Unless the calls' items are grouping keys: the grouping then reads the series'
-    // values, as PostgreSQL's ProjectSet below its Agg computes them.
-    if grouped && !series_items_are_grouping_keys(select) {
+    // The grouping reads the series' values, as PostgreSQL's ProjectSet below its Agg
+    // computes them.
+    if !grouped || !series_items_are_grouping_keys(select) {
         return None;
     }
     let mut finder = SeriesCalls::default();
     let mut projection = select.projection.clone();
     let _ = crate::ast_walk::walk_mut(&mut projection, &mut finder);
     let mut group_by = select.group_by.clone();
-    if grouped {
-        // `GROUP BY unnest(tags)` groups by the same column.
-        let _ = crate::ast_walk::walk_mut(&mut group_by, &mut finder);
-    }
+    // `GROUP BY unnest(tags)` groups by the same column.
+    let _ = crate::ast_walk::walk_mut(&mut group_by, &mut finder);
     let call = finder.call.filter(|_| !finder.refused)?;
     let ast::FunctionArguments::List(list) = &call.args else { return None };
     let args: Vec<String> = list.args.iter().map(|a| a.to_string()).collect();
@@ -171,4 +175,151 @@ fn reads_columns(f: &ast::Function) -> bool {
         ControlFlow::<()>::Continue(())
     });
     reads
+}
+
+/// The hint PostgreSQL gives with its refusals of a set-returning call.
+pub(crate) const LATERAL_HINT: &str = "You might be able to move the set-returning function into a LATERAL FROM item.";
+
+/// Placeholder columns of set-returning calls start here (window calls' start at 1 << 40).
+const PLACEHOLDER_BASE: usize = 1 << 44;
+
+/// Is `f` a set-returning function call?
+fn is_set_returning(f: &ast::Function) -> bool {
+    f.over.is_none() && series_name(f).is_some_and(|name| name != "pg_partition_ancestors")
+}
+
+/// Does `e` call a set-returning function at this query level?
+pub(crate) fn contains_srf(e: &ast::Expr) -> bool {
+    crate::bind::contains_call(e, is_set_returning)
+}
+
+/// PostgreSQL's refusal of a set-returning call among the arguments of `construct`
+/// (COALESCE), whose arguments are evaluated only as far as needed.
+pub(crate) fn refuse_in_conditional(args: &ast::FunctionArguments, construct: &str) -> Result<()> {
+    let mut found = false;
+    let _ = crate::ast_walk::expressions(args, |e| {
+        found |= matches!(e, ast::Expr::Function(f) if is_set_returning(f));
+        ControlFlow::<()>::Continue(())
+    });
+    if found {
+        return Err(Error::new(SqlState::FEATURE_NOT_SUPPORTED, format!("set-returning functions are not allowed in {construct}")).with_hint(LATERAL_HINT));
+    }
+    Ok(())
+}
+
+/// PostgreSQL's refusal of a set-returning call in `clause` (WHERE, HAVING, JOIN
+/// conditions, ...), checked before the clause is bound.
+pub(crate) fn refuse_in_clause(e: Option<&ast::Expr>, clause: &str) -> Result<()> {
+    match e {
+        Some(e) if contains_srf(e) => Err(Error::new(SqlState::FEATURE_NOT_SUPPORTED, format!("set-returning functions are not allowed in {clause}"))),
+        _ => Ok(()),
+    }
+}
+
+/// The set-returning calls of one query level's select list, in binding order: each with
+/// its level (0 when its arguments read no other call, else one above the highest call
+/// they read).
+#[derive(Default)]
+pub(crate) struct SrfContext {
+    calls: Vec<(SetFunction, usize)>,
+}
+
+impl SrfContext {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+}
+
+/// Bind `name(args)` (arguments already bound): its placeholder column.
+pub(crate) fn bind_set_returning_call(binder: &mut Binder, name: &str, args: Vec<Expr>) -> Result<Expr> {
+    let Some(srfs) = binder.srfs.as_deref_mut() else {
+        return Err(Error::new(SqlState::FEATURE_NOT_SUPPORTED, "set-returning functions are not allowed here"));
+    };
+    let function = if name == "unnest" {
+        let array = crate::planner::unnest_argument(args)?;
+        let data_type = array.data_type().element().ok_or_else(|| Error::internal("unnest of a non-array"))?;
+        SetFunction::Unnest { array, data_type }
+    } else {
+        let (args, data_type) = crate::planner::series_signature(args)?;
+        SetFunction::Series { args, data_type }
+    };
+    let mut read = BTreeSet::new();
+    function.args().into_iter().for_each(|a| columns_used(a, &mut read));
+    let level = read
+        .range(PLACEHOLDER_BASE..)
+        .map(|&c| srfs.calls[c - PLACEHOLDER_BASE].1 + 1)
+        .max()
+        .unwrap_or(0);
+    let data_type = function.result_type();
+    // The same call twice is one set: in lockstep, both would give the same values.
+    let k = match srfs.calls.iter().position(|(f, l)| *l == level && *f == function) {
+        Some(k) => k,
+        None => {
+            srfs.calls.push((function, level));
+            srfs.calls.len() - 1
+        }
+    };
+    Ok(Expr::Column { index: PLACEHOLDER_BASE + k, data_type })
+}
+
+/// Split a level's bound `outputs` (reading set-returning placeholders of `srfs`) into
+/// what the level's plan must produce (the non-placeholder columns the outputs and the
+/// calls read) and the ProjectSet nodes to put over it.
+pub(crate) fn pre_srf_projection(outputs: Vec<Expr>, srfs: SrfContext) -> (Vec<Expr>, PendingSrfs) {
+    let mut types: BTreeMap<usize, DataType> = BTreeMap::new();
+    let mut note = |e: &Expr| {
+        crate::exprutil::walk(e, &mut |x| {
+            if let Expr::Column { index, data_type } = x {
+                types.insert(*index, *data_type);
+            }
+        })
+    };
+    outputs.iter().for_each(&mut note);
+    srfs.calls.iter().flat_map(|(f, _)| f.args()).for_each(&mut note);
+    let mut pre = Vec::new();
+    let mut map = BTreeMap::new();
+    for (&index, &data_type) in types.range(..PLACEHOLDER_BASE) {
+        map.insert(index, pre.len());
+        pre.push(Expr::Column { index, data_type });
+    }
+    let width = pre.len();
+    (pre, PendingSrfs { outputs, calls: srfs.calls, map, width })
+}
+
+/// The ProjectSet nodes and select list still to put over a level's plan.
+pub(crate) struct PendingSrfs {
+    outputs: Vec<Expr>,
+    calls: Vec<(SetFunction, usize)>,
+    /// Level column or placeholder → column of the rows a node reads.
+    map: BTreeMap<usize, usize>,
+    /// Columns of the plan's rows.
+    width: usize,
+}
+
+impl PendingSrfs {
+    /// One ProjectSet per level over `input` (which produces the pre-projection), each
+    /// appending its calls' columns, the select list applied by the last.
+    pub(crate) fn plan(self, input: Plan) -> Plan {
+        let PendingSrfs { mut outputs, calls, mut map, mut width } = self;
+        let levels = calls.iter().map(|(_, l)| l + 1).max().unwrap_or(0);
+        let mut plan = input;
+        for level in 0..levels {
+            let mut functions = Vec::new();
+            for (k, (function, _)) in calls.iter().enumerate().filter(|(_, (_, l))| *l == level) {
+                let mut function = function.clone();
+                function.args_mut().into_iter().for_each(|a| remap_columns(a, &map));
+                functions.push(function);
+                map.insert(PLACEHOLDER_BASE + k, width);
+                width += 1;
+            }
+            let output = if level + 1 == levels {
+                outputs.iter_mut().for_each(|e| remap_columns(e, &map));
+                vec![Step::Project(std::mem::take(&mut outputs))]
+            } else {
+                Vec::new()
+            };
+            plan = Plan::ProjectSet(ProjectSetPlan { input: Box::new(plan), functions, output, stop_after: None });
+        }
+        plan
+    }
 }

@@ -175,6 +175,14 @@ pub(crate) fn plan(session: &Session, catalog: &weft_access::Catalog, query: &as
     with_plan_context(session, catalog, |ctx| plan_query(query, ctx))
 }
 
+/// Plan a query whose rows are the statement's result (a SELECT, COPY of a query, CREATE
+/// TABLE AS, a view): its `::regclass` items print names (`bind::regclass_output`).
+pub(crate) fn plan_output(session: &Session, catalog: &weft_access::Catalog, query: &ast::Query) -> Result<PlannedQuery> {
+    let mut planned = plan(session, catalog, query)?;
+    crate::bind::regclass_output(&mut planned, catalog);
+    Ok(planned)
+}
+
 /// Plan with a context over the catalog's current snapshot (one per statement: its init
 /// plans are numbered from 1).
 pub(crate) fn with_plan_context<R>(session: &Session, catalog: &weft_access::Catalog, f: impl FnOnce(&PlanContext) -> R) -> R {
@@ -215,7 +223,7 @@ pub(crate) fn select(session: &mut Session, query: &ast::Query, cancel: &CancelT
         return outcome;
     }
     let catalog = session.catalog();
-    let planned = plan(session, &catalog, query)?;
+    let planned = plan_output(session, &catalog, query)?;
     // A streaming caller's sink takes the rows as the plan produces them; otherwise
     // they are collected into the result.
     let mut sink = session.row_sink.take();
@@ -512,7 +520,7 @@ fn create_table_as(
     query: &ast::Query,
     cancel: &CancelToken,
 ) -> Result<String> {
-    let planned = plan(session, &txn.catalog, query)?;
+    let planned = plan_output(session, &txn.catalog, query)?;
     let renames: Vec<String> = create.columns.iter().map(|c| ident_name(&c.name)).collect();
     let columns = output_columns(&planned, &renames, "too many column names were specified")?;
     let table = add_table(session, txn, name, columns)?;

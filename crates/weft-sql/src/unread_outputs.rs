@@ -46,6 +46,7 @@ fn visit_plan(plan: &mut Plan, read: Option<&BTreeSet<usize>>) {
         }
         Plan::SetOp(setop) => setop.inputs.iter_mut().for_each(|input| visit_plan(input, None)),
         Plan::Window(window) => visit_plan(&mut window.input, None),
+        Plan::ProjectSet(ps) => visit_plan(&mut ps.input, None),
         Plan::NestLoop(nl) => {
             visit_plan(&mut nl.outer, None);
             visit_plan(&mut nl.inner, None);

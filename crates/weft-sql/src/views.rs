@@ -123,7 +123,7 @@ pub(crate) fn create_view(session: &mut Session, create: &ast::CreateView) -> Re
                 return Err(Error::new(SqlState::DUPLICATE_TABLE, format!("relation \"{name}\" already exists")));
             }
         };
-        let planned = crate::statements::plan(session, &txn.catalog, &create.query)?;
+        let planned = crate::statements::plan_output(session, &txn.catalog, &create.query)?;
         let renames: Vec<String> = create.columns.iter().map(|c| ident_name(&c.name)).collect();
         let columns = crate::statements::output_columns(&planned, &renames, "CREATE VIEW specifies more column names than columns")?;
         if let Some(old) = &replacing {

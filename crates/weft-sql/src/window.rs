@@ -154,7 +154,10 @@ pub(crate) fn bind_window_call(binder: &mut Binder, f: &ast::Function) -> Result
         return Err(windowing_error("window functions are not allowed here"));
     };
     // Arguments and the window are bound without the context: a window call inside them is nested.
+    // Set-returning calls run above the windows, so none may be inside.
+    let srfs = binder.srfs.take();
     let bound = bind_call(binder, f, windows);
+    binder.srfs = srfs;
     let index = PLACEHOLDER_BASE + windows.calls.len();
     let outcome = bound.map(|call| {
         let data_type = call.call.result_type;
@@ -183,6 +186,10 @@ fn bind_call(binder: &mut Binder, f: &ast::Function, windows: &WindowContext) ->
     }).collect());
     if arg_asts.iter().copied().chain(f.filter.as_deref()).any(contains_window) {
         return Err(windowing_error("window function calls cannot be nested"));
+    }
+    if arg_asts.iter().copied().any(crate::srf::contains_srf) {
+        return Err(Error::new(SqlState::FEATURE_NOT_SUPPORTED, "window function calls cannot contain set-returning function calls")
+            .with_hint(crate::srf::LATERAL_HINT));
     }
     if list.is_some_and(|l| l.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct)) {
         return Err(Error::not_supported("DISTINCT is not implemented for window functions"));

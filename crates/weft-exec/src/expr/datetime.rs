@@ -351,6 +351,10 @@ pub fn signatures(name: &str) -> &'static [Signature] {
         sig(F::ToChar, &[Timestamp, Text], Text),
         sig(F::ToChar, &[TimestampTz, Text], Text),
         sig(F::ToChar, &[Interval, Text], Text),
+        sig(F::ToChar, &[Int4, Text], Text),
+        sig(F::ToChar, &[Int8, Text], Text),
+        sig(F::ToChar, &[Numeric, Text], Text),
+        sig(F::ToChar, &[Float8, Text], Text),
     ];
     const LOCALTIME: &[Signature] = &[sig(F::LocalTime, &[], Time)];
     const JUSTIFY_HOURS: &[Signature] = &[sig(F::JustifyHours, &[Interval], Interval)];
@@ -466,6 +470,9 @@ pub fn call(func: DateTimeFunction, args: &[Datum], clock: &StatementClock) -> R
             Datum::Timestamp(t) | Datum::TimestampTz(t) => dt::timestamp_is_finite(*t),
             _ => true,
         })),
+        (F::ToChar, [value @ (Datum::Int4(_) | Datum::Int8(_) | Datum::Numeric(_) | Datum::Float8(_)), Datum::Text(format)]) => {
+            super::to_char_number::to_char_number(value, format)
+        }
         (F::ToChar, [value, Datum::Text(format)]) => to_char(value, format),
         (F::LocalTime, []) => Ok(Datum::Time(tz_to_local(clock.now())?.rem_euclid(USECS_PER_DAY))),
         (F::JustifyHours, [Datum::Interval(iv)]) => fns::justify_hours(iv).map(Datum::Interval),

@@ -57,6 +57,7 @@ pub mod like;
 mod math;
 mod regexp;
 mod text;
+mod to_char_number;
 pub mod resolve;
 mod sequence;
 mod keyed_subplan;
