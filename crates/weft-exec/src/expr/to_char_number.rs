@@ -398,24 +398,7 @@ fn decimal_number(text: &str, d: &mut Desc) -> (String, char, usize) {
     let mut digits: Vec<u8> = int_digits.bytes().chain(frac_digits.bytes()).map(|b| b - b'0').collect();
     let int_len = int_digits.len();
     let keep = int_len + d.post;
-    let round_up = digits.get(keep).is_some_and(|&dig| dig >= 5);
-    digits.resize(keep, 0);
-    if round_up {
-        let mut i = keep;
-        loop {
-            if i == 0 {
-                digits.insert(0, 1);
-                break;
-            }
-            i -= 1;
-            if digits[i] == 9 {
-                digits[i] = 0;
-            } else {
-                digits[i] += 1;
-                break;
-            }
-        }
-    }
+    round_half_up(&mut digits, keep);
     let int_len = digits.len() - d.post;
     let mut int_str: String = digits[..int_len].iter().map(|&x| (b'0' + x) as char).collect();
     let trimmed = int_str.trim_start_matches('0');
@@ -431,6 +414,26 @@ fn decimal_number(text: &str, d: &mut Desc) -> (String, char, usize) {
         number.push_str(&frac_str);
     }
     fit(number, pre_len, sign, d)
+}
+
+/// Keep the first `keep` of `digits` (decimal digits, most significant first), rounding
+/// half away from zero on the digit after them; a carry out of the first digit adds a
+/// leading 1.
+fn round_half_up(digits: &mut Vec<u8>, keep: usize) {
+    let round_up = digits.get(keep).is_some_and(|&d| d >= 5);
+    digits.resize(keep, 0);
+    if !round_up {
+        return;
+    }
+    for i in (0..keep).rev() {
+        if digits[i] == 9 {
+            digits[i] = 0;
+        } else {
+            digits[i] += 1;
+            return;
+        }
+    }
+    digits.insert(0, 1);
 }
 
 /// PostgreSQL's numeric_out_sci with a blank for a positive sign: `post` digits after the
@@ -452,26 +455,9 @@ fn numeric_sci(text: &str, post: usize, pre: usize) -> String {
         None => (vec![0u8; post + 1], 0i64),
         Some(f) => (all[f..].to_vec(), int_part.len() as i64 - 1 - f as i64),
     };
-    let keep = post + 1;
-    let round_up = digits.get(keep).is_some_and(|&x| x >= 5);
-    digits.resize(keep, 0);
-    if round_up {
-        let mut i = keep;
-        loop {
-            if i == 0 {
-                // PostgreSQL chose the exponent before rounding: 99.95 is `10.00e+01`.
-                digits.insert(0, 1);
-                break;
-            }
-            i -= 1;
-            if digits[i] == 9 {
-                digits[i] = 0;
-            } else {
-                digits[i] += 1;
-                break;
-            }
-        }
-    }
+    // PostgreSQL chose the exponent before rounding: 99.95 is `10.00e+01` (a carry out of
+    // the first digit makes the mantissa one digit longer).
+    round_half_up(&mut digits, post + 1);
     let mut s = String::from(if negative && first.is_some() { "-" } else { " " });
     let int_len = digits.len() - post;
     s.extend(digits[..int_len].iter().map(|&x| (b'0' + x) as char));
