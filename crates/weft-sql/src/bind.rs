@@ -1253,7 +1253,7 @@ impl<'a> Binder<'a> {
             }
             _ => {}
         }
-        if name == "generate_series" || name == "unnest" {
+        if name == "generate_series" || name == "unnest" || name == "pg_partition_ancestors" {
             return crate::srf::bind_set_returning_call(self, &name, args);
         }
         ex::resolve_function(&name, args)
@@ -2219,9 +2219,10 @@ fn column_name_and_strength(expr: &ast::Expr) -> (String, u8) {
             Some(last) => (ident_name(last), 2),
             None => ("?column?".into(), 0),
         },
-        A::Function(f) => match object_name(&f.name) {
-            Ok(name) => (name, 2),
-            Err(_) => ("?column?".into(), 0),
+        // PostgreSQL names the column after the function, however it is qualified.
+        A::Function(f) => match f.name.0.last().and_then(|p| p.as_ident()) {
+            Some(name) => (ident_name(name), 2),
+            None => ("?column?".into(), 0),
         },
         A::Cast { expr, data_type, .. } => match column_name_and_strength(expr) {
             (name, 2) => (name, 2),

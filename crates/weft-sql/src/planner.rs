@@ -799,7 +799,7 @@ fn plan_partition_ancestors(args: &[ast::FunctionArg], alias: Option<&ast::Table
 }
 
 /// An empty `bigint[]` (weft's oids are `bigint`).
-fn empty_oids() -> Expr {
+pub(crate) fn empty_oids() -> Expr {
     let elem = weft_common::types::ElemType::Int8;
     Expr::Literal { value: Datum::Array(Box::new(weft_common::types::Array { elem, items: Vec::new() })), data_type: DataType::Array(elem) }
 }

@@ -185,7 +185,7 @@ const PLACEHOLDER_BASE: usize = 1 << 44;
 
 /// Is `f` a set-returning function call?
 fn is_set_returning(f: &ast::Function) -> bool {
-    f.over.is_none() && series_name(f).is_some_and(|name| name != "pg_partition_ancestors")
+    f.over.is_none() && series_name(f).is_some()
 }
 
 /// Does `e` call a set-returning function at this query level?
@@ -235,7 +235,16 @@ pub(crate) fn bind_set_returning_call(binder: &mut Binder, name: &str, args: Vec
     let Some(srfs) = binder.srfs.as_deref_mut() else {
         return Err(Error::new(SqlState::FEATURE_NOT_SUPPORTED, "set-returning functions are not allowed here"));
     };
-    let function = if name == "unnest" {
+    let function = if name == "pg_partition_ancestors" {
+        // weft has no partitions: no ancestors, not even the relation itself (as for a
+        // relation that is no partition), whatever the argument.
+        if args.len() != 1 {
+            let types: Vec<&str> = args.iter().map(|e| e.data_type().name()).collect();
+            return Err(Error::new(SqlState::UNDEFINED_FUNCTION, format!("function pg_partition_ancestors({}) does not exist", types.join(", ")))
+                .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
+        }
+        SetFunction::Unnest { array: crate::planner::empty_oids(), data_type: DataType::Int8 }
+    } else if name == "unnest" {
         let array = crate::planner::unnest_argument(args)?;
         let data_type = array.data_type().element().ok_or_else(|| Error::internal("unnest of a non-array"))?;
         SetFunction::Unnest { array, data_type }

@@ -256,3 +256,22 @@ fn dropped_files_are_removed_by_close() {
     let db = Database::open(dir.path(), &[]).unwrap();
     assert_eq!(count(&mut db.session(), "SELECT count(*) FROM keep"), 10);
 }
+
+/// Result columns are named as PostgreSQL names them: a function call after the function,
+/// schema-qualified or not (`pg_catalog.upper(x)` is `upper`).
+#[test]
+fn function_columns_are_named_after_the_function() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path(), &[]).unwrap();
+    let mut s = db.session();
+    s.execute("CREATE TABLE t (a int)").unwrap();
+    let names = |s: &mut weft_sql::Session, sql: &str| -> Vec<String> {
+        s.execute(sql).unwrap().columns.iter().map(|c| c.name.clone()).collect()
+    };
+    assert_eq!(names(&mut s, "SELECT pg_catalog.upper('a'), lower('B'), pg_catalog.generate_series(1, 2)"), ["upper", "lower", "generate_series"]);
+    // psql's `\d` asks for a table's partition ancestors in a select list: none in weft.
+    let result = s.execute("SELECT pg_catalog.pg_partition_ancestors('t')").unwrap();
+    assert_eq!(result.columns[0].name, "pg_partition_ancestors");
+    assert!(result.rows.is_empty());
+    assert_eq!(count(&mut s, "SELECT count(*) FROM (SELECT pg_partition_ancestors('t') UNION ALL VALUES (1::bigint)) u"), 1);
+}
