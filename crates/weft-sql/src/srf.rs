@@ -1,5 +1,6 @@
-//! Set-returning functions (`generate_series`, `unnest`) in a select list, with
-//! PostgreSQL 10+'s semantics: `Plan::ProjectSet` (weft-exec's `project_set.rs`).
+//! Set-returning functions (`generate_series`, `unnest`, `pg_partition_ancestors`) in a
+//! select list, with PostgreSQL 10+'s semantics: `Plan::ProjectSet` (weft-exec's
+//! `project_set.rs`).
 //!
 //! The binder, given an [`SrfContext`], binds such a call's arguments (over the level's
 //! row: the scope's, or a grouped query's keys and aggregates, or window values) and
@@ -239,9 +240,7 @@ pub(crate) fn bind_set_returning_call(binder: &mut Binder, name: &str, args: Vec
         // weft has no partitions: no ancestors, not even the relation itself (as for a
         // relation that is no partition), whatever the argument.
         if args.len() != 1 {
-            let types: Vec<&str> = args.iter().map(|e| e.data_type().name()).collect();
-            return Err(Error::new(SqlState::UNDEFINED_FUNCTION, format!("function pg_partition_ancestors({}) does not exist", types.join(", ")))
-                .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
+            return Err(crate::planner::no_partition_ancestors_for(&args));
         }
         SetFunction::Unnest { array: crate::planner::empty_oids(), data_type: DataType::Int8 }
     } else if name == "unnest" {
