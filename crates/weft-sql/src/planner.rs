@@ -791,16 +791,9 @@ fn plan_partition_ancestors(args: &[ast::FunctionArg], alias: Option<&ast::Table
         other => other?,
     };
     if bound.len() != 1 {
-        return Err(no_partition_ancestors_for(&bound));
+        return Err(crate::bind::no_aggregate("pg_partition_ancestors", &bound));
     }
     unnest_source(empty_oids(), "relid", alias, ordinality)
-}
-
-/// PostgreSQL's error for `pg_partition_ancestors` called with other than one argument.
-pub(crate) fn no_partition_ancestors_for(args: &[Expr]) -> Error {
-    let types: Vec<&str> = args.iter().map(|e| e.data_type().name()).collect();
-    Error::new(SqlState::UNDEFINED_FUNCTION, format!("function pg_partition_ancestors({}) does not exist", types.join(", ")))
-        .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")
 }
 
 /// An empty `bigint[]` (weft's oids are `bigint`).

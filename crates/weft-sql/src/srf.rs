@@ -240,7 +240,7 @@ pub(crate) fn bind_set_returning_call(binder: &mut Binder, name: &str, args: Vec
         // weft has no partitions: no ancestors, not even the relation itself (as for a
         // relation that is no partition), whatever the argument.
         if args.len() != 1 {
-            return Err(crate::planner::no_partition_ancestors_for(&args));
+            return Err(crate::bind::no_aggregate("pg_partition_ancestors", &args));
         }
         SetFunction::Unnest { array: crate::planner::empty_oids(), data_type: DataType::Int8 }
     } else if name == "unnest" {
