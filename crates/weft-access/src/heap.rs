@@ -424,9 +424,27 @@ pub fn scan_blocks_with_tids(
     blocks: Range<BlockNumber>,
     strategy: Option<&mut BufferAccessStrategy>,
     snapshot: &Snapshot,
+    visit: impl FnMut(Tid, &[u8]) -> Result<bool>,
+) -> Result<bool> {
+    scan_pages_and_tids(pool, rel, blocks, strategy, snapshot, |_, _| {}, visit)
+}
+
+/// [`scan_blocks_with_tids`], each page read (also one without a visible tuple) shown
+/// whole to `page` before its tuples are visited: ANALYZE's whole-table read builds zone
+/// maps on the way.
+pub fn scan_pages_and_tids(
+    pool: &BufferPool,
+    rel: RelFileLocator,
+    blocks: Range<BlockNumber>,
+    strategy: Option<&mut BufferAccessStrategy>,
+    snapshot: &Snapshot,
+    mut page: impl FnMut(BlockNumber, &[u8]),
     mut visit: impl FnMut(Tid, &[u8]) -> Result<bool>,
 ) -> Result<bool> {
-    for_each_page(pool, rel, blocks, strategy, |page, block| for_each_visible(page, block, rel, snapshot, &mut visit))
+    for_each_page(pool, rel, blocks, strategy, |p, block| {
+        page(block, &p[..]);
+        for_each_visible(p, block, rel, snapshot, &mut visit)
+    })
 }
 
 /// The rows written by transaction `xid` in blocks `blocks` (the index maintenance pass of

@@ -33,7 +33,7 @@ use std::ops::Bound;
 use sqlparser::ast;
 use weft_access::btree::{BTree, ScanDirection};
 use weft_access::catalog::{IndexMeta, TableMeta};
-use weft_access::heap::{scan_blocks_with_tids, Tid};
+use weft_access::heap::{page_zone_range, scan_pages_and_tids, text_index_of, Tid};
 use weft_access::index_build::btree_desc;
 use weft_access::stats::{ColumnStats, IndexStats, StatValue, TableStats};
 use weft_access::{Catalog, Snapshot};
@@ -41,7 +41,8 @@ use weft_common::parallel::CancelToken;
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_exec::expr::compare_datums;
-use weft_storage::{BlockNumber, BufferAccessStrategy, BufferPool, ForkNumber};
+use weft_storage::zone_map::ZoneMapBuild;
+use weft_storage::{BlockNumber, BufferAccessStrategy, BufferPool, ForkNumber, RelFileLocator};
 
 use crate::api::QueryResult;
 use crate::bind::{ident_name, object_name};
@@ -156,6 +157,43 @@ fn sample_blocks(nblocks: BlockNumber, rng: &mut Rng) -> Vec<std::ops::Range<Blo
     runs
 }
 
+/// Zone maps (`weft_storage::zone_map`) built by a whole-table read: ANALYZE reads every
+/// block of a small table anyway, so it leaves the maps of its integer and text columns
+/// that a hash join's probe or a bounded sort would otherwise build during its first scan
+/// (reading every block once more, the query's whole cost where the map prunes).
+#[derive(Default)]
+struct ZoneBuilds {
+    builds: Vec<(usize, ZoneMapBuild, Vec<(BlockNumber, (i64, i64))>)>,
+}
+
+impl ZoneBuilds {
+    /// Builds of the columns that can have a map and have none (none while a writer is
+    /// active: see `ZoneMaps::begin_build`).
+    fn start(pool: &BufferPool, rel: RelFileLocator, layout: &RowLayout, nblocks: BlockNumber) -> ZoneBuilds {
+        let maps = pool.zone_maps();
+        let builds = (0..layout.types().len())
+            .filter(|&c| matches!(layout.types()[c], DataType::Int4 | DataType::Int8) || text_index_of(layout, c).is_some())
+            .filter(|&c| maps.get(rel, c).is_none())
+            .filter_map(|c| maps.begin_build(rel, c, nblocks).map(|build| (c, build, Vec::with_capacity(nblocks as usize))))
+            .collect();
+        ZoneBuilds { builds }
+    }
+
+    fn add(&mut self, block: BlockNumber, page: &[u8], layout: &RowLayout) {
+        for (column, _, ranges) in &mut self.builds {
+            ranges.push((block, page_zone_range(page, layout, *column)));
+        }
+    }
+
+    /// Publish every map (one the relation was written during is dropped by `publish`).
+    fn publish(self, pool: &BufferPool) {
+        for (_, build, ranges) in self.builds {
+            build.add_all(&ranges);
+            pool.zone_maps().publish(build);
+        }
+    }
+}
+
 /// The statistics of `table`, and its live row count when every block was read.
 pub(crate) fn gather(
     pool: &BufferPool,
@@ -172,9 +210,11 @@ pub(crate) fn gather(
     // Reservoir of (tid, tuple bytes).
     let mut reservoir: Vec<(Tid, Vec<u8>)> = Vec::with_capacity(SAMPLE_ROWS.min(table.row_count as usize + 1));
     let mut seen = 0u64;
+    let layout = RowLayout::new(&table.column_types());
+    let mut zones = if whole { ZoneBuilds::start(pool, rel, &layout, nblocks) } else { ZoneBuilds::default() };
     for run in sample_blocks(nblocks, &mut rng) {
         cancel.check()?;
-        scan_blocks_with_tids(pool, rel, run, ring.as_mut(), snapshot, |tid, tuple| {
+        scan_pages_and_tids(pool, rel, run, ring.as_mut(), snapshot, |block, page| zones.add(block, page, &layout), |tid, tuple| {
             seen += 1;
             if reservoir.len() < SAMPLE_ROWS {
                 reservoir.push((tid, tuple.to_vec()));
@@ -187,10 +227,10 @@ pub(crate) fn gather(
             Ok(true)
         })?;
     }
+    zones.publish(pool);
     reservoir.sort_by_key(|(tid, _)| (tid.block, tid.offset));
     // Rows in the table: counted when read whole, else the catalog's exact count.
     let total_rows = if whole { seen } else { table.row_count.max(seen) };
-    let layout = RowLayout::new(&table.column_types());
     let mut columns = Vec::with_capacity(table.columns.len());
     for (c, meta) in table.columns.iter().enumerate() {
         cancel.check()?;
