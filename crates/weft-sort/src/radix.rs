@@ -146,9 +146,12 @@ fn passes(data: &mut [SortTuple], spare: &mut [SortTuple], digits: &[usize], cou
 /// The partition is not stable, so pairs with equal abbreviations lose their push
 /// order; a bucket puts them back in payload order, by sorting the few tie runs when
 /// ties are rare, or by sorting the bucket by payload first and then stably by
-/// abbreviation when they are not. Returns false, leaving `pairs` untouched, for small
-/// arrays, and for abbreviations varying in fewer than two or more than [`MAX_PASSES`]
-/// bytes (one pass is cheap with the ordinary second buffer).
+/// abbreviation when they are not.
+///
+/// Abbreviations varying in more than [`MAX_PASSES`] bytes (a hash, a random
+/// `bigint`) are sorted by [`msd_sort_pairs`] instead, in place all the way down.
+/// Returns false, leaving `pairs` untouched, for small arrays and for abbreviations
+/// varying in fewer than two bytes (one pass is cheap with the ordinary second buffer).
 ///
 /// `scratch` never grows past `scratch_cap` pairs: a bucket larger than that (keys
 /// crowded into one top byte) is sorted by comparison, in place.
@@ -158,10 +161,14 @@ pub(crate) fn sort_pairs_in_place(pairs: &mut [SortTuple], scratch: &mut Vec<Sor
         return false;
     }
     let digits = varying_bytes(pairs, abbrev_of);
-    if digits.len() < 2 || digits.len() > MAX_PASSES {
+    if digits.len() < 2 {
         return false;
     }
     let (&top, rest) = digits.split_last().expect("two digits at least");
+    if digits.len() > MAX_PASSES {
+        msd_sort_pairs(pairs, top);
+        return true;
+    }
     let counts = count_bytes(pairs, &[top], abbrev_of);
     let bounds = permute_in_place(pairs, top, &counts[top]);
     let largest = bounds.windows(2).map(|w| w[1] - w[0]).filter(|&len| len <= scratch_cap).max().unwrap_or(0);
@@ -180,6 +187,51 @@ pub(crate) fn sort_pairs_in_place(pairs: &mut [SortTuple], scratch: &mut Vec<Sor
     }
     true
 }
+
+/// From this many pairs down, a bucket of [`msd_sort_pairs`] is sorted by comparison.
+const MSD_SMALL: usize = 48;
+
+/// Sort pairs by (abbreviation, payload) in place, most significant byte first, from
+/// byte `digit` down: each level swaps the pairs into the buckets of one byte (as
+/// [`permute_in_place`]) and sorts each bucket on the bytes below. Random 8-byte keys
+/// need about two levels before the buckets are small enough for an insertion sort, so
+/// the work does not grow with the number of bytes that vary, as the LSD passes' does,
+/// and a bucket below the first level sits in the cache while it is sorted. A byte on
+/// which a whole bucket agrees is skipped without moving anything; pairs whose
+/// abbreviations are equal in every byte are put in payload order.
+fn msd_sort_pairs(pairs: &mut [SortTuple], digit: usize) {
+    if pairs.len() <= MSD_SMALL {
+        pairs.sort_unstable_by_key(|p| (p.abbrev, p.payload()));
+        return;
+    }
+    let mut digit = Some(digit);
+    while let Some(d) = digit {
+        let mut counts = [0usize; 256];
+        let shift = 8 * d;
+        for p in pairs.iter() {
+            counts[(p.abbrev >> shift) as u8 as usize] += 1;
+        }
+        if counts.contains(&pairs.len()) {
+            digit = d.checked_sub(1);
+            continue;
+        }
+        let bounds = permute_in_place(pairs, d, &counts);
+        for bucket in bounds.windows(2) {
+            let bucket = &mut pairs[bucket[0]..bucket[1]];
+            match d.checked_sub(1) {
+                _ if bucket.len() < 2 => {}
+                Some(below) => msd_sort_pairs(bucket, below),
+                None => bucket.sort_unstable_by_key(SortTuple::payload),
+            }
+        }
+        return;
+    }
+    // Every byte agrees: one abbreviation.
+    pairs.sort_unstable_by_key(SortTuple::payload);
+}
+
+/// Pairs ahead of a bucket's next slot that [`permute_in_place`] prefetches (two lines).
+const PERMUTE_AHEAD: usize = 8;
 
 /// Move every tuple into the bucket of its byte `digit`, in place; returns the buckets'
 /// bounds (bucket `b` is `bounds[b]..bounds[b + 1]`).
@@ -200,6 +252,12 @@ fn permute_in_place(tuples: &mut [SortTuple], digit: usize, counts: &[usize; 256
             while d != b {
                 std::mem::swap(&mut t, &mut tuples[heads[d]]);
                 heads[d] += 1;
+                // Each bucket's next slot moves forward one pair at a time, but 256 such
+                // streams interleaved at random defeat the hardware prefetcher: ask for
+                // this bucket's slots a few lines ahead (a swap waits on its slot's load).
+                if let Some(ahead) = tuples.get(heads[d] + PERMUTE_AHEAD) {
+                    weft_storage::memhint::prefetch(ahead);
+                }
                 d = bucket_of(&t);
             }
             tuples[heads[b]] = t;
@@ -320,12 +378,33 @@ mod tests {
         }
     }
 
+    /// Keys varying in every byte take the MSD path: unique hashes, hashes with
+    /// duplicates (ties put in payload order), and hashes sharing their top bytes.
+    #[test]
+    fn in_place_pair_sort_of_keys_varying_in_every_byte() {
+        let mix = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let cases: Vec<Vec<u64>> = vec![
+            (0..150_000u64).map(mix).collect(),
+            (0..150_000u64).map(|i| mix(i % 9_000)).collect(),
+            (0..150_000u64).map(|i| 0xABCD_0000_0000_0000 | mix(i) >> 16 | (i & 1)).collect(),
+            (0..150_000u64).map(|i| if i % 3 == 0 { u64::MAX } else { mix(i) }).collect(),
+        ];
+        for keys in cases {
+            let mut pairs: Vec<SortTuple> = keys.iter().enumerate().map(|(i, &k)| SortTuple::new(k, mix(i as u64) >> 20)).collect();
+            let mut expected: Vec<(u64, u64)> = pairs.iter().map(|p| (p.abbrev, p.payload())).collect();
+            expected.sort();
+            assert!(sort_pairs_in_place(&mut pairs, &mut Vec::new(), 0));
+            let got: Vec<(u64, u64)> = pairs.iter().map(|p| (p.abbrev, p.payload())).collect();
+            assert_eq!(got, expected);
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(24))]
 
         #[test]
         fn in_place_pair_sort_matches_a_comparison_sort(
-            keys in proptest::collection::vec(prop_oneof![0u64..4, 0u64..100_000, any::<u32>().prop_map(|k| k as u64 * 3)], 70_000..70_500),
+            keys in proptest::collection::vec(prop_oneof![0u64..4, 0u64..100_000, any::<u32>().prop_map(|k| k as u64 * 3), any::<u64>()], 70_000..70_500),
             scramble in any::<u64>(),
         ) {
             let mut pairs: Vec<SortTuple> = keys.iter().enumerate().map(|(i, &k)| SortTuple::new(k, (i as u64 ^ scramble) % 100_000)).collect();
