@@ -141,7 +141,10 @@ impl MemTuples {
     pub fn sort(&mut self, keys: &SortKeys, exact: bool) {
         let mut tuples = std::mem::take(&mut self.tuples);
         let mut scratch = std::mem::take(&mut self.scratch);
-        let by_radix = self.radix && tuples.len() >= RADIX_MIN_TUPLES && radix::sort_by_abbrev(&mut tuples, &mut scratch);
+        // Abbreviations varying in many bytes (text prefixes, hashes) go most significant
+        // byte first, whatever the key's type: every abbreviation is order-preserving.
+        let by_radix = tuples.len() >= RADIX_MIN_TUPLES
+            && (radix::sort_unstable_by_abbrev(&mut tuples) || (self.radix && radix::sort_by_abbrev(&mut tuples, &mut scratch)));
         let this = &*self;
         let ties = |a: &SortTuple, b: &SortTuple| -> Ordering {
             if !exact {

@@ -188,46 +188,84 @@ pub(crate) fn sort_pairs_in_place(pairs: &mut [SortTuple], scratch: &mut Vec<Sor
     true
 }
 
-/// From this many pairs down, a bucket of [`msd_sort_pairs`] is sorted by comparison.
+/// From this many tuples down, a bucket of [`msd_sort`] is sorted by comparison.
 const MSD_SMALL: usize = 48;
 
-/// Sort pairs by (abbreviation, payload) in place, most significant byte first, from
-/// byte `digit` down: each level swaps the pairs into the buckets of one byte (as
-/// [`permute_in_place`]) and sorts each bucket on the bytes below. Random 8-byte keys
-/// need about two levels before the buckets are small enough for an insertion sort, so
-/// the work does not grow with the number of bytes that vary, as the LSD passes' does,
-/// and a bucket below the first level sits in the cache while it is sorted. A byte on
-/// which a whole bucket agrees is skipped without moving anything; pairs whose
-/// abbreviations are equal in every byte are put in payload order.
+/// What [`msd_sort`] orders tuples with equal abbreviations by.
+#[derive(Clone, Copy, PartialEq)]
+enum Ties {
+    /// Pairs: by payload.
+    Payload,
+    /// Tuples: left as they fall; the caller orders them by the full key.
+    Unordered,
+}
+
+/// Sort pairs by (abbreviation, payload) in place, from byte `digit` of the
+/// abbreviations down ([`msd_sort`]).
 fn msd_sort_pairs(pairs: &mut [SortTuple], digit: usize) {
-    if pairs.len() <= MSD_SMALL {
-        pairs.sort_unstable_by_key(|p| (p.abbrev, p.payload()));
+    msd_sort(pairs, digit, Ties::Payload);
+}
+
+/// Sort tuples by abbreviation in place, not stably, when it varies in more than
+/// [`MAX_PASSES`] bytes (where [`sort_by_abbrev`]'s passes give way to a comparison
+/// sort): most significant byte first, as [`msd_sort_pairs`]. Equal abbreviations are
+/// left in any order for the caller's full comparison. Returns false, leaving `tuples`
+/// untouched, for arrays too small to gain from it and for fewer varying bytes.
+pub(crate) fn sort_unstable_by_abbrev(tuples: &mut [SortTuple]) -> bool {
+    if tuples.len() < SPLIT_FIRST_TUPLES {
+        return false;
+    }
+    let digits = varying_bytes(tuples, abbrev_of);
+    if digits.len() <= MAX_PASSES {
+        return false;
+    }
+    msd_sort(tuples, *digits.last().expect("varying bytes"), Ties::Unordered);
+    true
+}
+
+/// Sort by abbreviation in place, most significant byte first, from byte `digit` down:
+/// each level swaps the tuples into the buckets of one byte ([`permute_in_place`]) and
+/// sorts each bucket on the bytes below. Random 8-byte keys need about two levels
+/// before the buckets are small enough for an insertion sort, so the work does not grow
+/// with the number of bytes that vary, as the LSD passes' does, and a bucket below the
+/// first level sits in the cache while it is sorted. A byte on which a whole bucket
+/// agrees is skipped without moving anything; tuples whose abbreviations agree in every
+/// byte are ordered as `ties` says.
+fn msd_sort(tuples: &mut [SortTuple], digit: usize, ties: Ties) {
+    if tuples.len() <= MSD_SMALL {
+        match ties {
+            Ties::Payload => tuples.sort_unstable_by_key(|p| (p.abbrev, p.payload())),
+            Ties::Unordered => tuples.sort_unstable_by_key(abbrev_of),
+        }
         return;
     }
     let mut digit = Some(digit);
     while let Some(d) = digit {
         let mut counts = [0usize; 256];
         let shift = 8 * d;
-        for p in pairs.iter() {
-            counts[(p.abbrev >> shift) as u8 as usize] += 1;
+        for t in tuples.iter() {
+            counts[(t.abbrev >> shift) as u8 as usize] += 1;
         }
-        if counts.contains(&pairs.len()) {
+        if counts.contains(&tuples.len()) {
             digit = d.checked_sub(1);
             continue;
         }
-        let bounds = permute_in_place(pairs, d, &counts);
+        let bounds = permute_in_place(tuples, d, &counts);
         for bucket in bounds.windows(2) {
-            let bucket = &mut pairs[bucket[0]..bucket[1]];
+            let bucket = &mut tuples[bucket[0]..bucket[1]];
             match d.checked_sub(1) {
                 _ if bucket.len() < 2 => {}
-                Some(below) => msd_sort_pairs(bucket, below),
-                None => bucket.sort_unstable_by_key(SortTuple::payload),
+                Some(below) => msd_sort(bucket, below, ties),
+                None if ties == Ties::Payload => bucket.sort_unstable_by_key(SortTuple::payload),
+                None => {}
             }
         }
         return;
     }
     // Every byte agrees: one abbreviation.
-    pairs.sort_unstable_by_key(SortTuple::payload);
+    if ties == Ties::Payload {
+        tuples.sort_unstable_by_key(SortTuple::payload);
+    }
 }
 
 /// Pairs ahead of a bucket's next slot that [`permute_in_place`] prefetches (two lines).
@@ -397,6 +435,25 @@ mod tests {
             let got: Vec<(u64, u64)> = pairs.iter().map(|p| (p.abbrev, p.payload())).collect();
             assert_eq!(got, expected);
         }
+    }
+
+    /// The unstable MSD sort of tuples orders abbreviations (ties in any order) and
+    /// declines what the LSD passes take.
+    #[test]
+    fn unstable_sort_of_tuples_by_abbreviation() {
+        let mix = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        for keys in [(0..100_000u64).map(mix).collect::<Vec<_>>(), (0..100_000u64).map(|i| mix(i % 500)).collect()] {
+            let mut sorted = tuples(&keys);
+            assert!(sort_unstable_by_abbrev(&mut sorted));
+            let mut want = keys.clone();
+            want.sort_unstable();
+            assert_eq!(sorted.iter().map(|t| t.abbrev).collect::<Vec<_>>(), want);
+            let mut positions: Vec<u64> = sorted.iter().map(SortTuple::payload).collect();
+            positions.sort_unstable();
+            assert_eq!(positions, (0..100_000).collect::<Vec<_>>(), "every tuple once");
+        }
+        let narrow: Vec<u64> = (0..100_000u64).map(|i| mix(i) >> 40).collect();
+        assert!(!sort_unstable_by_abbrev(&mut tuples(&narrow)), "three bytes: the LSD passes");
     }
 
     proptest! {

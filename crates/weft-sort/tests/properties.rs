@@ -392,6 +392,41 @@ fn abandoned_abbreviation_still_sorts() {
     let _ = Arc::new(());
 }
 
+/// Sub-runs big enough for the most-significant-byte-first sort of abbreviations that
+/// vary in every byte (`radix::sort_unstable_by_abbrev`): text prefixes with duplicates
+/// and NULLs, then an int8 key descending; full-range int8 keys with ties.
+#[test]
+fn abbreviations_varying_in_every_byte_sort_like_slice_sort() {
+    let mix = |i: i64| (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) as i64;
+    let text_rows: Vec<Vec<Datum>> = (0..150_000i64)
+        .map(|i| {
+            let first = match i % 11 {
+                0 => Datum::Null,
+                1 => Datum::Text("same prefix, then ".to_string() + &(mix(i) % 7).to_string()),
+                _ => Datum::Text(format!("{:016x}", mix(i % 90_000))),
+            };
+            vec![first, Datum::Int8(mix(i) % 1000)]
+        })
+        .collect();
+    let int_rows: Vec<Vec<Datum>> = (0..150_000i64).map(|i| vec![Datum::Int8(mix(i % 120_000)), Datum::Int8(i)]).collect();
+    for (types, rows) in [(vec![DataType::Text, DataType::Int8], text_rows), (vec![DataType::Int8, DataType::Int8], int_rows)] {
+        for participants in [1, 2] {
+            let case = Case {
+                types: types.clone(),
+                rows: rows.clone(),
+                keys: vec![SortColumn::new(0, false), SortColumn::new(1, true)],
+                participants,
+                budget: 256 << 20,
+                strategy: SortStrategy::Partition,
+                bound: None,
+                idle: None,
+                sub_run_bytes: 128 << 20,
+            };
+            check(&case).unwrap();
+        }
+    }
+}
+
 /// An index build's `(int4, tid)` entries at a real budget (32MB a participant: pairs
 /// sorted in place by their top byte, `radix::sort_pairs_in_place`): spread keys, keys
 /// arriving in order, a hot key with NULL keys at both ends; in memory and spilled. The
