@@ -869,7 +869,7 @@ fn decode_row(source: &crate::plan::HeapSource, tuple: &[u8], row: &mut Vec<Datu
 }
 
 /// How many values `generate_series(start, stop, step)` yields.
-pub(crate) fn series_count(start: i64, stop: i64, step: i64) -> Result<i64> {
+pub fn series_count(start: i64, stop: i64, step: i64) -> Result<i64> {
     if step == 0 {
         return Err(Error::new(weft_common::SqlState::INVALID_PARAMETER_VALUE, "step size cannot equal zero"));
     }

@@ -1406,10 +1406,8 @@ impl<'a> Builder<'a> {
                         _ => None,
                     }).collect();
                     match ints.as_deref() {
-                        Some([start, stop, rest @ ..]) if rest.first().copied().unwrap_or(1) != 0 => {
-                            let step = rest.first().copied().unwrap_or(1) as f64;
-                            (((*stop as f64 - *start as f64) / step).floor() + 1.0).max(0.0)
-                        }
+                        // The rows the executor will produce (a zero step is its error: guessed).
+                        Some([start, stop, rest @ ..]) => weft_exec::execute::series_count(*start, *stop, rest.first().copied().unwrap_or(1)).map_or(1000.0, |n| n as f64),
                         _ => 1000.0,
                     }
                 }
