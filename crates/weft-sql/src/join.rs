@@ -118,6 +118,9 @@ pub(crate) struct FromClause {
     pub scope: Scope,
     /// The value of each scope column (visible, then qualified-only) over the raw row.
     values: Vec<Expr>,
+    /// Qualifiers whose `t.*` lists its columns in scope order (LATERAL subqueries pulled
+    /// up), not in the order of the raw columns they read.
+    in_scope_order: Vec<String>,
 }
 
 impl FromClause {
@@ -174,14 +177,19 @@ impl FromClause {
     /// The columns `qualifier.*` stands for, in the order of its table's columns: each side
     /// of a `JOIN ... USING` keeps its own copy of the key column, which `t.*` lists in
     /// its place (PostgreSQL does), though unqualified `*` shows only the merged column.
+    ///
+    /// A LATERAL subquery pulled up into the join tree (`in_scope_order`) has columns
+    /// computed over its table's row (`FromBuilder::join_lateral_table`): they are listed
+    /// in their order.
     pub(crate) fn table_columns(&self, qualifier: &str) -> Vec<&ScopeColumn> {
         let all = self.scope.columns.iter().chain(&self.scope.qualified_only);
+        let in_scope_order = self.in_scope_order.iter().any(|q| q == qualifier);
         let mut matching: Vec<(usize, &ScopeColumn)> = all
             .zip(&self.values)
             .enumerate()
             .filter(|(_, (c, _))| c.table.as_deref() == Some(qualifier))
             .map(|(i, (c, value))| match value {
-                Expr::Column { index, .. } => (*index, c),
+                Expr::Column { index, .. } if !in_scope_order => (*index, c),
                 _ => (self.raw_width() + i, c),
             })
             .collect();
@@ -229,7 +237,7 @@ pub(crate) fn analyze_from(from: &[ast::TableWithJoins], ctx: &PlanContext) -> R
     let Some((tree, columns)) = tree else {
         return Err(Error::not_supported("EXISTS / IN subqueries in a query without FROM"));
     };
-    Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values() })
+    Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values(), in_scope_order: Vec::new() })
 }
 
 /// The FROM clause of `UPDATE ... FROM` / `DELETE ... USING`: the target relation, already
@@ -243,50 +251,95 @@ pub(crate) fn analyze_from_with_target(target: From, from: &[ast::TableWithJoins
         tree = analyzer.join(tree, next, Kind::Inner, &ast::JoinConstraint::None)?;
     }
     let (tree, columns) = tree;
-    Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values() })
+    Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values(), in_scope_order: Vec::new() })
 }
 
-/// `left` joined with `right` (inner, or a left join when `left_join`) on the conjuncts
-/// `on` over the raw row (`left`'s row, then `right`'s), seen through `scope`, whose
-/// columns' values over the raw row are `values`: a LATERAL subquery pulled up into a
-/// join (`lateral.rs`). Each side's row is its scope's visible columns.
-pub(crate) fn joined_pair(left: From, right: From, left_join: bool, on: Vec<Expr>, scope: Scope, values: Vec<Expr>, ctx: &PlanContext) -> Result<FromClause> {
-    let mut analyzer = Analyzer { rels: Vec::new(), width: 0, offsets: Vec::new(), ctx };
-    let (left, _) = analyzer.add_rel(left)?;
-    let (right, _) = analyzer.add_rel(right)?;
-    let kind = if left_join { Kind::Left } else { Kind::Inner };
-    let tree = Tree::Join { kind, left: Box::new(left), right: Box::new(right), on };
-    Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope, values })
-}
-
-/// A piece of a FROM clause for [`analyze_pieces`]: an item of the comma list, or a JOIN
+/// A piece of a FROM clause for [`FromBuilder`]: an item of the comma list, or a JOIN
 /// clause applying to everything before it.
 pub(crate) enum Piece {
     Item(ast::TableWithJoins),
     Join(ast::Join),
 }
 
-/// A FROM clause given as pieces after an optional relation planned already (`target`):
-/// the part of a FROM clause before or after its LATERAL items (`lateral.rs`).
-pub(crate) fn analyze_pieces(target: Option<From>, pieces: &[Piece], ctx: &PlanContext) -> Result<FromClause> {
-    let mut analyzer = Analyzer { rels: Vec::new(), width: 0, offsets: Vec::new(), ctx };
-    let mut tree = match target {
-        Some(target) => Some(analyzer.add_rel(target)?),
-        None => None,
-    };
-    for piece in pieces {
-        tree = Some(match (tree, piece) {
-            (None, Piece::Item(item)) => analyzer.table_with_joins(item)?,
-            (Some(left), Piece::Item(item)) => {
-                let next = analyzer.table_with_joins(item)?;
-                analyzer.join(left, next, Kind::Inner, &ast::JoinConstraint::None)?
-            }
-            (Some(left), Piece::Join(join)) => analyzer.join_one(left, join)?,
-            (None, Piece::Join(_)) => return Err(Error::internal("a JOIN clause with nothing to its left")),
-        });
+/// A FROM clause analysed piece by piece, left to right: the part of a FROM clause
+/// around its LATERAL items (`lateral.rs`), which may join a LATERAL subquery's table
+/// into the tree ([`FromBuilder::join_lateral_table`]) or start over from the rows of a
+/// nested loop ([`FromBuilder::add_from`]).
+pub(crate) struct FromBuilder<'c, 'a> {
+    analyzer: Analyzer<'c, 'a>,
+    tree: Option<(Tree, Columns)>,
+    in_scope_order: Vec<String>,
+}
+
+impl<'c, 'a> FromBuilder<'c, 'a> {
+    pub(crate) fn new(ctx: &'c PlanContext<'a>) -> Self {
+        FromBuilder { analyzer: Analyzer { rels: Vec::new(), width: 0, offsets: Vec::new(), ctx }, tree: None, in_scope_order: Vec::new() }
     }
-    let Some((tree, columns)) = tree else { return Err(Error::internal("an empty FROM clause")) };
-    Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values() })
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.tree.is_none()
+    }
+
+    /// A relation planned already, as the first one (the output of a LATERAL loop).
+    pub(crate) fn add_from(&mut self, planned: From) -> Result<()> {
+        if self.tree.is_some() {
+            return Err(Error::internal("a planned relation after the start of a FROM clause"));
+        }
+        self.tree = Some(self.analyzer.add_rel(planned)?);
+        Ok(())
+    }
+
+    pub(crate) fn add(&mut self, piece: &Piece) -> Result<()> {
+        let next = match (self.tree.take(), piece) {
+            (None, Piece::Item(item)) => self.analyzer.table_with_joins(item)?,
+            (Some(left), Piece::Item(item)) => {
+                let next = self.analyzer.table_with_joins(item)?;
+                self.analyzer.join(left, next, Kind::Inner, &ast::JoinConstraint::None)?
+            }
+            (Some(left), Piece::Join(join)) => self.analyzer.join_one(left, join)?,
+            (None, Piece::Join(_)) => return Err(Error::internal("a JOIN clause with nothing to its left")),
+        };
+        self.tree = Some(next);
+        Ok(())
+    }
+
+    /// The scope of what was added so far (visible columns, then qualified-only ones).
+    pub(crate) fn scope(&self) -> Scope {
+        self.tree.as_ref().map(|(_, columns)| columns.scope()).unwrap_or_else(|| Scope::new(Vec::new()))
+    }
+
+    /// The one relation added, with nothing joined to it.
+    pub(crate) fn single(&self) -> Option<From> {
+        match (&self.tree, self.analyzer.rels.as_slice()) {
+            (Some((Tree::Rel(0), columns)), [rel]) => Some(From { source: rel.source.clone(), scope: columns.scope() }),
+            _ => None,
+        }
+    }
+
+    /// Join what was added so far (the left) with a table read by a LATERAL subquery that
+    /// was pulled up (`lateral.rs`): `conditions` and `outputs` are over the left's scope
+    /// columns followed by the table's columns; the scope becomes the left's visible
+    /// columns, `item` (whose values are `outputs`), then the left's qualified-only ones,
+    /// as a LATERAL loop's.
+    pub(crate) fn join_lateral_table(&mut self, table: From, left_join: bool, conditions: Vec<Expr>, item: Vec<ScopeColumn>, outputs: Vec<Expr>) -> Result<()> {
+        let Some((left_tree, left_columns)) = self.tree.take() else { return Err(Error::internal("a LATERAL join with nothing to its left")) };
+        let (right_tree, table_columns) = self.analyzer.add_rel(table)?;
+        let values: Vec<Expr> = left_columns.values().into_iter().chain(table_columns.values()).collect();
+        let on = conditions.iter().map(|c| substitute_columns(c, &values)).collect();
+        let mut columns = Columns { visible: left_columns.visible, qualified_only: left_columns.qualified_only };
+        self.in_scope_order.extend(item.first().and_then(|c| c.table.clone()));
+        let item: Vec<(ScopeColumn, Expr)> = item.into_iter().zip(outputs.iter().map(|e| substitute_columns(e, &values))).collect();
+        columns.visible.extend(item);
+        let kind = if left_join { Kind::Left } else { Kind::Inner };
+        self.tree = Some((Tree::Join { kind, left: Box::new(left_tree), right: Box::new(right_tree), on }, columns));
+        Ok(())
+    }
+
+    pub(crate) fn finish(self) -> Result<FromClause> {
+        let Some((tree, columns)) = self.tree else { return Err(Error::internal("an empty FROM clause")) };
+        let analyzer = self.analyzer;
+        Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values(), in_scope_order: self.in_scope_order })
+    }
 }
 
 struct Analyzer<'c, 'a> {
