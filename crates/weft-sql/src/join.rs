@@ -216,8 +216,12 @@ impl FromClause {
 }
 
 /// Does this SELECT need the join planner: several FROM items, a JOIN, or a subquery
-/// condition in WHERE?
+/// condition in WHERE? A query without FROM has nothing to join its WHERE's subqueries
+/// with: they are subplans of its one row's filter (see `planner.rs`).
 pub(crate) fn needs_join_planning(select: &ast::Select) -> bool {
+    if select.from.is_empty() {
+        return false;
+    }
     let joined = select.from.len() > 1
         || select.from.iter().any(|t| !t.joins.is_empty() || matches!(t.relation, TableFactor::NestedJoin { .. }));
     joined || split_where(select.selection.as_ref()).1.iter().next().is_some()
@@ -593,11 +597,7 @@ pub(crate) fn keep_correlated_subplans(mut plain: Vec<ast::Expr>, subqueries: Ve
             kept.push(condition);
             continue;
         }
-        let subquery = Box::new(condition.subquery);
-        plain.push(match condition.outer {
-            Some(outer) => ast::Expr::InSubquery { expr: Box::new(outer), subquery, negated: condition.negated },
-            None => ast::Expr::Exists { subquery, negated: condition.negated },
-        });
+        plain.push(condition.into_expr());
     }
     (plain, kept)
 }
@@ -647,6 +647,17 @@ pub(crate) struct SubqueryCondition {
     outer: Option<ast::Expr>,
     subquery: ast::Query,
     negated: bool,
+}
+
+impl SubqueryCondition {
+    /// The condition as the WHERE expression it was: a subplan where it is bound.
+    pub(crate) fn into_expr(self) -> ast::Expr {
+        let subquery = Box::new(self.subquery);
+        match self.outer {
+            Some(outer) => ast::Expr::InSubquery { expr: Box::new(outer), subquery, negated: self.negated },
+            None => ast::Expr::Exists { subquery, negated: self.negated },
+        }
+    }
 }
 
 /// The join pipeline of a query: its source and steps, whose last step projects the scope
