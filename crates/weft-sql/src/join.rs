@@ -339,6 +339,38 @@ impl<'c, 'a> FromBuilder<'c, 'a> {
         Ok(())
     }
 
+    /// Join what was added so far (the left) with the FROM clause of a LATERAL subquery
+    /// that was pulled up (`sub`, analysed on its own): `conditions` and `outputs` are
+    /// over `sub`'s scope columns followed by the left's; the scope becomes the left's
+    /// visible columns, `item` (whose values are `outputs`), then the left's
+    /// qualified-only ones, as a LATERAL loop's.
+    pub(crate) fn join_lateral_from(&mut self, sub: FromBuilder, left_join: bool, conditions: Vec<Expr>, item: Vec<ScopeColumn>, outputs: Vec<Expr>) -> Result<()> {
+        let (Some((left_tree, left_columns)), Some((sub_tree, sub_columns))) = (self.tree.take(), sub.tree) else {
+            return Err(Error::internal("a LATERAL join with nothing on a side"));
+        };
+        // The subquery's relations follow the left's in the raw row.
+        let (rel_base, width_base) = (self.analyzer.rels.len(), self.analyzer.width);
+        for (rel, offset) in sub.analyzer.rels.into_iter().zip(sub.analyzer.offsets) {
+            self.analyzer.rels.push(rel);
+            self.analyzer.offsets.push(offset + width_base);
+        }
+        self.analyzer.width += sub.analyzer.width;
+        let sub_tree = shift_tree(sub_tree, rel_base, width_base);
+        let values: Vec<Expr> = sub_columns.values().iter().map(|v| shift_columns(v, width_base)).chain(left_columns.values()).collect();
+        let on = conditions.iter().map(|c| substitute_columns(c, &values)).collect();
+        let mut columns = Columns { visible: left_columns.visible, qualified_only: left_columns.qualified_only };
+        self.in_scope_order.extend(item.first().and_then(|c| c.table.clone()));
+        columns.visible.extend(item.into_iter().zip(outputs.iter().map(|e| substitute_columns(e, &values))));
+        let kind = if left_join { Kind::Left } else { Kind::Inner };
+        self.tree = Some((Tree::Join { kind, left: Box::new(left_tree), right: Box::new(sub_tree), on }, columns));
+        Ok(())
+    }
+
+    /// Only inner joins (and comma lists) of plain relations.
+    pub(crate) fn is_inner_only(&self) -> bool {
+        self.tree.as_ref().is_some_and(|(tree, _)| tree.is_inner_only())
+    }
+
     pub(crate) fn finish(self) -> Result<FromClause> {
         let Some((tree, columns)) = self.tree else { return Err(Error::internal("an empty FROM clause")) };
         let analyzer = self.analyzer;
@@ -1664,6 +1696,20 @@ fn in_key_types(o: Expr, i: Expr) -> Result<(Expr, Expr)> {
 }
 
 /// Add `by` (wrapping) to every column index.
+/// `tree` with its relations numbered from `rels` on and its conditions' raw columns
+/// moved by `columns`.
+fn shift_tree(tree: Tree, rels: usize, columns: usize) -> Tree {
+    match tree {
+        Tree::Rel(r) => Tree::Rel(r + rels),
+        Tree::Join { kind, left, right, on } => Tree::Join {
+            kind,
+            left: Box::new(shift_tree(*left, rels, columns)),
+            right: Box::new(shift_tree(*right, rels, columns)),
+            on: on.iter().map(|c| shift_columns(c, columns)).collect(),
+        },
+    }
+}
+
 fn shift_columns(e: &Expr, by: usize) -> Expr {
     let mut cols = BTreeSet::new();
     columns_used(e, &mut cols);

@@ -15,7 +15,8 @@
 //! down, so the item does not run for rows WHERE drops — unless the FROM clause holds a
 //! RIGHT or FULL join, which could NULL-extend that relation. `x, LATERAL s FULL JOIN c`
 //! (a join whose left side is the item) is 0A000. A subquery that only filters and
-//! projects one table is no loop: it is pulled up into the join tree ([`pulled_up`]), so
+//! projects one table, or joins several by inner joins, is no loop: it is pulled up into
+//! the join tree ([`pulled_up`], [`pulled_up_select`]), so
 //! the join planner plans it as any join (its equalities with the left's columns are hash
 //! keys, WHERE reduces a LEFT join, conditions reach its scan); the loop's pieces are then
 //! not collapsed, and the FROM clause stays one join tree.
@@ -316,6 +317,10 @@ fn pulled_up(left_scope: &Scope, factor: &TableFactor, planned: &From, params: &
 /// what was built so far, whose output starts a new builder.
 fn lateral_join<'c, 'a>(mut builder: FromBuilder<'c, 'a>, factor: &TableFactor, kind: Kind, constraint: &ast::JoinConstraint, conditions: &[ast::Expr], ctx: &'c PlanContext<'a>) -> Result<FromBuilder<'c, 'a>> {
     let left_scope = builder.scope();
+    if let Some(pulled) = pulled_up_select(&left_scope, factor, kind, constraint, conditions, ctx) {
+        builder.join_lateral_from(pulled.sub, pulled.left_join, pulled.conditions, pulled.item, pulled.outputs)?;
+        return Ok(builder);
+    }
     let outer = OuterQuery::new(&left_scope, ctx.outer);
     let inner_ctx = ctx.nested(Some(&outer));
     let planned = plan_table_factor(factor, &inner_ctx);
@@ -409,4 +414,168 @@ fn rejects_null_item(conditions: &[ast::Expr], scope: &Scope, item: std::ops::Ra
         .filter_map(|c| Binder::new(scope).planning(&alone).bind(c).ok())
         .filter(|e| e.data_type() == weft_common::DataType::Bool)
         .any(|e| crate::exprutil::nonnullable_columns(&e).iter().any(|c| item.contains(c)))
+}
+
+/// A LATERAL subquery over several tables pulled up (see [`pulled_up_select`]).
+struct PulledUpSelect<'c, 'a> {
+    /// Its FROM clause, analysed on its own.
+    sub: FromBuilder<'c, 'a>,
+    left_join: bool,
+    /// The join's conditions and the item's columns, over the subquery's scope columns
+    /// followed by the left's.
+    conditions: Vec<Expr>,
+    item: Vec<ScopeColumn>,
+    outputs: Vec<Expr>,
+}
+
+/// A LATERAL subquery whose FROM clause joins several tables by inner joins, and that
+/// only filters and projects their rows (the shape of [`simple_select`], nothing
+/// volatile), pulled up into the join tree as [`pulled_up`] does for one table: its
+/// tables join the left on its WHERE and the ON condition. Bound from the text, not
+/// planned: the WHERE and the select list read the left's columns as columns of an outer
+/// scope. `None` for any other item, or when anything fails to bind (the loop then plans
+/// it and reports the error).
+fn pulled_up_select<'c, 'a>(left_scope: &Scope, factor: &TableFactor, kind: Kind, constraint: &ast::JoinConstraint, where_conditions: &[ast::Expr], ctx: &'c PlanContext<'a>) -> Option<PulledUpSelect<'c, 'a>> {
+    let TableFactor::Derived { subquery, alias: Some(alias), .. } = factor else { return None };
+    let select = simple_select(subquery)?;
+    // One table: planned as a subquery and pulled up by `pulled_up`.
+    if select.from.iter().map(|t| 1 + t.joins.len()).sum::<usize>() < 2 {
+        return None;
+    }
+    let mut sub = FromBuilder::new(ctx);
+    for item in &select.from {
+        sub.add(&Piece::Item(item.clone())).ok()?;
+    }
+    let mut scope = sub.scope();
+    if !sub.is_inner_only() || !scope.qualified_only.is_empty() {
+        return None;
+    }
+    let sub_width = scope.columns.len();
+    scope.outer = left_scope.columns.iter().chain(&left_scope.qualified_only).cloned().collect();
+    scope.outer_qualified_only = left_scope.qualified_only.len();
+    let bind = |e: &ast::Expr| Binder::new(&scope).planning(ctx).bind(e).ok();
+    let mut conditions = Vec::new();
+    if let Some(selection) = &select.selection {
+        let bound = bind(selection).filter(|b| b.data_type() == weft_common::DataType::Bool)?;
+        conditions.extend(bound.conjuncts().into_iter().cloned());
+    }
+    let mut outputs = Vec::new();
+    let mut names = Vec::new();
+    let column = |i: usize| Expr::Column { index: i, data_type: scope.columns[i].data_type };
+    for item in &select.projection {
+        match item {
+            ast::SelectItem::UnnamedExpr(e) => {
+                outputs.push(bind(e)?);
+                names.push(crate::bind::column_name(e));
+            }
+            ast::SelectItem::ExprWithAlias { expr, alias } => {
+                outputs.push(bind(expr)?);
+                names.push(ident_name(alias));
+            }
+            ast::SelectItem::Wildcard(_) => {
+                outputs.extend((0..sub_width).map(column));
+                names.extend(scope.columns.iter().map(|c| c.name.clone()));
+            }
+            ast::SelectItem::QualifiedWildcard(ast::SelectItemQualifiedWildcardKind::ObjectName(name), _) => {
+                let qualifier = crate::bind::object_name(name).ok()?;
+                let columns: Vec<usize> = (0..sub_width).filter(|&i| scope.columns[i].table.as_deref() == Some(qualifier.as_str())).collect();
+                if columns.is_empty() {
+                    return None;
+                }
+                outputs.extend(columns.iter().map(|&i| column(i)));
+                names.extend(columns.iter().map(|&i| scope.columns[i].name.clone()));
+            }
+            _ => return None,
+        }
+    }
+    if outputs.iter().chain(&conditions).any(Expr::runs_per_row) || alias.columns.len() > outputs.len() {
+        return None;
+    }
+    let qualifier = ident_name(&alias.name);
+    let item: Vec<ScopeColumn> = outputs
+        .iter()
+        .zip(names)
+        .enumerate()
+        .map(|(i, (e, name))| ScopeColumn {
+            table: Some(qualifier.clone()),
+            name: alias.columns.get(i).map(|c| ident_name(&c.name)).unwrap_or(name),
+            data_type: e.data_type(),
+            type_modifier: crate::bind::output_modifier(e, &scope),
+        })
+        .collect();
+    // ON, bound in the loop's scope (the left's visible columns, the item's, the left's
+    // qualified-only ones), then over the subquery's columns and the left's.
+    let left_visible = left_scope.columns.len();
+    let left_width = left_visible + left_scope.qualified_only.len();
+    let mut loop_scope = Scope::new(left_scope.columns.iter().chain(&item).cloned().collect());
+    loop_scope.qualified_only = left_scope.qualified_only.clone();
+    let left_column = |i: usize| Expr::Column { index: sub_width + i, data_type: left_scope.column_at(i).data_type };
+    match constraint {
+        ast::JoinConstraint::On(condition) => {
+            if contains_aggregate(condition) || crate::srf::contains_srf(condition) {
+                return None;
+            }
+            let on = Binder::new(&loop_scope).planning(ctx).bind(condition).ok().filter(|b| b.data_type() == weft_common::DataType::Bool)?;
+            if on.runs_per_row() {
+                return None;
+            }
+            let values: Vec<Expr> = (0..left_visible).map(left_column).chain(outputs.iter().cloned()).chain((left_visible..left_width).map(left_column)).collect();
+            conditions.extend(crate::exprutil::substitute_columns(&on, &values).conjuncts().into_iter().cloned());
+        }
+        ast::JoinConstraint::None => {}
+        _ => return None,
+    }
+    let item_columns = left_visible..left_visible + item.len();
+    let left_join = kind == Kind::Left && !rejects_null_item(where_conditions, &loop_scope, item_columns, ctx);
+    if left_join {
+        // As in `pulled_up`: a column not of the subquery's tables is NULL for a left row
+        // nothing matched, guarded by a column the conditions prove non-null.
+        let proven = conditions.iter().flat_map(crate::exprutil::nonnullable_columns).filter(|&c| c < sub_width).min()?;
+        let matched = column(proven);
+        for e in &mut outputs {
+            if matches!(e, Expr::Column { index, .. } if *index < sub_width) {
+                continue;
+            }
+            let when = Expr::IsNull { expr: Box::new(matched.clone()), negated: true };
+            *e = Expr::Case { whens: vec![(when, e.clone())], otherwise: None, data_type: e.data_type() };
+        }
+    }
+    Some(PulledUpSelect { sub, left_join, conditions, item, outputs })
+}
+
+/// A subquery that is one SELECT over plain tables joined by inner joins (ON) or commas,
+/// without WITH, ORDER BY, LIMIT, DISTINCT, grouping, aggregates, windows, set-returning
+/// calls or subqueries: PostgreSQL's simple subquery, which it pulls up.
+fn simple_select(query: &ast::Query) -> Option<&ast::Select> {
+    let ast::SetExpr::Select(select) = query.body.as_ref() else { return None };
+    let plain_query = query.with.is_none() && query.order_by.is_none() && query.limit_clause.is_none() && query.fetch.is_none() && query.locks.is_empty();
+    let plain_select = select.distinct.is_none()
+        && select.top.is_none()
+        && select.into.is_none()
+        && select.having.is_none()
+        && select.exclude.is_none()
+        && select.prewhere.is_none()
+        && select.qualify.is_none()
+        && select.named_window.is_empty()
+        && select.lateral_views.is_empty()
+        && select.connect_by.is_empty()
+        && select.cluster_by.is_empty()
+        && select.distribute_by.is_empty()
+        && select.sort_by.is_empty()
+        && matches!(&select.group_by, ast::GroupByExpr::Expressions(keys, modifiers) if keys.is_empty() && modifiers.is_empty());
+    let plain_expr = |e: &ast::Expr| !contains_aggregate(e) && !crate::window::contains_window(e) && !crate::srf::contains_srf(e) && !crate::bind::contains_subquery(e);
+    let plain_items = select.projection.iter().all(|item| match item {
+        ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => plain_expr(e),
+        _ => true,
+    }) && select.selection.iter().all(plain_expr);
+    let table = |f: &TableFactor| matches!(f, TableFactor::Table { args: None, .. });
+    use ast::JoinOperator as J;
+    let plain_from = select.from.iter().all(|t| {
+        table(&t.relation)
+            && t.joins.iter().all(|j| {
+                table(&j.relation)
+                    && matches!(&j.join_operator, J::Join(ast::JoinConstraint::On(_)) | J::Inner(ast::JoinConstraint::On(_)) | J::CrossJoin(ast::JoinConstraint::None))
+            })
+    });
+    (plain_query && plain_select && plain_items && plain_from).then_some(select.as_ref())
 }
