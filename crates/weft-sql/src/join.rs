@@ -118,6 +118,9 @@ pub(crate) struct FromClause {
     pub scope: Scope,
     /// The value of each scope column (visible, then qualified-only) over the raw row.
     values: Vec<Expr>,
+    /// Qualifiers whose `t.*` lists its columns in scope order (LATERAL subqueries pulled
+    /// up), not in the order of the raw columns they read.
+    in_scope_order: Vec<String>,
 }
 
 impl FromClause {
@@ -174,14 +177,19 @@ impl FromClause {
     /// The columns `qualifier.*` stands for, in the order of its table's columns: each side
     /// of a `JOIN ... USING` keeps its own copy of the key column, which `t.*` lists in
     /// its place (PostgreSQL does), though unqualified `*` shows only the merged column.
+    ///
+    /// A LATERAL subquery pulled up into the join tree (`in_scope_order`) has columns
+    /// computed over its table's row (`FromBuilder::join_lateral_table`): they are listed
+    /// in their order.
     pub(crate) fn table_columns(&self, qualifier: &str) -> Vec<&ScopeColumn> {
         let all = self.scope.columns.iter().chain(&self.scope.qualified_only);
+        let in_scope_order = self.in_scope_order.iter().any(|q| q == qualifier);
         let mut matching: Vec<(usize, &ScopeColumn)> = all
             .zip(&self.values)
             .enumerate()
             .filter(|(_, (c, _))| c.table.as_deref() == Some(qualifier))
             .map(|(i, (c, value))| match value {
-                Expr::Column { index, .. } => (*index, c),
+                Expr::Column { index, .. } if !in_scope_order => (*index, c),
                 _ => (self.raw_width() + i, c),
             })
             .collect();
@@ -208,8 +216,12 @@ impl FromClause {
 }
 
 /// Does this SELECT need the join planner: several FROM items, a JOIN, or a subquery
-/// condition in WHERE?
+/// condition in WHERE? A query without FROM has nothing to join its WHERE's subqueries
+/// with: they are subplans of its one row's filter (see `planner.rs`).
 pub(crate) fn needs_join_planning(select: &ast::Select) -> bool {
+    if select.from.is_empty() {
+        return false;
+    }
     let joined = select.from.len() > 1
         || select.from.iter().any(|t| !t.joins.is_empty() || matches!(t.relation, TableFactor::NestedJoin { .. }));
     joined || split_where(select.selection.as_ref()).1.iter().next().is_some()
@@ -229,7 +241,7 @@ pub(crate) fn analyze_from(from: &[ast::TableWithJoins], ctx: &PlanContext) -> R
     let Some((tree, columns)) = tree else {
         return Err(Error::not_supported("EXISTS / IN subqueries in a query without FROM"));
     };
-    Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values() })
+    Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values(), in_scope_order: Vec::new() })
 }
 
 /// The FROM clause of `UPDATE ... FROM` / `DELETE ... USING`: the target relation, already
@@ -243,50 +255,127 @@ pub(crate) fn analyze_from_with_target(target: From, from: &[ast::TableWithJoins
         tree = analyzer.join(tree, next, Kind::Inner, &ast::JoinConstraint::None)?;
     }
     let (tree, columns) = tree;
-    Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values() })
+    Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values(), in_scope_order: Vec::new() })
 }
 
-/// `left` joined with `right` (inner, or a left join when `left_join`) on the conjuncts
-/// `on` over the raw row (`left`'s row, then `right`'s), seen through `scope`, whose
-/// columns' values over the raw row are `values`: a LATERAL subquery pulled up into a
-/// join (`lateral.rs`). Each side's row is its scope's visible columns.
-pub(crate) fn joined_pair(left: From, right: From, left_join: bool, on: Vec<Expr>, scope: Scope, values: Vec<Expr>, ctx: &PlanContext) -> Result<FromClause> {
-    let mut analyzer = Analyzer { rels: Vec::new(), width: 0, offsets: Vec::new(), ctx };
-    let (left, _) = analyzer.add_rel(left)?;
-    let (right, _) = analyzer.add_rel(right)?;
-    let kind = if left_join { Kind::Left } else { Kind::Inner };
-    let tree = Tree::Join { kind, left: Box::new(left), right: Box::new(right), on };
-    Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope, values })
-}
-
-/// A piece of a FROM clause for [`analyze_pieces`]: an item of the comma list, or a JOIN
+/// A piece of a FROM clause for [`FromBuilder`]: an item of the comma list, or a JOIN
 /// clause applying to everything before it.
 pub(crate) enum Piece {
     Item(ast::TableWithJoins),
     Join(ast::Join),
 }
 
-/// A FROM clause given as pieces after an optional relation planned already (`target`):
-/// the part of a FROM clause before or after its LATERAL items (`lateral.rs`).
-pub(crate) fn analyze_pieces(target: Option<From>, pieces: &[Piece], ctx: &PlanContext) -> Result<FromClause> {
-    let mut analyzer = Analyzer { rels: Vec::new(), width: 0, offsets: Vec::new(), ctx };
-    let mut tree = match target {
-        Some(target) => Some(analyzer.add_rel(target)?),
-        None => None,
-    };
-    for piece in pieces {
-        tree = Some(match (tree, piece) {
-            (None, Piece::Item(item)) => analyzer.table_with_joins(item)?,
-            (Some(left), Piece::Item(item)) => {
-                let next = analyzer.table_with_joins(item)?;
-                analyzer.join(left, next, Kind::Inner, &ast::JoinConstraint::None)?
-            }
-            (Some(left), Piece::Join(join)) => analyzer.join_one(left, join)?,
-            (None, Piece::Join(_)) => return Err(Error::internal("a JOIN clause with nothing to its left")),
-        });
+/// A FROM clause analysed piece by piece, left to right: the part of a FROM clause
+/// around its LATERAL items (`lateral.rs`), which may join a LATERAL subquery's table
+/// into the tree ([`FromBuilder::join_lateral_table`]) or start over from the rows of a
+/// nested loop ([`FromBuilder::add_from`]).
+pub(crate) struct FromBuilder<'c, 'a> {
+    analyzer: Analyzer<'c, 'a>,
+    tree: Option<(Tree, Columns)>,
+    in_scope_order: Vec<String>,
+}
+
+impl<'c, 'a> FromBuilder<'c, 'a> {
+    pub(crate) fn new(ctx: &'c PlanContext<'a>) -> Self {
+        FromBuilder { analyzer: Analyzer { rels: Vec::new(), width: 0, offsets: Vec::new(), ctx }, tree: None, in_scope_order: Vec::new() }
     }
-    let Some((tree, columns)) = tree else { return Err(Error::internal("an empty FROM clause")) };
-    Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values() })
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.tree.is_none()
+    }
+
+    /// A relation planned already, as the first one (the output of a LATERAL loop).
+    pub(crate) fn add_from(&mut self, planned: From) -> Result<()> {
+        if self.tree.is_some() {
+            return Err(Error::internal("a planned relation after the start of a FROM clause"));
+        }
+        self.tree = Some(self.analyzer.add_rel(planned)?);
+        Ok(())
+    }
+
+    pub(crate) fn add(&mut self, piece: &Piece) -> Result<()> {
+        let next = match (self.tree.take(), piece) {
+            (None, Piece::Item(item)) => self.analyzer.table_with_joins(item)?,
+            (Some(left), Piece::Item(item)) => {
+                let next = self.analyzer.table_with_joins(item)?;
+                self.analyzer.join(left, next, Kind::Inner, &ast::JoinConstraint::None)?
+            }
+            (Some(left), Piece::Join(join)) => self.analyzer.join_one(left, join)?,
+            (None, Piece::Join(_)) => return Err(Error::internal("a JOIN clause with nothing to its left")),
+        };
+        self.tree = Some(next);
+        Ok(())
+    }
+
+    /// The scope of what was added so far (visible columns, then qualified-only ones).
+    pub(crate) fn scope(&self) -> Scope {
+        self.tree.as_ref().map(|(_, columns)| columns.scope()).unwrap_or_else(|| Scope::new(Vec::new()))
+    }
+
+    /// The one relation added, with nothing joined to it.
+    pub(crate) fn single(&self) -> Option<From> {
+        match (&self.tree, self.analyzer.rels.as_slice()) {
+            (Some((Tree::Rel(0), columns)), [rel]) => Some(From { source: rel.source.clone(), scope: columns.scope() }),
+            _ => None,
+        }
+    }
+
+    /// Join what was added so far (the left) with a table read by a LATERAL subquery that
+    /// was pulled up (`lateral.rs`): `conditions` and `outputs` are over the left's scope
+    /// columns followed by the table's columns; the scope becomes the left's visible
+    /// columns, `item` (whose values are `outputs`), then the left's qualified-only ones,
+    /// as a LATERAL loop's.
+    pub(crate) fn join_lateral_table(&mut self, table: From, left_join: bool, conditions: Vec<Expr>, item: Vec<ScopeColumn>, outputs: Vec<Expr>) -> Result<()> {
+        let Some((left_tree, left_columns)) = self.tree.take() else { return Err(Error::internal("a LATERAL join with nothing to its left")) };
+        let (right_tree, table_columns) = self.analyzer.add_rel(table)?;
+        let values: Vec<Expr> = left_columns.values().into_iter().chain(table_columns.values()).collect();
+        let on = conditions.iter().map(|c| substitute_columns(c, &values)).collect();
+        let mut columns = Columns { visible: left_columns.visible, qualified_only: left_columns.qualified_only };
+        self.in_scope_order.extend(item.first().and_then(|c| c.table.clone()));
+        let item: Vec<(ScopeColumn, Expr)> = item.into_iter().zip(outputs.iter().map(|e| substitute_columns(e, &values))).collect();
+        columns.visible.extend(item);
+        let kind = if left_join { Kind::Left } else { Kind::Inner };
+        self.tree = Some((Tree::Join { kind, left: Box::new(left_tree), right: Box::new(right_tree), on }, columns));
+        Ok(())
+    }
+
+    /// Join what was added so far (the left) with the FROM clause of a LATERAL subquery
+    /// that was pulled up (`sub`, analysed on its own): `conditions` and `outputs` are
+    /// over `sub`'s scope columns followed by the left's; the scope becomes the left's
+    /// visible columns, `item` (whose values are `outputs`), then the left's
+    /// qualified-only ones, as a LATERAL loop's.
+    pub(crate) fn join_lateral_from(&mut self, sub: FromBuilder, left_join: bool, conditions: Vec<Expr>, item: Vec<ScopeColumn>, outputs: Vec<Expr>) -> Result<()> {
+        let (Some((left_tree, left_columns)), Some((sub_tree, sub_columns))) = (self.tree.take(), sub.tree) else {
+            return Err(Error::internal("a LATERAL join with nothing on a side"));
+        };
+        // The subquery's relations follow the left's in the raw row.
+        let (rel_base, width_base) = (self.analyzer.rels.len(), self.analyzer.width);
+        for (rel, offset) in sub.analyzer.rels.into_iter().zip(sub.analyzer.offsets) {
+            self.analyzer.rels.push(rel);
+            self.analyzer.offsets.push(offset + width_base);
+        }
+        self.analyzer.width += sub.analyzer.width;
+        let sub_tree = shift_tree(sub_tree, rel_base, width_base);
+        let values: Vec<Expr> = sub_columns.values().iter().map(|v| shift_columns(v, width_base)).chain(left_columns.values()).collect();
+        let on = conditions.iter().map(|c| substitute_columns(c, &values)).collect();
+        let mut columns = Columns { visible: left_columns.visible, qualified_only: left_columns.qualified_only };
+        self.in_scope_order.extend(item.first().and_then(|c| c.table.clone()));
+        columns.visible.extend(item.into_iter().zip(outputs.iter().map(|e| substitute_columns(e, &values))));
+        let kind = if left_join { Kind::Left } else { Kind::Inner };
+        self.tree = Some((Tree::Join { kind, left: Box::new(left_tree), right: Box::new(sub_tree), on }, columns));
+        Ok(())
+    }
+
+    /// Only inner joins (and comma lists) of plain relations.
+    pub(crate) fn is_inner_only(&self) -> bool {
+        self.tree.as_ref().is_some_and(|(tree, _)| tree.is_inner_only())
+    }
+
+    pub(crate) fn finish(self) -> Result<FromClause> {
+        let Some((tree, columns)) = self.tree else { return Err(Error::internal("an empty FROM clause")) };
+        let analyzer = self.analyzer;
+        Ok(FromClause { rels: analyzer.rels, offsets: analyzer.offsets, tree, scope: columns.scope(), values: columns.values(), in_scope_order: self.in_scope_order })
+    }
 }
 
 struct Analyzer<'c, 'a> {
@@ -540,11 +629,7 @@ pub(crate) fn keep_correlated_subplans(mut plain: Vec<ast::Expr>, subqueries: Ve
             kept.push(condition);
             continue;
         }
-        let subquery = Box::new(condition.subquery);
-        plain.push(match condition.outer {
-            Some(outer) => ast::Expr::InSubquery { expr: Box::new(outer), subquery, negated: condition.negated },
-            None => ast::Expr::Exists { subquery, negated: condition.negated },
-        });
+        plain.push(condition.into_expr());
     }
     (plain, kept)
 }
@@ -594,6 +679,17 @@ pub(crate) struct SubqueryCondition {
     outer: Option<ast::Expr>,
     subquery: ast::Query,
     negated: bool,
+}
+
+impl SubqueryCondition {
+    /// The condition as the WHERE expression it was: a subplan where it is bound.
+    pub(crate) fn into_expr(self) -> ast::Expr {
+        let subquery = Box::new(self.subquery);
+        match self.outer {
+            Some(outer) => ast::Expr::InSubquery { expr: Box::new(outer), subquery, negated: self.negated },
+            None => ast::Expr::Exists { subquery, negated: self.negated },
+        }
+    }
 }
 
 /// The join pipeline of a query: its source and steps, whose last step projects the scope
@@ -1117,7 +1213,38 @@ impl Planner<'_, '_> {
         }
     }
 
+    /// PostgreSQL's outer-join identity 3: `A ⟕ (B ⟕ C ON Pbc) ON Pab` is `(A ⟕ B ON Pab)
+    /// ⟕ C ON Pbc` when Pab reads nothing of C and Pbc rejects a NULL-extended row of B.
+    /// Joined first, B ⟕ C holds every pair of B and C, also those no row of A matches:
+    /// on a key with few values far more rows than the result (a self-join on a column of
+    /// 41 values, 393k rows, was then probed with a key of 2 values). Rewritten, every row
+    /// between the joins is a row of the result or its NULL-extended part, for one more
+    /// probe per row at most; weft takes it without costing both, as for
+    /// [`Self::outer_join_above_island`].
+    fn left_join_above_left_join(&self, kind: Kind, left: &Tree, right: &Tree, on: &[Expr]) -> Option<Tree> {
+        let (a, nullable) = match kind {
+            Kind::Left => (left, right),
+            Kind::Right => (right, left),
+            _ => return None,
+        };
+        let Tree::Join { kind: inner_kind, left: inner_left, right: inner_right, on: inner_on } = nullable else { return None };
+        let (b, c) = match inner_kind {
+            Kind::Left => (inner_left, inner_right),
+            Kind::Right => (inner_right, inner_left),
+            _ => return None,
+        };
+        let c_rels = c.rel_set();
+        if on.iter().any(|p| !self.from.rels_used(p).is_disjoint(&c_rels)) || self.from.nonnullable_rels(inner_on).is_disjoint(&b.rel_set()) {
+            return None;
+        }
+        let ab = Tree::Join { kind: Kind::Left, left: Box::new(a.clone()), right: b.clone(), on: on.to_vec() };
+        Some(Tree::Join { kind: Kind::Left, left: Box::new(ab), right: c.clone(), on: inner_on.clone() })
+    }
+
     fn plan_outer(&mut self, kind: Kind, left: &Tree, right: &Tree, on: &[Expr], extra: Vec<Expr>) -> Result<Partial> {
+        if let Some(rewritten) = self.left_join_above_left_join(kind, left, right, on) {
+            return self.plan_tree(&rewritten, extra);
+        }
         let left_rels = left.rel_set();
         let right_rels = right.rel_set();
         let mut left_own = Vec::new();
@@ -1600,6 +1727,20 @@ fn in_key_types(o: Expr, i: Expr) -> Result<(Expr, Expr)> {
 }
 
 /// Add `by` (wrapping) to every column index.
+/// `tree` with its relations numbered from `rels` on and its conditions' raw columns
+/// moved by `columns`.
+fn shift_tree(tree: Tree, rels: usize, columns: usize) -> Tree {
+    match tree {
+        Tree::Rel(r) => Tree::Rel(r + rels),
+        Tree::Join { kind, left, right, on } => Tree::Join {
+            kind,
+            left: Box::new(shift_tree(*left, rels, columns)),
+            right: Box::new(shift_tree(*right, rels, columns)),
+            on: on.iter().map(|c| shift_columns(c, columns)).collect(),
+        },
+    }
+}
+
 fn shift_columns(e: &Expr, by: usize) -> Expr {
     let mut cols = BTreeSet::new();
     columns_used(e, &mut cols);

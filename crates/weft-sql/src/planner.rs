@@ -852,7 +852,12 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
     crate::srf::refuse_in_clause(select.selection.as_ref(), "WHERE")?;
     crate::srf::refuse_in_clause(select.having.as_ref(), "HAVING")?;
     let (where_plain, subqueries) = crate::join::split_where(select.selection.as_ref());
-    let (where_plain, subqueries) = crate::join::keep_correlated_subplans(where_plain, subqueries, ctx);
+    let (mut where_plain, mut subqueries) = crate::join::keep_correlated_subplans(where_plain, subqueries, ctx);
+    if select.from.is_empty() {
+        // No FROM: EXISTS / IN filter the one row as subplans (evaluated once), with
+        // their NULL semantics, as in a select list.
+        where_plain.extend(subqueries.drain(..).map(crate::join::SubqueryCondition::into_expr));
+    }
     let from = analyze_from_clause(select, ctx)?;
     let scope = from.scope();
 

@@ -62,14 +62,20 @@ pub(crate) fn pull_up_simple_subquery(source: &mut Source, filter: &mut Option<E
 /// access path for its own conditions and the subquery's together. Only for a subquery
 /// without ORDER BY: an index scan may stand for its sort.
 pub(crate) fn defer_access_path(plan: &mut Plan) {
-    let Plan::Pipeline(pipeline) = plan else { return };
-    let Source::Index(index) = &pipeline.source else { return };
-    let Some((filter, projection)) = filter_and_projection(&pipeline.steps) else { return };
-    let conditions = index.conditions.iter().chain(filter).cloned().reduce(and);
-    let steps = conditions.map(Step::Filter).into_iter().chain([Step::Project(projection.to_vec())]).collect();
-    let heap = Source::Heap(index.heap.clone());
-    let candidate = Plan::Pipeline(weft_exec::plan::Pipeline { source: heap, steps, workers: pipeline.workers });
+    let Some(candidate) = as_table_scan(plan) else { return };
     if simple_subquery(&Source::Subquery { plan: Box::new(candidate.clone()), label: Default::default() }).is_some() {
         *plan = candidate;
     }
+}
+
+/// A pipeline that is an index scan, a filter and a projection, as the table's sequential
+/// scan under the index conditions and the filter together.
+pub(crate) fn as_table_scan(plan: &Plan) -> Option<Plan> {
+    let Plan::Pipeline(pipeline) = plan else { return None };
+    let Source::Index(index) = &pipeline.source else { return None };
+    let (filter, projection) = filter_and_projection(&pipeline.steps)?;
+    let conditions = index.conditions.iter().chain(filter).cloned().reduce(and);
+    let steps = conditions.map(Step::Filter).into_iter().chain([Step::Project(projection.to_vec())]).collect();
+    let heap = Source::Heap(index.heap.clone());
+    Some(Plan::Pipeline(weft_exec::plan::Pipeline { source: heap, steps, workers: pipeline.workers }))
 }
