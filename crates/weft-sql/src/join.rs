@@ -1726,7 +1726,6 @@ fn in_key_types(o: Expr, i: Expr) -> Result<(Expr, Expr)> {
     })
 }
 
-/// Add `by` (wrapping) to every column index.
 /// `tree` with its relations numbered from `rels` on and its conditions' raw columns
 /// moved by `columns`.
 fn shift_tree(tree: Tree, rels: usize, columns: usize) -> Tree {
@@ -1741,6 +1740,7 @@ fn shift_tree(tree: Tree, rels: usize, columns: usize) -> Tree {
     }
 }
 
+/// Add `by` (wrapping) to every column index.
 fn shift_columns(e: &Expr, by: usize) -> Expr {
     let mut cols = BTreeSet::new();
     columns_used(e, &mut cols);
