@@ -589,7 +589,7 @@ pub(crate) fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Resu
             let meta = ctx.catalog.table(&table_name).map_err(|e| crate::error_cursor::place_at(e, name.span()))?;
             let qualifier = alias.as_ref().map(|a| ident_name(&a.name)).unwrap_or_else(|| table_name.clone());
             let mut scope = Scope::default();
-            let renames: Vec<String> = alias.as_ref().map(|a| a.columns.iter().map(|c| ident_name(&c.name)).collect()).unwrap_or_default();
+            let renames = column_renames(alias.as_ref(), &qualifier, meta.columns.len())?;
             for (i, col) in meta.columns.iter().enumerate() {
                 scope.columns.push(ScopeColumn {
                     table: Some(qualifier.clone()),
@@ -626,7 +626,7 @@ pub(crate) fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Resu
                 crate::pull_up::defer_access_path(&mut planned.plan);
             }
             let qualifier = ident_name(&alias.name);
-            let renames: Vec<String> = alias.columns.iter().map(|c| ident_name(&c.name)).collect();
+            let renames = column_renames(Some(alias), &qualifier, planned.columns.len())?;
             let scope = Scope::new(
                 planned
                     .columns
@@ -650,6 +650,19 @@ pub(crate) fn plan_table_factor(factor: &TableFactor, ctx: &PlanContext) -> Resu
         TableFactor::NestedJoin { .. } => Err(Error::not_supported("joins are not supported yet")),
         other => Err(Error::not_supported(format!("FROM item not supported: {other}"))),
     }
+}
+
+/// The column names of `alias(a, b, ...)` for a relation of `available` columns: at most
+/// that many (42P10 otherwise, as PostgreSQL); the columns past them keep their names.
+fn column_renames(alias: Option<&ast::TableAlias>, qualifier: &str, available: usize) -> Result<Vec<String>> {
+    let renames: Vec<String> = alias.map(|a| a.columns.iter().map(|c| ident_name(&c.name)).collect()).unwrap_or_default();
+    if renames.len() > available {
+        return Err(Error::new(
+            SqlState::INVALID_COLUMN_REFERENCE,
+            format!("table \"{qualifier}\" has {available} columns available but {} columns specified", renames.len()),
+        ));
+    }
+    Ok(renames)
 }
 
 fn plan_table_function(name: &str, args: &[ast::FunctionArg], alias: Option<&ast::TableAlias>, ordinality: bool, ctx: &PlanContext) -> Result<From> {
