@@ -143,8 +143,7 @@ impl MemTuples {
         let mut scratch = std::mem::take(&mut self.scratch);
         // Abbreviations varying in many bytes (text prefixes, hashes) go most significant
         // byte first, whatever the key's type: every abbreviation is order-preserving.
-        let by_radix = tuples.len() >= RADIX_MIN_TUPLES
-            && (radix::sort_unstable_by_abbrev(&mut tuples) || (self.radix && radix::sort_by_abbrev(&mut tuples, &mut scratch)));
+        let by_radix = tuples.len() >= RADIX_MIN_TUPLES && radix::sort_tuples_by_abbrev(&mut tuples, &mut scratch, self.radix);
         let this = &*self;
         let ties = |a: &SortTuple, b: &SortTuple| -> Ordering {
             if !exact {

@@ -37,8 +37,35 @@ pub(crate) fn sort_by_abbrev(tuples: &mut Vec<SortTuple>, scratch: &mut Vec<Sort
     if digits.len() > MAX_PASSES {
         return false;
     }
-    if digits.is_empty() {
+    lsd_sort(tuples, scratch, &digits);
+    true
+}
+
+/// What a sub-run of tuples is sorted by before its ties (`MemTuples::sort`): the MSD
+/// sort when the abbreviations vary in more than [`MAX_PASSES`] bytes (any key type),
+/// else, when `lsd` (the key suits it), [`sort_by_abbrev`]'s passes — the varying bytes
+/// counted once for both. Not stable. Returns false, leaving `tuples` untouched, when
+/// neither applies.
+pub(crate) fn sort_tuples_by_abbrev(tuples: &mut Vec<SortTuple>, scratch: &mut Vec<SortTuple>, lsd: bool) -> bool {
+    let digits = varying_bytes(tuples, abbrev_of);
+    if digits.len() > MAX_PASSES {
+        if tuples.len() < SPLIT_FIRST_TUPLES {
+            return false;
+        }
+        msd_sort(tuples, *digits.last().expect("varying bytes"), Ties::Unordered);
         return true;
+    }
+    if lsd {
+        lsd_sort(tuples, scratch, &digits);
+    }
+    lsd
+}
+
+/// [`sort_by_abbrev`]'s passes over `digits` (at most [`MAX_PASSES`]), stable.
+fn lsd_sort(tuples: &mut Vec<SortTuple>, scratch: &mut Vec<SortTuple>, digits: &[usize]) {
+    let n = tuples.len();
+    if digits.is_empty() {
+        return;
     }
     scratch.clear();
     if scratch.capacity() < n {
@@ -47,11 +74,11 @@ pub(crate) fn sort_by_abbrev(tuples: &mut Vec<SortTuple>, scratch: &mut Vec<Sort
     }
     scratch.resize(n, SortTuple::default());
     if digits.len() < 3 || n < SPLIT_FIRST_TUPLES {
-        let counts = count_bytes(tuples, &digits, abbrev_of);
-        if passes(tuples, scratch, &digits, &counts, abbrev_of) {
+        let counts = count_bytes(tuples, digits, abbrev_of);
+        if passes(tuples, scratch, digits, &counts, abbrev_of) {
             std::mem::swap(tuples, scratch);
         }
-        return true;
+        return;
     }
     let (&top, rest) = digits.split_last().expect("at least three digits");
     let counts = count_bytes(tuples, &[top], abbrev_of);
@@ -65,7 +92,6 @@ pub(crate) fn sort_by_abbrev(tuples: &mut Vec<SortTuple>, scratch: &mut Vec<Sort
             spare.copy_from_slice(sorted);
         }
     }
-    true
 }
 
 /// What the passes sort by: a tuple's abbreviation, or (pairs) its payload.
@@ -204,23 +230,6 @@ enum Ties {
 /// abbreviations down ([`msd_sort`]).
 fn msd_sort_pairs(pairs: &mut [SortTuple], digit: usize) {
     msd_sort(pairs, digit, Ties::Payload);
-}
-
-/// Sort tuples by abbreviation in place, not stably, when it varies in more than
-/// [`MAX_PASSES`] bytes (where [`sort_by_abbrev`]'s passes give way to a comparison
-/// sort): most significant byte first, as [`msd_sort_pairs`]. Equal abbreviations are
-/// left in any order for the caller's full comparison. Returns false, leaving `tuples`
-/// untouched, for arrays too small to gain from it and for fewer varying bytes.
-pub(crate) fn sort_unstable_by_abbrev(tuples: &mut [SortTuple]) -> bool {
-    if tuples.len() < SPLIT_FIRST_TUPLES {
-        return false;
-    }
-    let digits = varying_bytes(tuples, abbrev_of);
-    if digits.len() <= MAX_PASSES {
-        return false;
-    }
-    msd_sort(tuples, *digits.last().expect("varying bytes"), Ties::Unordered);
-    true
 }
 
 /// Sort by abbreviation in place, most significant byte first, from byte `digit` down:
@@ -444,7 +453,7 @@ mod tests {
         let mix = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
         for keys in [(0..100_000u64).map(mix).collect::<Vec<_>>(), (0..100_000u64).map(|i| mix(i % 500)).collect()] {
             let mut sorted = tuples(&keys);
-            assert!(sort_unstable_by_abbrev(&mut sorted));
+            assert!(sort_tuples_by_abbrev(&mut sorted, &mut Vec::new(), false));
             let mut want = keys.clone();
             want.sort_unstable();
             assert_eq!(sorted.iter().map(|t| t.abbrev).collect::<Vec<_>>(), want);
@@ -453,7 +462,7 @@ mod tests {
             assert_eq!(positions, (0..100_000).collect::<Vec<_>>(), "every tuple once");
         }
         let narrow: Vec<u64> = (0..100_000u64).map(|i| mix(i) >> 40).collect();
-        assert!(!sort_unstable_by_abbrev(&mut tuples(&narrow)), "three bytes: the LSD passes");
+        assert!(!sort_tuples_by_abbrev(&mut tuples(&narrow), &mut Vec::new(), false), "three bytes: the LSD passes");
     }
 
     proptest! {

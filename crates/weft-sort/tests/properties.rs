@@ -393,7 +393,7 @@ fn abandoned_abbreviation_still_sorts() {
 }
 
 /// Sub-runs big enough for the most-significant-byte-first sort of abbreviations that
-/// vary in every byte (`radix::sort_unstable_by_abbrev`): text prefixes with duplicates
+/// vary in every byte (`radix::sort_tuples_by_abbrev`): text prefixes with duplicates
 /// and NULLs, then an int8 key descending; full-range int8 keys with ties.
 #[test]
 fn abbreviations_varying_in_every_byte_sort_like_slice_sort() {
