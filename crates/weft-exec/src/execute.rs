@@ -852,18 +852,16 @@ impl<'p> SourceState<'p> {
     }
 }
 
-/// A heap source's columns of `tuple`, into `row`.
+/// A heap source's columns of `tuple`, into `row`, which the scan keeps from tuple to
+/// tuple: each column is overwritten in place (`RowLayout::assign`).
 #[inline]
 fn decode_row(source: &crate::plan::HeapSource, tuple: &[u8], row: &mut Vec<Datum>) -> Result<()> {
-    row.clear();
-    for &col in &source.columns {
-        // Fixed-width columns without a Result in between: this loop runs once per column
-        // per tuple of every scan.
-        let datum = match source.layout.get_fixed(tuple, col) {
-            Some(datum) => datum,
-            None => source.layout.get(tuple, col)?,
-        };
-        row.push(datum);
+    if row.len() != source.columns.len() {
+        row.clear();
+        row.resize(source.columns.len(), Datum::Null);
+    }
+    for (slot, &col) in row.iter_mut().zip(&source.columns) {
+        source.layout.assign(tuple, col, slot)?;
     }
     Ok(())
 }

@@ -249,40 +249,56 @@ impl BatchWriters {
 
     /// Append a record to `batch`; returns what a block completed by it added.
     pub fn write(&mut self, batch: usize, hash: u64, keyed: bool, row: &[Datum], bytes: usize) -> Result<Option<Written>> {
-        let record = &mut self.record;
-        record.clear();
+        // A key-only record is an array of known length, copied by a few stores rather
+        // than a call to `memmove` (one per row of every spilled batch).
         match row {
             [Datum::Int4(v)] if keyed && self.row_is_key => {
                 debug_assert_eq!(hash, key_hash(row));
-                record.push(RECORD_INT4_KEY);
-                record.extend_from_slice(&v.to_le_bytes());
+                let v = v.to_le_bytes();
+                self.append(batch, bytes, &[RECORD_INT4_KEY, v[0], v[1], v[2], v[3]])
             }
             [Datum::Int8(v)] if keyed && self.row_is_key => {
                 debug_assert_eq!(hash, key_hash(row));
-                record.push(RECORD_INT8_KEY);
-                record.extend_from_slice(&v.to_le_bytes());
+                let mut record = [RECORD_INT8_KEY; 9];
+                record[1..].copy_from_slice(&v.to_le_bytes());
+                self.append(batch, bytes, &record)
             }
             _ => {
+                let mut record = std::mem::take(&mut self.record);
+                record.clear();
                 record.push(RECORD_ROW);
                 record.extend_from_slice(&[0; 4]);
                 record.extend_from_slice(&hash.to_le_bytes());
                 record.push(keyed as u8);
                 for d in row {
-                    encode_datum(record, d);
+                    encode_datum(&mut record, d);
                 }
-                let len = u32::try_from(record.len() - 5).map_err(|_| Error::internal("hash join batch record over 4 GB"))?;
-                record[1..5].copy_from_slice(&len.to_le_bytes());
+                let written = match u32::try_from(record.len() - 5) {
+                    Ok(len) => {
+                        record[1..5].copy_from_slice(&len.to_le_bytes());
+                        self.append(batch, bytes, &record)
+                    }
+                    Err(_) => Err(Error::internal("hash join batch record over 4 GB")),
+                };
+                self.record = record;
+                written
             }
         }
+    }
+
+    /// Add `record` (of a row of `bytes` in memory) to `batch`'s buffer, first writing
+    /// the buffer out as a block if the record would not fit.
+    #[inline(always)]
+    fn append(&mut self, batch: usize, bytes: usize, record: &[u8]) -> Result<Option<Written>> {
         let mut written = None;
-        if !self.writers[batch].buf.is_empty() && self.writers[batch].buf.len() + self.record.len() > self.block_bytes {
+        if !self.writers[batch].buf.is_empty() && self.writers[batch].buf.len() + record.len() > self.block_bytes {
             written = self.flush(batch)?;
         }
         let writer = &mut self.writers[batch];
         if writer.buf.capacity() == 0 {
-            writer.buf.reserve_exact(self.block_bytes.max(self.record.len()));
+            writer.buf.reserve_exact(self.block_bytes.max(record.len()));
         }
-        writer.buf.extend_from_slice(&self.record);
+        writer.buf.extend_from_slice(record);
         writer.records += 1;
         writer.bytes += bytes;
         Ok(written)
