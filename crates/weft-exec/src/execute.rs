@@ -942,16 +942,27 @@ fn probe_key<'a, 's>(state: &'a SourceState, steps: &'s [Step]) -> Option<(&'a c
     Some((source, join, source.columns[join.outer_key_column()?]))
 }
 
-/// A probe key whose join can turn outer tuples away by the key alone (see
-/// `JoinLocal::prefilter`): the source, the key's column in the tuple, and the table.
-fn prefiltered_scan<'a>(
-    state: &'a SourceState,
-    steps: &[Step],
-    locals: &[Option<JoinLocal>],
-) -> Option<(&'a crate::plan::HeapSource, usize, std::sync::Arc<crate::hash_join::table::JoinTable>)> {
-    let (source, join, key_column) = probe_key(state, steps)?;
-    let table = locals.first()?.as_ref()?.prefilter(join)?;
-    Some((source, key_column, table))
+/// A heap scan feeding a join that can deal with some outer tuples by their key alone,
+/// before they are decoded: see [`RawProbe`].
+fn raw_probe_scan<'a, 's>(state: &'a SourceState, steps: &'s [Step], locals: &[Option<JoinLocal>]) -> Option<RawProbe<'a, 's>> {
+    let (heap, join, key_column) = probe_key(state, steps)?;
+    let local = locals.first()?.as_ref()?;
+    let prefilter = local.prefilter(join);
+    // The scan's row is the key and nothing else: a later batch's row is written as it is.
+    let key_only = heap.columns.len() == 1 && join.outer_key_column() == Some(0) && local.spills_outer();
+    (prefilter.is_some() || key_only).then_some(RawProbe { heap, join, key_column, prefilter, key_only })
+}
+
+/// How a scan's first join takes outer tuples by their key: `prefilter` turns away the
+/// tuples whose key surely matches nothing (`JoinLocal::prefilter`: one batch, and blocks
+/// outside the inner keys' range are not read at all), and with `key_only` a tuple whose
+/// key belongs to a later batch goes straight to its batch file (`JoinLocal::spill_key`).
+struct RawProbe<'a, 's> {
+    heap: &'a crate::plan::HeapSource,
+    join: &'s crate::plan::HashJoin,
+    key_column: usize,
+    prefilter: Option<std::sync::Arc<crate::hash_join::table::JoinTable>>,
+    key_only: bool,
 }
 
 /// The zone map a pipeline's scan could prune by: a probe key of an integer type.
@@ -1130,15 +1141,17 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                 run.as_ref().is_some_and(|run| !run.join().join_type.emits_unmatched_outer())
                     && local.as_ref().is_some_and(|local| local.inner_is_empty())
             });
-            match prefiltered_scan(&state, steps, &locals).filter(|_| !nothing_passes) {
+            match raw_probe_scan(&state, steps, &locals).filter(|_| !nothing_passes) {
                 _ if nothing_passes => {}
-                Some((heap, key_column, table)) => {
-                    // The first join turns most outer tuples away by their key alone:
-                    // only the others are decoded and probed. Blocks whose keys all lie
-                    // outside the inner keys' range are not read at all (a zone map), and
-                    // a scan without a zone map builds one.
+                Some(RawProbe { heap, join, key_column, prefilter, key_only }) => {
+                    // Outer tuples are looked at by their key first: those the first join
+                    // can deal with so are never decoded. Blocks whose keys all lie outside
+                    // the inner keys' range are not read at all (a zone map), and a scan
+                    // without a zone map builds one.
                     let zone = ctx.pool.zone_maps().get(heap.rel, key_column);
-                    let prune = zone.as_deref().and_then(|map| table.int_key_bounds().map(|(lo, hi)| (map, lo, hi)));
+                    let prune = zone
+                        .as_deref()
+                        .and_then(|map| prefilter.as_ref()?.int_key_bounds().map(|(lo, hi)| (map, lo, hi)));
                     let keep = |block| prune.is_none_or(|(map, lo, hi)| map.may_contain(block, lo, hi));
                     let building = zone_build.as_ref().filter(|_| zone.is_none());
                     let mut built: Vec<(BlockNumber, (i64, i64))> = Vec::new();
@@ -1151,8 +1164,14 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                         for range in tuples {
                             let tuple = &page[range.clone()];
                             if let Some(key) = heap.layout.get_fixed(tuple, key_column) {
-                                if !table.may_match(&key) {
+                                if prefilter.as_ref().is_some_and(|table| !table.may_match(&key)) {
                                     continue;
+                                }
+                                if key_only {
+                                    let first = locals[0].as_mut().ok_or_else(|| Error::internal("a join step without its table"))?;
+                                    if first.spill_key(join, &key, ctx)? {
+                                        continue;
+                                    }
                                 }
                             }
                             decode_row(heap, tuple, &mut row)?;

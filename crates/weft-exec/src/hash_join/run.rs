@@ -414,41 +414,79 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
     /// Take one outer row: probe batch 0's table with it, or write it to its batch's file.
     /// Returns false when the sink asked to stop.
     pub fn probe(&mut self, join: &HashJoin, outer: &[Datum], ctx: &ExecContext, emit: &mut dyn FnMut(&[Datum]) -> Result<bool>) -> Result<bool> {
-        let Some(table) = &self.table else {
+        if self.table.is_none() {
             // Attached after the probe: the outer side was exhausted by the others, so a
             // row only comes after a LIMIT stopped the statement (see `JoinLocal::phase`).
             return Ok(false);
-        };
+        }
         if let Some(error) = &self.deferred {
             // The outer side is not empty after all: the build's error stands.
             return Err(error.clone());
         }
-        self.probes += 1;
-        if self.probes % PROBES_PER_CANCEL_CHECK == 0 {
-            ctx.cancel.check()?;
-        }
-        if let Some(spill) = &mut self.outer {
+        self.count_probe(ctx)?;
+        if self.outer.is_some() {
             if let Some(hash) = outer_keys(join, outer, ctx.eval, &mut self.keys)?.map(key_hash) {
-                let batch = batch_of(hash, spill.nbatch);
-                if batch != 0 && !spill.spill_batch0 && self.handle.is_skew(hash) {
-                    // A most common key: its inner tuples are in batch 0's table.
-                    self.skew_outer += 1;
-                } else if batch != 0 || spill.spill_batch0 {
-                    if join.null_aware && self.handle.inner_null_key.load(Ordering::Relaxed) {
-                        // NOT IN against a NULL: no row at all.
-                        return Ok(true);
-                    }
-                    let writers = match &mut spill.writers {
-                        Some(w) => w,
-                        slot @ None => slot.insert(self.handle.writers("outer", spill.nbatch)?),
-                    };
-                    writers.write(batch, hash, true, outer, 0)?;
-                    self.spilled += 1;
+                if self.spill_outer(join, hash, outer)? {
                     return Ok(true);
                 }
             }
         }
+        let Some(table) = &self.table else { return Ok(false) };
         table.probe(join, outer, ctx.eval, &mut self.buffers, emit)
+    }
+
+    #[inline]
+    fn count_probe(&mut self, ctx: &ExecContext) -> Result<()> {
+        self.probes += 1;
+        if self.probes % PROBES_PER_CANCEL_CHECK == 0 {
+            ctx.cancel.check()?;
+        }
+        Ok(())
+    }
+
+    /// Multi-batch: an outer row of key hash `hash` that belongs to a later batch is
+    /// written to its batch file (or, against an inner NULL under NOT IN, dropped) and
+    /// `true` returned; `false` when it is to be probed now.
+    #[inline]
+    fn spill_outer(&mut self, join: &HashJoin, hash: u64, outer: &[Datum]) -> Result<bool> {
+        let Some(spill) = &mut self.outer else { return Ok(false) };
+        let batch = batch_of(hash, spill.nbatch);
+        if batch != 0 && !spill.spill_batch0 && self.handle.is_skew(hash) {
+            // A most common key: its inner tuples are in batch 0's table.
+            self.skew_outer += 1;
+            return Ok(false);
+        }
+        if batch == 0 && !spill.spill_batch0 {
+            return Ok(false);
+        }
+        if join.null_aware && self.handle.inner_null_key.load(Ordering::Relaxed) {
+            // NOT IN against a NULL: no row at all.
+            return Ok(true);
+        }
+        let writers = match &mut spill.writers {
+            Some(w) => w,
+            slot @ None => slot.insert(self.handle.writers("outer", spill.nbatch)?),
+        };
+        writers.write(batch, hash, true, outer, 0)?;
+        self.spilled += 1;
+        Ok(true)
+    }
+
+    /// [`probe`](Self::probe)'s first step for an outer row that is its key alone (one
+    /// plain key column, nothing else read from the scan): a row of a later batch is
+    /// written to its batch file straight from the scan's tuple, without being decoded
+    /// and sent through the pipeline's steps. Returns `true` when the row was taken so
+    /// (or dropped), `false` when it is to be probed.
+    pub fn spill_key(&mut self, join: &HashJoin, key: &Datum, ctx: &ExecContext) -> Result<bool> {
+        if self.outer.is_none() || self.table.is_none() || self.deferred.is_some() || key.is_null() {
+            return Ok(false);
+        }
+        let key = std::slice::from_ref(key);
+        if self.spill_outer(join, key_hash(key), key)? {
+            self.count_probe(ctx)?;
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     /// The table to test outer keys against before decoding their rows
@@ -461,6 +499,11 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
             return None;
         }
         self.table.clone()
+    }
+
+    /// Multi-batch: outer rows of later batches go to batch files.
+    pub fn spills_outer(&self) -> bool {
+        self.outer.is_some()
     }
 
     /// Are outer rows waiting to be probed together?
