@@ -289,7 +289,16 @@ struct PairMerger {
     tree: Vec<usize>,
     started: bool,
     tuple: [u8; PairForm::MAX_TUPLE_LEN],
+    /// Two inputs, both in memory (each participant's one run, a range of it per key
+    /// range): merged a block at a time into `block` by a loop over the two arrays,
+    /// without the tree, and handed out from there (`block[block_at..]`).
+    two_in_memory: bool,
+    block: Vec<SortTuple>,
+    block_at: usize,
 }
+
+/// How many pairs a merge of two in-memory inputs merges at a time.
+const PAIR_MERGE_BLOCK: usize = 2048;
 
 impl PairMerger {
     fn new(mut sources: Vec<PairSource>) -> Result<PairMerger> {
@@ -297,6 +306,21 @@ impl PairMerger {
             PairSource::Memory(range) => range.run.form,
             PairSource::Tape(reader) => reader.pair_form().expect("a run of pairs"),
         };
+        if let [PairSource::Memory(_), PairSource::Memory(_)] = sources.as_slice() {
+            return Ok(PairMerger {
+                form,
+                sources,
+                heads: Vec::new(),
+                current: Vec::new(),
+                live: Vec::new(),
+                tree: Vec::new(),
+                started: false,
+                tuple: [0; PairForm::MAX_TUPLE_LEN],
+                two_in_memory: true,
+                block: Vec::with_capacity(PAIR_MERGE_BLOCK),
+                block_at: 0,
+            });
+        }
         let (mut heads, mut current, mut live) = (Vec::new(), Vec::new(), Vec::new());
         for source in sources.iter_mut() {
             let pair = source.next_pair()?;
@@ -304,8 +328,19 @@ impl PairMerger {
             current.push(pair.unwrap_or(SortTuple::new(0, 0)));
             live.push(pair.is_some());
         }
-        let mut merger =
-            PairMerger { form, sources, heads, current, live, tree: Vec::new(), started: false, tuple: [0; PairForm::MAX_TUPLE_LEN] };
+        let mut merger = PairMerger {
+            form,
+            sources,
+            heads,
+            current,
+            live,
+            tree: Vec::new(),
+            started: false,
+            tuple: [0; PairForm::MAX_TUPLE_LEN],
+            two_in_memory: false,
+            block: Vec::new(),
+            block_at: 0,
+        };
         merger.tree = loser_tree(merger.sources.len(), |a, b| merger.before(a, b));
         Ok(merger)
     }
@@ -318,8 +353,49 @@ impl PairMerger {
         x < y || (x == y && self.live[a] && !self.live[b])
     }
 
+    /// Merge the next block of two in-memory inputs into `block`; empty when both are
+    /// exhausted.
+    fn merge_two_in_memory(&mut self) {
+        self.block.clear();
+        self.block_at = 0;
+        let [PairSource::Memory(a), PairSource::Memory(b)] = self.sources.as_mut_slice() else {
+            unreachable!("two inputs in memory");
+        };
+        let (left, right) = (&a.run.pairs[a.next..a.end], &b.run.pairs[b.next..b.end]);
+        let (mut i, mut j) = (0, 0);
+        // Equal values are equal tuples: either may go first.
+        while self.block.len() < PAIR_MERGE_BLOCK && i < left.len() && j < right.len() {
+            let (x, y) = (left[i], right[j]);
+            let take_left = value(x) <= value(y);
+            self.block.push(if take_left { x } else { y });
+            i += take_left as usize;
+            j += !take_left as usize;
+        }
+        // One input exhausted: the block is filled from the other.
+        let room = PAIR_MERGE_BLOCK - self.block.len();
+        if i == left.len() {
+            let rest = &right[j..(j + room).min(right.len())];
+            self.block.extend_from_slice(rest);
+            j += rest.len();
+        } else if j == right.len() {
+            let rest = &left[i..(i + room).min(left.len())];
+            self.block.extend_from_slice(rest);
+            i += rest.len();
+        }
+        a.next += i;
+        b.next += j;
+    }
+
     #[inline]
     fn next(&mut self) -> Result<Option<SortTuple>> {
+        if self.two_in_memory {
+            if self.block_at == self.block.len() {
+                self.merge_two_in_memory();
+            }
+            let pair = self.block.get(self.block_at).copied();
+            self.block_at += pair.is_some() as usize;
+            return Ok(pair);
+        }
         let k = self.sources.len();
         if self.started {
             let winner = self.tree[0];
@@ -391,5 +467,41 @@ mod tests {
             })
             .collect();
         assert_eq!(out, expected);
+    }
+
+    proptest::proptest! {
+        /// Two in-memory inputs are merged a block at a time (`merge_two_in_memory`);
+        /// three by the tree. Ranges of runs (a key range's part), runs longer than a
+        /// block, one input exhausted long before the other, duplicates and the largest
+        /// value: the pairs of every range, sorted, each once.
+        #[test]
+        fn merges_of_in_memory_pair_runs_give_every_pair_in_order(
+            runs in proptest::collection::vec(
+                proptest::collection::vec((proptest::prop_oneof![0u64..50, proptest::prelude::any::<u64>(), proptest::strategy::Just(u64::MAX)], 0u64..4), 0..5000),
+                1..4,
+            ),
+            cuts in proptest::collection::vec((0usize..5000, 0usize..5000), 3),
+        ) {
+            let layout = RowLayout::new(&[DataType::Int4, DataType::Int8]);
+            let keys = Arc::new(SortKeys::new(layout, &[SortColumn::new(0, false), SortColumn::new(1, false)]).unwrap());
+            let form = keys.pair_form().expect("pair form");
+            let mut expected = Vec::new();
+            let mut inputs = Vec::new();
+            for (pairs, (a, b)) in runs.iter().zip(&cuts) {
+                let mut pairs: Vec<SortTuple> = pairs.iter().map(|&(k, p)| SortTuple::new(k, p)).collect();
+                pairs.sort_by_key(|p| value(*p));
+                let (start, end) = (a.min(b).min(&pairs.len()).to_owned(), a.max(b).min(&pairs.len()).to_owned());
+                expected.extend_from_slice(&pairs[start..end]);
+                inputs.push(MergeInput::Pairs(PairRunReader::new(Arc::new(PairRun { form, pairs }), start, end)));
+            }
+            expected.sort_by_key(|p| value(*p));
+            let mut merger = Merger::new(keys, inputs).unwrap();
+            let mut got = Vec::new();
+            while let Some(pair) = merger.next_pair().unwrap() {
+                got.push(pair);
+            }
+            proptest::prop_assert_eq!(got.len(), expected.len());
+            proptest::prop_assert!(got.iter().zip(&expected).all(|(a, b)| value(*a) == value(*b)));
+        }
     }
 }
