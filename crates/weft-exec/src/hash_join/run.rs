@@ -534,13 +534,11 @@ impl<'p> SharedJoin<'p> {
             ((inner_bytes / (space_allowed as f64 * 0.75)).ceil() as usize).next_power_of_two().min(MAX_BATCHES)
         };
         let participants = participants.max(1);
-        // A one-batch build's arenas are sized from the estimate up front (at most the
-        // budget's worth): growing them would copy every tuple a few times.
-        let reserve_tuples = if nbatch == 1 {
-            ((join.estimated_inner_rows.max(0.0) as usize) / participants).min(space_allowed / participants / tuple_bytes.max(1))
-        } else {
-            0
-        };
+        // Each participant's arena is sized up front for its share of batch 0's estimated
+        // tuples (at most its share of the budget): growing it would copy every tuple a
+        // few times, each time into memory touched for the first time.
+        let reserve_tuples =
+            ((join.estimated_inner_rows.max(0.0) as usize) / nbatch / participants).min(space_allowed / participants / tuple_bytes.max(1));
         // Skew buckets: the most common outer keys, as many as the skew budget could hold
         // one inner tuple of (PostgreSQL's ExecHashBuildSkewHash), most common first.
         let skew_allowed = if join.outer_keys.len() == 1 && !join.outer_mcvs.is_empty() { space_allowed * SKEW_PERCENT / 100 } else { 0 };
