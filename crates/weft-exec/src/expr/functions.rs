@@ -550,7 +550,7 @@ impl ScalarFunction {
                     [Datum::Text(e)] => Some(e.as_str()),
                     _ => None,
                 };
-                let pattern = super::like::LikePattern::new(pattern, escape, matches!(self, F::ILike | F::NotILike))?;
+                let pattern = super::like::compiled(pattern, escape, matches!(self, F::ILike | F::NotILike))?;
                 Ok(Datum::Bool(pattern.matches(text)? != matches!(self, F::NotLike | F::NotILike)))
             }
             (F::Round | F::Trunc | F::Ceil | F::Floor | F::Sign | F::Sqrt | F::Power | F::Mod, _)

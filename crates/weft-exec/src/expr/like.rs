@@ -8,6 +8,10 @@
 //!
 //! `ILIKE` folds ASCII letters only, as PostgreSQL does under the C collation.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use memchr::memmem::Finder;
 use weft_common::{Error, Result, SqlState};
 
 const INVALID_ESCAPE: SqlState = SqlState("22025");
@@ -28,6 +32,72 @@ enum Token {
 pub struct LikePattern {
     tokens: Vec<Token>,
     case_insensitive: bool,
+    /// A pattern of literals and `%` only, split at its `%`s once (see [`match_segments`]).
+    segments: Option<Segments>,
+}
+
+/// The literal segments of a pattern without `_`: `first` must start the text and `last`
+/// end it, `middle` are found in between, leftmost first, by substring search. `whole`
+/// when there is no `%` at all (`first` is then the entire pattern).
+#[derive(Debug)]
+struct Segments {
+    whole: bool,
+    first: Vec<u8>,
+    middle: Vec<Finder<'static>>,
+    last: Vec<u8>,
+}
+
+impl Segments {
+    fn of(tokens: &[Token]) -> Option<Segments> {
+        if tokens.iter().any(|t| matches!(t, Token::AnyChar | Token::DanglingEscape)) {
+            return None;
+        }
+        let mut segments: Vec<Vec<u8>> = tokens
+            .split(|t| *t == Token::AnySequence)
+            .map(|s| s.iter().map(|t| if let Token::Byte(b) = t { *b } else { 0 }).collect())
+            .collect();
+        if segments.len() == 1 {
+            return Some(Segments { whole: true, first: segments.pop()?, middle: Vec::new(), last: Vec::new() });
+        }
+        let last = segments.pop()?;
+        let first = segments.remove(0);
+        let middle = segments.iter().map(|s| Finder::new(s).into_owned()).collect();
+        Some(Segments { whole: false, first, middle, last })
+    }
+}
+
+/// Compiled patterns kept per thread (a scan evaluates one pattern for every row): the
+/// pattern, its escape and case folding, and the compiled form.
+type CachedPattern = (String, Option<String>, bool, Rc<LikePattern>);
+
+thread_local! {
+    static COMPILED: RefCell<Vec<CachedPattern>> = const { RefCell::new(Vec::new()) };
+}
+
+/// How many patterns a thread keeps compiled.
+const CACHED_PATTERNS_MAX: usize = 16;
+
+/// [`LikePattern::new`], from this thread's cache when the same pattern was compiled
+/// before.
+pub fn compiled(pattern: &str, escape: Option<&str>, case_insensitive: bool) -> Result<Rc<LikePattern>> {
+    let found = COMPILED.with(|c| {
+        c.borrow()
+            .iter()
+            .find(|(p, e, ci, _)| p == pattern && e.as_deref() == escape && *ci == case_insensitive)
+            .map(|(_, _, _, compiled)| compiled.clone())
+    });
+    if let Some(compiled) = found {
+        return Ok(compiled);
+    }
+    let compiled = Rc::new(LikePattern::new(pattern, escape, case_insensitive)?);
+    COMPILED.with(|c| {
+        let mut cache = c.borrow_mut();
+        if cache.len() >= CACHED_PATTERNS_MAX {
+            cache.remove(0);
+        }
+        cache.push((pattern.to_string(), escape.map(str::to_string), case_insensitive, compiled.clone()));
+    });
+    Ok(compiled)
 }
 
 impl LikePattern {
@@ -66,7 +136,8 @@ impl LikePattern {
                 push_char(&mut tokens, c, case_insensitive);
             }
         }
-        Ok(LikePattern { tokens, case_insensitive })
+        let segments = Segments::of(&tokens);
+        Ok(LikePattern { tokens, case_insensitive, segments })
     }
 
     pub fn matches(&self, text: &str) -> Result<bool> {
@@ -77,10 +148,10 @@ impl LikePattern {
     }
 
     fn matches_bytes(&self, text: &[u8]) -> Result<bool> {
-        if !self.tokens.iter().any(|t| matches!(t, Token::AnyChar | Token::DanglingEscape)) {
-            return Ok(match_segments(&self.tokens, text));
+        match &self.segments {
+            Some(segments) => Ok(match_segments(segments, text)),
+            None => match_backtracking(&self.tokens, text),
         }
-        match_backtracking(&self.tokens, text)
     }
 }
 
@@ -93,43 +164,22 @@ fn push_char(tokens: &mut Vec<Token>, c: char, case_insensitive: bool) {
 /// Patterns of literals and `%` only: the first segment is a prefix, the last a suffix,
 /// and the ones between are found leftmost-first (taking the leftmost occurrence never
 /// loses a match, because what follows may start anywhere after it).
-fn match_segments(tokens: &[Token], text: &[u8]) -> bool {
-    let segments: Vec<Vec<u8>> = tokens
-        .split(|t| *t == Token::AnySequence)
-        .map(|s| s.iter().map(|t| if let Token::Byte(b) = t { *b } else { 0 }).collect())
-        .collect();
-    if segments.len() == 1 {
-        return text == segments[0].as_slice();
+fn match_segments(segments: &Segments, text: &[u8]) -> bool {
+    if segments.whole {
+        return text == segments.first.as_slice();
     }
-    let (first, rest) = segments.split_first().expect("split yields one segment at least");
-    let (last, middle) = rest.split_last().expect("two segments at least");
-    if !text.starts_with(first) {
+    // An empty prefix or suffix (`%x%`) is not compared at all: a call to `bcmp` per row.
+    if !segments.first.is_empty() && !text.starts_with(&segments.first) {
         return false;
     }
-    let mut at = first.len();
-    for segment in middle {
-        match find(&text[at..], segment) {
-            Some(i) => at += i + segment.len(),
+    let mut at = segments.first.len();
+    for finder in &segments.middle {
+        match finder.find(&text[at..]) {
+            Some(i) => at += i + finder.needle().len(),
             None => return false,
         }
     }
-    text.len() - at >= last.len() && text.ends_with(last)
-}
-
-fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() {
-        return Some(0);
-    }
-    let first = needle[0];
-    let mut from = 0;
-    while from + needle.len() <= haystack.len() {
-        let i = from + haystack[from..=haystack.len() - needle.len()].iter().position(|&b| b == first)?;
-        if &haystack[i..i + needle.len()] == needle {
-            return Some(i);
-        }
-        from = i + 1;
-    }
-    None
+    segments.last.is_empty() || (text.len() - at >= segments.last.len() && text.ends_with(&segments.last))
 }
 
 /// The general case: walk pattern and text together; on a mismatch go back to the last
@@ -215,6 +265,23 @@ mod tests {
         assert!(LikePattern::new("a", Some("ab"), false).is_err());
     }
 
+    /// The per-thread cache tells patterns apart by escape and case folding too.
+    #[test]
+    fn cached_patterns_keep_their_escape_and_case() {
+        let m = |text: &str, pattern: &str, escape: Option<&str>, ci: bool| compiled(pattern, escape, ci).unwrap().matches(text).unwrap();
+        assert!(m("a%", "a#%", Some("#"), false));
+        assert!(!m("a%", "a#%", None, false));
+        assert!(m("a#xyz", "a#%", None, false));
+        assert!(m("ABC", "a%c", None, true));
+        assert!(!m("ABC", "a%c", None, false));
+        assert!(m("ab%", "ab\\%", None, false));
+        for i in 0..(2 * CACHED_PATTERNS_MAX) {
+            let pattern = format!("%{i}%");
+            assert!(m(&format!("x{i}y"), &pattern, None, false));
+            assert!(!m("xy", &pattern, None, false));
+        }
+    }
+
     /// A naive recursive matcher over characters: the oracle.
     fn oracle(text: &[char], pattern: &[char]) -> bool {
         match pattern.split_first() {
@@ -228,6 +295,14 @@ mod tests {
     proptest! {
         #[test]
         fn agrees_with_naive_matcher(text in "[ab\u{e9}]{0,8}", pattern in "[ab\u{e9}%_]{0,6}") {
+            let t: Vec<char> = text.chars().collect();
+            let p: Vec<char> = pattern.chars().collect();
+            prop_assert_eq!(like(&text, &pattern), oracle(&t, &p));
+        }
+
+        /// Longer texts and patterns of literals and `%` (the substring search path).
+        #[test]
+        fn segments_agree_with_naive_matcher(text in "[abc]{0,40}", pattern in "[abc%]{0,9}") {
             let t: Vec<char> = text.chars().collect();
             let p: Vec<char> = pattern.chars().collect();
             prop_assert_eq!(like(&text, &pattern), oracle(&t, &p));
