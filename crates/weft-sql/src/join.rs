@@ -180,21 +180,21 @@ impl FromClause {
     ///
     /// A LATERAL subquery pulled up into the join tree (`in_scope_order`) has columns
     /// computed over its table's row (`FromBuilder::join_lateral_table`): they are listed
-    /// in their order.
-    pub(crate) fn table_columns(&self, qualifier: &str) -> Vec<&ScopeColumn> {
+    /// in their order. Each column comes with its scope index.
+    pub(crate) fn table_columns(&self, qualifier: &str) -> Vec<(usize, &ScopeColumn)> {
         let all = self.scope.columns.iter().chain(&self.scope.qualified_only);
         let in_scope_order = self.in_scope_order.iter().any(|q| q == qualifier);
-        let mut matching: Vec<(usize, &ScopeColumn)> = all
+        let mut matching: Vec<(usize, usize, &ScopeColumn)> = all
             .zip(&self.values)
             .enumerate()
             .filter(|(_, (c, _))| c.table.as_deref() == Some(qualifier))
             .map(|(i, (c, value))| match value {
-                Expr::Column { index, .. } if !in_scope_order => (*index, c),
-                _ => (self.raw_width() + i, c),
+                Expr::Column { index, .. } if !in_scope_order => (*index, i, c),
+                _ => (self.raw_width() + i, i, c),
             })
             .collect();
-        matching.sort_by_key(|(order, _)| *order);
-        matching.into_iter().map(|(_, c)| c).collect()
+        matching.sort_by_key(|(order, _, _)| *order);
+        matching.into_iter().map(|(_, i, c)| (i, c)).collect()
     }
 
     /// The raw column's type.
