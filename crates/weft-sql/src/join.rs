@@ -174,6 +174,32 @@ impl FromClause {
         (decoded, produced)
     }
 
+    /// A select list's expressions over this FROM clause, with `*` and `t.*` expanded to
+    /// the columns they stand for (as `plan_select` expands them).
+    pub(crate) fn select_items(&self, projection: &[ast::SelectItem]) -> Result<Vec<ast::Expr>> {
+        let mut items = Vec::with_capacity(projection.len());
+        for item in projection {
+            match item {
+                ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => items.push(e.clone()),
+                ast::SelectItem::Wildcard(options) => {
+                    let at = options.wildcard_token.0.span;
+                    items.extend(self.scope.columns.iter().enumerate().map(|(i, c)| crate::bind::expanded_column(i, c, at)));
+                }
+                ast::SelectItem::QualifiedWildcard(ast::SelectItemQualifiedWildcardKind::ObjectName(name), _) => {
+                    let qualifier = object_name(name)?;
+                    let matching = self.table_columns(&qualifier);
+                    if matching.is_empty() {
+                        let error = Error::new(SqlState::UNDEFINED_TABLE, format!("missing FROM-clause entry for table \"{qualifier}\""));
+                        return Err(crate::error_cursor::place_at(error, name.span()));
+                    }
+                    items.extend(matching.into_iter().map(|(i, c)| crate::bind::expanded_column(i, c, name.span())));
+                }
+                other => return Err(Error::not_supported(format!("select item {other}"))),
+            }
+        }
+        Ok(items)
+    }
+
     /// The columns `qualifier.*` stands for, in the order of its table's columns: each side
     /// of a `JOIN ... USING` keeps its own copy of the key column, which `t.*` lists in
     /// its place (PostgreSQL does), though unqualified `*` shows only the merged column.
@@ -1577,18 +1603,11 @@ impl SemiJoin {
         let mut keys = Vec::new();
         let mut in_pairs = Vec::new();
         if let Some(outer_expr) = &condition.outer {
-            let items: Vec<&ast::Expr> = select
-                .projection
-                .iter()
-                .filter_map(|item| match item {
-                    ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
-                    _ => None,
-                })
-                .collect();
+            let items = sub.select_items(&select.projection)?;
             let outer_items = crate::bind::row_items(outer_expr);
-            check_in_width(select.projection.len().max(items.len()), outer_items.len(), outer_expr)?;
+            check_in_width(items.len(), outer_items.len(), outer_expr)?;
             let outer_scope = outer.scope.clone();
-            for (outer_item, item) in outer_items.into_iter().zip(items) {
+            for (outer_item, item) in outer_items.into_iter().zip(&items) {
                 let o = substitute_columns(&Binder::new(&outer_scope).planning(ctx).bind(outer_item)?, &outer.values);
                 let i = substitute_columns(&Binder::new(&scope).planning(ctx).bind(item)?, &values);
                 in_pairs.push(in_key_types(o, i)?);

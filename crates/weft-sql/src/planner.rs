@@ -901,7 +901,8 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
                     FromPlan::Single(_) => scope.columns.iter().enumerate().filter(|(_, c)| c.table.as_deref() == Some(&qualifier)).collect(),
                 };
                 if matching.is_empty() {
-                    return Err(Error::new(SqlState::UNDEFINED_TABLE, format!("missing FROM-clause entry for table \"{qualifier}\"")));
+                    let error = Error::new(SqlState::UNDEFINED_TABLE, format!("missing FROM-clause entry for table \"{qualifier}\""));
+                    return Err(crate::error_cursor::place_at(error, at));
                 }
                 for (index, col) in matching {
                     items.push((expanded_column(index, col, at), col.name.clone()));
