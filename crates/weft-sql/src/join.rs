@@ -1150,35 +1150,25 @@ impl Planner<'_, '_> {
                 }
             }
         }
-        let key_distinct = |key: &Expr| key_column(key).and_then(|(raw, _)| distinct.get(&raw).copied().flatten());
-        let first = (0..items.len()).max_by(|&a, &b| sizes[a].total_cmp(&sizes[b])).unwrap_or(0);
+        // The item with the most rows is the probe, unless the order it starts costs
+        // more than twice another's: the joins it is connected to may multiply the rows
+        // before a selective item can be joined (a 60k-row self-join on a key of 3 values,
+        // joined to the one row that a filter left of a third table only after).
+        let largest = (0..items.len()).max_by(|&a, &b| sizes[a].total_cmp(&sizes[b])).unwrap_or(0);
+        let first = if items.len() < 3 {
+            largest
+        } else {
+            let island = IslandEstimates { item_rels: &item_rels, sizes: &sizes, distinct: &distinct };
+            let costs: Vec<f64> = (0..items.len()).map(|first| self.island_order_rows(&island, &pending, first)).collect();
+            let cheapest = (0..items.len()).min_by(|&a, &b| costs[a].total_cmp(&costs[b]).then(sizes[b].total_cmp(&sizes[a]))).unwrap_or(largest);
+            if costs[cheapest] * 2.0 < costs[largest] { cheapest } else { largest }
+        };
         let mut joined: BTreeSet<usize> = BTreeSet::from([first]);
         let mut partial = self.plan_tree(items[first], std::mem::take(&mut own[first]))?;
         while joined.len() < items.len() {
-            let connected = |i: usize| pending.iter().any(|(t, c)| t.contains(&i) && t.iter().all(|x| *x == i || joined.contains(x)) && is_equality(c));
-            let remaining: Vec<usize> = (0..items.len()).filter(|i| !joined.contains(i)).collect();
-            let pool: Vec<usize> = match remaining.iter().copied().filter(|&i| connected(i)).collect::<Vec<_>>() {
-                v if v.is_empty() => remaining,
-                v => v,
-            };
-            // The item whose join keeps the fewest rows, then the smallest.
             let partial_rels: BTreeSet<usize> = partial.rels.iter().copied().collect();
-            let result_rows = |i: usize| {
-                let item_rels = &item_rels[i];
-                let keys: Vec<KeyDistinct> = pending
-                    .iter()
-                    .filter(|(t, _)| t.contains(&i) && t.iter().all(|x| *x == i || joined.contains(x)))
-                    .filter_map(|(_, c)| self.key_pair(c, &partial_rels, item_rels).ok().flatten())
-                    .map(|(o, i)| KeyDistinct { outer: key_distinct(&o), inner: key_distinct(&i) })
-                    .collect();
-                join_rows(JoinType::Inner, partial.rows, sizes[i], &keys, false)
-            };
-            let next = pool
-                .iter()
-                .map(|&i| (result_rows(i), sizes[i], i))
-                .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)))
-                .map(|(_, _, i)| i)
-                .expect("an item remains");
+            let island = IslandEstimates { item_rels: &item_rels, sizes: &sizes, distinct: &distinct };
+            let (next, _) = self.next_island_item(&island, &pending, &joined, &partial_rels, partial.rows);
             joined.insert(next);
             let (ready, waiting): (Vec<_>, Vec<_>) = pending.into_iter().partition(|(t, _)| t.iter().all(|x| joined.contains(x)));
             pending = waiting;
@@ -1187,6 +1177,55 @@ impl Planner<'_, '_> {
             partial = self.hash_join(partial, build, JoinType::Inner, conditions, Vec::new())?;
         }
         Ok(partial)
+    }
+
+    /// The next item of an island to join after `joined` (whose relations are
+    /// `joined_rels`, estimated at `rows`): among those an equality connects to the joined
+    /// ones (all remaining when none is), the one whose join keeps the fewest rows, then
+    /// the smallest; with the rows that join keeps.
+    fn next_island_item(
+        &self,
+        island: &IslandEstimates,
+        pending: &[(BTreeSet<usize>, Expr)],
+        joined: &BTreeSet<usize>,
+        joined_rels: &BTreeSet<usize>,
+        rows: f64,
+    ) -> (usize, f64) {
+        let pending_of = |i: usize| pending.iter().filter(move |(t, _)| t.contains(&i) && t.iter().all(|x| *x == i || joined.contains(x)));
+        let remaining: Vec<usize> = (0..island.sizes.len()).filter(|i| !joined.contains(i)).collect();
+        let pool: Vec<usize> = match remaining.iter().copied().filter(|&i| pending_of(i).any(|(_, c)| is_equality(c))).collect::<Vec<_>>() {
+            v if v.is_empty() => remaining,
+            v => v,
+        };
+        let key_distinct = |key: &Expr| key_column(key).and_then(|(raw, _)| island.distinct.get(&raw).copied().flatten());
+        let result_rows = |i: usize| {
+            let keys: Vec<KeyDistinct> = pending_of(i)
+                .filter_map(|(_, c)| self.key_pair(c, joined_rels, &island.item_rels[i]).ok().flatten())
+                .map(|(o, i)| KeyDistinct { outer: key_distinct(&o), inner: key_distinct(&i) })
+                .collect();
+            join_rows(JoinType::Inner, rows, island.sizes[i], &keys, false)
+        };
+        pool.iter()
+            .map(|&i| (result_rows(i), island.sizes[i], i))
+            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)))
+            .map(|(rows, _, i)| (i, rows))
+            .expect("an item remains")
+    }
+
+    /// The rows every join of the island's order starting at `first` builds and produces,
+    /// as estimated: what that order costs.
+    fn island_order_rows(&self, island: &IslandEstimates, pending: &[(BTreeSet<usize>, Expr)], first: usize) -> f64 {
+        let mut joined = BTreeSet::from([first]);
+        let mut joined_rels = island.item_rels[first].clone();
+        let (mut rows, mut total) = (island.sizes[first], 0.0);
+        while joined.len() < island.sizes.len() {
+            let (next, result) = self.next_island_item(island, pending, &joined, &joined_rels, rows);
+            joined.insert(next);
+            joined_rels.extend(island.item_rels[next].iter().copied());
+            total += island.sizes[next] + result;
+            rows = result;
+        }
+        total
     }
 
     /// Rows of an island item after its own conditions.
@@ -1538,6 +1577,15 @@ fn flatten_inner<'t>(tree: &'t Tree, items: &mut Vec<&'t Tree>, conditions: &mut
         }
         other => items.push(other),
     }
+}
+
+/// What [`Planner::plan_island`] estimates of an island's items: each one's relations,
+/// its rows after its own conditions, and the distinct values of the columns the pending
+/// equalities compare.
+struct IslandEstimates<'e> {
+    item_rels: &'e [BTreeSet<usize>],
+    sizes: &'e [f64],
+    distinct: &'e HashMap<usize, Option<f64>>,
 }
 
 /// A subquery condition bound and planned: the build side and how it matches.
