@@ -1212,8 +1212,9 @@ impl Planner<'_, '_> {
             .expect("an item remains")
     }
 
-    /// The rows every join of the island's order starting at `first` builds and produces,
-    /// as estimated: what that order costs.
+    /// The rows the island's order starting at `first` builds and passes from one join
+    /// to the next, as estimated: what that order costs. The last join's rows are the
+    /// island's, whatever the order, and left out.
     fn island_order_rows(&self, island: &IslandEstimates, pending: &[(BTreeSet<usize>, Expr)], first: usize) -> f64 {
         let mut joined = BTreeSet::from([first]);
         let mut joined_rels = island.item_rels[first].clone();
@@ -1222,7 +1223,10 @@ impl Planner<'_, '_> {
             let (next, result) = self.next_island_item(island, pending, &joined, &joined_rels, rows);
             joined.insert(next);
             joined_rels.extend(island.item_rels[next].iter().copied());
-            total += island.sizes[next] + result;
+            total += island.sizes[next];
+            if joined.len() < island.sizes.len() {
+                total += result;
+            }
             rows = result;
         }
         total
