@@ -138,6 +138,21 @@ fn expanded_column_index(parts: &[ast::Ident]) -> Option<usize> {
     }
 }
 
+/// The column of this query level that `expr` is a plain reference to (a name, a
+/// qualified name or a `*`-expanded column that resolves without error), if it is one.
+pub(crate) fn local_column_of(expr: &ast::Expr, scope: &Scope) -> Option<usize> {
+    let found = match expr {
+        ast::Expr::CompoundIdentifier(parts) if expanded_column_index(parts).is_some() => return expanded_column_index(parts),
+        ast::Expr::Identifier(ident) => scope.resolve(None, &ident_name(ident)),
+        ast::Expr::CompoundIdentifier(parts) => match parts.as_slice() {
+            [table, column] => scope.resolve(Some(&ident_name(table)), &ident_name(column)),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    found.ok().map(|(index, _)| index).filter(|&index| index < scope.local_width())
+}
+
 /// Identifier normalization: unquoted names fold to lower case, quoted ones are kept.
 pub fn ident_name(ident: &ast::Ident) -> String {
     if ident.quote_style.is_some() {

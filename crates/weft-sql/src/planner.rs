@@ -912,6 +912,17 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         }
     }
 
+    // Two output columns of one name that read the same column (`SELECT *, a ... ORDER BY
+    // a`) are one expression for ORDER BY, as in PostgreSQL, whose targets compare as
+    // expressions: the later is written as the earlier.
+    for i in 1..items.len() {
+        let Some(column) = crate::bind::local_column_of(&items[i].0, scope) else { continue };
+        let same = items[..i].iter().find(|(e, name)| *name == items[i].1 && crate::bind::local_column_of(e, scope) == Some(column));
+        if let Some((earlier, _)) = same {
+            items[i].0 = earlier.clone();
+        }
+    }
+
     // DISTINCT ON sorts by the ORDER BY, with its expressions first (`distinct_on`).
     let distinct_on = match distinct_on {
         Some(on) => Some(crate::distinct_on::DistinctOn::new(on, order_by, &items, scope)?),
