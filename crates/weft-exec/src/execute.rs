@@ -348,6 +348,56 @@ pub fn execute_streaming(plan: &Plan, ctx: &ExecContext, consume: &mut (dyn FnMu
 /// Hands a pipeline's rows on as they come ([`execute_streaming`]): each participant
 /// gathers a batch, then passes it on under the lock, so participants' batches
 /// interleave as a Gather's would, and one participant's rows keep their order.
+/// Run `plan`, handing its rows to `take` until it returns `false`: a pipeline stops
+/// there, as under a LIMIT (a subplan's EXISTS, ANY or ALL is decided by the first row
+/// that settles it, as PostgreSQL's `ExecScanSubPlan` stops); other plans run whole first.
+pub fn execute_until(plan: &Plan, ctx: &ExecContext, take: &mut (dyn FnMut(&[Datum]) -> Result<bool> + Send)) -> Result<()> {
+    match plan {
+        Plan::Pipeline(pipeline) => {
+            let sink = UntilSink { take: Mutex::new(take), stopped: AtomicBool::new(false) };
+            run_pipeline(pipeline, ctx, &sink)
+        }
+        _ => {
+            for row in execute(plan, ctx)? {
+                if !take(&row)? {
+                    break;
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The sink of [`execute_until`]: rows go to `take` as they come, until it says stop.
+struct UntilSink<'c> {
+    take: Mutex<&'c mut (dyn FnMut(&[Datum]) -> Result<bool> + Send)>,
+    stopped: AtomicBool,
+}
+
+impl Sink for UntilSink<'_> {
+    type Local = ();
+
+    fn local(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn push(&self, _: &mut (), row: &[Datum]) -> Result<bool> {
+        // Another participant may have stopped it: its answer is given.
+        if self.stopped.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        let go_on = (self.take.lock())(row)?;
+        if !go_on {
+            self.stopped.store(true, Ordering::Relaxed);
+        }
+        Ok(go_on)
+    }
+
+    fn finish(&self, _: ()) -> Result<()> {
+        Ok(())
+    }
+}
+
 struct StreamSink<'c> {
     consume: Mutex<&'c mut (dyn FnMut(Row) -> Result<()> + Send)>,
     count: AtomicU64,

@@ -116,6 +116,43 @@ impl Scope {
     }
 }
 
+/// The reference a `*` or `t.*` of a select list (or RETURNING) expands to for the scope
+/// column at `index`. It names the column by position, not by name: a derived table may
+/// have two columns of one name (`SELECT * FROM (SELECT 1 x, 2 x) s`), which `*` reads
+/// while a name is ambiguous, as in PostgreSQL. The first part holds a NUL, which no
+/// identifier holds; the last is the column's name (the item's output name). Its parts
+/// carry the span of the `*` item (`at`), where PostgreSQL points errors about the column.
+pub(crate) fn expanded_column(index: usize, column: &ScopeColumn, at: sqlparser::tokenizer::Span) -> ast::Expr {
+    let quoted = |s: &str| ast::Ident::with_quote_and_span('"', at, s);
+    let table = column.table.as_deref().unwrap_or("");
+    ast::Expr::CompoundIdentifier(vec![quoted(&format!("{EXPANDED_COLUMN_MARK}{index}")), quoted(table), quoted(&column.name)])
+}
+
+const EXPANDED_COLUMN_MARK: char = '\0';
+
+/// The scope index of an [`expanded_column`] reference.
+fn expanded_column_index(parts: &[ast::Ident]) -> Option<usize> {
+    match parts {
+        [mark, _, _] => mark.value.strip_prefix(EXPANDED_COLUMN_MARK)?.parse().ok(),
+        _ => None,
+    }
+}
+
+/// The column of this query level that `expr` is a plain reference to (a name, a
+/// qualified name or a `*`-expanded column that resolves without error), if it is one.
+pub(crate) fn local_column_of(expr: &ast::Expr, scope: &Scope) -> Option<usize> {
+    let found = match expr {
+        ast::Expr::CompoundIdentifier(parts) if expanded_column_index(parts).is_some() => return expanded_column_index(parts),
+        ast::Expr::Identifier(ident) => scope.resolve(None, &ident_name(ident)),
+        ast::Expr::CompoundIdentifier(parts) => match parts.as_slice() {
+            [table, column] => scope.resolve(Some(&ident_name(table)), &ident_name(column)),
+            _ => return None,
+        },
+        _ => return None,
+    };
+    found.ok().map(|(index, _)| index).filter(|&index| index < scope.local_width())
+}
+
 /// Identifier normalization: unquoted names fold to lower case, quoted ones are kept.
 pub fn ident_name(ident: &ast::Ident) -> String {
     if ident.quote_style.is_some() {
@@ -504,6 +541,9 @@ impl<'a> Binder<'a> {
         use ast::Expr as A;
         match expr {
             A::Identifier(ident) => self.column(None, &ident_name(ident)),
+            A::CompoundIdentifier(parts) if expanded_column_index(parts).is_some() => {
+                self.expanded_column(expanded_column_index(parts).expect("checked"))
+            }
             A::CompoundIdentifier(parts) => match parts.as_slice() {
                 [table, column] => self.column(Some(&ident_name(table)), &ident_name(column)),
                 [schema, table, column] if ident_name(schema) == "public" => {
@@ -1031,19 +1071,34 @@ impl<'a> Binder<'a> {
             }
         };
         if self.aggregates.is_some() {
-            let shown = match qualifier {
-                Some(q) => format!("{q}.{name}"),
-                None => match &self.scope.column_at(index).table {
-                    Some(t) => format!("{t}.{name}"),
-                    None => name.to_string(),
-                },
-            };
-            return Err(Error::new(
-                SqlState::GROUPING_ERROR,
-                format!("column \"{shown}\" must appear in the GROUP BY clause or be used in an aggregate function"),
-            ));
+            return Err(self.ungrouped_column(qualifier, index));
         }
         Ok(Expr::Column { index, data_type })
+    }
+
+    /// The column a `*` expanded to (see [`expanded_column`]): the scope column at `index`.
+    fn expanded_column(&mut self, index: usize) -> Result<Expr> {
+        if index >= self.scope.local_width() {
+            return Err(Error::internal(format!("expanded column {index} is outside its scope")));
+        }
+        if self.aggregates.is_some() {
+            return Err(self.ungrouped_column(None, index));
+        }
+        Ok(Expr::Column { index, data_type: self.scope.column_at(index).data_type })
+    }
+
+    /// PostgreSQL's error for a column of a grouped query that is not a key.
+    fn ungrouped_column(&self, qualifier: Option<&str>, index: usize) -> Error {
+        let column = self.scope.column_at(index);
+        let name = &column.name;
+        let shown = match (qualifier, column.table.as_deref()) {
+            (Some(q), _) | (None, Some(q)) => format!("{q}.{name}"),
+            (None, None) => name.to_string(),
+        };
+        Error::new(
+            SqlState::GROUPING_ERROR,
+            format!("column \"{shown}\" must appear in the GROUP BY clause or be used in an aggregate function"),
+        )
     }
 
     /// The operand of `IS [NOT] TRUE / FALSE / UNKNOWN`: a boolean, or a quoted literal or

@@ -174,27 +174,53 @@ impl FromClause {
         (decoded, produced)
     }
 
+    /// A select list's expressions over this FROM clause, with `*` and `t.*` expanded to
+    /// the columns they stand for (as `plan_select` expands them).
+    pub(crate) fn select_items(&self, projection: &[ast::SelectItem]) -> Result<Vec<ast::Expr>> {
+        let mut items = Vec::with_capacity(projection.len());
+        for item in projection {
+            match item {
+                ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => items.push(e.clone()),
+                ast::SelectItem::Wildcard(options) => {
+                    let at = options.wildcard_token.0.span;
+                    items.extend(self.scope.columns.iter().enumerate().map(|(i, c)| crate::bind::expanded_column(i, c, at)));
+                }
+                ast::SelectItem::QualifiedWildcard(ast::SelectItemQualifiedWildcardKind::ObjectName(name), _) => {
+                    let qualifier = object_name(name)?;
+                    let matching = self.table_columns(&qualifier);
+                    if matching.is_empty() {
+                        let error = Error::new(SqlState::UNDEFINED_TABLE, format!("missing FROM-clause entry for table \"{qualifier}\""));
+                        return Err(crate::error_cursor::place_at(error, name.span()));
+                    }
+                    items.extend(matching.into_iter().map(|(i, c)| crate::bind::expanded_column(i, c, name.span())));
+                }
+                other => return Err(Error::not_supported(format!("select item {other}"))),
+            }
+        }
+        Ok(items)
+    }
+
     /// The columns `qualifier.*` stands for, in the order of its table's columns: each side
     /// of a `JOIN ... USING` keeps its own copy of the key column, which `t.*` lists in
     /// its place (PostgreSQL does), though unqualified `*` shows only the merged column.
     ///
     /// A LATERAL subquery pulled up into the join tree (`in_scope_order`) has columns
     /// computed over its table's row (`FromBuilder::join_lateral_table`): they are listed
-    /// in their order.
-    pub(crate) fn table_columns(&self, qualifier: &str) -> Vec<&ScopeColumn> {
+    /// in their order. Each column comes with its scope index.
+    pub(crate) fn table_columns(&self, qualifier: &str) -> Vec<(usize, &ScopeColumn)> {
         let all = self.scope.columns.iter().chain(&self.scope.qualified_only);
         let in_scope_order = self.in_scope_order.iter().any(|q| q == qualifier);
-        let mut matching: Vec<(usize, &ScopeColumn)> = all
+        let mut matching: Vec<(usize, usize, &ScopeColumn)> = all
             .zip(&self.values)
             .enumerate()
             .filter(|(_, (c, _))| c.table.as_deref() == Some(qualifier))
             .map(|(i, (c, value))| match value {
-                Expr::Column { index, .. } if !in_scope_order => (*index, c),
-                _ => (self.raw_width() + i, c),
+                Expr::Column { index, .. } if !in_scope_order => (*index, i, c),
+                _ => (self.raw_width() + i, i, c),
             })
             .collect();
-        matching.sort_by_key(|(order, _)| *order);
-        matching.into_iter().map(|(_, c)| c).collect()
+        matching.sort_by_key(|(order, _, _)| *order);
+        matching.into_iter().map(|(_, i, c)| (i, c)).collect()
     }
 
     /// The raw column's type.
@@ -1124,35 +1150,25 @@ impl Planner<'_, '_> {
                 }
             }
         }
-        let key_distinct = |key: &Expr| key_column(key).and_then(|(raw, _)| distinct.get(&raw).copied().flatten());
-        let first = (0..items.len()).max_by(|&a, &b| sizes[a].total_cmp(&sizes[b])).unwrap_or(0);
+        // The item with the most rows is the probe, unless the order it starts costs
+        // more than twice another's: the joins it is connected to may multiply the rows
+        // before a selective item can be joined (a 60k-row self-join on a key of 3 values,
+        // joined to the one row that a filter left of a third table only after).
+        let largest = (0..items.len()).max_by(|&a, &b| sizes[a].total_cmp(&sizes[b])).unwrap_or(0);
+        let first = if items.len() < 3 {
+            largest
+        } else {
+            let island = IslandEstimates { item_rels: &item_rels, sizes: &sizes, distinct: &distinct };
+            let costs: Vec<f64> = (0..items.len()).map(|first| self.island_order_rows(&island, &pending, first)).collect();
+            let cheapest = (0..items.len()).min_by(|&a, &b| costs[a].total_cmp(&costs[b]).then(sizes[b].total_cmp(&sizes[a]))).unwrap_or(largest);
+            if costs[cheapest] * 2.0 < costs[largest] { cheapest } else { largest }
+        };
         let mut joined: BTreeSet<usize> = BTreeSet::from([first]);
         let mut partial = self.plan_tree(items[first], std::mem::take(&mut own[first]))?;
         while joined.len() < items.len() {
-            let connected = |i: usize| pending.iter().any(|(t, c)| t.contains(&i) && t.iter().all(|x| *x == i || joined.contains(x)) && is_equality(c));
-            let remaining: Vec<usize> = (0..items.len()).filter(|i| !joined.contains(i)).collect();
-            let pool: Vec<usize> = match remaining.iter().copied().filter(|&i| connected(i)).collect::<Vec<_>>() {
-                v if v.is_empty() => remaining,
-                v => v,
-            };
-            // The item whose join keeps the fewest rows, then the smallest.
             let partial_rels: BTreeSet<usize> = partial.rels.iter().copied().collect();
-            let result_rows = |i: usize| {
-                let item_rels = &item_rels[i];
-                let keys: Vec<KeyDistinct> = pending
-                    .iter()
-                    .filter(|(t, _)| t.contains(&i) && t.iter().all(|x| *x == i || joined.contains(x)))
-                    .filter_map(|(_, c)| self.key_pair(c, &partial_rels, item_rels).ok().flatten())
-                    .map(|(o, i)| KeyDistinct { outer: key_distinct(&o), inner: key_distinct(&i) })
-                    .collect();
-                join_rows(JoinType::Inner, partial.rows, sizes[i], &keys, false)
-            };
-            let next = pool
-                .iter()
-                .map(|&i| (result_rows(i), sizes[i], i))
-                .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)))
-                .map(|(_, _, i)| i)
-                .expect("an item remains");
+            let island = IslandEstimates { item_rels: &item_rels, sizes: &sizes, distinct: &distinct };
+            let (next, _) = self.next_island_item(&island, &pending, &joined, &partial_rels, partial.rows);
             joined.insert(next);
             let (ready, waiting): (Vec<_>, Vec<_>) = pending.into_iter().partition(|(t, _)| t.iter().all(|x| joined.contains(x)));
             pending = waiting;
@@ -1161,6 +1177,59 @@ impl Planner<'_, '_> {
             partial = self.hash_join(partial, build, JoinType::Inner, conditions, Vec::new())?;
         }
         Ok(partial)
+    }
+
+    /// The next item of an island to join after `joined` (whose relations are
+    /// `joined_rels`, estimated at `rows`): among those an equality connects to the joined
+    /// ones (all remaining when none is), the one whose join keeps the fewest rows, then
+    /// the smallest; with the rows that join keeps.
+    fn next_island_item(
+        &self,
+        island: &IslandEstimates,
+        pending: &[(BTreeSet<usize>, Expr)],
+        joined: &BTreeSet<usize>,
+        joined_rels: &BTreeSet<usize>,
+        rows: f64,
+    ) -> (usize, f64) {
+        let pending_of = |i: usize| pending.iter().filter(move |(t, _)| t.contains(&i) && t.iter().all(|x| *x == i || joined.contains(x)));
+        let remaining: Vec<usize> = (0..island.sizes.len()).filter(|i| !joined.contains(i)).collect();
+        let pool: Vec<usize> = match remaining.iter().copied().filter(|&i| pending_of(i).any(|(_, c)| is_equality(c))).collect::<Vec<_>>() {
+            v if v.is_empty() => remaining,
+            v => v,
+        };
+        let key_distinct = |key: &Expr| key_column(key).and_then(|(raw, _)| island.distinct.get(&raw).copied().flatten());
+        let result_rows = |i: usize| {
+            let keys: Vec<KeyDistinct> = pending_of(i)
+                .filter_map(|(_, c)| self.key_pair(c, joined_rels, &island.item_rels[i]).ok().flatten())
+                .map(|(o, i)| KeyDistinct { outer: key_distinct(&o), inner: key_distinct(&i) })
+                .collect();
+            join_rows(JoinType::Inner, rows, island.sizes[i], &keys, false)
+        };
+        pool.iter()
+            .map(|&i| (result_rows(i), island.sizes[i], i))
+            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)))
+            .map(|(rows, _, i)| (i, rows))
+            .expect("an item remains")
+    }
+
+    /// The rows the island's order starting at `first` builds and passes from one join
+    /// to the next, as estimated: what that order costs. The last join's rows are the
+    /// island's, whatever the order, and left out.
+    fn island_order_rows(&self, island: &IslandEstimates, pending: &[(BTreeSet<usize>, Expr)], first: usize) -> f64 {
+        let mut joined = BTreeSet::from([first]);
+        let mut joined_rels = island.item_rels[first].clone();
+        let (mut rows, mut total) = (island.sizes[first], 0.0);
+        while joined.len() < island.sizes.len() {
+            let (next, result) = self.next_island_item(island, pending, &joined, &joined_rels, rows);
+            joined.insert(next);
+            joined_rels.extend(island.item_rels[next].iter().copied());
+            total += island.sizes[next];
+            if joined.len() < island.sizes.len() {
+                total += result;
+            }
+            rows = result;
+        }
+        total
     }
 
     /// Rows of an island item after its own conditions.
@@ -1514,6 +1583,15 @@ fn flatten_inner<'t>(tree: &'t Tree, items: &mut Vec<&'t Tree>, conditions: &mut
     }
 }
 
+/// What [`Planner::plan_island`] estimates of an island's items: each one's relations,
+/// its rows after its own conditions, and the distinct values of the columns the pending
+/// equalities compare.
+struct IslandEstimates<'e> {
+    item_rels: &'e [BTreeSet<usize>],
+    sizes: &'e [f64],
+    distinct: &'e HashMap<usize, Option<f64>>,
+}
+
 /// A subquery condition bound and planned: the build side and how it matches.
 struct SemiJoin {
     build: Pipeline,
@@ -1577,18 +1655,11 @@ impl SemiJoin {
         let mut keys = Vec::new();
         let mut in_pairs = Vec::new();
         if let Some(outer_expr) = &condition.outer {
-            let items: Vec<&ast::Expr> = select
-                .projection
-                .iter()
-                .filter_map(|item| match item {
-                    ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => Some(e),
-                    _ => None,
-                })
-                .collect();
+            let items = sub.select_items(&select.projection)?;
             let outer_items = crate::bind::row_items(outer_expr);
-            check_in_width(select.projection.len().max(items.len()), outer_items.len(), outer_expr)?;
+            check_in_width(items.len(), outer_items.len(), outer_expr)?;
             let outer_scope = outer.scope.clone();
-            for (outer_item, item) in outer_items.into_iter().zip(items) {
+            for (outer_item, item) in outer_items.into_iter().zip(&items) {
                 let o = substitute_columns(&Binder::new(&outer_scope).planning(ctx).bind(outer_item)?, &outer.values);
                 let i = substitute_columns(&Binder::new(&scope).planning(ctx).bind(item)?, &values);
                 in_pairs.push(in_key_types(o, i)?);

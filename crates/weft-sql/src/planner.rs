@@ -20,7 +20,7 @@ use weft_storage::{BufferPool, ForkNumber};
 
 use crate::api::ColumnInfo;
 use crate::window::{contains_window, WindowContext};
-use crate::bind::{column_name, contains_aggregate, ident_name, object_name, output_modifier, AggregateContext, Binder, Scope, ScopeColumn};
+use crate::bind::{column_name, contains_aggregate, expanded_column, ident_name, object_name, output_modifier, AggregateContext, Binder, Scope, ScopeColumn};
 use crate::exprutil::{columns_used, is_volatile, remap_columns};
 use crate::settings::Settings;
 
@@ -397,7 +397,8 @@ pub(crate) fn plan_order_by(
                 let differing = (position + 1..select_items.len().min(columns.len()))
                     .any(|i| columns[i].name == name && select_items[i] != select_items[position]);
                 if differing {
-                    return Err(Error::new(SqlState::AMBIGUOUS_COLUMN, format!("ORDER BY \"{name}\" is ambiguous")));
+                    let error = Error::new(SqlState::AMBIGUOUS_COLUMN, format!("ORDER BY \"{name}\" is ambiguous"));
+                    return Err(crate::error_cursor::place_at(error, ident.span));
                 }
                 position
             }
@@ -880,31 +881,45 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
         match item {
             ast::SelectItem::UnnamedExpr(e) => items.push((e.clone(), column_name(e))),
             ast::SelectItem::ExprWithAlias { expr, alias } => items.push((expr.clone(), ident_name(alias))),
-            ast::SelectItem::Wildcard(_) => {
+            ast::SelectItem::Wildcard(options) => {
                 if scope.columns.is_empty() {
                     return Err(Error::syntax("SELECT * with no tables specified is not valid"));
                 }
-                for col in &scope.columns {
-                    items.push((column_ast(col), col.name.clone()));
+                let at = options.wildcard_token.0.span;
+                for (index, col) in scope.columns.iter().enumerate() {
+                    items.push((expanded_column(index, col, at), col.name.clone()));
                 }
             }
             ast::SelectItem::QualifiedWildcard(kind, _) => {
+                let at = kind.span();
                 let qualifier = match kind {
                     ast::SelectItemQualifiedWildcardKind::ObjectName(name) => object_name(name)?,
                     _ => return Err(Error::not_supported("qualified wildcard form")),
                 };
-                let matching: Vec<&ScopeColumn> = match &from {
+                let matching: Vec<(usize, &ScopeColumn)> = match &from {
                     FromPlan::Joins(joins) => joins.table_columns(&qualifier),
-                    FromPlan::Single(_) => scope.columns.iter().filter(|c| c.table.as_deref() == Some(&qualifier)).collect(),
+                    FromPlan::Single(_) => scope.columns.iter().enumerate().filter(|(_, c)| c.table.as_deref() == Some(&qualifier)).collect(),
                 };
                 if matching.is_empty() {
-                    return Err(Error::new(SqlState::UNDEFINED_TABLE, format!("missing FROM-clause entry for table \"{qualifier}\"")));
+                    let error = Error::new(SqlState::UNDEFINED_TABLE, format!("missing FROM-clause entry for table \"{qualifier}\""));
+                    return Err(crate::error_cursor::place_at(error, at));
                 }
-                for col in matching {
-                    items.push((column_ast(col), col.name.clone()));
+                for (index, col) in matching {
+                    items.push((expanded_column(index, col, at), col.name.clone()));
                 }
             }
             other => return Err(Error::not_supported(format!("select item {other}"))),
+        }
+    }
+
+    // Two output columns of one name that read the same column (`SELECT *, a ... ORDER BY
+    // a`) are one expression for ORDER BY, as in PostgreSQL, whose targets compare as
+    // expressions: the later is written as the earlier.
+    for i in 1..items.len() {
+        let Some(column) = crate::bind::local_column_of(&items[i].0, scope) else { continue };
+        let same = items[..i].iter().find(|(e, name)| *name == items[i].1 && crate::bind::local_column_of(e, scope) == Some(column));
+        if let Some((earlier, _)) = same {
+            items[i].0 = earlier.clone();
         }
     }
 
@@ -1331,14 +1346,6 @@ fn scope_columns_used<'e>(exprs: impl Iterator<Item = &'e Expr>) -> BTreeSet<usi
         columns_used(e, &mut used);
     }
     used
-}
-
-pub(crate) fn column_ast(col: &ScopeColumn) -> ast::Expr {
-    let quoted = |s: &str| ast::Ident::with_quote('"', s);
-    match &col.table {
-        Some(t) => ast::Expr::CompoundIdentifier(vec![quoted(t), quoted(&col.name)]),
-        None => ast::Expr::Identifier(quoted(&col.name)),
-    }
 }
 
 /// `GROUP BY 1` and `GROUP BY alias` refer to select-list items; input columns win over

@@ -11,13 +11,13 @@
 //! The rows are computed before the statement commits and handed back only if it does; a
 //! failing statement returns its error and no rows, as in PostgreSQL.
 
-use sqlparser::ast;
+use sqlparser::ast::{self, Spanned};
 use weft_common::{Datum, Error, Result, SqlState};
 use weft_exec::expr::{EvalContext, Expr};
 
 use crate::api::{ColumnInfo, QueryResult};
-use crate::bind::{column_name, contains_aggregate, ident_name, object_name, Binder, Scope, ScopeColumn};
-use crate::planner::{column_ast, PlanContext};
+use crate::bind::{column_name, contains_aggregate, expanded_column, ident_name, object_name, Binder, Scope, ScopeColumn};
+use crate::planner::PlanContext;
 
 /// A scope column that names cannot reach (an internal value carried beside the row, such
 /// as a target row's TID); `*` skips it. SQL identifiers cannot hold a NUL.
@@ -43,14 +43,15 @@ impl Returning {
                 ast::SelectItem::UnnamedExpr(e) => expanded.push((e.clone(), column_name(e))),
                 ast::SelectItem::ExprWithAlias { expr, alias } => expanded.push((expr.clone(), ident_name(alias))),
                 ast::SelectItem::Wildcard(_) => {
-                    expanded.extend(scope.columns.iter().filter(|c| !is_hidden(c)).map(|c| (column_ast(c), c.name.clone())))
+                    let visible = scope.columns.iter().enumerate().filter(|(_, c)| !is_hidden(c));
+                    expanded.extend(visible.map(|(i, c)| (expanded_column(i, c, item.span()), c.name.clone())))
                 }
                 ast::SelectItem::QualifiedWildcard(ast::SelectItemQualifiedWildcardKind::ObjectName(name), _) => {
                     let qualifier = object_name(name)?;
                     let before = expanded.len();
                     let all = scope.columns.iter().chain(&scope.qualified_only);
-                    let matching = all.filter(|c| !is_hidden(c) && c.table.as_deref() == Some(qualifier.as_str()));
-                    expanded.extend(matching.map(|c| (column_ast(c), c.name.clone())));
+                    let matching = all.enumerate().filter(|(_, c)| !is_hidden(c) && c.table.as_deref() == Some(qualifier.as_str()));
+                    expanded.extend(matching.map(|(i, c)| (expanded_column(i, c, item.span()), c.name.clone())));
                     if expanded.len() == before {
                         return Err(Error::new(
                             SqlState::UNDEFINED_TABLE,

@@ -160,6 +160,10 @@ impl ex::SubPlanRunner for StatementRunner {
         run_plan(plan, &self.settings.context(&self.db, &self.cancel, eval))
     }
 
+    fn run_until(&self, plan: &Plan, eval: &EvalContext, take: &mut (dyn FnMut(&[Datum]) -> Result<bool> + Send)) -> Result<()> {
+        weft_exec::execute_until(plan, &self.settings.context(&self.db, &self.cancel, eval), take)
+    }
+
     fn hash_memory(&self) -> usize {
         (self.settings.hash.work_mem as f64 * self.settings.hash.hash_mem_multiplier) as usize
     }

@@ -86,6 +86,17 @@ pub trait SubPlanRunner: Send + Sync {
     /// parameters).
     fn run(&self, plan: &Plan, eval: &EvalContext) -> Result<Vec<Row>>;
 
+    /// Hand `plan`'s rows to `take` until it returns `false`; the rest need not be
+    /// produced.
+    fn run_until(&self, plan: &Plan, eval: &EvalContext, take: &mut (dyn FnMut(&[Datum]) -> Result<bool> + Send)) -> Result<()> {
+        for row in self.run(plan, eval)? {
+            if !take(&row)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     /// The bytes a hash table of the statement may hold (`work_mem` ×
     /// `hash_mem_multiplier`).
     fn hash_memory(&self) -> usize;
@@ -137,33 +148,75 @@ impl SubPlan {
             let with_params = ctx.with_params(params);
             match self.keyed_rows(ctx)? {
                 Some(keyed) => keyed.matching(&with_params)?,
-                None => {
+                None if matches!(self.kind, SubLinkKind::Value) => {
                     fresh = ctx.subplans().runner()?.run(&self.plan, &with_params)?;
                     &fresh
+                }
+                // EXISTS, ANY and ALL stop at the row that decides them.
+                None => {
+                    let runner = ctx.subplans().runner()?;
+                    return self.decide(lhs, row, ctx, |take| runner.run_until(&self.plan, &with_params, take));
                 }
             }
         };
         match &self.kind {
             SubLinkKind::Value => single_value(rows.to_vec()),
-            SubLinkKind::Exists => Ok(Datum::Bool(!rows.is_empty())),
+            _ => self.decide(lhs, row, ctx, |take| {
+                for sub_row in rows {
+                    if !take(sub_row)? {
+                        break;
+                    }
+                }
+                Ok(())
+            }),
+        }
+    }
+
+    /// An EXISTS or quantified subplan's value over the rows `rows` hands to its callback
+    /// (which returns `false` once the value is decided: the rest need not be read).
+    fn decide(
+        &self,
+        lhs: &[Expr],
+        row: &[Datum],
+        ctx: &EvalContext,
+        rows: impl FnOnce(&mut (dyn FnMut(&[Datum]) -> Result<bool> + Send)) -> Result<()>,
+    ) -> Result<Datum> {
+        match &self.kind {
+            SubLinkKind::Value => Err(Error::internal("a value subplan decided as a condition")),
+            SubLinkKind::Exists => {
+                let mut found = false;
+                rows(&mut |_| {
+                    found = true;
+                    Ok(false)
+                })?;
+                Ok(Datum::Bool(found))
+            }
             SubLinkKind::Quantified { test, all, width } => {
                 if lhs.len() != *width {
                     return Err(Error::internal("a quantified subplan without its left-hand side"));
                 }
                 let mut pair = lhs.iter().map(|e| e.eval(row, ctx)).collect::<Result<Vec<_>>>()?;
                 pair.resize(2 * width, Datum::Null);
-                let mut saw_null = false;
-                for sub_row in rows {
+                let (mut saw_null, mut decided) = (false, None);
+                rows(&mut |sub_row| {
                     for (slot, value) in pair[*width..].iter_mut().zip(sub_row) {
                         *slot = value.clone();
                     }
                     match test.eval(&pair, ctx)? {
-                        Datum::Bool(outcome) if outcome != *all => return Ok(Datum::Bool(outcome)),
+                        Datum::Bool(outcome) if outcome != *all => {
+                            decided = Some(outcome);
+                            return Ok(false);
+                        }
                         Datum::Null => saw_null = true,
                         _ => {}
                     }
-                }
-                Ok(if saw_null { Datum::Null } else { Datum::Bool(*all) })
+                    Ok(true)
+                })?;
+                Ok(match decided {
+                    Some(outcome) => Datum::Bool(outcome),
+                    None if saw_null => Datum::Null,
+                    None => Datum::Bool(*all),
+                })
             }
         }
     }
