@@ -79,6 +79,16 @@ impl Expr {
                 let value = args[0].eval_borrowed(row, ctx)?;
                 func.call(std::slice::from_ref(&*value), ctx)
             }
+            Expr::Function { func, args, .. } if args.len() == 2 && func.is_like() => {
+                // The text and the pattern borrowed (a column, a constant), not cloned per row.
+                let text = args[0].eval_borrowed(row, ctx)?;
+                let pattern = args[1].eval_borrowed(row, ctx)?;
+                match (&*text, &*pattern) {
+                    (Datum::Text(text), Datum::Text(pattern)) => func.like(text, pattern, None),
+                    (Datum::Null, _) | (_, Datum::Null) => Ok(Datum::Null),
+                    _ => func.call(&[text.into_owned(), pattern.into_owned()], ctx),
+                }
+            }
             Expr::Function { func, args, .. } => {
                 // Every argument is evaluated (its errors raised) before a strict
                 // function's NULL test, as in PostgreSQL.

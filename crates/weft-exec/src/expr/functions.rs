@@ -504,6 +504,17 @@ impl ScalarFunction {
 
     /// Calls the function on already evaluated, already resolved arguments.
     /// Strict functions: any NULL argument gives NULL.
+    /// Is this `LIKE`, `ILIKE` or their negations?
+    pub fn is_like(self) -> bool {
+        matches!(self, F::Like | F::NotLike | F::ILike | F::NotILike)
+    }
+
+    /// `text LIKE pattern` (or `ILIKE`, or a negation: see [`is_like`](Self::is_like)).
+    pub fn like(self, text: &str, pattern: &str, escape: Option<&str>) -> Result<Datum> {
+        let pattern = super::like::compiled(pattern, escape, matches!(self, F::ILike | F::NotILike))?;
+        Ok(Datum::Bool(pattern.matches(text)? != matches!(self, F::NotLike | F::NotILike)))
+    }
+
     pub fn call(self, args: &[Datum], ctx: &EvalContext) -> Result<Datum> {
         match (self, args) {
             (F::NullIf, [value, other]) => return null_if(value, other),
@@ -550,8 +561,7 @@ impl ScalarFunction {
                     [Datum::Text(e)] => Some(e.as_str()),
                     _ => None,
                 };
-                let pattern = super::like::compiled(pattern, escape, matches!(self, F::ILike | F::NotILike))?;
-                Ok(Datum::Bool(pattern.matches(text)? != matches!(self, F::NotLike | F::NotILike)))
+                self.like(text, pattern, escape)
             }
             (F::Round | F::Trunc | F::Ceil | F::Floor | F::Sign | F::Sqrt | F::Power | F::Mod, _)
             | (F::Exp | F::Ln | F::Log10 | F::Cbrt | F::Pi | F::Degrees | F::Radians | F::Sin | F::Cos | F::Tan, _)
