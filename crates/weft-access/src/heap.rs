@@ -360,6 +360,12 @@ pub fn page_zone_range(page: &[u8], layout: &RowLayout, col: usize) -> (i64, i64
     (lo, hi)
 }
 
+/// Whether column `col` can have a zone map: an int4, int8 or text column (the kinds
+/// [`row_zone_value`] reads).
+pub fn has_zone_value(layout: &RowLayout, col: usize) -> bool {
+    matches!(layout.types().get(col), Some(DataType::Int4 | DataType::Int8 | DataType::Text))
+}
+
 /// The index among variable-width columns of a text column (what [`row_zone_value`] needs).
 pub fn text_index_of(layout: &RowLayout, col: usize) -> Option<usize> {
     match layout.types().get(col) {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use weft_access::heap::{
-    page_zone_range, row_zone_value, scan_numbered_pages, text_index_of, HeapInserter, HeapPageBuilder, HeapScanCursor, PackedPages,
+    has_zone_value, page_zone_range, row_zone_value, scan_numbered_pages, text_index_of, HeapInserter, HeapPageBuilder, HeapScanCursor, PackedPages,
 };
 use crate::sort::Ordered;
 use weft_common::parallel::{CancelToken, WorkerPool};
@@ -1106,7 +1106,7 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
     let raw_zone_column = match (source, raw) {
         (Source::Heap(heap), true) => sink
             .zone_prunable_column()
-            .filter(|&c| matches!(heap.layout.types().get(c), Some(DataType::Int4 | DataType::Int8 | DataType::Text)))
+            .filter(|&c| has_zone_value(&heap.layout, c))
             .map(|c| (heap, c)),
         _ => None,
     };
@@ -1372,7 +1372,7 @@ fn top_n_key_column<'a, S: Sink>(state: &'a SourceState, steps: &[Step], sink: &
         }
     }
     let table_column = *source.columns.get(column)?;
-    matches!(source.layout.types().get(table_column), Some(DataType::Int4 | DataType::Int8 | DataType::Text))
+    has_zone_value(&source.layout, table_column)
         .then_some((source, table_column))
 }
 

@@ -33,7 +33,7 @@ use std::ops::Bound;
 use sqlparser::ast;
 use weft_access::btree::{BTree, ScanDirection};
 use weft_access::catalog::{IndexMeta, TableMeta};
-use weft_access::heap::{page_zone_range, scan_pages_and_tids, text_index_of, Tid};
+use weft_access::heap::{has_zone_value, page_zone_range, scan_pages_and_tids, Tid};
 use weft_access::index_build::btree_desc;
 use weft_access::stats::{ColumnStats, IndexStats, StatValue, TableStats};
 use weft_access::{Catalog, Snapshot};
@@ -172,7 +172,7 @@ impl ZoneBuilds {
     fn start(pool: &BufferPool, rel: RelFileLocator, layout: &RowLayout, nblocks: BlockNumber) -> ZoneBuilds {
         let maps = pool.zone_maps();
         let builds = (0..layout.types().len())
-            .filter(|&c| matches!(layout.types()[c], DataType::Int4 | DataType::Int8) || text_index_of(layout, c).is_some())
+            .filter(|&c| has_zone_value(layout, c))
             .filter(|&c| maps.get(rel, c).is_none())
             .filter_map(|c| maps.begin_build(rel, c, nblocks).map(|build| (c, build, Vec::with_capacity(nblocks as usize))))
             .collect();
