@@ -998,15 +998,17 @@ fn raw_probe_scan<'a, 's>(state: &'a SourceState, steps: &'s [Step], locals: &[O
     let (heap, join, key_column) = probe_key(state, steps)?;
     let local = locals.first()?.as_ref()?;
     let prefilter = local.prefilter(join);
-    // The scan's row is the key and nothing else: a later batch's row is written as it is.
-    let key_only = heap.columns.len() == 1 && join.outer_key_column() == Some(0) && local.spills_outer();
+    // The scan's row is the key and nothing else: read from the tuple, not decoded.
+    let key_only = heap.columns.len() == 1 && join.outer_key_column() == Some(0);
     (prefilter.is_some() || key_only).then_some(RawProbe { heap, join, key_column, prefilter, key_only })
 }
 
 /// How a scan's first join takes outer tuples by their key: `prefilter` turns away the
 /// tuples whose key surely matches nothing (`JoinLocal::prefilter`: one batch, and blocks
-/// outside the inner keys' range are not read at all), and with `key_only` a tuple whose
-/// key belongs to a later batch goes straight to its batch file (`JoinLocal::spill_key`).
+/// outside the inner keys' range are not read at all). With `key_only` the scan's row is
+/// the key alone, read from the tuple without decoding it: a tuple whose key belongs to a
+/// later batch goes straight to its batch file (`JoinLocal::spill_key`), any other is
+/// probed with the key as its row (no prefilter: the probe costs no more than it).
 struct RawProbe<'a, 's> {
     heap: &'a crate::plan::HeapSource,
     join: &'s crate::plan::HashJoin,
@@ -1214,14 +1216,18 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                         for range in tuples {
                             let tuple = &page[range.clone()];
                             if let Some(key) = heap.layout.get_fixed(tuple, key_column) {
-                                if prefilter.as_ref().is_some_and(|table| !table.may_match(&key)) {
-                                    continue;
-                                }
                                 if key_only {
                                     let first = locals[0].as_mut().ok_or_else(|| Error::internal("a join step without its table"))?;
                                     if first.spill_key(join, &key, ctx)? {
                                         continue;
                                     }
+                                    if !process_joined(std::slice::from_ref(&key), steps, &mut locals, &mut emitted, &mut projected, ctx, &mut push)? {
+                                        return Ok(false);
+                                    }
+                                    continue;
+                                }
+                                if prefilter.as_ref().is_some_and(|table| !table.may_match(&key)) {
+                                    continue;
                                 }
                             }
                             decode_row(heap, tuple, &mut row)?;

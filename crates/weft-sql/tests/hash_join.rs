@@ -316,18 +316,26 @@ fn batch_files_are_removed_after_errors_and_cancels() {
 }
 
 /// Build sides large enough for batched probing (a bucket array of 2^18 heads and more):
-/// counts and sums per join type, against a count-by-key oracle.
+/// counts and sums per join type, against a count-by-key oracle. Twice: keys in a
+/// narrow range (an int4 key-only build side is then a bitmap of it, dense slots), and
+/// the same keys spread a thousand apart (slots or chains).
 #[test]
 fn large_build_sides_probe_in_batches() {
+    for spread in [1i64, 1000] {
+        large_build_sides(spread);
+    }
+}
+
+fn large_build_sides(spread: i64) {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
     let mut s = db.session();
     // l.k: 0..250000 with duplicates, NULL every 11th row; r.k: 0..350000 step 3 pattern.
-    let l_key = |id: i64| (id % 11 != 0).then_some((id * 7) % 250_000);
-    let r_key = |id: i64| (id % 13 != 0).then_some((id * 3) % 350_000);
+    let l_key = |id: i64| (id % 11 != 0).then_some((id * 7) % 250_000 * spread);
+    let r_key = |id: i64| (id % 13 != 0).then_some((id * 3) % 350_000 * spread);
     let (l_rows, r_rows) = (400_000i64, 300_000i64);
-    s.execute(&format!("CREATE TABLE l AS SELECT i AS id, CASE WHEN i % 11 = 0 THEN NULL ELSE (i * 7) % 250000 END AS k FROM generate_series(1, {l_rows}) i")).unwrap();
-    s.execute(&format!("CREATE TABLE r AS SELECT i AS id, CASE WHEN i % 13 = 0 THEN NULL ELSE (i * 3) % 350000 END AS k FROM generate_series(1, {r_rows}) i")).unwrap();
+    s.execute(&format!("CREATE TABLE l AS SELECT i AS id, CASE WHEN i % 11 = 0 THEN NULL ELSE (i * 7) % 250000 * {spread} END AS k FROM generate_series(1, {l_rows}) i")).unwrap();
+    s.execute(&format!("CREATE TABLE r AS SELECT i AS id, CASE WHEN i % 13 = 0 THEN NULL ELSE (i * 3) % 350000 * {spread} END AS k FROM generate_series(1, {r_rows}) i")).unwrap();
     s.execute("ANALYZE").unwrap();
     let mut r_by_key: std::collections::HashMap<i64, (i64, i64)> = std::collections::HashMap::new();
     for id in 1..=r_rows {
@@ -337,6 +345,8 @@ fn large_build_sides_probe_in_batches() {
             e.1 += id;
         }
     }
+    // The range of r's keys: dense slots have a bucket (a bit) per key in it.
+    let r_span = (r_by_key.keys().max().unwrap() - r_by_key.keys().min().unwrap() + 1) as usize;
     let mut l_keys: std::collections::HashSet<i64> = std::collections::HashSet::new();
     let (mut inner, mut inner_lsum, mut left_only, mut semi) = (0i64, 0i64, 0i64, 0i64);
     for id in 1..=l_rows {
@@ -369,12 +379,17 @@ fn large_build_sides_probe_in_batches() {
                 if work_mem == "256MB" {
                     // One batch: the build side (l or r, 277k+ rows with a key) gets a
                     // power of two of buckets, at least one a tuple: 2^19 open-addressing
-                    // slots (a quarter left free) or 2^20..2^21 chain heads.
+                    // slots (a quarter left free) or 2^20..2^21 chain heads; or, r's
+                    // keys in their narrow range, dense slots of a bit a key.
                     let buckets = bucket_counts(&plan);
+                    let dense = |n: usize| spread == 1 && n == r_span;
                     assert!(
-                        !buckets.is_empty() && buckets.iter().all(|&n| n.is_power_of_two() && (1 << 19..=1 << 21).contains(&n)),
+                        !buckets.is_empty() && buckets.iter().all(|&n| dense(n) || (n.is_power_of_two() && (1 << 19..=1 << 21).contains(&n))),
                         "{shape}: {sql}\n{plan}"
                     );
+                    if spread == 1 && sql.contains(" JOIN r ON") && !sql.contains("RIGHT") && !sql.contains("FULL") {
+                        assert!(buckets.iter().any(|&n| dense(n)), "{shape}: {sql}\n{plan}");
+                    }
                     assert!(plan.contains("Batches: 1 "), "{shape}: {sql}\n{plan}");
                 } else {
                     assert!(batches(&plan).iter().all(|&b| b > 1), "{shape}: {sql}\n{plan}");

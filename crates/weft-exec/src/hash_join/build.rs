@@ -21,7 +21,7 @@ use weft_common::{Datum, Error, Result};
 
 use super::batch::{batch_of, BatchWriters, Records, Written, MAX_BATCHES};
 use super::run::*;
-use super::table::{eval_keys, inner_keys, key_hash, slots_join, Arena, Buckets, JoinTable, BUCKETS_MIN, MAX_ARENAS};
+use super::table::{eval_keys, inner_keys, key_hash, slots_join, Arena, Buckets, IntKeyRange, JoinTable, BUCKETS_MIN, MAX_ARENAS};
 use crate::execute::{ExecContext, ParticipantStats, StepBuffers};
 
 /// The grow barrier's phases (its phase number modulo 4).
@@ -44,6 +44,8 @@ pub(super) struct BuildLocal {
     rows_out: u64,
     tuples: u64,
     unkeyed: u64,
+    /// The range of its keyed tuples' keys (a join that may use slots).
+    int_keys: IntKeyRange,
 }
 
 impl<'p> SharedJoin<'p> {
@@ -162,6 +164,7 @@ impl<'p> SharedJoin<'p> {
             rows_out: 0,
             tuples: 0,
             unkeyed: 0,
+            int_keys: IntKeyRange::Empty,
         };
         local.arena.reserve(self.reserve_tuples);
         let grow_phase = self.grow_barrier.attach();
@@ -245,6 +248,9 @@ impl<'p> SharedJoin<'p> {
             return Ok(());
         };
         local.tuples += 1;
+        if keyed && slots_join(self.join) {
+            local.int_keys = local.int_keys.add(&row[0]);
+        }
         let keys = keyed.then(|| key_slice(key_column, row, &local.keys));
         let bytes = local.arena.tuple_bytes(keys, row);
         loop {
@@ -392,7 +398,10 @@ impl<'p> SharedJoin<'p> {
         if !slots_join(self.join) {
             JoinTable::insert_arena(&buckets, local.number, &arena, 0..arena.len());
         }
-        self.build.lock().deposited.push((local.number, arena));
+        let mut build = self.build.lock();
+        build.int_keys = build.int_keys.union(local.int_keys);
+        build.deposited.push((local.number, arena));
+        drop(build);
         self.grow_barrier.detach();
         Ok(())
     }
@@ -623,7 +632,15 @@ impl<'p> SharedJoin<'p> {
             } else {
                 reserved
             };
-            table.index_anew(n, self.join);
+            // Slots, and keys in a range narrow enough: a bitmap of it (dense slots).
+            let dense = match table.int_key_bounds() {
+                Some((lo, hi)) if n == slots && Buckets::slots_fit(self.join, slots, tuples) => Buckets::dense(lo, hi, tuples, None),
+                _ => None,
+            };
+            match dense {
+                Some(dense) => table.set_buckets(dense),
+                None => table.index_anew(n, self.join),
+            }
         } else if table.needs_more_buckets() {
             let more = Buckets::bytes_for(Buckets::count_for(table.tuples())) - Buckets::bytes_for(original);
             if table.bytes() + more <= self.space_allowed {

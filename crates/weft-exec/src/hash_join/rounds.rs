@@ -18,7 +18,7 @@ use weft_common::{DataType, Datum, Error, Result};
 
 use super::batch::{Block, Records};
 use super::run::*;
-use super::table::{emit_unmatched_outer, inner_keys, int_rows_type, is_marked, outer_keys, Arena, Buckets, IntProbe, JoinTable, ProbeBuffers, BUCKETS_MIN, MAX_ARENAS};
+use super::table::{emit_unmatched_outer, inner_keys, int_rows_type, is_marked, outer_keys, Arena, Buckets, IntKeyRange, IntProbe, JoinTable, ProbeBuffers, BUCKETS_MIN, MAX_ARENAS};
 use crate::execute::ExecContext;
 use crate::plan::{HashJoin, JoinType};
 
@@ -323,8 +323,20 @@ impl<'p> SharedJoin<'p> {
         // Slots hold the whole round's table (no arena: see `load_round_slots`): as many
         // as its tuples need when the budget holds them.
         let slots = Buckets::slots_len(round.tuples);
-        let n = if Buckets::slots_fit(self.join, slots, round.tuples) && Buckets::bytes_for(slots) <= self.space_allowed { slots } else { round.buckets };
-        state.buckets = Some(Arc::new(state.buckets_of(n, self.join, round.tuples)));
+        let in_slots = Buckets::slots_fit(self.join, slots, round.tuples) && Buckets::bytes_for(slots) <= self.space_allowed;
+        let n = if in_slots { slots } else { round.buckets };
+        // Slots over keys in a narrow enough range (all batches'): a bitmap of it.
+        let dense = match self.build.lock().int_keys {
+            IntKeyRange::Range(lo, hi) if in_slots && Buckets::dense_bytes(lo, hi, round.tuples).is_some() => {
+                Buckets::dense(lo, hi, round.tuples, state.spare_buckets.take())
+            }
+            _ => None,
+        };
+        let buckets = match dense {
+            Some(dense) => dense,
+            None => state.buckets_of(n, self.join, round.tuples),
+        };
+        state.buckets = Some(Arc::new(buckets));
         for cursor in [&self.load_cursor, &self.probe_cursor, &self.scan_cursor, &self.outer_scan_cursor, &self.round_arena] {
             cursor.store(0, Ordering::Relaxed);
         }

@@ -51,7 +51,7 @@ use weft_common::{Datum, Error, Result};
 
 use super::batch::{batch_of, block_bytes, BatchWriters, Block, SpillSet, MAX_BATCHES};
 use super::rounds::RoundPlan;
-use super::table::{key_hash, outer_keys, Arena, Buckets, JoinFacts, JoinTable, ProbeBuffers};
+use super::table::{key_hash, outer_keys, Arena, Buckets, IntKeyRange, JoinFacts, JoinTable, ProbeBuffers};
 use super::{HashJoinStats, PhaseWait};
 use crate::execute::{node_id, ExecContext, ParticipantStats, PipelineStats, SourceState};
 use crate::plan::{HashJoin, HashJoinMode, JoinType};
@@ -231,6 +231,9 @@ pub(crate) struct BuildState {
     pub old_tuples: Vec<u64>,
     pub old_blocks: Vec<Block>,
     pub old_arenas: Vec<(usize, Arena)>,
+    /// The range of every keyed inner tuple's key, all batches (tracked for an int4
+    /// key-only build side: rounds may keep their tables in dense slots).
+    pub int_keys: IntKeyRange,
 }
 
 /// A participant's handle on the join it runs: the shared one, or its own.
@@ -501,11 +504,6 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
         self.table.clone()
     }
 
-    /// Multi-batch: outer rows of later batches go to batch files.
-    pub fn spills_outer(&self) -> bool {
-        self.outer.is_some()
-    }
-
     /// Are outer rows waiting to be probed together?
     pub fn has_pending(&self) -> bool {
         self.buffers.has_pending()
@@ -536,9 +534,11 @@ impl<'p> SharedJoin<'p> {
         let participants = participants.max(1);
         // Each participant's arena is sized up front for its share of batch 0's estimated
         // tuples (at most its share of the budget): growing it would copy every tuple a
-        // few times, each time into memory touched for the first time.
-        let reserve_tuples =
-            ((join.estimated_inner_rows.max(0.0) as usize) / nbatch / participants).min(space_allowed / participants / tuple_bytes.max(1));
+        // few times, each time into memory touched for the first time. An eighth more
+        // than an even share: participants' shares differ by a few percent, and memory
+        // reserved but never touched costs nothing.
+        let share = (join.estimated_inner_rows.max(0.0) as usize) / nbatch / participants;
+        let reserve_tuples = (share + share / 8).min(space_allowed / participants / tuple_bytes.max(1));
         // Skew buckets: the most common outer keys, as many as the skew budget could hold
         // one inner tuple of (PostgreSQL's ExecHashBuildSkewHash), most common first.
         let skew_allowed = if join.outer_keys.len() == 1 && !join.outer_mcvs.is_empty() { space_allowed * SKEW_PERCENT / 100 } else { 0 };
