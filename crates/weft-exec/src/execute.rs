@@ -143,6 +143,17 @@ pub(crate) trait Sink: Sync {
     /// Hand a participant's local state to the shared state, once.
     fn finish(&self, local: Self::Local) -> Result<()>;
 
+    /// Does the sink only count the rows it takes (what they hold never matters)? Then
+    /// [`push_count`](Self::push_count) may stand for that many pushes.
+    fn counts_rows_only(&self) -> bool {
+        false
+    }
+
+    /// Take `rows` rows, of which only the number matters (see [`counts_rows_only`](Self::counts_rows_only)).
+    fn push_count(&self, _local: &mut Self::Local, _rows: u64) -> Result<()> {
+        Err(Error::internal("rows counted for a sink that does not only count them"))
+    }
+
     /// Can this sink read the tuples of a heap scan directly (no steps in between)?
     /// `columns` maps the pipeline's row positions to table columns. Called once, before
     /// any participant starts; a sink that says yes gets `push_raw_page` instead of `push`.
@@ -758,7 +769,7 @@ impl<'p> SourceState<'p> {
     }
 
     /// A heap source's share of visible tuples, a page at a time.
-    fn run_raw_pages(&self, ctx: &ExecContext, mut emit: impl FnMut(&[u8], &[Range<usize>]) -> Result<bool>) -> Result<()> {
+    pub(crate) fn run_raw_pages(&self, ctx: &ExecContext, mut emit: impl FnMut(&[u8], &[Range<usize>]) -> Result<bool>) -> Result<()> {
         self.run_numbered_pages(ctx, |_| true, |_, _| true, |_, page, tuples| Ok(tuples.is_empty() || emit(page, tuples)?))
     }
 
@@ -1177,6 +1188,19 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                     None => None,
                 });
             }
+            // A join whose rows go straight into a sink that only counts them (`count(*)`
+            // over the join; at most projections of columns between, which cannot fail)
+            // counts what its probe of slots finds instead of emitting it.
+            let counted_join = steps.iter().rposition(|step| matches!(step, Step::HashJoin(_))).filter(|&last| {
+                sink.counts_rows_only()
+                    && steps[last + 1..].iter().all(|step| {
+                        matches!(step, Step::Project(exprs) if exprs.iter().all(|e| matches!(e, crate::expr::Expr::Column { .. })))
+                    })
+            });
+            if let Some(local) = counted_join.and_then(|i| locals[i].as_mut()) {
+                local.count_rows_only();
+            }
+            let mut counted = 0u64;
             let mut emitted = vec![0u64; steps.len()];
             let mut projected: Vec<Vec<Datum>> = vec![Vec::new(); steps.len()];
             let mut push = |out: &[Datum]| {
@@ -1263,8 +1287,18 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                     process_joined(row, rest, rest_joins, rest_emitted, rest_projected, ctx, &mut push)
                 })?;
                 flush_joins(i + 1, steps, &mut locals, &mut emitted, &mut projected, ctx, &mut push)?;
+                if counted_join == Some(i) {
+                    let n = locals[i].as_mut().map_or(0, JoinLocal::take_counted);
+                    emitted[i] += n;
+                    counted += n;
+                }
                 // This join's tables and files are no longer needed by this participant.
                 locals[i] = None;
+            }
+            if counted > 0 {
+                first_row.get_or_insert_with(Instant::now);
+                rows_out += counted;
+                sink.push_count(&mut local, counted)?;
             }
             let mut all = join_rows.lock();
             for (i, count) in emitted.iter().enumerate() {
@@ -1384,7 +1418,7 @@ fn top_n_key_column<'a, S: Sink>(state: &'a SourceState, steps: &[Step], sink: &
 
 /// Is `steps` one projection that passes a row of `width` columns through unchanged
 /// (`SELECT *`)?
-fn is_identity(steps: &[Step], width: usize) -> bool {
+pub(crate) fn is_identity(steps: &[Step], width: usize) -> bool {
     match steps {
         [Step::Project(exprs)] => {
             exprs.len() == width && exprs.iter().enumerate().all(|(i, e)| matches!(e, crate::expr::Expr::Column { index, .. } if *index == i))

@@ -1377,6 +1377,26 @@ impl Sink for AggregateSink<'_> {
         Ok(true)
     }
 
+    /// Ungrouped `count(*)` calls and nothing else: a row counts whatever it holds.
+    fn counts_rows_only(&self) -> bool {
+        self.group_by.is_empty()
+            && !self.aggregates.is_empty()
+            && self.aggregates.iter().all(|call| call.function == AggregateFunction::CountStar && call.arg.is_none() && call.filter.is_none())
+    }
+
+    fn push_count(&self, local: &mut LocalAggregate, rows: u64) -> Result<()> {
+        let LocalAggregate::Ungrouped(accumulators) = local else {
+            return Err(Error::internal("rows counted for a grouped aggregate"));
+        };
+        for acc in accumulators.iter_mut() {
+            match acc {
+                Accumulator::Count(n) => *n += rows as i64,
+                _ => return Err(Error::internal("rows counted for an aggregate other than count(*)")),
+            }
+        }
+        Ok(())
+    }
+
     fn accepts_raw(&self, layout: &RowLayout, columns: &[usize]) -> bool {
         if !self.group_by.is_empty() {
             return false;

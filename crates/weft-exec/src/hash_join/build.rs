@@ -22,7 +22,8 @@ use weft_common::{Datum, Error, Result};
 use super::batch::{batch_of, BatchWriters, Records, Written, MAX_BATCHES};
 use super::run::*;
 use super::table::{eval_keys, inner_keys, key_hash, slots_join, Arena, Buckets, IntKeyRange, JoinTable, BUCKETS_MIN, MAX_ARENAS};
-use crate::execute::{ExecContext, ParticipantStats, StepBuffers};
+use crate::execute::{is_identity, ExecContext, ParticipantStats, StepBuffers};
+use crate::plan::{HeapSource, Source};
 
 /// The grow barrier's phases (its phase number modulo 4).
 const GROW_ELECT: usize = 0;
@@ -100,6 +101,14 @@ impl<'p> SharedJoin<'p> {
         }
     }
 
+    /// The build side's heap and the table column of its one integer key, when its rows
+    /// are that key alone, scanned with no step between (`Arena::int_row_type`).
+    fn inner_key_column(&self) -> Option<(&HeapSource, usize)> {
+        let Source::Heap(heap) = &self.join.inner.source else { return None };
+        let plain = self.join.inner.steps.is_empty() || is_identity(&self.join.inner.steps, heap.columns.len());
+        (plain && heap.columns.len() == 1 && Arena::int_row_type(self.join).is_some()).then(|| (heap, heap.columns[0]))
+    }
+
     /// Phase 1 (one): the first batches and batch 0's bucket array, from the estimate.
     fn allocate(&self) {
         let nbatch = self.nbatch.load(Ordering::Relaxed);
@@ -175,17 +184,32 @@ impl<'p> SharedJoin<'p> {
         local.nbatch = self.nbatch.load(Ordering::Acquire);
         let mut buffers = StepBuffers::new();
         let mut rows_in = 0u64;
-        let read = self.source.run(ctx, |row| {
-            rows_in += 1;
-            // Another participant's deferred error: the rest of the build side is moot.
-            if self.build_deferred.load(Ordering::Relaxed) {
-                return Ok(false);
-            }
-            buffers.process(row, &self.join.inner.steps, ctx.eval, |inner| {
-                self.insert(&mut local, inner, ctx)?;
+        let read = match self.inner_key_column() {
+            // The row is an integer key alone: read from each tuple, not decoded, and
+            // inserted without going through the (empty) steps.
+            Some((heap, column)) => self.source.run_raw_pages(ctx, |page, tuples| {
+                rows_in += tuples.len() as u64;
+                if self.build_deferred.load(Ordering::Relaxed) {
+                    return Ok(false);
+                }
+                for range in tuples {
+                    let key = heap.layout.get(&page[range.clone()], column)?;
+                    self.insert(&mut local, std::slice::from_ref(&key), ctx)?;
+                }
                 Ok(true)
-            })
-        });
+            }),
+            None => self.source.run(ctx, |row| {
+                rows_in += 1;
+                // Another participant's deferred error: the rest of the build side is moot.
+                if self.build_deferred.load(Ordering::Relaxed) {
+                    return Ok(false);
+                }
+                buffers.process(row, &self.join.inner.steps, ctx.eval, |inner| {
+                    self.insert(&mut local, inner, ctx)?;
+                    Ok(true)
+                })
+            }),
+        };
         match read {
             Err(error) if self.defers(&error) => {
                 // This participant stops reading; the table stays partial and is never

@@ -504,6 +504,18 @@ impl<'s, 'p> JoinLocal<'s, 'p> {
         self.table.clone()
     }
 
+    /// Whatever takes this join's rows only counts them (`count(*)` right above it): a
+    /// probe of slots counts its rows instead of emitting them, and
+    /// [`take_counted`](Self::take_counted) hands the count over.
+    pub fn count_rows_only(&mut self) {
+        self.buffers.ints.counted = Some(0);
+    }
+
+    /// The rows counted since the last call (see [`count_rows_only`](Self::count_rows_only)).
+    pub fn take_counted(&mut self) -> u64 {
+        self.buffers.ints.counted.as_mut().map_or(0, std::mem::take)
+    }
+
     /// Are outer rows waiting to be probed together?
     pub fn has_pending(&self) -> bool {
         self.buffers.has_pending()

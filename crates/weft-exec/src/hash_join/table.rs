@@ -1341,7 +1341,7 @@ impl JoinTable {
         if self.buckets.slots {
             return self.probe_int_slots(join, data_type, scratch, marks, emit);
         }
-        let IntProbe { values, hashes, heads } = scratch;
+        let IntProbe { values, hashes, heads, .. } = scratch;
         let n = values.len();
         hashes.clear();
         hashes.extend(values.iter().map(|&v| int_key_hash(data_type, v)));
@@ -1477,7 +1477,20 @@ impl JoinTable {
         emit: &mut dyn FnMut(&[Datum]) -> Result<bool>,
     ) -> Result<bool> {
         debug_assert!(data_type == DataType::Int4);
-        let IntProbe { values, hashes, .. } = scratch;
+        let IntProbe { values, hashes, counted, .. } = scratch;
+        // `n` rows like `row`: emitted, or only counted.
+        let mut out = |row: &[Datum], n: u64| -> Result<bool> {
+            if let Some(counted) = counted.as_mut() {
+                *counted += n;
+                return Ok(true);
+            }
+            for _ in 0..n {
+                if !emit(row)? {
+                    return Ok(false);
+                }
+            }
+            Ok(true)
+        };
         let n = values.len();
         hashes.clear();
         hashes.extend(values.iter().map(|&v| int_key_hash(DataType::Int4, v)));
@@ -1509,29 +1522,21 @@ impl JoinTable {
                         continue;
                     }
                 }
-                match join_type {
-                    JoinType::Semi => {
-                        if !emit(std::slice::from_ref(&datum))? {
-                            return Ok(false);
-                        }
-                    }
-                    JoinType::Anti => {}
-                    _ => {
-                        // Both columns are the key: equal values.
-                        let joined = [datum.clone(), datum];
-                        for _ in 0..count {
-                            if !emit(&joined)? {
-                                return Ok(false);
-                            }
-                        }
-                    }
+                let going = match join_type {
+                    JoinType::Semi => out(std::slice::from_ref(&datum), 1)?,
+                    JoinType::Anti => true,
+                    // Both columns are the key: equal values.
+                    _ => out(&[datum.clone(), datum], count)?,
+                };
+                if !going {
+                    return Ok(false);
                 }
                 continue;
             }
             if mark.is_none() {
                 let going = match join_type {
-                    JoinType::Anti => emit(std::slice::from_ref(&datum))?,
-                    JoinType::Left => emit(&[datum, Datum::Null])?,
+                    JoinType::Anti => out(std::slice::from_ref(&datum), 1)?,
+                    JoinType::Left => out(&[datum, Datum::Null], 1)?,
                     _ => true,
                 };
                 if !going {
@@ -1601,6 +1606,9 @@ pub(crate) struct IntProbe {
     pub values: Vec<i64>,
     hashes: Vec<u64>,
     heads: Vec<u64>,
+    /// Rows a probe of slots produced, counted instead of emitted (`Some`) when whatever
+    /// takes them only counts them ([`JoinLocal::count_rows_only`]).
+    pub counted: Option<u64>,
 }
 
 /// How far ahead of its insert a tuple's bucket head is fetched.
@@ -1627,7 +1635,7 @@ pub(crate) struct ProbeBuffers {
     /// Set when both sides' rows are one integer key ([`int_rows_type`]): outer rows with
     /// a key then wait in `ints` as bare values, probed by [`JoinTable::probe_ints`].
     int_rows: Option<DataType>,
-    ints: IntProbe,
+    pub(super) ints: IntProbe,
 }
 
 /// Outer integer keys probed together by [`JoinTable::probe`]: the software pipeline of
