@@ -18,7 +18,7 @@ use weft_common::{DataType, Datum, Error, Result};
 
 use super::batch::{Block, Records};
 use super::run::*;
-use super::table::{emit_unmatched_outer, inner_keys, int_rows_type, is_marked, outer_keys, Arena, Buckets, IntKeyRange, IntProbe, JoinTable, ProbeBuffers, BUCKETS_MIN, MAX_ARENAS};
+use super::table::{emit_unmatched_outer, inner_keys, int_rows_type, is_marked, outer_keys, Arena, Buckets, IntKeyRange, IntProbe, JoinTable, OuterMarks, ProbeBuffers, BUCKETS_MIN, MAX_ARENAS};
 use crate::execute::ExecContext;
 use crate::plan::{HashJoin, JoinType};
 
@@ -123,15 +123,18 @@ impl<'p> SharedJoin<'p> {
     }
 
     /// From `phase` (the probe, or the phase this participant attached at) to the end of
-    /// the join; rows go to `out`. `table` is batch 0's, dropped before the first round.
+    /// the join; rows go to `out`, or where `counted` is `Some`, rows a probe of slots
+    /// finds are added to it (see `JoinLocal::count_rows_only`). `table` is batch 0's,
+    /// dropped before the first round.
     pub(super) fn finish(
         &self,
         phase: usize,
         table: &mut Option<Arc<JoinTable>>,
+        counted: &mut Option<u64>,
         ctx: &ExecContext,
         out: &mut dyn FnMut(&[Datum]) -> Result<bool>,
     ) -> Result<()> {
-        let result = self.finish_phases(phase, table, ctx, out);
+        let result = self.finish_phases(phase, table, counted, ctx, out);
         self.finished.fetch_add(1, Ordering::Relaxed);
         result
     }
@@ -140,6 +143,7 @@ impl<'p> SharedJoin<'p> {
         &self,
         mut phase: usize,
         table: &mut Option<Arc<JoinTable>>,
+        counted: &mut Option<u64>,
         ctx: &ExecContext,
         out: &mut dyn FnMut(&[Datum]) -> Result<bool>,
     ) -> Result<()> {
@@ -174,7 +178,7 @@ impl<'p> SharedJoin<'p> {
                 }
                 p if p >= FIRST_ROUND => {
                     *table = None;
-                    going = self.round_phase(p, elected, going, ctx, out)?;
+                    going = self.round_phase(p, elected, going, counted, ctx, out)?;
                 }
                 _ => return Err(Error::internal(format!("hash join finishing from build phase {phase}"))),
             }
@@ -283,7 +287,15 @@ impl<'p> SharedJoin<'p> {
     }
 
     /// One phase of round `(phase - FIRST_ROUND) / ROUND_PHASES`.
-    fn round_phase(&self, phase: usize, elected: bool, going: bool, ctx: &ExecContext, out: &mut dyn FnMut(&[Datum]) -> Result<bool>) -> Result<bool> {
+    fn round_phase(
+        &self,
+        phase: usize,
+        elected: bool,
+        going: bool,
+        counted: &mut Option<u64>,
+        ctx: &ExecContext,
+        out: &mut dyn FnMut(&[Datum]) -> Result<bool>,
+    ) -> Result<bool> {
         let plan = self.plan.get().ok_or_else(|| Error::internal("hash join rounds not planned"))?;
         let r = (phase - FIRST_ROUND) / ROUND_PHASES;
         let round = plan.rounds.get(r).ok_or_else(|| Error::internal("hash join round out of range"))?;
@@ -299,7 +311,7 @@ impl<'p> SharedJoin<'p> {
                     self.assemble_round()?;
                 }
             }
-            BATCH_PROBE if going => return self.probe_round(plan, round, ctx, out),
+            BATCH_PROBE if going => return self.probe_round(plan, round, counted, ctx, out),
             BATCH_SCAN if going => return self.scan_round(plan, round, ctx, out),
             _ => {}
         }
@@ -440,14 +452,44 @@ impl<'p> SharedJoin<'p> {
     }
 
     /// *batch probe* (all): the batch's outer blocks claimed one at a time.
-    fn probe_round(&self, plan: &RoundPlan, round: &Round, ctx: &ExecContext, out: &mut dyn FnMut(&[Datum]) -> Result<bool>) -> Result<bool> {
+    fn probe_round(
+        &self,
+        plan: &RoundPlan,
+        round: &Round,
+        counted: &mut Option<u64>,
+        ctx: &ExecContext,
+        out: &mut dyn FnMut(&[Datum]) -> Result<bool>,
+    ) -> Result<bool> {
         let table = self.round_table()?;
         let marks = if round.chunked { plan.marks[round.batch].as_deref() } else { None };
-        let (mut buf, mut row, mut keys) = (Vec::new(), Vec::new(), Vec::new());
         let mut buffers = ProbeBuffers::default();
         buffers.cancel = Some(ctx.cancel.clone());
         let int_rows = int_rows_type(self.join);
+        // Counting or not, as the participant's batch-0 probe; the count joins its own.
         let mut ints = IntProbe::default();
+        ints.counted = counted.map(|_| 0);
+        let going = self.probe_round_blocks(plan, round, marks, int_rows, &table, &mut ints, &mut buffers, ctx, out);
+        if let (Some(total), Some(n)) = (counted.as_mut(), ints.counted) {
+            *total += n;
+        }
+        going
+    }
+
+    /// [`SharedJoin::probe_round`]'s loop over the outer blocks.
+    #[allow(clippy::too_many_arguments)]
+    fn probe_round_blocks(
+        &self,
+        plan: &RoundPlan,
+        round: &Round,
+        marks: Option<&OuterMarks>,
+        int_rows: Option<DataType>,
+        table: &JoinTable,
+        ints: &mut IntProbe,
+        buffers: &mut ProbeBuffers,
+        ctx: &ExecContext,
+        out: &mut dyn FnMut(&[Datum]) -> Result<bool>,
+    ) -> Result<bool> {
+        let (mut buf, mut row, mut keys) = (Vec::new(), Vec::new(), Vec::new());
         loop {
             ctx.cancel.check()?;
             let j = self.probe_cursor.fetch_add(1, Ordering::Relaxed);
@@ -461,7 +503,7 @@ impl<'p> SharedJoin<'p> {
                 }
                 // An outer row always has its key: every record is compact.
                 if records.at_end() {
-                    if !table.probe_ints(self.join, data_type, &mut ints, marks.map(|m| (m, start)), out)? {
+                    if !table.probe_ints(self.join, data_type, ints, marks.map(|m| (m, start)), out)? {
                         return Ok(false);
                     }
                     continue;
@@ -478,13 +520,13 @@ impl<'p> SharedJoin<'p> {
                     first_waiting = k;
                 }
                 let marks = marks.map(|m| (m, first_waiting));
-                if !table.probe_keyed_batched(self.join, &row, keys, hash, ctx.eval, &mut buffers, marks, out)? {
+                if !table.probe_keyed_batched(self.join, &row, keys, hash, ctx.eval, buffers, marks, out)? {
                     return Ok(false);
                 }
                 k += 1;
             }
             // Marks are numbered per block: no row waits across blocks.
-            if buffers.has_pending() && !table.flush(self.join, ctx.eval, &mut buffers, marks.map(|m| (m, first_waiting)), out)? {
+            if buffers.has_pending() && !table.flush(self.join, ctx.eval, buffers, marks.map(|m| (m, first_waiting)), out)? {
                 return Ok(false);
             }
         }

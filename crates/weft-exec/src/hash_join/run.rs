@@ -334,7 +334,7 @@ impl<'p> JoinRun<'p> {
         }
         local.handle.skew_outer.fetch_add(std::mem::take(&mut local.skew_outer), Ordering::Relaxed);
         local.handle.outer_spilled.fetch_add(std::mem::take(&mut local.spilled), Ordering::Relaxed);
-        local.handle.finish(local.phase, &mut local.table, ctx, out)?;
+        local.handle.finish(local.phase, &mut local.table, &mut local.buffers.ints.counted, ctx, out)?;
         if let (JoinRun::Private { stats, figures, .. }, Handle::Private(own)) = (self, &local.handle) {
             stats.lock().append(&mut own.inner_stats.lock());
             let mine = own.figures();
