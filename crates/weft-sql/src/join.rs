@@ -633,7 +633,8 @@ pub(crate) fn split_where(selection: Option<&ast::Expr>) -> (Vec<ast::Expr>, Vec
 /// - an uncorrelated `EXISTS` or `NOT EXISTS` (an init plan, then a One-Time Filter);
 /// - an `EXISTS` or `IN` whose subquery is not a plain SELECT (aggregates, GROUP BY,
 ///   DISTINCT, LIMIT, ...) and reads the query's columns: such a subquery is joined as a
-///   relation planned on its own, which it cannot be.
+///   relation planned on its own, which it cannot be; so is a plain SELECT whose FROM
+///   items read the query's columns (a derived table, a LATERAL item).
 ///
 /// Correlation is found by planning the subquery on its own: an unknown name means it
 /// reads the query around it.
@@ -643,13 +644,20 @@ pub(crate) fn keep_correlated_subplans(mut plain: Vec<ast::Expr>, subqueries: Ve
         let standalone = ctx.nested(None);
         matches!(crate::planner::plan_query(&condition.subquery, &standalone), Err(e) if crate::subplan::is_unresolved(&e))
     };
+    // Whether the subquery's FROM items themselves read the query's columns (a derived
+    // table `(SELECT t.a) s`): a join plans them on their own, which they cannot be.
+    let from_correlated = |condition: &SubqueryCondition| {
+        let ast::SetExpr::Select(select) = condition.subquery.body.as_ref() else { return false };
+        let standalone = ctx.nested(None);
+        matches!(analyze_from(&select.from, &standalone), Err(e) if crate::subplan::is_unresolved(&e))
+    };
     for condition in subqueries {
         let per_row = match condition.outer.as_ref() {
             Some(outer) if condition.negated => crate::bind::row_items(outer).len() > 1 || correlated(&condition),
             // An uncorrelated [NOT] EXISTS is no join: an init plan whose value gates the
             // whole query once (PostgreSQL's One-Time Filter), so a false one runs nothing.
             None if !correlated(&condition) => true,
-            _ => !is_plain_select(&condition.subquery) && correlated(&condition),
+            _ => correlated(&condition) && (!is_plain_select(&condition.subquery) || from_correlated(&condition)),
         };
         if !per_row {
             kept.push(condition);
