@@ -4,7 +4,8 @@
 //!
 //! **Index conditions.** WHERE conjuncts of the forms `column op constant` (either side;
 //! `=`, `<`, `<=`, `>`, `>=`; BETWEEN binds to two of them), `column IN (list)` (the
-//! binder's OR of equalities), `column IS [NOT] NULL` and a bare boolean column (`flag`,
+//! binder's OR of equalities), an OR of ranges on one column (BETWEEN SYMMETRIC: one
+//! range per arm, merged where they meet), `column IS [NOT] NULL` and a bare boolean column (`flag`,
 //! `NOT flag`). The constant may be any expression without columns or volatile functions
 //! (folded at plan time). Cross-type comparisons are converted exactly into the column's
 //! type: an int4 column against an int8 or numeric constant becomes a bound on int4
@@ -82,6 +83,9 @@ enum Condition {
     In(Vec<Datum>),
     /// Non-null values within the bounds (`(value, inclusive)`); none: IS NOT NULL.
     Range { lower: Option<(Datum, bool)>, upper: Option<(Datum, bool)> },
+    /// Non-null values within any of these disjoint ranges, in increasing order: an OR
+    /// of range conditions on the column (`BETWEEN SYMMETRIC`'s two orders).
+    Ranges(Vec<(Option<(Datum, bool)>, Option<(Datum, bool)>)>),
     /// No row qualifies (a comparison with NULL, a value the column's type cannot hold).
     Empty,
     /// `op value` (`=`, `<`, `<=`, `>`, `>=`) where the value is known only when the scan
@@ -217,6 +221,10 @@ fn condition(conjunct: &Expr, columns: &[usize], types: &[DataType]) -> Option<(
     let table_column = |c: usize| columns.get(c).copied();
     match conjunct {
         // An IN list (`bind.rs` marks it with a one-argument COALESCE).
+        Expr::Binary { op: BinaryOp::Or, .. } if in_list(conjunct).is_none() => {
+            let (column, ranges) = or_of_ranges(conjunct, types, &table_column)?;
+            Some((column, if ranges.is_empty() { Condition::Empty } else { Condition::Ranges(ranges) }))
+        }
         Expr::Binary { op: BinaryOp::Or, .. } | Expr::Coalesce { .. } => {
             let (column, values) = in_list(conjunct)?;
             let column = table_column(column)?;
@@ -266,6 +274,111 @@ fn condition(conjunct: &Expr, columns: &[usize], types: &[DataType]) -> Option<(
             _ => None,
         },
         _ => None,
+    }
+}
+
+type ValueRange = (Option<(Datum, bool)>, Option<(Datum, bool)>);
+
+/// An OR whose every arm is an AND of comparisons of one column with constants (`(a >= 38
+/// AND a <= 24) OR (a >= 24 AND a <= 38)`, BETWEEN SYMMETRIC): the column and the union
+/// of the arms' ranges, disjoint and in increasing order (empty when no arm can hold).
+fn or_of_ranges(conjunct: &Expr, types: &[DataType], table_column: &dyn Fn(usize) -> Option<usize>) -> Option<(usize, Vec<ValueRange>)> {
+    fn arms<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+        match e {
+            Expr::Binary { op: BinaryOp::Or, left, right, .. } => {
+                arms(left, out);
+                arms(right, out);
+            }
+            other => out.push(other),
+        }
+    }
+    let mut all = Vec::new();
+    arms(conjunct, &mut all);
+    let mut column = None;
+    let mut ranges: Vec<ValueRange> = Vec::new();
+    for arm in all {
+        let (mut lower, mut upper): ValueRange = (None, None);
+        let mut empty = false;
+        for part in arm.conjuncts() {
+            let (c, op, value) = column_comparison(part)?;
+            let c = table_column(c)?;
+            if *column.get_or_insert(c) != c {
+                return None;
+            }
+            let (lo, hi) = match comparison_condition(op, &value, types[c])? {
+                Condition::Eq(v) => (Some((v.clone(), true)), Some((v, true))),
+                Condition::Range { lower, upper } => (lower, upper),
+                Condition::Empty => {
+                    empty = true;
+                    continue;
+                }
+                _ => return None,
+            };
+            lower = tighter(lower, lo, Ordering::Greater);
+            upper = tighter(upper, hi, Ordering::Less);
+        }
+        if let (Some((l, l_inclusive)), Some((u, u_inclusive))) = (&lower, &upper) {
+            match compare_datums(l, u) {
+                Ordering::Greater => empty = true,
+                Ordering::Equal => empty |= !(*l_inclusive && *u_inclusive),
+                Ordering::Less => {}
+            }
+        }
+        if !empty {
+            ranges.push((lower, upper));
+        }
+    }
+    // In increasing order of lower bound (unbounded first, inclusive before exclusive),
+    // overlapping or touching ranges merged: an index scan must not read an entry twice.
+    ranges.sort_by(|a, b| match (&a.0, &b.0) {
+        (None, None) => Ordering::Equal,
+        (None, Some(_)) => Ordering::Less,
+        (Some(_), None) => Ordering::Greater,
+        (Some((x, xi)), Some((y, yi))) => compare_datums(x, y).then(yi.cmp(xi)),
+    });
+    let mut merged: Vec<ValueRange> = Vec::new();
+    for (lower, upper) in ranges {
+        if let Some(last) = merged.last_mut() {
+            let meets = match (&last.1, &lower) {
+                (None, _) | (_, None) => true,
+                (Some((u, u_inclusive)), Some((l, l_inclusive))) => match compare_datums(l, u) {
+                    Ordering::Less => true,
+                    Ordering::Equal => *u_inclusive || *l_inclusive,
+                    Ordering::Greater => false,
+                },
+            };
+            if meets {
+                last.1 = looser(last.1.take(), upper);
+                continue;
+            }
+        }
+        merged.push((lower, upper));
+    }
+    Some((column?, merged))
+}
+
+/// The tighter of two bounds of one side (`toward`: Greater for lower bounds, Less for
+/// upper ones); `None` is no bound.
+fn tighter(a: Option<(Datum, bool)>, b: Option<(Datum, bool)>, toward: Ordering) -> Option<(Datum, bool)> {
+    match (a, b) {
+        (None, x) | (x, None) => x,
+        (Some(a), Some(b)) => match compare_datums(&a.0, &b.0) {
+            Ordering::Equal => Some((a.0, a.1 && b.1)),
+            o if o == toward => Some(a),
+            _ => Some(b),
+        },
+    }
+}
+
+/// The looser of two upper bounds (`None`: unbounded).
+fn looser(a: Option<(Datum, bool)>, b: Option<(Datum, bool)>) -> Option<(Datum, bool)> {
+    match (a, b) {
+        (None, _) | (_, None) => None,
+        (Some(a), Some(b)) => match compare_datums(&a.0, &b.0) {
+            Ordering::Equal => Some((a.0, a.1 || b.1)),
+            Ordering::Greater => Some(a),
+            Ordering::Less => Some(b),
+        },
     }
 }
 
@@ -369,6 +482,28 @@ fn ranges_for(index: &IndexMeta, desc: &BTreeDesc, conditions: &[ColumnCondition
             continue;
         }
         all_points = false;
+        // An OR of ranges: one range per arm and prefix, in index order.
+        let or_ranges = on.iter().find(|c| matches!(&c.condition, Condition::Ranges(r) if prefixes.len() * r.len() <= MAX_RANGES));
+        if let (Some(c), false) = (or_ranges, has_param) {
+            let Condition::Ranges(arms) = &c.condition else { unreachable!() };
+            used.push(c.conjunct);
+            let mut arms = arms.clone();
+            if key.descending {
+                arms.reverse();
+            }
+            let ranges = constant_prefixes(prefixes)
+                .iter()
+                .flat_map(|prefix| {
+                    arms.iter().map(move |(lower, upper)| {
+                        // In index order, a descending column's upper value bound comes first.
+                        let (first, last) = if key.descending { (upper, lower) } else { (lower, upper) };
+                        prefix_range(prefix, first.as_ref(), last.as_ref(), key.nulls_first)
+                    })
+                })
+                .collect();
+            let key_checks = key_checks(index, conditions, &used);
+            return Ranges { ranges, used, unique_point: false, fixed_columns, key_checks, param: None };
+        }
         // A range on this column: the tightest bound on each side.
         let mut lower: Option<(Datum, bool)> = None;
         let mut upper: Option<(Datum, bool)> = None;
@@ -1044,7 +1179,7 @@ fn condition_within(inner: &Condition, outer: &Condition) -> bool {
                 _ => false,
             }
         }
-        Condition::Empty | Condition::Param { .. } => return false,
+        Condition::Empty | Condition::Param { .. } | Condition::Ranges(_) => return false,
     };
     let above = |v: &Datum, inclusive: bool| match &lower {
         None => true,
@@ -1077,7 +1212,7 @@ fn condition_within(inner: &Condition, outer: &Condition) -> bool {
             low_ok && high_ok
         }
         Condition::Empty => true,
-        Condition::Param { .. } => false,
+        Condition::Param { .. } | Condition::Ranges(_) => false,
     }
 }
 

@@ -130,6 +130,26 @@ pub(crate) fn expanded_column(index: usize, column: &ScopeColumn, at: sqlparser:
 
 const EXPANDED_COLUMN_MARK: char = '\0';
 
+/// The marker of an [`expanded_outer_column`] (after [`EXPANDED_COLUMN_MARK`]).
+const OUTER_MARK: char = 'o';
+
+/// A reference to the column at `index` of the enclosing query's scope, as a subquery's
+/// `t.*` naming a relation of that query expands (no name is written so, as for
+/// [`expanded_column`]).
+pub(crate) fn expanded_outer_column(index: usize, column: &ScopeColumn, at: sqlparser::tokenizer::Span) -> ast::Expr {
+    let quoted = |s: &str| ast::Ident::with_quote_and_span('"', at, s);
+    let table = column.table.as_deref().unwrap_or("");
+    ast::Expr::CompoundIdentifier(vec![quoted(&format!("{EXPANDED_COLUMN_MARK}{OUTER_MARK}{index}")), quoted(table), quoted(&column.name)])
+}
+
+/// The outer scope index of an [`expanded_outer_column`] reference.
+fn expanded_outer_index(parts: &[ast::Ident]) -> Option<usize> {
+    match parts {
+        [mark, _, _] => mark.value.strip_prefix(EXPANDED_COLUMN_MARK)?.strip_prefix(OUTER_MARK)?.parse().ok(),
+        _ => None,
+    }
+}
+
 /// The scope index of an [`expanded_column`] reference.
 fn expanded_column_index(parts: &[ast::Ident]) -> Option<usize> {
     match parts {
@@ -543,6 +563,10 @@ impl<'a> Binder<'a> {
             A::Identifier(ident) => self.column(None, &ident_name(ident)),
             A::CompoundIdentifier(parts) if expanded_column_index(parts).is_some() => {
                 self.expanded_column(expanded_column_index(parts).expect("checked"))
+            }
+            A::CompoundIdentifier(parts) if expanded_outer_index(parts).is_some() => {
+                let outer = self.planner.and_then(|p| p.outer).ok_or_else(|| Error::internal("an outer column outside a subquery"))?;
+                Ok(outer.reference_at(expanded_outer_index(parts).expect("checked")))
             }
             A::CompoundIdentifier(parts) => match parts.as_slice() {
                 [table, column] => self.column(Some(&ident_name(table)), &ident_name(column)),

@@ -539,7 +539,10 @@ impl Analyzer<'_, '_> {
             sides.qualified_only.extend(left_cols.qualified_only.iter().chain(&right_cols.qualified_only).cloned());
             let bound = require_bool(Binder::new(&sides.scope()).planning(self.ctx).bind(condition)?, "JOIN/ON")?;
             let bound = substitute_columns(&bound, &sides.values());
-            on.extend(bound.conjuncts().into_iter().cloned());
+            // Constant conjuncts fold as WHERE's do: `ON 1 = 0` is `ON false`, which
+            // empties an outer join's nullable side and makes a FULL JOIN an append.
+            let folded = crate::exprutil::fold_constant_conjuncts(bound);
+            on.extend(folded.iter().flat_map(|f| f.conjuncts()).cloned());
         }
         Ok((Tree::Join { kind, left: Box::new(left_tree), right: Box::new(right_tree), on }, columns))
     }
@@ -633,7 +636,8 @@ pub(crate) fn split_where(selection: Option<&ast::Expr>) -> (Vec<ast::Expr>, Vec
 /// - an uncorrelated `EXISTS` or `NOT EXISTS` (an init plan, then a One-Time Filter);
 /// - an `EXISTS` or `IN` whose subquery is not a plain SELECT (aggregates, GROUP BY,
 ///   DISTINCT, LIMIT, ...) and reads the query's columns: such a subquery is joined as a
-///   relation planned on its own, which it cannot be.
+///   relation planned on its own, which it cannot be; so is a plain SELECT whose FROM
+///   items read the query's columns (a derived table, a LATERAL item).
 ///
 /// Correlation is found by planning the subquery on its own: an unknown name means it
 /// reads the query around it.
@@ -643,13 +647,20 @@ pub(crate) fn keep_correlated_subplans(mut plain: Vec<ast::Expr>, subqueries: Ve
         let standalone = ctx.nested(None);
         matches!(crate::planner::plan_query(&condition.subquery, &standalone), Err(e) if crate::subplan::is_unresolved(&e))
     };
+    // Whether the subquery's FROM items themselves read the query's columns (a derived
+    // table `(SELECT t.a) s`): a join plans them on their own, which they cannot be.
+    let from_correlated = |condition: &SubqueryCondition| {
+        let ast::SetExpr::Select(select) = condition.subquery.body.as_ref() else { return false };
+        let standalone = ctx.nested(None);
+        matches!(analyze_from(&select.from, &standalone), Err(e) if crate::subplan::is_unresolved(&e))
+    };
     for condition in subqueries {
         let per_row = match condition.outer.as_ref() {
             Some(outer) if condition.negated => crate::bind::row_items(outer).len() > 1 || correlated(&condition),
             // An uncorrelated [NOT] EXISTS is no join: an init plan whose value gates the
             // whole query once (PostgreSQL's One-Time Filter), so a false one runs nothing.
             None if !correlated(&condition) => true,
-            _ => !is_plain_select(&condition.subquery) && correlated(&condition),
+            _ => correlated(&condition) && (!is_plain_select(&condition.subquery) || from_correlated(&condition)),
         };
         if !per_row {
             kept.push(condition);
@@ -826,6 +837,11 @@ pub(crate) fn plan_joins(
     let workers = parallel_workers(&partial.source, &mut partial.steps, volatile || serial, ctx);
     let positions = used.iter().enumerate().map(|(pos, &i)| (i, pos)).collect();
     Ok(JoinedInput { source: partial.source, steps: partial.steps, workers, positions })
+}
+
+/// A literal `false` or NULL: a conjunct no row passes.
+fn is_false_or_null(e: &Expr) -> bool {
+    matches!(e, Expr::Literal { value: Datum::Bool(false) | Datum::Null, .. })
 }
 
 fn step_is_volatile(step: &Step) -> bool {
@@ -1346,6 +1362,9 @@ impl Planner<'_, '_> {
             }
         }
         if kind == Kind::Full {
+            if join_conditions.iter().any(is_false_or_null) {
+                return self.full_join_matching_nothing(left, right, after);
+            }
             self.check_full_join_keys(&join_conditions, &left_rels, &right_rels)?;
         }
         let left_simple = matches!(left, Tree::Rel(_));
@@ -1372,6 +1391,47 @@ impl Planner<'_, '_> {
             (Kind::Inner, _) => return Err(Error::internal("inner join planned as an outer join")),
         };
         self.hash_join(probe, build, join_type, join_conditions, after)
+    }
+
+    /// `left FULL JOIN right` on a condition that a conjunct makes false or NULL (`ON
+    /// false`, `ON 1 = 0`, `ON NULL`, folded when bound): no pair matches, so the result
+    /// is each side's rows NULL-extended, an append of the two sides rather than a keyless
+    /// join testing every pair. (A LEFT or RIGHT join filters its nullable side with such
+    /// a condition, which then reads nothing; `after` filters the result.)
+    fn full_join_matching_nothing(&mut self, left: &Tree, right: &Tree, after: Vec<Expr>) -> Result<Partial> {
+        let left = self.plan_tree(left, Vec::new())?;
+        let right = self.plan_tree(right, Vec::new())?;
+        let types = |rels: &[usize]| -> Vec<DataType> {
+            rels.iter().flat_map(|&r| self.produced[r].iter().map(|&c| self.from.column_type(c))).collect()
+        };
+        let (left_types, right_types) = (types(&left.rels), types(&right.rels));
+        let own = |types: &[DataType]| types.iter().enumerate().map(|(index, &data_type)| Expr::Column { index, data_type }).collect::<Vec<_>>();
+        let nulls = |types: &[DataType]| types.iter().map(|&data_type| Expr::Literal { value: Datum::Null, data_type }).collect::<Vec<_>>();
+        let side = |partial: Partial, row: Vec<Expr>| {
+            let mut steps = partial.steps;
+            steps.push(Step::Project(row));
+            let serial = steps.iter().any(step_is_volatile);
+            let workers = parallel_workers(&partial.source, &mut steps, serial, self.ctx);
+            Plan::Pipeline(Pipeline { source: partial.source, steps, workers })
+        };
+        let rows = left.rows + right.rows;
+        let rels: Vec<usize> = left.rels.iter().chain(&right.rels).copied().collect();
+        let inputs = vec![
+            side(left, own(&left_types).into_iter().chain(nulls(&right_types)).collect()),
+            side(right, nulls(&left_types).into_iter().chain(own(&right_types)).collect()),
+        ];
+        let append = Plan::SetOp(weft_exec::plan::SetOpPlan { op: weft_exec::plan::SetOperator::Append, all: true, inputs });
+        let positions = self.positions(&rels);
+        let mut steps = Vec::new();
+        for mut c in after {
+            remap_columns(&mut c, &positions);
+            steps.push(Step::Filter(c));
+        }
+        // EXPLAIN names the appended columns as the relations' own.
+        let (from, produced) = (self.from, &self.produced);
+        let columns = rels.iter().flat_map(|&r| produced[r].iter().map(move |&c| from.rels[r].columns[c - from.offsets[r]].name.clone())).collect();
+        let source = Source::Subquery { plan: Box::new(append), label: ScanLabel { alias: None, columns } };
+        Ok(Partial { source, steps, rels, rows: rows.max(1.0), joined: true })
     }
 
     /// `probe JOIN build` on `conditions` (over the raw row); `after` filters the result.

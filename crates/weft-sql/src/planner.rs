@@ -901,8 +901,20 @@ fn plan_select(select: &ast::Select, order_by: &[ast::OrderByExpr], ctx: &PlanCo
                     FromPlan::Single(_) => scope.columns.iter().enumerate().filter(|(_, c)| c.table.as_deref() == Some(&qualifier)).collect(),
                 };
                 if matching.is_empty() {
-                    let error = Error::new(SqlState::UNDEFINED_TABLE, format!("missing FROM-clause entry for table \"{qualifier}\""));
-                    return Err(crate::error_cursor::place_at(error, at));
+                    // In a subquery (`LATERAL (SELECT t.*)`), a relation of the query
+                    // around it: its columns are parameters, as its named columns are.
+                    let outer = match ctx.outer {
+                        Some(outer) => outer.table_columns(&qualifier)?,
+                        None => Vec::new(),
+                    };
+                    if outer.is_empty() {
+                        let error = Error::new(SqlState::UNDEFINED_TABLE, format!("missing FROM-clause entry for table \"{qualifier}\""));
+                        return Err(crate::error_cursor::place_at(error, at));
+                    }
+                    for (index, col) in outer {
+                        items.push((crate::bind::expanded_outer_column(index, &col, at), col.name.clone()));
+                    }
+                    continue;
                 }
                 for (index, col) in matching {
                     items.push((expanded_column(index, col, at), col.name.clone()));

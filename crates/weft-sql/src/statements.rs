@@ -160,6 +160,10 @@ impl ex::SubPlanRunner for StatementRunner {
         run_plan(plan, &self.settings.context(&self.db, &self.cancel, eval))
     }
 
+    fn try_run(&self, plan: &Plan, eval: &EvalContext) -> Result<Vec<weft_exec::Row>> {
+        run_plan(plan, &self.settings.context(&self.db, &self.cancel.child(), eval))
+    }
+
     fn run_until(&self, plan: &Plan, eval: &EvalContext, take: &mut (dyn FnMut(&[Datum]) -> Result<bool> + Send)) -> Result<()> {
         weft_exec::execute_until(plan, &self.settings.context(&self.db, &self.cancel, eval), take)
     }

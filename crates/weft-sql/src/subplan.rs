@@ -15,7 +15,7 @@ use weft_common::{Error, Result, SqlState};
 use weft_exec::expr::Expr;
 use weft_exec::plan::AggregateCall;
 
-use crate::bind::Scope;
+use crate::bind::{Scope, ScopeColumn};
 
 pub struct OuterQuery<'a> {
     /// The scope of the expression that holds the subquery.
@@ -34,7 +34,7 @@ impl<'a> OuterQuery<'a> {
     /// A name the subquery could not resolve: its parameter, or `None` when the outer
     /// query lacks it too (the caller then reports the subquery's own error).
     pub fn reference(&self, qualifier: Option<&str>, name: &str) -> Result<Option<Expr>> {
-        let (index, data_type) = match self.scope.resolve(qualifier, name) {
+        let (index, _) = match self.scope.resolve(qualifier, name) {
             Ok(found) => found,
             Err(e) if is_unresolved(&e) => {
                 let mut level = self.parent;
@@ -50,6 +50,12 @@ impl<'a> OuterQuery<'a> {
             }
             Err(e) => return Err(e),
         };
+        Ok(Some(self.reference_at(index)))
+    }
+
+    /// The parameter reading the column at `index` of `scope`.
+    pub fn reference_at(&self, index: usize) -> Expr {
+        let data_type = self.scope.column_at(index).data_type;
         let column = Expr::Column { index, data_type };
         let mut params = self.params.borrow_mut();
         let slot = match params.iter().position(|p| *p == column) {
@@ -59,7 +65,42 @@ impl<'a> OuterQuery<'a> {
                 params.len() - 1
             }
         };
-        Ok(Some(Expr::Param { index: slot, data_type }))
+        Expr::Param { index: slot, data_type }
+    }
+
+    /// The columns a subquery's `t.*` stands for when `t` is a relation of this query
+    /// (none when it is not), in order, with their indexes in `scope`. A relation only
+    /// a query further out has is 0A000, as its columns are.
+    pub fn table_columns(&self, qualifier: &str) -> Result<Vec<(usize, ScopeColumn)>> {
+        // This level's relations hide those of the level around it, as for names.
+        let of = |scope: &Scope| -> Vec<(usize, ScopeColumn)> {
+            let all = scope.columns.iter().chain(&scope.qualified_only).chain(&scope.outer).enumerate();
+            let mut found: Vec<(usize, ScopeColumn)> = all.filter(|(_, c)| c.table.as_deref() == Some(qualifier)).map(|(i, c)| (i, c.clone())).collect();
+            if found.iter().any(|(i, _)| *i < scope.local_width()) {
+                found.retain(|(i, _)| *i < scope.local_width());
+            }
+            found
+        };
+        let found = of(self.scope);
+        if found.is_empty() {
+            let mut level = self.parent;
+            while let Some(outer) = level {
+                if !of(outer.scope).is_empty() {
+                    return Err(Error::not_supported(
+                        "a subquery referring to a column two or more query levels out is not supported yet",
+                    ));
+                }
+                level = outer.parent;
+            }
+        }
+        // A side of a JOIN ... USING keeps its merged columns apart (`qualified_only`),
+        // so the scope no longer has the table's column order.
+        let visible = self.scope.columns.len();
+        let local = self.scope.local_width();
+        if found.iter().any(|(i, _)| *i < visible) && found.iter().any(|(i, _)| (visible..local).contains(i)) {
+            return Err(Error::not_supported(format!("{qualifier}.* of a JOIN ... USING side in a subquery is not supported yet")));
+        }
+        Ok(found)
     }
 }
 

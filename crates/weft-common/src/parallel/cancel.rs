@@ -10,6 +10,10 @@
 //!   kept and the flag is set, so the others stop; later errors (typically the others'
 //!   "canceled") are dropped. The statement reports [`CancelToken::first_error`].
 //!
+//! A [`CancelToken::child`] has a flag and first error of its own and also sees its
+//! parent's flag: a run whose failure the caller discards (falling back to another way)
+//! must not cancel the statement.
+//!
 //! The flag is a relaxed-cheap `AtomicBool` read (Acquire), so checking it once per tuple
 //! batch or page costs nothing measurable. There is no callback registry: waiting code polls
 //! (barrier waits every 10 ms), which keeps the token free of locks on the hot path.
@@ -27,6 +31,8 @@ struct CancelState {
 #[derive(Clone, Default)]
 pub struct CancelToken {
     state: Arc<CancelState>,
+    /// The token of the run this one is a [`child`](Self::child) of.
+    parent: Option<Arc<CancelToken>>,
 }
 
 impl std::fmt::Debug for CancelToken {
@@ -46,7 +52,14 @@ impl CancelToken {
     }
 
     pub fn is_canceled(&self) -> bool {
-        self.state.canceled.load(Ordering::Acquire)
+        self.state.canceled.load(Ordering::Acquire) || self.parent.as_ref().is_some_and(|p| p.is_canceled())
+    }
+
+    /// A token for a run inside this one whose failure must not fail this one (a run the
+    /// caller may discard, such as a shortcut it falls back from): canceling this token
+    /// stops the child, but the child's errors stay its own.
+    pub fn child(&self) -> CancelToken {
+        CancelToken { state: Arc::default(), parent: Some(Arc::new(self.clone())) }
     }
 
     /// `Err(Error::canceled())` once the token is canceled, for any reason.
@@ -102,5 +115,17 @@ mod tests {
         assert!(!token.clone().fail(Error::canceled()));
         assert!(token.is_canceled());
         assert_eq!(token.first_error().unwrap().sqlstate, SqlState::DIVISION_BY_ZERO);
+    }
+
+    #[test]
+    fn a_child_fails_alone_but_stops_with_its_parent() {
+        let parent = CancelToken::new();
+        let child = parent.child();
+        assert!(child.fail(Error::division_by_zero()));
+        assert!(child.is_canceled());
+        assert!(!parent.is_canceled() && parent.first_error().is_none());
+        let other = parent.child();
+        parent.cancel();
+        assert_eq!(other.check().unwrap_err().sqlstate, SqlState::QUERY_CANCELED);
     }
 }

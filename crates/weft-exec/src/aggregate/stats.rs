@@ -143,6 +143,26 @@ impl U256 {
         (U256 { high: quotient_high, low: quotient_low }, remainder)
     }
 
+    /// √self rounded to the nearest integer (never a tie: (2r + 1)² = 4·self has an odd
+    /// left side). The root of a 256-bit number fits 128 bits.
+    fn rounded_sqrt(self) -> u128 {
+        // The largest r with r² ≤ self, bit by bit from the top.
+        let mut root = 0u128;
+        for bit in (0..128).rev() {
+            let candidate = root | (1 << bit);
+            if U256::product(candidate, candidate) <= self {
+                root = candidate;
+            }
+        }
+        // Round up when self ≥ (r + ½)², that is self − r² > r (integers).
+        let excess = self.minus(U256::product(root, root));
+        if excess > U256::from_u128(root) {
+            root.saturating_add(1)
+        } else {
+            root
+        }
+    }
+
     /// The number of decimal digits (1 for zero).
     fn digits(self) -> u32 {
         if self.high == 0 {
@@ -255,11 +275,21 @@ impl ExactMoments {
         if remainder >= denominator - remainder {
             quotient = quotient.checked_add(U256::from_u128(1)).ok_or_else(numeric_overflow)?;
         }
-        if quotient.high != 0 || quotient.low > i128::MAX as u128 {
+        // The root is taken from the exact quotient: a variance past numeric's 38 digits
+        // (PostgreSQL's has no limit) still has a root that fits.
+        let mantissa = if spread.root() {
+            // √(q·10^-s) at scale s is √(q·10^s), rounded.
+            let radicand = quotient.checked_mul_pow10(u32::from(result_scale)).ok_or_else(numeric_overflow)?;
+            radicand.rounded_sqrt()
+        } else if quotient.high == 0 {
+            quotient.low
+        } else {
+            return Err(numeric_overflow());
+        };
+        if mantissa > i128::MAX as u128 {
             return Err(numeric_overflow());
         }
-        let variance = Numeric { mantissa: quotient.low as i128, scale: result_scale };
-        Ok(Datum::Numeric(if spread.root() { variance.sqrt(variance.scale)? } else { variance }))
+        Ok(Datum::Numeric(Numeric { mantissa: mantissa as i128, scale: result_scale }))
     }
 }
 

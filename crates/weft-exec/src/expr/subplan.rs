@@ -86,6 +86,10 @@ pub trait SubPlanRunner: Send + Sync {
     /// parameters).
     fn run(&self, plan: &Plan, eval: &EvalContext) -> Result<Vec<Row>>;
 
+    /// [`run`](Self::run) for a run the caller may discard: its failure must not cancel
+    /// the statement (a child of the statement's cancel token), which goes on another way.
+    fn try_run(&self, plan: &Plan, eval: &EvalContext) -> Result<Vec<Row>>;
+
     /// Hand `plan`'s rows to `take` until it returns `false`; the rest need not be
     /// produced.
     fn run_until(&self, plan: &Plan, eval: &EvalContext, take: &mut (dyn FnMut(&[Datum]) -> Result<bool> + Send)) -> Result<()> {
@@ -237,9 +241,9 @@ impl SubPlan {
         let keyed = KeyedPlan::of(&self.plan, runner.hash_memory()).and_then(|keyed| {
             // A failed run (a conjunct erring on a row the correlation filters out
             // first) leaves the per-row evaluation to raise what it raises.
-            let rows = runner.run(keyed.plan(), ctx).ok()?;
+            let rows = runner.try_run(keyed.plan(), ctx).ok()?;
             let absent = match keyed.absent_plan() {
-                Some(plan) => runner.run(plan, ctx).ok()?,
+                Some(plan) => runner.try_run(plan, ctx).ok()?,
                 None => Vec::new(),
             };
             keyed.keep(rows, absent, ctx).ok()
