@@ -599,8 +599,9 @@ struct DenseKeys {
     lo: i64,
     /// Keys in the range (bits in the bitmap).
     span: u64,
-    /// The tuples of a key beyond its first, counted in slots made when the first such
-    /// tuple comes: a table of distinct keys never makes them.
+    /// The tuples of a key beyond its first (and of a key outside the range), counted in
+    /// slots made when the first such tuple comes: a table of distinct keys in its
+    /// range never makes them.
     extra: OnceLock<Buckets>,
     /// How many slots `extra` gets (enough for every tuple).
     extra_len: usize,
@@ -740,9 +741,10 @@ impl Buckets {
     /// by a compare-and-swap from empty, a count raised by an atomic add).
     fn insert_value(&self, hash: u64, value: u32) {
         if let Some(dense) = &self.dense {
-            // Keys come from the range the bitmap was made for.
-            let Some((word, bit)) = dense.bit_of(value) else { return debug_assert!(false, "a key outside dense slots' range") };
-            if self.heads[word].fetch_or(bit, Ordering::Relaxed) & bit != 0 {
+            // A key's first tuple sets its bit; the rest, and any key outside the range
+            // (none when the range is the tuples' own), are counted in the extra slots.
+            let first = dense.bit_of(value).is_some_and(|(word, bit)| self.heads[word].fetch_or(bit, Ordering::Relaxed) & bit == 0);
+            if !first {
                 dense.extra.get_or_init(|| Buckets { slots: true, ..Buckets::with_len(dense.extra_len) }).insert_value(hash, value);
             }
             return;
@@ -769,11 +771,12 @@ impl Buckets {
     #[inline]
     fn count_of(&self, hash: u64, value: u32) -> u64 {
         if let Some(dense) = &self.dense {
+            let extra = || dense.extra.get().map_or(0, |extra| extra.count_of(hash, value));
             return match dense.bit_of(value) {
-                Some((word, bit)) if self.heads[word].load(Ordering::Relaxed) & bit != 0 => {
-                    1 + dense.extra.get().map_or(0, |extra| extra.count_of(hash, value))
-                }
-                _ => 0,
+                Some((word, bit)) if self.heads[word].load(Ordering::Relaxed) & bit != 0 => 1 + extra(),
+                // In the range without its bit: no tuple (a first tuple sets it).
+                Some(_) => 0,
+                None => extra(),
             };
         }
         let mut i = (hash & self.mask) as usize;
@@ -1737,6 +1740,18 @@ mod tests {
                 proptest::prop_assert_eq!(count, counts.get(&probe).copied().unwrap_or(0), "key {}", probe);
             }
             proptest::prop_assert_eq!(buckets.dense.as_ref().unwrap().extra.get().is_some(), counts.len() < keys.len());
+        }
+    }
+
+    /// A key outside dense slots' range is counted in their extra slots, never lost.
+    #[test]
+    fn dense_slots_count_keys_outside_their_range() {
+        let buckets = Buckets::dense(100, 199, 50, None).unwrap();
+        let keys: Vec<i64> = vec![100, 150, 150, 199, 99, 200, -5, -5, -5, i32::MAX as i64];
+        buckets.insert_ints(&keys);
+        let count = |k: i64| buckets.count_of(int_key_hash(DataType::Int4, k), k as i32 as u32);
+        for (k, n) in [(100, 1), (150, 2), (199, 1), (99, 1), (200, 1), (-5, 3), (i32::MAX as i64, 1), (101, 0), (201, 0), (0, 0)] {
+            assert_eq!(count(k), n, "key {k}");
         }
     }
 
