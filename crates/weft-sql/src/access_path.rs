@@ -283,20 +283,9 @@ type ValueRange = (Option<(Datum, bool)>, Option<(Datum, bool)>);
 /// AND a <= 24) OR (a >= 24 AND a <= 38)`, BETWEEN SYMMETRIC): the column and the union
 /// of the arms' ranges, disjoint and in increasing order (empty when no arm can hold).
 fn or_of_ranges(conjunct: &Expr, types: &[DataType], table_column: &dyn Fn(usize) -> Option<usize>) -> Option<(usize, Vec<ValueRange>)> {
-    fn arms<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
-        match e {
-            Expr::Binary { op: BinaryOp::Or, left, right, .. } => {
-                arms(left, out);
-                arms(right, out);
-            }
-            other => out.push(other),
-        }
-    }
-    let mut all = Vec::new();
-    arms(conjunct, &mut all);
     let mut column = None;
     let mut ranges: Vec<ValueRange> = Vec::new();
-    for arm in all {
+    for arm in conjunct.disjuncts() {
         let (mut lower, mut upper): ValueRange = (None, None);
         let mut empty = false;
         for part in arm.conjuncts() {

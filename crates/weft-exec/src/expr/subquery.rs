@@ -146,17 +146,27 @@ impl Expr {
 
     /// The conjuncts of an AND tree, in order (the expression itself when it is no AND).
     pub fn conjuncts(&self) -> Vec<&Expr> {
-        fn collect<'e>(e: &'e Expr, out: &mut Vec<&'e Expr>) {
+        self.operands_of(BinaryOp::And)
+    }
+
+    /// The arms of an OR tree, in order (the expression itself when it is no OR).
+    pub fn disjuncts(&self) -> Vec<&Expr> {
+        self.operands_of(BinaryOp::Or)
+    }
+
+    /// The operands of a tree of `op` (AND or OR), in order.
+    fn operands_of(&self, op: BinaryOp) -> Vec<&Expr> {
+        fn collect<'e>(e: &'e Expr, op: BinaryOp, out: &mut Vec<&'e Expr>) {
             match e {
-                Expr::Binary { op: BinaryOp::And, left, right, .. } => {
-                    collect(left, out);
-                    collect(right, out);
+                Expr::Binary { op: o, left, right, .. } if *o == op => {
+                    collect(left, op, out);
+                    collect(right, op, out);
                 }
                 other => out.push(other),
             }
         }
         let mut out = Vec::new();
-        collect(self, &mut out);
+        collect(self, op, &mut out);
         out
     }
 

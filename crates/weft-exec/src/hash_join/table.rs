@@ -663,9 +663,7 @@ impl Buckets {
         let words = span.div_ceil(64) as usize;
         let heads = match spare {
             Some(mut spare) if spare.heads.len() == words => {
-                for head in spare.heads.iter_mut() {
-                    *head.get_mut() = 0;
-                }
+                spare.clear(true);
                 spare.heads
             }
             _ => zeroed_atomics(words),
