@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
-use weft_storage::zone_map::{ZoneWriteGuard, NO_VALUES};
+use weft_storage::zone_map::{BlockZone, ZoneWriteGuard, NO_VALUES};
 use weft_storage::{
     page, BlockNumber, BufferAccessStrategy, BufferPool, BufferTag, ForkNumber, NewPageWrites, NumberedPages, OffsetNumber, Page, RelFileLocator,
     PAGE_SIZE, READ_BATCH_BLOCKS_MAX,
@@ -333,31 +333,37 @@ pub fn scan_numbered_pages(
 }
 
 /// The smallest and largest non-NULL value of integer (int4, int8) column `col` over every
-/// tuple of a heap page, visible or not — what a zone map keeps of the block (see
-/// `weft_storage::zone_map`): `NO_VALUES` when there is none, and the whole `i64` range
-/// (the block is never skipped) for anything unexpected. For a text column, the values
-/// are the texts' first 8 bytes (zero-padded) read as a big-endian `u64` with its top bit
-/// flipped, so that `i64` order is byte order: [`weft_sort::text_zone_value`].
-pub fn page_zone_range(page: &[u8], layout: &RowLayout, col: usize) -> (i64, i64) {
+/// tuple of a heap page, visible or not, and how many there are — what a zone map keeps of
+/// the block (see `weft_storage::zone_map`): the range is `NO_VALUES` when there is none,
+/// and the whole `i64` range (the block is never skipped) for anything unexpected, whose
+/// count is then the page's items (or as many as a page could hold): never too few. For a
+/// text column, the values are the texts' first 8 bytes (zero-padded) read as a big-endian
+/// `u64` with its top bit flipped, so that `i64` order is byte order:
+/// [`weft_sort::text_zone_value`].
+pub fn page_zone(page: &[u8], layout: &RowLayout, col: usize) -> BlockZone {
     const ANYTHING: (i64, i64) = (i64::MIN, i64::MAX);
-    let Ok(page) = <&Page>::try_from(page) else { return ANYTHING };
+    // A line pointer takes 4 bytes: no page holds more items.
+    const MOST_ITEMS: u32 = (PAGE_SIZE / 4) as u32;
+    let Ok(page) = <&Page>::try_from(page) else { return BlockZone { range: ANYTHING, values: MOST_ITEMS } };
     if page::is_new(page) {
-        return NO_VALUES;
+        return BlockZone { range: NO_VALUES, values: 0 };
     }
     let text_index = text_index_of(layout, col);
     let (mut lo, mut hi) = NO_VALUES;
+    let mut values = 0u32;
     for (_, item) in page::items(page) {
-        let Some(row) = item.get(XMIN_BYTES..) else { return ANYTHING };
-        match row_zone_value(row, layout, col, text_index) {
+        let value = item.get(XMIN_BYTES..).and_then(|row| row_zone_value(row, layout, col, text_index));
+        match value {
             Some(Some(v)) => {
                 lo = lo.min(v);
                 hi = hi.max(v);
+                values += 1;
             }
             Some(None) => {}
-            None => return ANYTHING,
+            None => return BlockZone { range: ANYTHING, values: page::items(page).count() as u32 },
         }
     }
-    (lo, hi)
+    BlockZone { range: (lo, hi), values }
 }
 
 /// Whether column `col` can have a zone map: an int4, int8 or text column (the kinds

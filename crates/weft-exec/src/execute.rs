@@ -14,13 +14,13 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use weft_access::heap::{
-    has_zone_value, page_zone_range, row_zone_value, scan_numbered_pages, text_index_of, HeapInserter, HeapPageBuilder, HeapScanCursor, PackedPages,
+    has_zone_value, page_zone, row_zone_value, scan_numbered_pages, text_index_of, HeapInserter, HeapPageBuilder, HeapScanCursor, PackedPages,
 };
 use crate::sort::Ordered;
 use weft_common::parallel::{CancelToken, WorkerPool};
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result};
-use weft_storage::zone_map::block_runs;
+use weft_storage::zone_map::{block_runs, BlockZone};
 use weft_storage::{BlockNumber, BufferAccessStrategy, BufferPool, NumberedPages, RelFileLocator};
 
 use crate::aggregate::AggregateSink;
@@ -1150,13 +1150,14 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                 (Some(bar), Some((min, max))) => sink.may_beat(bar, min, max),
                 _ => true,
             };
-            let mut built: Vec<(BlockNumber, (i64, i64))> = Vec::new();
+            let mut built: Vec<(BlockNumber, BlockZone)> = Vec::new();
             // A page read while building the map is measured for it first; that range
             // rules the page out as the finished map would, before its tuples' visibility.
             let screen = |block, page: &[u8]| match (building, raw_zone_column) {
                 (Some(_), Some((heap, column))) => {
-                    let (min, max) = page_zone_range(page, &heap.layout, column);
-                    built.push((block, (min, max)));
+                    let zone = page_zone(page, &heap.layout, column);
+                    let (min, max) = zone.range;
+                    built.push((block, zone));
                     bar.get().map_or(true, |bar| sink.may_beat(bar, min, max))
                 }
                 _ => true,
@@ -1230,11 +1231,11 @@ fn run_pipeline_with<S: Sink>(pipeline: &Pipeline, workers: usize, ctx: &ExecCon
                         .and_then(|map| prefilter.as_ref()?.int_key_bounds().map(|(lo, hi)| (map, lo, hi)));
                     let keep = |block| prune.is_none_or(|(map, lo, hi)| map.may_contain(block, lo, hi));
                     let building = zone_build.as_ref().filter(|_| zone.is_none());
-                    let mut built: Vec<(BlockNumber, (i64, i64))> = Vec::new();
+                    let mut built: Vec<(BlockNumber, BlockZone)> = Vec::new();
                     let mut row: Vec<Datum> = Vec::with_capacity(heap.columns.len());
                     state.run_numbered_pages(ctx, keep, |_, _| true, |block, page, tuples| {
                         if building.is_some() {
-                            built.push((block, page_zone_range(page, &heap.layout, key_column)));
+                            built.push((block, page_zone(page, &heap.layout, key_column)));
                         }
                         rows_in += tuples.len() as u64;
                         for range in tuples {

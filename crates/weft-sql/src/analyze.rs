@@ -33,7 +33,7 @@ use std::ops::Bound;
 use sqlparser::ast;
 use weft_access::btree::{BTree, ScanDirection};
 use weft_access::catalog::{IndexMeta, TableMeta};
-use weft_access::heap::{has_zone_value, page_zone_range, scan_pages_and_tids, Tid};
+use weft_access::heap::{has_zone_value, page_zone, scan_pages_and_tids, Tid};
 use weft_access::index_build::btree_desc;
 use weft_access::stats::{ColumnStats, IndexStats, StatValue, TableStats};
 use weft_access::{Catalog, Snapshot};
@@ -41,7 +41,7 @@ use weft_common::parallel::CancelToken;
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum, Error, Result, SqlState};
 use weft_exec::expr::compare_datums;
-use weft_storage::zone_map::ZoneMapBuild;
+use weft_storage::zone_map::{BlockZone, ZoneMapBuild};
 use weft_storage::{BlockNumber, BufferAccessStrategy, BufferPool, ForkNumber, RelFileLocator};
 
 use crate::api::QueryResult;
@@ -163,7 +163,7 @@ fn sample_blocks(nblocks: BlockNumber, rng: &mut Rng) -> Vec<std::ops::Range<Blo
 /// (reading every block once more, the query's whole cost where the map prunes).
 #[derive(Default)]
 struct ZoneBuilds {
-    builds: Vec<(usize, ZoneMapBuild, Vec<(BlockNumber, (i64, i64))>)>,
+    builds: Vec<(usize, ZoneMapBuild, Vec<(BlockNumber, BlockZone)>)>,
 }
 
 impl ZoneBuilds {
@@ -181,7 +181,7 @@ impl ZoneBuilds {
 
     fn add(&mut self, block: BlockNumber, page: &[u8], layout: &RowLayout) {
         for (column, _, ranges) in &mut self.builds {
-            ranges.push((block, page_zone_range(page, layout, *column)));
+            ranges.push((block, page_zone(page, layout, *column)));
         }
     }
 

@@ -125,6 +125,7 @@ impl ExecSettings {
                 work_mem: settings.memory_bytes("work_mem"),
                 hash_mem_multiplier: settings.real("hash_mem_multiplier"),
                 attach_phases: settings.integer_list("weft_hash_attach_phases"),
+                dense_up_front: settings.boolean("weft_hash_dense_up_front"),
             },
         }
     }

@@ -372,13 +372,18 @@ fn large_build_sides(spread: i64) {
         ("SELECT count(*) FROM l WHERE EXISTS (SELECT 1 FROM r WHERE r.k = l.k)", semi.to_string()),
         ("SELECT count(*) FROM l WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.k = l.k)", (l_rows - semi).to_string()),
     ];
-    for work_mem in ["256MB", "1MB"] {
+    // At 1MB, once without dense slots made up front from r's zone map (the batches are
+    // what this test is about), once with them (one batch where they fit).
+    for (work_mem, dense_up_front) in [("256MB", "on"), ("1MB", "off"), ("1MB", "on")] {
         for (shape, settings) in shapes(2) {
-            configure(&mut s, &settings, &[&format!("SET work_mem = '{work_mem}'")]);
+            configure(&mut s, &settings, &[&format!("SET work_mem = '{work_mem}'"), &format!("SET weft_hash_dense_up_front = {dense_up_front}")]);
             for (sql, want) in &expected {
                 let got = result(&mut s, sql).join(",");
-                assert_eq!(&got, want, "{shape}, work_mem {work_mem}: {sql}");
+                assert_eq!(&got, want, "{shape}, work_mem {work_mem}, dense up front {dense_up_front}: {sql}");
                 let plan = result(&mut s, &format!("EXPLAIN ANALYZE {sql}")).join("\n");
+                if dense_up_front == "on" && work_mem == "1MB" {
+                    continue;
+                }
                 if work_mem == "256MB" {
                     // One batch: the build side (l or r, 277k+ rows with a key) gets a
                     // power of two of buckets, at least one a tuple: 2^19 open-addressing
@@ -451,7 +456,8 @@ fn chunked_batches_probe_in_batches() {
         ("SELECT count(*) FROM l WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.k = l.k)", l_rows - semi),
     ];
     for (shape, settings) in shapes(2) {
-        configure(&mut s, &settings, &["SET work_mem = '2MB'"]);
+        // Batches, not dense slots made up front from the zone maps ANALYZE left.
+        configure(&mut s, &settings, &["SET work_mem = '2MB'", "SET weft_hash_dense_up_front = off"]);
         for (sql, want) in &expected {
             assert_eq!(result(&mut s, sql).join(","), want.to_string(), "{shape}: {sql}");
             let plan = result(&mut s, &format!("EXPLAIN ANALYZE {sql}")).join("\n");
@@ -736,6 +742,9 @@ fn most_common_outer_keys_are_never_spilled() {
                     let got = result(&mut s, &sql);
                     assert!(&got == expected, "{shape} {workers}, analyzed {analyzed}: {sql}\n{} rows, expected {}", got.len(), expected.len());
                 }
+                // Skew buckets live beside batches: none of dense slots made up front
+                // from the zone maps ANALYZE left.
+                s.execute("SET weft_hash_dense_up_front = off").unwrap();
                 for kind in ["inner", "semi", "left"] {
                     let plan = result(&mut s, &format!("EXPLAIN ANALYZE {}", query(kind, false))).join("\n");
                     if kind == "semi" && workers == 7 && batches(&plan)[0] == 1 {
@@ -1041,6 +1050,87 @@ fn key_only_joins_match_nested_loops() {
             }
         }
     }
+    assert_temp_empty(dir.path());
+}
+
+/// An int4 key-only build side whose key column has a zone map (ANALYZE, or an earlier
+/// scan, left one) goes straight into dense slots sized from the map: one batch where
+/// arenas take several, the same rows, for every shape and every join kind that keeps its
+/// table in slots. A write drops the map: batches again, the written row counted.
+#[test]
+fn dense_slots_made_up_front_from_a_zone_map() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut s = db.session();
+    // r (built, `d` here): 60000 rows, distinct keys but for every 89th (i % 500:
+    // duplicates) and a NULL every 97th; l (probed, `o`): 120000 rows over -5000..65000.
+    let mut d: Vec<Option<i64>> = (1..=60000i64).map(|i| if i % 97 == 0 { None } else if i % 89 == 0 { Some(i % 500) } else { Some(i) }).collect();
+    let o: Vec<i64> = (1..=120000i64).map(|i| (i * 7919) % 70000 - 5000).collect();
+    s.execute("CREATE TABLE r AS SELECT CASE WHEN i % 97 = 0 THEN NULL WHEN i % 89 = 0 THEN i % 500 ELSE i END AS k FROM generate_series(1, 60000) i").unwrap();
+    s.execute("CREATE TABLE l AS SELECT (i * 7919) % 70000 - 5000 AS k FROM generate_series(1, 120000) i").unwrap();
+    s.execute("ANALYZE").unwrap();
+    let queries = [
+        "SELECT count(*) FROM l JOIN r USING (k)",
+        "SELECT sum(l.k::int8), sum(r.k::int8), count(*) FROM l JOIN r ON l.k = r.k",
+        "SELECT count(*), count(r.k) FROM l LEFT JOIN r USING (k)",
+        "SELECT count(*) FROM l WHERE EXISTS (SELECT 1 FROM r WHERE r.k = l.k)",
+        "SELECT count(*) FROM l WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.k = l.k)",
+        "SELECT count(*) FROM l WHERE k NOT IN (SELECT k FROM r)",
+    ];
+    let oracle = |d: &[Option<i64>]| -> Vec<String> {
+        let mut counts: std::collections::HashMap<i64, i64> = std::collections::HashMap::new();
+        for k in d.iter().flatten() {
+            *counts.entry(*k).or_default() += 1;
+        }
+        let matches = |k: &i64| counts.get(k).copied().unwrap_or(0);
+        let inner: i64 = o.iter().map(matches).sum();
+        let sum: i64 = o.iter().map(|k| k * matches(k)).sum();
+        let semi = o.iter().filter(|k| matches(k) > 0).count() as i64;
+        let has_null = d.iter().any(Option::is_none);
+        let not_in = if has_null { 0 } else { o.len() as i64 - semi };
+        [
+            inner.to_string(),
+            format!("{sum}|{sum}|{inner}"),
+            format!("{}|{inner}", inner + o.len() as i64 - semi),
+            semi.to_string(),
+            (o.len() as i64 - semi).to_string(),
+            not_in.to_string(),
+        ]
+        .to_vec()
+    };
+    // `up_front`: the setting; `one_batch`: whether the map is there for it to use.
+    let check = |s: &mut Session, d: &[Option<i64>], up_front: bool, one_batch: bool| {
+        let expected = oracle(d);
+        for workers in [1, 3] {
+            for (shape, settings) in shapes(workers) {
+                let setting = format!("SET weft_hash_dense_up_front = {up_front}");
+                configure(s, &settings, &["SET work_mem = '512kB'", &setting]);
+                for (sql, want) in queries.iter().zip(&expected) {
+                    assert_eq!(&result(s, sql).join(","), want, "{shape} {workers} {setting}: {sql}");
+                }
+                for sql in &queries[..2] {
+                    let plan = result(s, &format!("EXPLAIN ANALYZE {sql}")).join("\n");
+                    let counts = batches(&plan);
+                    if one_batch {
+                        assert!(counts.iter().all(|&b| b == 1), "{shape} {workers} {setting}: {plan}");
+                    } else if shape != "aware" {
+                        // Arenas (26 bytes a tuple) need more than one participant's 1MB (a
+                        // shared table combines the participants' budgets).
+                        assert!(counts.iter().all(|&b| b > 1), "{shape} {workers} {setting}: {plan}");
+                    }
+                }
+            }
+        }
+    };
+    check(&mut s, &d, true, true);
+    check(&mut s, &d, false, false);
+    // The write drops the map (and its count of values): batches until a scan that reads
+    // the whole table — ANALYZE here — builds it again.
+    s.execute("INSERT INTO r VALUES (64999), (64999), (NULL)").unwrap();
+    d.extend([Some(64999), Some(64999), None]);
+    check(&mut s, &d, true, false);
+    s.execute("ANALYZE r").unwrap();
+    check(&mut s, &d, true, true);
     assert_temp_empty(dir.path());
 }
 

@@ -34,6 +34,18 @@ use crate::{BlockNumber, RelFileLocator};
 #[derive(Debug)]
 pub struct ZoneMap {
     blocks: Vec<(i64, i64)>,
+    /// The `(min, max)` over every block ([`NO_VALUES`] when none has a value).
+    bounds: (i64, i64),
+    /// Non-NULL values over every block, of tuples visible or not: at least as many as any
+    /// snapshot sees (a build side read whole can size its table from it up front).
+    values: u64,
+}
+
+/// What a map records of one block: its values' `(min, max)` and how many there are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockZone {
+    pub range: (i64, i64),
+    pub values: u32,
 }
 
 impl ZoneMap {
@@ -57,6 +69,17 @@ impl ZoneMap {
         self.blocks.iter().filter(|&&(min, max)| min <= hi && lo <= max).count()
     }
 
+    /// The smallest and largest value of the whole relation, `None` when it has none.
+    pub fn bounds(&self) -> Option<(i64, i64)> {
+        (self.bounds.0 <= self.bounds.1).then_some(self.bounds)
+    }
+
+    /// How many non-NULL values the relation's tuples hold, visible or not (an upper
+    /// bound of the rows with a value any snapshot sees).
+    pub fn values(&self) -> u64 {
+        self.values
+    }
+
     /// Blocks the map covers.
     pub fn len(&self) -> usize {
         self.blocks.len()
@@ -73,17 +96,26 @@ pub struct ZoneMapBuild {
     rel: RelFileLocator,
     column: usize,
     generation: u64,
-    blocks: Mutex<(Vec<(i64, i64)>, usize)>,
+    blocks: Mutex<BuildBlocks>,
+}
+
+/// A build's blocks so far: their ranges, how many were added, their values.
+#[derive(Debug)]
+struct BuildBlocks {
+    ranges: Vec<(i64, i64)>,
+    added: usize,
+    values: u64,
 }
 
 impl ZoneMapBuild {
-    /// Record what blocks hold (their values' `(min, max)`): one participant's share.
-    pub fn add_all(&self, ranges: &[(BlockNumber, (i64, i64))]) {
+    /// Record what blocks hold: one participant's share.
+    pub fn add_all(&self, zones: &[(BlockNumber, BlockZone)]) {
         let mut blocks = self.blocks.lock();
-        for &(block, range) in ranges {
-            if let Some(slot) = blocks.0.get_mut(block as usize) {
-                *slot = range;
-                blocks.1 += 1;
+        for &(block, zone) in zones {
+            if let Some(slot) = blocks.ranges.get_mut(block as usize) {
+                *slot = zone.range;
+                blocks.added += 1;
+                blocks.values += u64::from(zone.values);
             }
         }
     }
@@ -191,14 +223,14 @@ impl ZoneMaps {
             rel,
             column,
             generation: zones.generation,
-            blocks: Mutex::new((vec![NO_VALUES; nblocks as usize], 0)),
+            blocks: Mutex::new(BuildBlocks { ranges: vec![NO_VALUES; nblocks as usize], added: 0, values: 0 }),
         })
     }
 
     /// Publish a build whose participants added every block; false (nothing published)
     /// when a block is missing or the relation was written meanwhile.
     pub fn publish(&self, build: ZoneMapBuild) -> bool {
-        let (blocks, added) = build.blocks.into_inner();
+        let BuildBlocks { ranges: blocks, added, values } = build.blocks.into_inner();
         if added != blocks.len() {
             return false;
         }
@@ -207,7 +239,8 @@ impl ZoneMaps {
         if zones.writers > 0 || zones.generation != build.generation {
             return false;
         }
-        zones.maps.insert(build.column, Arc::new(ZoneMap { blocks }));
+        let bounds = blocks.iter().fold(NO_VALUES, |(lo, hi), &(min, max)| (lo.min(min), hi.max(max)));
+        zones.maps.insert(build.column, Arc::new(ZoneMap { blocks, bounds, values }));
         true
     }
 
@@ -234,7 +267,8 @@ mod tests {
 
     fn build(maps: &Arc<ZoneMaps>, ranges: &[(i64, i64)]) -> ZoneMapBuild {
         let build = maps.begin_build(rel(), 0, ranges.len() as BlockNumber).expect("no writer");
-        let numbered: Vec<(BlockNumber, (i64, i64))> = ranges.iter().enumerate().map(|(b, &r)| (b as BlockNumber, r)).collect();
+        let numbered: Vec<(BlockNumber, BlockZone)> =
+            ranges.iter().enumerate().map(|(b, &range)| (b as BlockNumber, BlockZone { range, values: u32::from(range != NO_VALUES) })).collect();
         build.add_all(&numbered);
         build
     }
@@ -249,6 +283,10 @@ mod tests {
         assert_eq!(runs(0..4, 31, 40), Vec::<Range<BlockNumber>>::new());
         assert_eq!(runs(3..6, 0, 100), vec![3..6], "one run through the map's end");
         assert!(map.may_contain(10, 100, 200), "blocks past the map are never skipped");
+        assert_eq!((map.bounds(), map.values()), (Some((1, 30)), 3));
+        assert!(maps.publish(build(&maps, &[NO_VALUES])));
+        let empty = maps.get(rel(), 0).expect("published");
+        assert_eq!((empty.bounds(), empty.values()), (None, 0));
     }
 
     #[test]
@@ -267,7 +305,7 @@ mod tests {
         assert!(maps.get(rel(), 0).is_none());
         // Nor is one that missed a block.
         let partial = maps.begin_build(rel(), 0, 2).expect("no writer");
-        partial.add_all(&[(0, (1, 2))]);
+        partial.add_all(&[(0, BlockZone { range: (1, 2), values: 2 })]);
         assert!(!maps.publish(partial));
         // DROP / TRUNCATE forget.
         assert!(maps.publish(build(&maps, &[(1, 10)])));

@@ -65,7 +65,7 @@ impl Env {
             notices: Default::default(),
             sort_reports: Default::default(),
             nodes: Default::default(),
-            hash: HashJoinSettings { work_mem, hash_mem_multiplier: 1.0, attach_phases: Vec::new() },
+            hash: HashJoinSettings { work_mem, hash_mem_multiplier: 1.0, attach_phases: Vec::new(), dense_up_front: true },
             joins: Default::default(),
         }
     }

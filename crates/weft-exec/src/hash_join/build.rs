@@ -21,9 +21,9 @@ use weft_common::{Datum, Error, Result};
 
 use super::batch::{batch_of, BatchWriters, Records, Written, MAX_BATCHES};
 use super::run::*;
-use super::table::{eval_keys, inner_keys, key_hash, slots_join, Arena, Buckets, IntKeyRange, JoinTable, BUCKETS_MIN, MAX_ARENAS};
+use super::table::{eval_keys, inner_keys, key_hash, slot_value, slots_join, Arena, Buckets, IntKeyRange, JoinTable, BUCKETS_MIN, MAX_ARENAS};
 use crate::execute::{is_identity, ExecContext, ParticipantStats, StepBuffers};
-use crate::plan::{HeapSource, Source};
+use crate::plan::{HashJoin, HeapSource, Source};
 
 /// The grow barrier's phases (its phase number modulo 4).
 const GROW_ELECT: usize = 0;
@@ -101,17 +101,22 @@ impl<'p> SharedJoin<'p> {
         }
     }
 
-    /// The build side's heap and the table column of its one integer key, when its rows
-    /// are that key alone, scanned with no step between (`Arena::int_row_type`).
-    fn inner_key_column(&self) -> Option<(&HeapSource, usize)> {
-        let Source::Heap(heap) = &self.join.inner.source else { return None };
-        let plain = self.join.inner.steps.is_empty() || is_identity(&self.join.inner.steps, heap.columns.len());
-        (plain && heap.columns.len() == 1 && Arena::int_row_type(self.join).is_some()).then(|| (heap, heap.columns[0]))
-    }
-
     /// Phase 1 (one): the first batches and batch 0's bucket array, from the estimate.
     fn allocate(&self) {
         let nbatch = self.nbatch.load(Ordering::Relaxed);
+        if let Some(dense) = self.dense_up_front {
+            // Dense slots for the whole build side, filled while hashing.
+            let mut build = self.build.lock();
+            if let Some((buckets, bytes)) = Buckets::dense_up_front(dense.lo, dense.hi, dense.values) {
+                build.buckets = Some(Arc::new(buckets));
+                build.batch_bytes = vec![0; nbatch];
+                build.batch_tuples = vec![0; nbatch];
+                build.inner_blocks = vec![Vec::new(); nbatch];
+                self.bucket_bytes.store(bytes, Ordering::Relaxed);
+                self.original_buckets.store((dense.hi - dense.lo + 1) as usize, Ordering::Relaxed);
+                return;
+            }
+        }
         let estimate = (self.join.estimated_inner_rows.max(0.0) as usize) / nbatch;
         // The bucket array takes at most a quarter of the budget.
         let most = (self.space_allowed / 4 / Buckets::bytes_for(1)).max(1024).next_power_of_two() / 2;
@@ -184,10 +189,36 @@ impl<'p> SharedJoin<'p> {
         local.nbatch = self.nbatch.load(Ordering::Acquire);
         let mut buffers = StepBuffers::new();
         let mut rows_in = 0u64;
-        let read = match self.inner_key_column() {
+        let dense = match self.dense_up_front {
+            Some(_) => self.build.lock().buckets.clone().filter(|buckets| buckets.is_dense()),
+            None => None,
+        };
+        let read = match (inner_key_column(self.join), dense) {
+            // Dense slots made up front: each key goes straight into them (no arena, no
+            // batch, no growth: the slots have room for every key the zone map allows).
+            (Some((heap, column)), Some(buckets)) => self.source.run_raw_pages(ctx, |page, tuples| {
+                rows_in += tuples.len() as u64;
+                if self.build_deferred.load(Ordering::Relaxed) {
+                    return Ok(false);
+                }
+                for range in tuples {
+                    let key = heap.layout.get(&page[range.clone()], column)?;
+                    local.rows_out += 1;
+                    match slot_value(&key) {
+                        Some(value) => {
+                            local.tuples += 1;
+                            local.int_keys = local.int_keys.add(&key);
+                            buckets.insert_dense(value);
+                        }
+                        None if self.join.null_aware => self.inner_null_key.store(true, Ordering::Relaxed),
+                        None => {}
+                    }
+                }
+                Ok(true)
+            }),
             // The row is an integer key alone: read from each tuple, not decoded, and
             // inserted without going through the (empty) steps.
-            Some((heap, column)) => self.source.run_raw_pages(ctx, |page, tuples| {
+            (Some((heap, column)), None) => self.source.run_raw_pages(ctx, |page, tuples| {
                 rows_in += tuples.len() as u64;
                 if self.build_deferred.load(Ordering::Relaxed) {
                     return Ok(false);
@@ -198,7 +229,7 @@ impl<'p> SharedJoin<'p> {
                 }
                 Ok(true)
             }),
-            None => self.source.run(ctx, |row| {
+            (None, _) => self.source.run(ctx, |row| {
                 rows_in += 1;
                 // Another participant's deferred error: the rest of the build side is moot.
                 if self.build_deferred.load(Ordering::Relaxed) {
@@ -600,6 +631,17 @@ impl<'p> SharedJoin<'p> {
     /// go to its files); the bucket array grows when far more tuples came than estimated.
     fn assemble(&self) -> Result<()> {
         let mut build = self.build.lock();
+        if self.dense_up_front.is_some() && build.buckets.as_ref().is_some_and(|buckets| buckets.is_dense()) {
+            // Filled while hashing: every tuple is in the slots, the arenas are empty.
+            build.deposited.clear();
+            let buckets = build.buckets.take().ok_or_else(|| Error::internal("hash join buckets not allocated"))?;
+            let table = JoinTable::of_buckets(buckets, self.tuples.load(Ordering::Relaxed) as usize, build.int_keys, self.facts());
+            self.table_buckets.store(table.buckets(), Ordering::Relaxed);
+            self.peak_memory.fetch_max(table.bytes(), Ordering::Relaxed);
+            drop(build);
+            *self.table.lock() = Some(Arc::new(table));
+            return Ok(());
+        }
         let mut deposited = std::mem::take(&mut build.deposited);
         deposited.sort_by_key(|(number, _)| *number);
         let mut buckets = build.buckets.take().ok_or_else(|| Error::internal("hash join buckets not allocated"))?;
@@ -656,9 +698,14 @@ impl<'p> SharedJoin<'p> {
             } else {
                 reserved
             };
-            // Slots, and keys in a range narrow enough: a bitmap of it (dense slots).
+            // Keys in a range narrow enough: a bitmap of it (dense slots), whenever it fits
+            // — also where slots would not (a batch 0 filling the budget: 8 bytes a tuple
+            // at most against their 10.7 or more).
+            let dense_fits = |(lo, hi): (i64, i64)| {
+                Buckets::dense_bytes(lo, hi, tuples).is_some_and(|bytes| bytes <= Buckets::bytes_for(reserved) || tuple_bytes + bytes <= self.space_allowed)
+            };
             let dense = match table.int_key_bounds() {
-                Some((lo, hi)) if n == slots && Buckets::slots_fit(self.join, slots, tuples) => Buckets::dense(lo, hi, tuples, None),
+                Some(bounds) if slots_join(self.join) && dense_fits(bounds) => Buckets::dense(bounds.0, bounds.1, tuples, None),
                 _ => None,
             };
             match dense {
@@ -687,6 +734,46 @@ impl<'p> SharedJoin<'p> {
 /// within budget, and the chunked batch is processed within it anyway.
 fn split_kept_nearly_all(parent: u64, kept: u64) -> bool {
     kept.saturating_mul(16) >= parent.saturating_mul(15)
+}
+
+/// The build side's heap and the table column of its one integer key, when its rows are
+/// that key alone, scanned with no step between (`Arena::int_row_type`).
+pub(super) fn inner_key_column(join: &HashJoin) -> Option<(&HeapSource, usize)> {
+    let Source::Heap(heap) = &join.inner.source else { return None };
+    let plain = join.inner.steps.is_empty() || is_identity(&join.inner.steps, heap.columns.len());
+    (plain && heap.columns.len() == 1 && Arena::int_row_type(join).is_some()).then(|| (heap, heap.columns[0]))
+}
+
+/// A build side that goes straight into dense slots made at *allocate*
+/// ([`Buckets::dense_up_front`]): an int4 key column read whole from a heap whose zone map
+/// bounds the column's values and their number. Its table then needs neither arenas nor
+/// batches: the 10M-row self-join's is a 1.2 MB bitmap, and the extra slots for keys
+/// with several tuples are reserved in the budget but touched only if such keys come.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DenseUpFront {
+    lo: i64,
+    hi: i64,
+    values: usize,
+}
+
+impl DenseUpFront {
+    /// For `join`, when its build side qualifies and the slots fit `space_allowed`.
+    pub(crate) fn plan(join: &HashJoin, ctx: &ExecContext, space_allowed: usize) -> Option<DenseUpFront> {
+        if !ctx.hash.dense_up_front || !slots_join(join) {
+            return None;
+        }
+        let (heap, column) = inner_key_column(join)?;
+        let map = ctx.pool.zone_maps().get(heap.rel, column)?;
+        // The scan reads blocks 0..nblocks: the map must cover them all (a write since it
+        // was built would have dropped it).
+        if map.len() < heap.nblocks as usize {
+            return None;
+        }
+        let (lo, hi) = map.bounds()?;
+        let values = usize::try_from(map.values()).ok()?;
+        let (_, _, bytes) = Buckets::dense_up_front_size(lo, hi, values)?;
+        (bytes <= space_allowed).then_some(DenseUpFront { lo, hi, values })
+    }
 }
 
 /// An inner row's keys: its key column, or the keys evaluated into `evaluated`.

@@ -22,11 +22,15 @@ pub struct HashJoinSettings {
     /// arrive at the join) first attaches to the join's barrier at phase
     /// `attach_phases[i]`; participants beyond the list attach wherever the join is.
     pub attach_phases: Vec<usize>,
+    /// `weft_hash_dense_up_front`: an int4 key-only build side whose key column has a zone
+    /// map goes straight into dense slots sized from the map, in one batch (off: it is
+    /// built like any other, so tests can run the batch machinery on such joins).
+    pub dense_up_front: bool,
 }
 
 impl Default for HashJoinSettings {
     fn default() -> HashJoinSettings {
-        HashJoinSettings { work_mem: 4 << 20, hash_mem_multiplier: 2.0, attach_phases: Vec::new() }
+        HashJoinSettings { work_mem: 4 << 20, hash_mem_multiplier: 2.0, attach_phases: Vec::new(), dense_up_front: true }
     }
 }
 

@@ -50,6 +50,7 @@ use weft_common::parallel::{Barrier, ParticipantContext};
 use weft_common::{Datum, Error, Result};
 
 use super::batch::{batch_of, block_bytes, BatchWriters, Block, SpillSet, MAX_BATCHES};
+use super::build::DenseUpFront;
 use super::rounds::RoundPlan;
 use super::table::{key_hash, outer_keys, Arena, Buckets, IntKeyRange, JoinFacts, JoinTable, ProbeBuffers};
 use super::{HashJoinStats, PhaseWait};
@@ -154,6 +155,8 @@ pub(crate) struct SharedJoin<'p> {
     pub(super) original_batches: usize,
     /// Tuples each participant's first arena makes room for.
     pub(super) reserve_tuples: usize,
+    /// The build side goes straight into dense slots made at *allocate*, in one batch.
+    pub(super) dense_up_front: Option<DenseUpFront>,
     /// Skew buckets: key hashes of the outer key's most common values, sorted (empty: no
     /// skew buckets), and the budget of their inner tuples (2% of `space_allowed`,
     /// PostgreSQL's `SKEW_HASH_MEM_PERCENT`). Their tuples are batch 0's whatever their
@@ -538,7 +541,8 @@ impl<'p> SharedJoin<'p> {
         // side, each fitting the budget with its bucket array.
         let tuple_bytes = Arena::estimated_tuple_bytes(join);
         let inner_bytes = join.estimated_inner_rows.max(0.0) * tuple_bytes as f64;
-        let nbatch = if inner_bytes <= space_allowed as f64 * 0.75 {
+        let dense_up_front = DenseUpFront::plan(join, ctx, space_allowed);
+        let nbatch = if inner_bytes <= space_allowed as f64 * 0.75 || dense_up_front.is_some() {
             1
         } else {
             ((inner_bytes / (space_allowed as f64 * 0.75)).ceil() as usize).next_power_of_two().min(MAX_BATCHES)
@@ -550,7 +554,7 @@ impl<'p> SharedJoin<'p> {
         // than an even share: participants' shares differ by a few percent, and memory
         // reserved but never touched costs nothing.
         let share = (join.estimated_inner_rows.max(0.0) as usize) / nbatch / participants;
-        let reserve_tuples = (share + share / 8).min(space_allowed / participants / tuple_bytes.max(1));
+        let reserve_tuples = if dense_up_front.is_some() { 0 } else { (share + share / 8).min(space_allowed / participants / tuple_bytes.max(1)) };
         // Skew buckets: the most common outer keys, as many as the skew budget could hold
         // one inner tuple of (PostgreSQL's ExecHashBuildSkewHash), most common first.
         let skew_allowed = if join.outer_keys.len() == 1 && !join.outer_mcvs.is_empty() { space_allowed * SKEW_PERCENT / 100 } else { 0 };
@@ -576,6 +580,7 @@ impl<'p> SharedJoin<'p> {
             reserve_chunk: (space_allowed / (16 * participants)).clamp(256, 32 << 10),
             original_batches: nbatch,
             reserve_tuples,
+            dense_up_front,
             skew,
             skew_allowed,
             skew_bytes: AtomicUsize::new(0),

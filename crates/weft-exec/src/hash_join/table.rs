@@ -565,7 +565,7 @@ pub(crate) fn slots_join(join: &HashJoin) -> bool {
 /// An int4 key's value as a slot holds it, `None` for any other datum or an int8 out of
 /// int4's range (which no int4 equals).
 #[inline]
-fn slot_value(key: &Datum) -> Option<u32> {
+pub(crate) fn slot_value(key: &Datum) -> Option<u32> {
     int_value(key).and_then(|v| i32::try_from(v).ok()).map(|v| v as u32)
 }
 
@@ -668,8 +668,11 @@ impl Buckets {
             }
             _ => zeroed_atomics(words),
         };
-        let extra_len = Buckets::slots_len(tuples);
-        Some(Buckets { heads, mask: 0, slots: true, dense: Some(Box::new(DenseKeys { lo, span, extra: OnceLock::new(), extra_len })) })
+        Some(Buckets::dense_with(heads, lo, span, Buckets::slots_len(tuples)))
+    }
+
+    fn dense_with(heads: Box<[AtomicU64]>, lo: i64, span: u64, extra_len: usize) -> Buckets {
+        Buckets { heads, mask: 0, slots: true, dense: Some(Box::new(DenseKeys { lo, span, extra: OnceLock::new(), extra_len })) }
     }
 
     /// The keys in `lo..=hi` when dense slots suit `tuples` of them.
@@ -681,6 +684,49 @@ impl Buckets {
     /// Bytes of dense slots for `tuples` keys in `lo..=hi` (their bitmap), if they suit.
     pub fn dense_bytes(lo: i64, hi: i64, tuples: usize) -> Option<usize> {
         Buckets::dense_span(lo, hi, tuples).map(|span| Buckets::bytes_for(span.div_ceil(64) as usize))
+    }
+
+    /// Dense slots made before any tuple comes, for at most `values` int4 keys known to
+    /// lie in `lo..=hi` (a zone map's bounds and count): the range's bitmap, and extra
+    /// slots enough for every key that can have a second tuple (at most one in two of the
+    /// tuples, and at most every key of the range), so an insert never runs out of room.
+    /// With their size in bytes (the extra slots' pages are only touched when used).
+    pub fn dense_up_front(lo: i64, hi: i64, values: usize) -> Option<(Buckets, usize)> {
+        let (span, extra_len, bytes) = Buckets::dense_up_front_size(lo, hi, values)?;
+        Some((Buckets::dense_with(zeroed_atomics(span.div_ceil(64) as usize), lo, span, extra_len), bytes))
+    }
+
+    /// The range, extra slots and bytes of [`Buckets::dense_up_front`], if dense slots suit.
+    pub fn dense_up_front_size(lo: i64, hi: i64, values: usize) -> Option<(u64, usize, usize)> {
+        let span = Buckets::dense_span(lo, hi, values)?;
+        let extra_len = Buckets::slots_len((values / 2).min(span as usize));
+        Some((span, extra_len, Buckets::bytes_for(span.div_ceil(64) as usize) + Buckets::bytes_for(extra_len)))
+    }
+
+    /// Dense slots: count one more tuple of int4 key `value` (its hash computed only if
+    /// it goes to the extra slots).
+    #[inline]
+    pub fn insert_dense(&self, value: u32) {
+        match &self.dense {
+            Some(dense) => self.insert_into_dense(dense, value, || int_key_hash(DataType::Int4, value as i32 as i64)),
+            None => self.insert_value(int_key_hash(DataType::Int4, value as i32 as i64), value),
+        }
+    }
+
+    /// A key's first tuple sets its bit; the rest, and any key outside the range (none
+    /// when the range is the tuples' own), are counted in the extra slots.
+    #[inline]
+    fn insert_into_dense(&self, dense: &DenseKeys, value: u32, hash: impl FnOnce() -> u64) {
+        let first = dense.bit_of(value).is_some_and(|(word, bit)| self.heads[word].fetch_or(bit, Ordering::Relaxed) & bit == 0);
+        if !first {
+            dense.extra.get_or_init(|| Buckets { slots: true, ..Buckets::with_len(dense.extra_len) }).insert_value(hash(), value);
+        }
+    }
+
+    /// Bytes of the array and, for dense slots, of their extra slots once made.
+    pub fn bytes(&self) -> usize {
+        let extra = self.dense.as_ref().and_then(|dense| dense.extra.get()).map_or(0, |extra| extra.bytes());
+        Buckets::bytes_for(self.heads.len()) + extra
     }
 
     /// Slots mode: the word that holds (or would hold) int4 key `value` of hash `hash`,
@@ -722,6 +768,11 @@ impl Buckets {
         self.slots
     }
 
+    /// Holds dense slots ([`Buckets::dense`])?
+    pub fn is_dense(&self) -> bool {
+        self.dense.is_some()
+    }
+
     /// Slots mode: count one tuple of each int4 key of `values` (read from a batch file),
     /// the slot [`INSERT_PREFETCH_DISTANCE`] values ahead fetched first.
     pub fn insert_ints(&self, values: &[i64]) {
@@ -739,13 +790,7 @@ impl Buckets {
     /// by a compare-and-swap from empty, a count raised by an atomic add).
     fn insert_value(&self, hash: u64, value: u32) {
         if let Some(dense) = &self.dense {
-            // A key's first tuple sets its bit; the rest, and any key outside the range
-            // (none when the range is the tuples' own), are counted in the extra slots.
-            let first = dense.bit_of(value).is_some_and(|(word, bit)| self.heads[word].fetch_or(bit, Ordering::Relaxed) & bit == 0);
-            if !first {
-                dense.extra.get_or_init(|| Buckets { slots: true, ..Buckets::with_len(dense.extra_len) }).insert_value(hash, value);
-            }
-            return;
+            return self.insert_into_dense(dense, value, || hash);
         }
         let mut i = (hash & self.mask) as usize;
         loop {
@@ -827,6 +872,8 @@ pub(crate) struct JoinTable {
     /// The tuples are not in `buckets` yet: every one must be inserted
     /// ([`JoinTable::insert_range`]) before the table is probed.
     pub needs_insert: bool,
+    /// Tuples kept in `buckets` alone, in no arena (dense slots filled while hashing).
+    bucket_only_tuples: usize,
 }
 
 /// What a probe must know about the whole inner side (every batch), for `NOT IN`.
@@ -867,7 +914,13 @@ impl JoinTable {
         }
         starts.push(total);
         let int_keys = arenas.iter().fold(IntKeyRange::Empty, |range, a| range.union(a.int_keys));
-        JoinTable { arenas, buckets, starts, facts, int_keys, needs_insert: false }
+        JoinTable { arenas, buckets, starts, facts, int_keys, needs_insert: false, bucket_only_tuples: 0 }
+    }
+
+    /// A table whose `tuples` are in `buckets` alone (dense slots filled while hashing, no
+    /// arena), their keys in `int_keys`.
+    pub fn of_buckets(buckets: Arc<Buckets>, tuples: usize, int_keys: IntKeyRange, facts: JoinFacts) -> JoinTable {
+        JoinTable { int_keys, bucket_only_tuples: tuples, ..JoinTable::assemble(Vec::new(), buckets, facts) }
     }
 
     /// The table's arenas and bucket array, to be reused.
@@ -907,11 +960,11 @@ impl JoinTable {
     }
 
     pub fn tuples(&self) -> usize {
-        *self.starts.last().unwrap_or(&0)
+        *self.starts.last().unwrap_or(&0) + self.bucket_only_tuples
     }
 
     pub fn bytes(&self) -> usize {
-        self.arenas.iter().map(Arena::bytes).sum::<usize>() + Buckets::bytes_for(self.buckets.len())
+        self.arenas.iter().map(Arena::bytes).sum::<usize>() + self.buckets.bytes()
     }
 
     /// Buckets as EXPLAIN reports them: heads or slots, or for dense slots the keys of
@@ -1739,6 +1792,37 @@ mod tests {
             }
             proptest::prop_assert_eq!(buckets.dense.as_ref().unwrap().extra.get().is_some(), counts.len() < keys.len());
         }
+    }
+
+    /// Dense slots made up front ([`Buckets::dense_up_front`]) from a range and a count
+    /// of values have room for the worst their tuples can be: every key of the range
+    /// twice (as many keys with a second tuple as can be), or one key every time. Threads
+    /// insert at once; each key's count comes back.
+    #[test]
+    fn dense_slots_made_up_front_hold_every_duplicate() {
+        let twice: Vec<i64> = (0..3000).chain(0..3000).collect();
+        let mut same = vec![-7i64; 5000];
+        same.extend(-10..=10);
+        for keys in [twice, same] {
+            let (lo, hi) = (*keys.iter().min().unwrap(), *keys.iter().max().unwrap());
+            let (buckets, bytes) = Buckets::dense_up_front(lo, hi, keys.len()).expect("a narrow range");
+            std::thread::scope(|scope| {
+                for part in keys.chunks(keys.len().div_ceil(5)) {
+                    let buckets = &buckets;
+                    scope.spawn(move || part.iter().for_each(|&k| buckets.insert_dense(k as i32 as u32)));
+                }
+            });
+            let mut counts = std::collections::HashMap::new();
+            for &k in &keys {
+                *counts.entry(k).or_insert(0u64) += 1;
+            }
+            for probe in lo - 5..=hi + 5 {
+                let count = buckets.count_of(int_key_hash(DataType::Int4, probe), probe as i32 as u32);
+                assert_eq!(count, counts.get(&probe).copied().unwrap_or(0), "key {probe}");
+            }
+            assert!(buckets.bytes() <= bytes, "the slots take no more than they reserved");
+        }
+        assert!(Buckets::dense_up_front(0, 1 << 20, 100).is_none(), "too wide for its tuples");
     }
 
     /// A key outside dense slots' range is counted in their extra slots, never lost.
