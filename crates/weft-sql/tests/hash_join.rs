@@ -1072,6 +1072,8 @@ fn dense_slots_made_up_front_from_a_zone_map() {
     let queries = [
         "SELECT count(*) FROM l JOIN r USING (k)",
         "SELECT sum(l.k::int8), sum(r.k::int8), count(*) FROM l JOIN r ON l.k = r.k",
+        // Filters before the key's projection keep the map's range and count bounds.
+        "SELECT count(*) FROM l JOIN (SELECT k FROM r WHERE k % 7 <> 3 AND k + 1 > 0) f USING (k)",
         "SELECT count(*), count(r.k) FROM l LEFT JOIN r USING (k)",
         "SELECT count(*) FROM l WHERE EXISTS (SELECT 1 FROM r WHERE r.k = l.k)",
         "SELECT count(*) FROM l WHERE NOT EXISTS (SELECT 1 FROM r WHERE r.k = l.k)",
@@ -1085,12 +1087,14 @@ fn dense_slots_made_up_front_from_a_zone_map() {
         let matches = |k: &i64| counts.get(k).copied().unwrap_or(0);
         let inner: i64 = o.iter().map(matches).sum();
         let sum: i64 = o.iter().map(|k| k * matches(k)).sum();
+        let filtered: i64 = o.iter().filter(|k| *k % 7 != 3 && *k + 1 > 0).map(matches).sum();
         let semi = o.iter().filter(|k| matches(k) > 0).count() as i64;
         let has_null = d.iter().any(Option::is_none);
         let not_in = if has_null { 0 } else { o.len() as i64 - semi };
         [
             inner.to_string(),
             format!("{sum}|{sum}|{inner}"),
+            filtered.to_string(),
             format!("{}|{inner}", inner + o.len() as i64 - semi),
             semi.to_string(),
             (o.len() as i64 - semi).to_string(),
@@ -1108,12 +1112,12 @@ fn dense_slots_made_up_front_from_a_zone_map() {
                 for (sql, want) in queries.iter().zip(&expected) {
                     assert_eq!(&result(s, sql).join(","), want, "{shape} {workers} {setting}: {sql}");
                 }
-                for sql in &queries[..2] {
+                for (i, sql) in queries[..3].iter().enumerate() {
                     let plan = result(s, &format!("EXPLAIN ANALYZE {sql}")).join("\n");
                     let counts = batches(&plan);
                     if one_batch {
                         assert!(counts.iter().all(|&b| b == 1), "{shape} {workers} {setting}: {plan}");
-                    } else if shape != "aware" {
+                    } else if shape != "aware" && i < 2 {
                         // Arenas (26 bytes a tuple) need more than one participant's 1MB (a
                         // shared table combines the participants' budgets).
                         assert!(counts.iter().all(|&b| b > 1), "{shape} {workers} {setting}: {plan}");

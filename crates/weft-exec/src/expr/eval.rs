@@ -21,6 +21,7 @@ use std::cmp::Ordering;
 use weft_common::{Coercion, DataType, Datum, Error, Numeric, Result, SqlState, TypeModifier};
 
 use super::cast::cast_datum;
+use super::functions::char_count_i32;
 use super::compare::compare_datums;
 use super::{BinaryOp, EvalContext, Expr, UnaryOp};
 
@@ -37,6 +38,20 @@ impl Expr {
             Expr::ApplyModifier { expr, modifier, coercion } => eval_modifier(expr, *modifier, *coercion, row, ctx),
             Expr::Binary { op: BinaryOp::And, left, right, .. } => eval_and(left, right, row, ctx),
             Expr::Binary { op: BinaryOp::Or, left, right, .. } => eval_or(left, right, row, ctx),
+            Expr::Binary { op, data_type, .. } if int_arithmetic(self) => Ok(match self.eval_int(row, ctx)? {
+                Some(v) if *data_type == DataType::Int4 => Datum::Int4(v as i32),
+                Some(v) => Datum::Int8(v),
+                None => Datum::Null,
+            }),
+            Expr::Binary { op, left, right, .. } if is_int(left.data_type()) && is_int(right.data_type()) && comparison(*op).is_some() => {
+                // Integers compared as integers: no `Datum` built for an operand that is
+                // itself arithmetic, no general comparison.
+                let (left, right) = (left.eval_int(row, ctx)?, right.eval_int(row, ctx)?);
+                Ok(match (left, right, comparison(*op)) {
+                    (Some(a), Some(b), Some(ord)) => Datum::Bool(ord(a.cmp(&b))),
+                    _ => Datum::Null,
+                })
+            }
             Expr::Binary { op, left, right, .. } => {
                 // Operands borrowed where they are columns or literals: a text column is
                 // compared in place, not cloned.
@@ -107,6 +122,46 @@ impl Expr {
         }
     }
 
+    /// The value of an int4 or int8 expression as an `i64` (`None`: NULL). Arithmetic
+    /// over integer columns and literals — the usual filter, `length(b) * 2 - length(b)
+    /// = length(b)` — is computed on integers, with no `Datum` made and matched at
+    /// every node; anything else is evaluated as usual.
+    fn eval_int(&self, row: &[Datum], ctx: &EvalContext) -> Result<Option<i64>> {
+        let value = match self {
+            Expr::Column { index, .. } => row.get(*index),
+            Expr::Literal { value, .. } => Some(value),
+            Expr::Binary { op, left, right, data_type } if int_arithmetic(self) => {
+                // Both operands first (their errors raised), then the NULL test: a strict
+                // operator, as in PostgreSQL.
+                let (left, right) = (left.eval_int(row, ctx)?, right.eval_int(row, ctx)?);
+                let (Some(a), Some(b)) = (left, right) else { return Ok(None) };
+                return match data_type {
+                    DataType::Int4 => int4_arith(*op, a as i32, b as i32).map(|v| Some(v as i64)),
+                    _ => int8_arith(*op, a, b).map(Some),
+                };
+            }
+            Expr::Function { func, args, .. } if func.is_text_length() && args.len() == 1 => {
+                return match &*args[0].eval_borrowed(row, ctx)? {
+                    Datum::Text(text) => char_count_i32(text).map(|n| Some(n as i64)),
+                    Datum::Null => Ok(None),
+                    other => Err(Error::internal(format!("length() of {other:?}"))),
+                };
+            }
+            _ => None,
+        };
+        match value {
+            Some(Datum::Int4(v)) => Ok(Some(*v as i64)),
+            Some(Datum::Int8(v)) => Ok(Some(*v)),
+            Some(Datum::Null) => Ok(None),
+            _ => match self.eval(row, ctx)? {
+                Datum::Int4(v) => Ok(Some(v as i64)),
+                Datum::Int8(v) => Ok(Some(v)),
+                Datum::Null => Ok(None),
+                other => Err(Error::internal(format!("an integer expression gave {other:?}"))),
+            },
+        }
+    }
+
     /// [`Expr::eval`], borrowing the value from the row or the expression when it is a
     /// column or a literal.
     #[inline]
@@ -119,6 +174,7 @@ impl Expr {
     }
 
     /// The type of the value `eval` returns (NULL included: a NULL has this type too).
+    #[inline]
     pub fn data_type(&self) -> DataType {
         match self {
             Expr::Column { data_type, .. }
@@ -193,6 +249,25 @@ fn eval_or(left: &Expr, right: &Expr, row: &[Datum], ctx: &EvalContext) -> Resul
 }
 
 /// A comparison operator as a test of the operands' order; `None` for other operators.
+/// An int4 or int8 type?
+#[inline]
+fn is_int(data_type: DataType) -> bool {
+    matches!(data_type, DataType::Int4 | DataType::Int8)
+}
+
+/// `+ - * / %` of two integers of the result's own type (int4 or int8): what
+/// [`Expr::eval_int`] computes without `Datum`s. (Not `date - date`, whose result is an
+/// int4 of operands that are not.)
+#[inline]
+fn int_arithmetic(expr: &Expr) -> bool {
+    match expr {
+        Expr::Binary { op: BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Mod, left, right, data_type } => {
+            is_int(*data_type) && left.data_type() == *data_type && right.data_type() == *data_type
+        }
+        _ => false,
+    }
+}
+
 pub(crate) fn comparison(op: BinaryOp) -> Option<fn(Ordering) -> bool> {
     use BinaryOp::*;
     Some(match op {

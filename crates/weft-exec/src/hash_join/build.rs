@@ -23,7 +23,8 @@ use super::batch::{batch_of, BatchWriters, Records, Written, MAX_BATCHES};
 use super::run::*;
 use super::table::{eval_keys, inner_keys, key_hash, slot_value, slots_join, Arena, Buckets, IntKeyRange, JoinTable, BUCKETS_MIN, MAX_ARENAS};
 use crate::execute::{is_identity, ExecContext, ParticipantStats, StepBuffers};
-use crate::plan::{HashJoin, HeapSource, Source};
+use crate::expr::Expr;
+use crate::plan::{HashJoin, HeapSource, Source, Step};
 
 /// The grow barrier's phases (its phase number modulo 4).
 const GROW_ELECT: usize = 0;
@@ -193,50 +194,36 @@ impl<'p> SharedJoin<'p> {
             Some(_) => self.build.lock().buckets.clone().filter(|buckets| buckets.is_dense()),
             None => None,
         };
-        let read = match (inner_key_column(self.join), dense) {
-            // Dense slots made up front: each key goes straight into them (no arena, no
-            // batch, no growth: the slots have room for every key the zone map allows).
-            (Some((heap, column)), Some(buckets)) => self.source.run_raw_pages(ctx, |page, tuples| {
+        // Dense slots made up front take each key straight (no arena, no batch, no growth:
+        // they have room for every key the zone map allows).
+        let read = match inner_key_column(self.join) {
+            // The row is an integer key alone: read from each tuple, not decoded, and
+            // inserted without going through the (empty) steps.
+            Some((heap, column)) => self.source.run_raw_pages(ctx, |page, tuples| {
                 rows_in += tuples.len() as u64;
                 if self.build_deferred.load(Ordering::Relaxed) {
                     return Ok(false);
                 }
                 for range in tuples {
                     let key = heap.layout.get(&page[range.clone()], column)?;
-                    local.rows_out += 1;
-                    match slot_value(&key) {
-                        Some(value) => {
-                            local.tuples += 1;
-                            local.int_keys = local.int_keys.add(&key);
-                            buckets.insert_dense(value);
-                        }
-                        None if self.join.null_aware => self.inner_null_key.store(true, Ordering::Relaxed),
-                        None => {}
+                    match &dense {
+                        Some(buckets) => self.insert_dense(&mut local, buckets, &key),
+                        None => self.insert(&mut local, std::slice::from_ref(&key), ctx)?,
                     }
                 }
                 Ok(true)
             }),
-            // The row is an integer key alone: read from each tuple, not decoded, and
-            // inserted without going through the (empty) steps.
-            (Some((heap, column)), None) => self.source.run_raw_pages(ctx, |page, tuples| {
-                rows_in += tuples.len() as u64;
-                if self.build_deferred.load(Ordering::Relaxed) {
-                    return Ok(false);
-                }
-                for range in tuples {
-                    let key = heap.layout.get(&page[range.clone()], column)?;
-                    self.insert(&mut local, std::slice::from_ref(&key), ctx)?;
-                }
-                Ok(true)
-            }),
-            (None, _) => self.source.run(ctx, |row| {
+            None => self.source.run(ctx, |row| {
                 rows_in += 1;
                 // Another participant's deferred error: the rest of the build side is moot.
                 if self.build_deferred.load(Ordering::Relaxed) {
                     return Ok(false);
                 }
                 buffers.process(row, &self.join.inner.steps, ctx.eval, |inner| {
-                    self.insert(&mut local, inner, ctx)?;
+                    match &dense {
+                        Some(buckets) => self.insert_dense(&mut local, buckets, &inner[0]),
+                        None => self.insert(&mut local, inner, ctx)?,
+                    }
                     Ok(true)
                 })
             }),
@@ -272,6 +259,22 @@ impl<'p> SharedJoin<'p> {
     /// Right and full joins build first in PostgreSQL too: their errors stand at once.
     fn defers(&self, error: &Error) -> bool {
         !self.join.join_type.emits_unmatched_inner() && error.sqlstate.0.starts_with("22")
+    }
+
+    /// One inner row, its int4 key alone, into dense slots made up front.
+    #[inline]
+    fn insert_dense(&self, local: &mut BuildLocal, buckets: &Buckets, key: &Datum) {
+        local.rows_out += 1;
+        match slot_value(key) {
+            Some(value) => {
+                local.tuples += 1;
+                local.int_keys = local.int_keys.add(key);
+                buckets.insert_dense(value);
+            }
+            // NOT IN: one NULL is all that matters; other joins drop NULL keys.
+            None if self.join.null_aware => self.inner_null_key.store(true, Ordering::Relaxed),
+            None => {}
+        }
     }
 
     /// One inner row (after the build side's steps).
@@ -744,11 +747,31 @@ pub(super) fn inner_key_column(join: &HashJoin) -> Option<(&HeapSource, usize)> 
     (plain && heap.columns.len() == 1 && Arena::int_row_type(join).is_some()).then(|| (heap, heap.columns[0]))
 }
 
+/// The build side's heap and the table column of its one integer key when its rows are
+/// that key alone: read with no step between ([`inner_key_column`]), or through filters
+/// and a projection of the column. Its values are then some of the column's (what the
+/// column's zone map bounds and counts).
+fn key_heap_column(join: &HashJoin) -> Option<(&HeapSource, usize)> {
+    if let Some(plain) = inner_key_column(join) {
+        return Some(plain);
+    }
+    let Source::Heap(heap) = &join.inner.source else { return None };
+    let (Some(Step::Project(exprs)), filters) = join.inner.steps.split_last().map_or((None, &[][..]), |(last, rest)| (Some(last), rest)) else {
+        return None;
+    };
+    let filters_only = filters.iter().all(|step| matches!(step, Step::Filter(_)));
+    match exprs.as_slice() {
+        [Expr::Column { index, .. }] if filters_only && Arena::int_row_type(join).is_some() => Some((heap, *heap.columns.get(*index)?)),
+        _ => None,
+    }
+}
+
 /// A build side that goes straight into dense slots made at *allocate*
-/// ([`Buckets::dense_up_front`]): an int4 key column read whole from a heap whose zone map
-/// bounds the column's values and their number. Its table then needs neither arenas nor
-/// batches: the 10M-row self-join's is a 1.2 MB bitmap, and the extra slots for keys
-/// with several tuples are reserved in the budget but touched only if such keys come.
+/// ([`Buckets::dense_up_front`]): an int4 key column read from a heap (whole, or through
+/// filters) whose zone map bounds the column's values and their number. Its table then
+/// needs neither arenas nor batches: the 10M-row self-join's is a 1.2 MB bitmap, and the
+/// extra slots for keys with several tuples are reserved in the budget but touched only
+/// if such keys come.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct DenseUpFront {
     lo: i64,
@@ -762,7 +785,7 @@ impl DenseUpFront {
         if !ctx.hash.dense_up_front || !slots_join(join) {
             return None;
         }
-        let (heap, column) = inner_key_column(join)?;
+        let (heap, column) = key_heap_column(join)?;
         let map = ctx.pool.zone_maps().get(heap.rel, column)?;
         // The scan reads blocks 0..nblocks: the map must cover them all (a write since it
         // was built would have dropped it).

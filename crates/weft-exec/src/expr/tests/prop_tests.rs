@@ -8,8 +8,8 @@ use std::hash::{Hash, Hasher};
 use proptest::prelude::*;
 use weft_common::{DataType, Datum, Numeric};
 
-use crate::expr::eval::{int4_arith, int8_arith};
-use crate::expr::{cast_datum, compare_datums, GroupKey};
+use crate::expr::eval::{eval_binary, int4_arith, int8_arith};
+use crate::expr::{cast_datum, compare_datums, resolve_binary, resolve_function, EvalContext, Expr, GroupKey};
 
 use super::BinaryOp;
 
@@ -181,5 +181,59 @@ proptest! {
         prop_assert_eq!(cast_datum(text, DataType::Bool).unwrap(), Datum::Bool(v));
         let output = Datum::Text(Datum::Bool(v).to_pg_text().unwrap());
         prop_assert_eq!(cast_datum(output, DataType::Bool).unwrap(), Datum::Bool(v));
+    }
+
+    /// Integer arithmetic and comparisons (`Expr::eval_int`, no `Datum` per node) give
+    /// what the general path gives — `eval_binary` on each node's operand values — values,
+    /// NULLs and errors alike, over int4 and int8 columns (mixed: the resolver's casts),
+    /// literals and `length()` of ASCII and other text (NULLs: the columns').
+    #[test]
+    fn integer_expressions_match_the_general_path(
+        row in (edgy_i32(), edgy_i32(), edgy_i64(), 0u8..4, "[a-zé]{0,12}"),
+        nulls in 0u8..16,
+        ops in prop::collection::vec(0usize..11, 3),
+        leaves in prop::collection::vec(0usize..5, 4),
+    ) {
+        let (a, b, c, text_len_seed, text) = row;
+        let row = vec![
+            if nulls & 1 != 0 { Datum::Null } else { Datum::Int4(a) },
+            if nulls & 2 != 0 { Datum::Null } else { Datum::Int4(b) },
+            if nulls & 4 != 0 { Datum::Null } else { Datum::Int8(c) },
+            if nulls & 8 != 0 { Datum::Null } else { Datum::Text(text) },
+        ];
+        let column = |index: usize, data_type| Expr::Column { index, data_type };
+        let leaf = |i: usize| match i {
+            0 => column(0, DataType::Int4),
+            1 => column(1, DataType::Int4),
+            2 => column(2, DataType::Int8),
+            3 => resolve_function("length", vec![column(3, DataType::Text)]).unwrap(),
+            _ => Expr::Literal { value: Datum::Int4(i32::from(text_len_seed) - 1), data_type: DataType::Int4 },
+        };
+        const OPS: [BinaryOp; 11] = [
+            BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Mod,
+            BinaryOp::Eq, BinaryOp::NotEq, BinaryOp::Lt, BinaryOp::LtEq, BinaryOp::Gt, BinaryOp::GtEq,
+        ];
+        // ((x op0 y) op1 z) op2 w, each op arithmetic or, at the top, a comparison.
+        let arith = |i: usize| OPS[i % 5];
+        let inner = resolve_binary(arith(ops[0]), leaf(leaves[0]), leaf(leaves[1])).unwrap();
+        let middle = resolve_binary(arith(ops[1]), inner, leaf(leaves[2])).unwrap();
+        let top = resolve_binary(OPS[ops[2]], middle, leaf(leaves[3])).unwrap();
+        let ctx = EvalContext::with_seed(7);
+        fn general(e: &Expr, row: &[Datum], ctx: &EvalContext) -> weft_common::Result<Datum> {
+            match e {
+                Expr::Binary { op, left, right, .. } => {
+                    let (l, r) = (general(left, row, ctx)?, general(right, row, ctx)?);
+                    if l.is_null() || r.is_null() { Ok(Datum::Null) } else { eval_binary(*op, l, r) }
+                }
+                Expr::Cast { expr, to } => cast_datum(general(expr, row, ctx)?, *to),
+                other => other.eval(row, ctx),
+            }
+        }
+        let (got, want) = (top.eval(&row, &ctx), general(&top, &row, &ctx));
+        match (got, want) {
+            (Ok(got), Ok(want)) => prop_assert_eq!(got, want, "{:?}", top),
+            (Err(got), Err(want)) => prop_assert_eq!(got.sqlstate.0, want.sqlstate.0, "{:?}", top),
+            (got, want) => prop_assert!(false, "{:?}: {:?} against {:?}", top, got, want),
+        }
     }
 }
