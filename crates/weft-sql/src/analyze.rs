@@ -48,6 +48,7 @@ use crate::api::QueryResult;
 use crate::bind::{ident_name, object_name};
 use crate::database::{Database, WriteTxn};
 use crate::session::Session;
+use crate::vacuum::{read_targets, Reader};
 
 /// PostgreSQL's `default_statistics_target`: MCV list length and histogram buckets.
 pub const STATISTICS_TARGET: usize = 100;
@@ -78,6 +79,63 @@ pub(crate) fn analyze(session: &mut Session, statement: &ast::Analyze, cancel: &
         analyze_tables(&db, txn, &names, cancel)
     })?;
     Ok(QueryResult::command("ANALYZE"))
+}
+
+/// Is `sql` an ANALYZE of several tables (`ANALYZE a, b (x)`), which sqlparser cannot
+/// read? (One table or none goes through sqlparser's `Statement::Analyze`.)
+pub(crate) fn is_multi_table_analyze(sql: &str) -> bool {
+    let word: String = sql.trim_start().chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    (word.eq_ignore_ascii_case("analyze") || word.eq_ignore_ascii_case("analyse")) && sql.contains(',')
+}
+
+/// `ANALYZE [ ( option [, ...] ) ] [ VERBOSE ] [ table [ (column [, ...]) ] [, ...] ]`,
+/// read with VACUUM's reader.
+pub(crate) fn try_analyze_text(session: &mut Session, sql: &str, cancel: &CancelToken) -> Option<Result<QueryResult>> {
+    let targets = match parse_analyze(sql) {
+        Ok(targets) => targets,
+        Err(e) => return Some(Err(e)),
+    };
+    let db = session.db.clone();
+    let outcome = session.write(|txn| {
+        let mut names = Vec::with_capacity(targets.len());
+        for (name, columns) in &targets {
+            check_columns(&txn.catalog, name, columns)?;
+            names.push(name.clone());
+        }
+        if names.is_empty() {
+            names = txn.catalog.tables.keys().cloned().collect();
+        }
+        analyze_tables(&db, txn, &names, cancel)
+    });
+    Some(outcome.map(|()| QueryResult::command("ANALYZE")))
+}
+
+fn parse_analyze(sql: &str) -> Result<Vec<(String, Vec<String>)>> {
+    use sqlparser::tokenizer::Token;
+    let mut reader = Reader::new(sql)?;
+    // `is_multi_table_analyze` saw the word.
+    reader.word()?;
+    if reader.peek() == Some(&Token::LParen) {
+        reader.at += 1;
+        loop {
+            let name = reader.word()?.to_lowercase();
+            let value = reader.option_value();
+            match name.as_str() {
+                "verbose" | "skip_locked" => {
+                    crate::vacuum::boolean(&name, &value)?;
+                }
+                _ => return Err(Error::syntax(format!("unrecognized ANALYZE option \"{name}\""))),
+            }
+            match reader.next() {
+                Some(Token::Comma) => continue,
+                Some(Token::RParen) => break,
+                other => return Err(reader.unexpected(other)),
+            }
+        }
+    } else if matches!(reader.peek(), Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("verbose")) {
+        reader.at += 1;
+    }
+    read_targets(&mut reader)
 }
 
 /// Table `name` exists and has every column of `columns` (`ANALYZE t (columns)`).

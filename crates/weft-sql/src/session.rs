@@ -207,10 +207,13 @@ impl Session {
         let reindex = crate::indexes::is_reindex(sql);
         let fetch = crate::cursors::is_fetch_or_move(sql);
         let alter_cluster = crate::cluster::may_be_alter_table_cluster(sql);
-        if vacuum || cluster || reindex || fetch || alter_cluster || crate::alter_table::is_text_statement(sql) {
+        let analyze = crate::analyze::is_multi_table_analyze(sql);
+        if vacuum || cluster || reindex || fetch || alter_cluster || analyze || crate::alter_table::is_text_statement(sql) {
             self.check_not_failed()?;
             let outcome = if vacuum {
                 Some(crate::vacuum::vacuum(self, sql, &token))
+            } else if analyze {
+                crate::analyze::try_analyze_text(self, sql, &token)
             } else if cluster {
                 Some(crate::cluster::cluster(self, sql, &token))
             } else if reindex {

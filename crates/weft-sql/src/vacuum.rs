@@ -108,9 +108,24 @@ fn parse(sql: &str) -> Result<VacuumRequest> {
             }
         }
     }
-    // Tables, each with an optional column list.
+    request.targets = read_targets(&mut reader)?;
+    if request.full && parallel_workers > 0 {
+        return Err(Error::not_supported("VACUUM FULL cannot be performed in parallel"));
+    }
+    if request.full && disable_page_skipping {
+        return Err(Error::not_supported("VACUUM option DISABLE_PAGE_SKIPPING cannot be used with FULL"));
+    }
+    if !request.analyze && request.targets.iter().any(|(_, columns)| !columns.is_empty()) {
+        return Err(Error::not_supported("ANALYZE option must be specified when a column list is provided"));
+    }
+    Ok(request)
+}
+
+/// The rest of a VACUUM or ANALYZE: tables, each with an optional column list.
+pub(crate) fn read_targets(reader: &mut Reader) -> Result<Vec<(String, Vec<String>)>> {
+    let mut targets = Vec::new();
     while !reader.at_end() {
-        if !request.targets.is_empty() {
+        if !targets.is_empty() {
             match reader.next() {
                 Some(Token::Comma) => {}
                 other => return Err(reader.unexpected(other)),
@@ -129,18 +144,9 @@ fn parse(sql: &str) -> Result<VacuumRequest> {
                 }
             }
         }
-        request.targets.push((table, columns));
+        targets.push((table, columns));
     }
-    if request.full && parallel_workers > 0 {
-        return Err(Error::not_supported("VACUUM FULL cannot be performed in parallel"));
-    }
-    if request.full && disable_page_skipping {
-        return Err(Error::not_supported("VACUUM option DISABLE_PAGE_SKIPPING cannot be used with FULL"));
-    }
-    if !request.analyze && request.targets.iter().any(|(_, columns)| !columns.is_empty()) {
-        return Err(Error::not_supported("ANALYZE option must be specified when a column list is provided"));
-    }
-    Ok(request)
+    Ok(targets)
 }
 
 /// An option's Boolean value (none: true), read as PostgreSQL's `defGetBoolean` reads it.
