@@ -111,29 +111,15 @@ pub(crate) fn try_analyze_text(session: &mut Session, sql: &str, cancel: &Cancel
 }
 
 fn parse_analyze(sql: &str) -> Result<Vec<(String, Vec<String>)>> {
-    use sqlparser::tokenizer::Token;
     let mut reader = Reader::new(sql)?;
     // `is_multi_table_analyze` saw the word.
     reader.word()?;
-    if reader.peek() == Some(&Token::LParen) {
-        reader.at += 1;
-        loop {
-            let name = reader.word()?.to_lowercase();
-            let value = reader.option_value();
-            match name.as_str() {
-                "verbose" | "skip_locked" => {
-                    crate::vacuum::boolean(&name, &value)?;
-                }
-                _ => return Err(Error::syntax(format!("unrecognized ANALYZE option \"{name}\""))),
-            }
-            match reader.next() {
-                Some(Token::Comma) => continue,
-                Some(Token::RParen) => break,
-                other => return Err(reader.unexpected(other)),
-            }
-        }
-    } else if matches!(reader.peek(), Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("verbose")) {
-        reader.at += 1;
+    let listed = reader.options(|name, value| match name {
+        "verbose" | "skip_locked" => crate::vacuum::boolean(name, value).map(|_| ()),
+        _ => Err(Error::syntax(format!("unrecognized ANALYZE option \"{name}\""))),
+    })?;
+    if !listed {
+        reader.take_word("verbose");
     }
     read_targets(&mut reader)
 }

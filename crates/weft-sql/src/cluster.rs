@@ -49,23 +49,14 @@ fn parse(sql: &str) -> Result<ClusterRequest> {
     let mut reader = Reader::new(sql)?;
     reader.keyword("cluster")?;
     let mut request = ClusterRequest::default();
-    if reader.peek() == Some(&Token::LParen) {
-        reader.at += 1;
-        loop {
-            let name = reader.word()?.to_lowercase();
-            let value = reader.option_value();
-            match name.as_str() {
-                "verbose" => request.verbose = boolean(&name, &value)?,
-                _ => return Err(Error::syntax(format!("unrecognized CLUSTER option \"{name}\""))),
-            }
-            match reader.next() {
-                Some(Token::Comma) => continue,
-                Some(Token::RParen) => break,
-                other => return Err(reader.unexpected(other)),
-            }
+    let listed = reader.options(|name, value| match name {
+        "verbose" => {
+            request.verbose = boolean(name, value)?;
+            Ok(())
         }
-    } else if matches!(reader.peek(), Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("verbose")) {
-        reader.at += 1;
+        _ => Err(Error::syntax(format!("unrecognized CLUSTER option \"{name}\""))),
+    })?;
+    if !listed && reader.take_word("verbose") {
         request.verbose = true;
     }
     if reader.at_end() {

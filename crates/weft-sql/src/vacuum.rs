@@ -65,34 +65,26 @@ fn parse(sql: &str) -> Result<VacuumRequest> {
     let mut request = VacuumRequest::default();
     let mut parallel_workers = 0;
     let mut disable_page_skipping = false;
-    if reader.peek() == Some(&Token::LParen) {
-        reader.at += 1;
-        loop {
-            let name = reader.word()?.to_lowercase();
-            let value = reader.option_value();
-            match name.as_str() {
-                "full" => request.full = boolean(&name, &value)?,
-                "verbose" => request.verbose = boolean(&name, &value)?,
-                "analyze" | "analyse" => request.analyze = boolean(&name, &value)?,
-                "disable_page_skipping" => disable_page_skipping = boolean(&name, &value)?,
-                "freeze" | "skip_locked" | "process_toast" | "truncate" => {
-                    boolean(&name, &value)?;
-                }
-                "index_cleanup" => {
-                    if !value.as_deref().is_some_and(|v| v.eq_ignore_ascii_case("auto")) {
-                        boolean(&name, &value)?;
-                    }
-                }
-                "parallel" => parallel_workers = parallel(&value)?,
-                _ => return Err(Error::syntax(format!("unrecognized VACUUM option \"{name}\""))),
+    let listed = reader.options(|name, value| {
+        match name {
+            "full" => request.full = boolean(name, value)?,
+            "verbose" => request.verbose = boolean(name, value)?,
+            "analyze" | "analyse" => request.analyze = boolean(name, value)?,
+            "disable_page_skipping" => disable_page_skipping = boolean(name, value)?,
+            "freeze" | "skip_locked" | "process_toast" | "truncate" => {
+                boolean(name, value)?;
             }
-            match reader.next() {
-                Some(Token::Comma) => continue,
-                Some(Token::RParen) => break,
-                other => return Err(reader.unexpected(other)),
+            "index_cleanup" => {
+                if !value.as_deref().is_some_and(|v| v.eq_ignore_ascii_case("auto")) {
+                    boolean(name, value)?;
+                }
             }
+            "parallel" => parallel_workers = parallel(value)?,
+            _ => return Err(Error::syntax(format!("unrecognized VACUUM option \"{name}\""))),
         }
-    } else {
+        Ok(())
+    })?;
+    if !listed {
         // The older form: each word at most once, in this order.
         for word in ["full", "freeze", "verbose", "analyze"] {
             let here = matches!(reader.peek(), Some(Token::Word(w)) if w.quote_style.is_none()
@@ -182,6 +174,34 @@ impl Reader {
         let tokens = Tokenizer::new(&dialect, sql).tokenize().map_err(|e| Error::syntax(e.to_string()))?;
         let tokens: Vec<Token> = tokens.into_iter().filter(|t| !matches!(t, Token::Whitespace(_))).collect();
         Ok(Reader { tokens, at: 0 })
+    }
+
+    /// A parenthesized option list, if one comes next: `each` gets every option's
+    /// lowercased name and its value. Returns whether there was one.
+    pub(crate) fn options(&mut self, mut each: impl FnMut(&str, &Option<String>) -> Result<()>) -> Result<bool> {
+        if self.peek() != Some(&Token::LParen) {
+            return Ok(false);
+        }
+        self.at += 1;
+        loop {
+            let name = self.word()?.to_lowercase();
+            let value = self.option_value();
+            each(&name, &value)?;
+            match self.next() {
+                Some(Token::Comma) => continue,
+                Some(Token::RParen) => return Ok(true),
+                other => return Err(self.unexpected(other)),
+            }
+        }
+    }
+
+    /// The unquoted word `word` next (the older syntax's `VERBOSE`): taken if so.
+    pub(crate) fn take_word(&mut self, word: &str) -> bool {
+        let here = matches!(self.peek(), Some(Token::Word(w)) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word));
+        if here {
+            self.at += 1;
+        }
+        here
     }
 
     pub(crate) fn peek(&self) -> Option<&Token> {
