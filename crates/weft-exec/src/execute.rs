@@ -777,7 +777,7 @@ impl<'p> SourceState<'p> {
     /// without a visible tuple), and only the blocks `keep` says yes to. `keep` is asked
     /// shortly before a block is read (a few blocks ahead), so it may change its mind as
     /// the scan goes (a bounded sort's bar rises).
-    fn run_numbered_pages(
+    pub(crate) fn run_numbered_pages(
         &self,
         ctx: &ExecContext,
         keep: impl Fn(BlockNumber) -> bool,

@@ -16,8 +16,11 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use weft_access::heap::{has_zone_value, page_zone};
 use weft_common::parallel::ParticipantContext;
 use weft_common::{Datum, Error, Result};
+use weft_storage::zone_map::{BlockZone, ZoneMapBuild};
+use weft_storage::BlockNumber;
 
 use super::batch::{batch_of, BatchWriters, Records, Written, MAX_BATCHES};
 use super::run::*;
@@ -71,7 +74,7 @@ impl<'p> SharedJoin<'p> {
                 HASH_INNER => {
                     self.hash_inner(ctx)?;
                     if self.barrier.arrive_and_wait(ctx.cancel)? {
-                        self.assemble()?;
+                        self.assemble(ctx)?;
                     }
                     self.barrier.arrive_and_wait(ctx.cancel)?;
                     phase = GROW_BUCKETS;
@@ -194,12 +197,23 @@ impl<'p> SharedJoin<'p> {
             Some(_) => self.build.lock().buckets.clone().filter(|buckets| buckets.is_dense()),
             None => None,
         };
+        let building_map = self.inner_zone_build.lock().is_some();
+        let mut zones: Vec<(BlockNumber, BlockZone)> = Vec::new();
         // Dense slots made up front take each key straight (no arena, no batch, no growth:
         // they have room for every key the zone map allows).
         let read = match inner_key_column(self.join) {
             // The row is an integer key alone: read from each tuple, not decoded, and
             // inserted without going through the (empty) steps.
-            Some((heap, column)) => self.source.run_raw_pages(ctx, |page, tuples| {
+            Some((heap, column)) => self.source.run_numbered_pages(ctx, |_| true, |block, page| {
+                // Every page read, also one without a visible tuple, for the zone map.
+                if building_map {
+                    zones.push((block, page_zone(page, &heap.layout, column)));
+                }
+                true
+            }, |_, page, tuples| {
+                if tuples.is_empty() {
+                    return Ok(true);
+                }
                 rows_in += tuples.len() as u64;
                 if self.build_deferred.load(Ordering::Relaxed) {
                     return Ok(false);
@@ -228,6 +242,9 @@ impl<'p> SharedJoin<'p> {
                 })
             }),
         };
+        if let Some(build) = self.inner_zone_build.lock().as_ref() {
+            build.add_all(&zones);
+        }
         match read {
             Err(error) if self.defers(&error) => {
                 // This participant stops reading; the table stays partial and is never
@@ -632,7 +649,11 @@ impl<'p> SharedJoin<'p> {
 
     /// Phase 3 (one): the deposited arenas become batch 0's table (or, batch 0 evicted,
     /// go to its files); the bucket array grows when far more tuples came than estimated.
-    fn assemble(&self) -> Result<()> {
+    fn assemble(&self, ctx: &ExecContext) -> Result<()> {
+        // Every participant has read its blocks: a map with all of them is published.
+        if let Some(zone_build) = self.inner_zone_build.lock().take() {
+            ctx.pool.zone_maps().publish(zone_build);
+        }
         let mut build = self.build.lock();
         if self.dense_up_front.is_some() && build.buckets.as_ref().is_some_and(|buckets| buckets.is_dense()) {
             // Filled while hashing: every tuple is in the slots, the arenas are empty.
@@ -745,6 +766,14 @@ pub(super) fn inner_key_column(join: &HashJoin) -> Option<(&HeapSource, usize)> 
     let Source::Heap(heap) = &join.inner.source else { return None };
     let plain = join.inner.steps.is_empty() || is_identity(&join.inner.steps, heap.columns.len());
     (plain && heap.columns.len() == 1 && Arena::int_row_type(join).is_some()).then(|| (heap, heap.columns[0]))
+}
+
+/// A zone map build of the key column of `join`'s build side, when that side is the
+/// column read whole from a heap ([`inner_key_column`]) and the column has no map.
+pub(super) fn inner_zone_build(join: &HashJoin, ctx: &ExecContext) -> Option<ZoneMapBuild> {
+    let (heap, column) = inner_key_column(join)?;
+    let maps = ctx.pool.zone_maps();
+    (has_zone_value(&heap.layout, column) && maps.get(heap.rel, column).is_none()).then(|| maps.begin_build(heap.rel, column, heap.nblocks)).flatten()
 }
 
 /// The build side's heap and the table column of its one integer key when its rows are

@@ -47,6 +47,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use weft_common::parallel::{Barrier, ParticipantContext};
+use weft_storage::zone_map::ZoneMapBuild;
 use weft_common::{Datum, Error, Result};
 
 use super::batch::{batch_of, block_bytes, BatchWriters, Block, SpillSet, MAX_BATCHES};
@@ -157,6 +158,10 @@ pub(crate) struct SharedJoin<'p> {
     pub(super) reserve_tuples: usize,
     /// The build side goes straight into dense slots made at *allocate*, in one batch.
     pub(super) dense_up_front: Option<DenseUpFront>,
+    /// A zone map of the build side's key column, built by its scan when there is none
+    /// (published at *assemble* if every block was read): the next join of the table gets
+    /// dense slots made up front.
+    pub(super) inner_zone_build: Mutex<Option<ZoneMapBuild>>,
     /// Skew buckets: key hashes of the outer key's most common values, sorted (empty: no
     /// skew buckets), and the budget of their inner tuples (2% of `space_allowed`,
     /// PostgreSQL's `SKEW_HASH_MEM_PERCENT`). Their tuples are batch 0's whatever their
@@ -581,6 +586,7 @@ impl<'p> SharedJoin<'p> {
             original_batches: nbatch,
             reserve_tuples,
             dense_up_front,
+            inner_zone_build: Mutex::new(super::build::inner_zone_build(join, ctx)),
             skew,
             skew_allowed,
             skew_bytes: AtomicUsize::new(0),
