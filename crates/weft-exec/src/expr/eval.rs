@@ -38,7 +38,7 @@ impl Expr {
             Expr::ApplyModifier { expr, modifier, coercion } => eval_modifier(expr, *modifier, *coercion, row, ctx),
             Expr::Binary { op: BinaryOp::And, left, right, .. } => eval_and(left, right, row, ctx),
             Expr::Binary { op: BinaryOp::Or, left, right, .. } => eval_or(left, right, row, ctx),
-            Expr::Binary { op, data_type, .. } if int_arithmetic(self) => Ok(match self.eval_int(row, ctx)? {
+            Expr::Binary { op, left, right, data_type } if int_arithmetic(self) => Ok(match int_arith(*op, left, right, *data_type, row, ctx)? {
                 Some(v) if *data_type == DataType::Int4 => Datum::Int4(v as i32),
                 Some(v) => Datum::Int8(v),
                 None => Datum::Null,
@@ -130,16 +130,7 @@ impl Expr {
         let value = match self {
             Expr::Column { index, .. } => row.get(*index),
             Expr::Literal { value, .. } => Some(value),
-            Expr::Binary { op, left, right, data_type } if int_arithmetic(self) => {
-                // Both operands first (their errors raised), then the NULL test: a strict
-                // operator, as in PostgreSQL.
-                let (left, right) = (left.eval_int(row, ctx)?, right.eval_int(row, ctx)?);
-                let (Some(a), Some(b)) = (left, right) else { return Ok(None) };
-                return match data_type {
-                    DataType::Int4 => int4_arith(*op, a as i32, b as i32).map(|v| Some(v as i64)),
-                    _ => int8_arith(*op, a, b).map(Some),
-                };
-            }
+            Expr::Binary { op, left, right, data_type } if int_arithmetic(self) => return int_arith(*op, left, right, *data_type, row, ctx),
             Expr::Function { func, args, .. } if func.is_text_length() && args.len() == 1 => {
                 return match &*args[0].eval_borrowed(row, ctx)? {
                     Datum::Text(text) => char_count_i32(text).map(|n| Some(n as i64)),
@@ -253,6 +244,17 @@ fn eval_or(left: &Expr, right: &Expr, row: &[Datum], ctx: &EvalContext) -> Resul
 #[inline]
 fn is_int(data_type: DataType) -> bool {
     matches!(data_type, DataType::Int4 | DataType::Int8)
+}
+
+/// `left op right`, an [`int_arithmetic`] node, on `i64`s (`None`: NULL). Both operands
+/// first (their errors raised), then the NULL test: a strict operator, as in PostgreSQL.
+fn int_arith(op: BinaryOp, left: &Expr, right: &Expr, data_type: DataType, row: &[Datum], ctx: &EvalContext) -> Result<Option<i64>> {
+    let (left, right) = (left.eval_int(row, ctx)?, right.eval_int(row, ctx)?);
+    let (Some(a), Some(b)) = (left, right) else { return Ok(None) };
+    match data_type {
+        DataType::Int4 => int4_arith(op, a as i32, b as i32).map(|v| Some(v as i64)),
+        _ => int8_arith(op, a, b).map(Some),
+    }
 }
 
 /// `+ - * / %` of two integers of the result's own type (int4 or int8): what

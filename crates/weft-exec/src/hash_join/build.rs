@@ -108,31 +108,25 @@ impl<'p> SharedJoin<'p> {
     /// Phase 1 (one): the first batches and batch 0's bucket array, from the estimate.
     fn allocate(&self) {
         let nbatch = self.nbatch.load(Ordering::Relaxed);
-        if let Some(dense) = self.dense_up_front {
-            // Dense slots for the whole build side, filled while hashing.
-            let mut build = self.build.lock();
-            if let Some((buckets, bytes)) = Buckets::dense_up_front(dense.lo, dense.hi, dense.values) {
-                build.buckets = Some(Arc::new(buckets));
-                build.batch_bytes = vec![0; nbatch];
-                build.batch_tuples = vec![0; nbatch];
-                build.inner_blocks = vec![Vec::new(); nbatch];
-                self.bucket_bytes.store(bytes, Ordering::Relaxed);
-                self.original_buckets.store((dense.hi - dense.lo + 1) as usize, Ordering::Relaxed);
-                return;
-            }
+        let mut build = self.build.lock();
+        build.batch_bytes = vec![0; nbatch];
+        build.batch_tuples = vec![0; nbatch];
+        build.inner_blocks = vec![Vec::new(); nbatch];
+        // Dense slots for the whole build side, filled while hashing.
+        if let Some((dense, (buckets, bytes))) = self.dense_up_front.and_then(|d| Some((d, Buckets::dense_up_front(d.lo, d.hi, d.values)?))) {
+            build.buckets = Some(Arc::new(buckets));
+            self.bucket_bytes.store(bytes, Ordering::Relaxed);
+            self.original_buckets.store((dense.hi - dense.lo + 1) as usize, Ordering::Relaxed);
+            return;
         }
         let estimate = (self.join.estimated_inner_rows.max(0.0) as usize) / nbatch;
         // The bucket array takes at most a quarter of the budget.
         let most = (self.space_allowed / 4 / Buckets::bytes_for(1)).max(1024).next_power_of_two() / 2;
         let count = Buckets::count_for(estimate).min(most.max(1024));
-        let mut build = self.build.lock();
         // A table that may be kept in slots is indexed after its build (see `assemble`),
         // in an array made then for the tuples it has: `count` is only reserved here.
         let allocated = if slots_join(self.join) { BUCKETS_MIN } else { count };
         build.buckets = Some(Arc::new(Buckets::with_len(allocated)));
-        build.batch_bytes = vec![0; nbatch];
-        build.batch_tuples = vec![0; nbatch];
-        build.inner_blocks = vec![Vec::new(); nbatch];
         self.bucket_bytes.store(Buckets::bytes_for(count), Ordering::Relaxed);
         self.original_buckets.store(count, Ordering::Relaxed);
     }
@@ -655,8 +649,9 @@ impl<'p> SharedJoin<'p> {
             ctx.pool.zone_maps().publish(zone_build);
         }
         let mut build = self.build.lock();
-        if self.dense_up_front.is_some() && build.buckets.as_ref().is_some_and(|buckets| buckets.is_dense()) {
-            // Filled while hashing: every tuple is in the slots, the arenas are empty.
+        if build.buckets.as_ref().is_some_and(|buckets| buckets.is_dense()) {
+            // Dense slots before assembly are made up front (others are made below) and
+            // were filled while hashing: every tuple is in them, the arenas are empty.
             build.deposited.clear();
             let buckets = build.buckets.take().ok_or_else(|| Error::internal("hash join buckets not allocated"))?;
             let table = JoinTable::of_buckets(buckets, self.tuples.load(Ordering::Relaxed) as usize, build.int_keys, self.facts());

@@ -47,8 +47,8 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use weft_common::parallel::{Barrier, ParticipantContext};
-use weft_storage::zone_map::ZoneMapBuild;
 use weft_common::{Datum, Error, Result};
+use weft_storage::zone_map::ZoneMapBuild;
 
 use super::batch::{batch_of, block_bytes, BatchWriters, Block, SpillSet, MAX_BATCHES};
 use super::build::DenseUpFront;
