@@ -18,6 +18,7 @@ mod topn;
 pub use keys::{text_zone_value, SortColumn, SortKeys};
 pub use memrun::DEFAULT_SUB_RUN_BYTES;
 pub use merge::Merger;
+pub use pairs::PayloadSqueeze;
 pub use ordered::{merge_ranges_then_complete, OutputTimes, RangeWorkers, RANGES_PER_PARTICIPANT};
 pub use report::{ParticipantReport, SortMethod, SortReport, SortSpace, SortStrategy};
 pub use sort::{merge_order, ParticipantSort, Partitioning, SharedSort, SortOptions, SortedRuns, TraceFn};

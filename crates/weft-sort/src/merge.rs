@@ -18,7 +18,7 @@ use weft_common::Result;
 use crate::keys::SortKeys;
 use crate::memrun::MemRunReader;
 use crate::memtuples::{MemTuples, SortTuple, PREFETCH_AHEAD};
-use crate::pairs::{PairForm, PairRun, PairRunReader};
+use crate::pairs::{PairForm, PairRun, PairRunReader, PairStore};
 use crate::tape::RunReader;
 
 /// One sorted input of a merge.
@@ -250,7 +250,7 @@ fn replay(tree: &mut [usize], k: usize, before: impl Fn(usize, usize) -> bool) {
     tree[0] = winner;
 }
 
-/// A range of a run of pairs: `run.pairs[next..end]`.
+/// A range of a run of pairs: its pairs `next..end`.
 pub(crate) struct PairRange {
     pub run: Arc<PairRun>,
     pub next: usize,
@@ -269,7 +269,7 @@ impl PairSource {
         match self {
             PairSource::Memory(range) => Ok((range.next < range.end).then(|| {
                 range.next += 1;
-                range.run.pairs[range.next - 1]
+                range.run.get(range.next - 1)
             })),
             PairSource::Tape(reader) => reader.advance_pair(),
         }
@@ -299,6 +299,41 @@ struct PairMerger {
 
 /// How many pairs a merge of two in-memory inputs merges at a time.
 const PAIR_MERGE_BLOCK: usize = 2048;
+
+/// Merge the fronts of two sorted arrays into `block` (emptied first) until it holds
+/// [`PAIR_MERGE_BLOCK`] pairs or both are used up; returns how many pairs of each it
+/// took. `left_first` says whether a left pair goes before a right one (equal values
+/// are equal tuples: either may go first); `wide_*` give a pair's 16-byte form.
+#[inline]
+fn merge_block<L: Copy, R: Copy>(
+    left: &[L],
+    right: &[R],
+    left_first: impl Fn(&L, &R) -> bool,
+    wide_left: impl Fn(&L) -> SortTuple,
+    wide_right: impl Fn(&R) -> SortTuple,
+    block: &mut Vec<SortTuple>,
+) -> (usize, usize) {
+    block.clear();
+    let (mut i, mut j) = (0, 0);
+    while block.len() < PAIR_MERGE_BLOCK && i < left.len() && j < right.len() {
+        let take_left = left_first(&left[i], &right[j]);
+        block.push(if take_left { wide_left(&left[i]) } else { wide_right(&right[j]) });
+        i += take_left as usize;
+        j += !take_left as usize;
+    }
+    // One input used up: the block is filled from the other.
+    let room = PAIR_MERGE_BLOCK - block.len();
+    if i == left.len() {
+        let rest = &right[j..(j + room).min(right.len())];
+        block.extend(rest.iter().map(&wide_right));
+        j += rest.len();
+    } else if j == right.len() {
+        let rest = &left[i..(i + room).min(left.len())];
+        block.extend(rest.iter().map(&wide_left));
+        i += rest.len();
+    }
+    (i, j)
+}
 
 impl PairMerger {
     fn new(mut sources: Vec<PairSource>) -> Result<PairMerger> {
@@ -361,27 +396,22 @@ impl PairMerger {
         let [PairSource::Memory(a), PairSource::Memory(b)] = self.sources.as_mut_slice() else {
             unreachable!("two inputs in memory");
         };
-        let (left, right) = (&a.run.pairs[a.next..a.end], &b.run.pairs[b.next..b.end]);
-        let (mut i, mut j) = (0, 0);
-        // Equal values are equal tuples: either may go first.
-        while self.block.len() < PAIR_MERGE_BLOCK && i < left.len() && j < right.len() {
-            let (x, y) = (left[i], right[j]);
-            let take_left = value(x) <= value(y);
-            self.block.push(if take_left { x } else { y });
-            i += take_left as usize;
-            j += !take_left as usize;
-        }
-        // One input exhausted: the block is filled from the other.
-        let room = PAIR_MERGE_BLOCK - self.block.len();
-        if i == left.len() {
-            let rest = &right[j..(j + room).min(right.len())];
-            self.block.extend_from_slice(rest);
-            j += rest.len();
-        } else if j == right.len() {
-            let rest = &left[i..(i + room).min(left.len())];
-            self.block.extend_from_slice(rest);
-            i += rest.len();
-        }
+        let block = &mut self.block;
+        let (i, j) = match (&a.run.store, &b.run.store) {
+            (PairStore::Wide(x), PairStore::Wide(y)) => {
+                merge_block(&x[a.next..a.end], &y[b.next..b.end], |p, q| value(*p) <= value(*q), |p| *p, |q| *q, block)
+            }
+            // Packed pairs compare as they are; only what is handed out is unpacked.
+            (PairStore::Packed(x, px), PairStore::Packed(y, py)) => {
+                merge_block(&x[a.next..a.end], &y[b.next..b.end], |p, q| p <= q, |p| px.unpack(*p), |q| py.unpack(*q), block)
+            }
+            (PairStore::Packed(x, px), PairStore::Wide(y)) => {
+                merge_block(&x[a.next..a.end], &y[b.next..b.end], |p, q| value(px.unpack(*p)) <= value(*q), |p| px.unpack(*p), |q| *q, block)
+            }
+            (PairStore::Wide(x), PairStore::Packed(y, py)) => {
+                merge_block(&x[a.next..a.end], &y[b.next..b.end], |p, q| value(*p) <= value(py.unpack(*q)), |p| *p, |q| py.unpack(*q), block)
+            }
+        };
         a.next += i;
         b.next += j;
     }
@@ -449,10 +479,10 @@ mod tests {
         let layout = RowLayout::new(&[DataType::Int4, DataType::Int8]);
         let keys = Arc::new(SortKeys::new(layout, &[SortColumn::new(0, false), SortColumn::new(1, false)]).unwrap());
         let form = keys.pair_form().expect("pair form");
-        let run = |pairs: Vec<SortTuple>| Arc::new(PairRun { form, pairs });
+        let run = |pairs: Vec<SortTuple>| Arc::new(PairRun::wide(form, pairs));
         let largest = SortTuple::new(u64::MAX, u64::MAX);
         let runs = [run(vec![SortTuple::new(5, 1)]), run(vec![SortTuple::new(3, 1), largest]), run(vec![])];
-        let inputs = runs.iter().map(|r| MergeInput::Pairs(PairRunReader::new(r.clone(), 0, r.pairs.len()))).collect();
+        let inputs = runs.iter().map(|r| MergeInput::Pairs(PairRunReader::new(r.clone(), 0, r.len()))).collect();
         let mut merger = Merger::new(keys.clone(), inputs).unwrap();
         let mut out = Vec::new();
         while let Some(tuple) = merger.next().unwrap() {
@@ -492,7 +522,7 @@ mod tests {
                 pairs.sort_by_key(|p| value(*p));
                 let (start, end) = (a.min(b).min(&pairs.len()).to_owned(), a.max(b).min(&pairs.len()).to_owned());
                 expected.extend_from_slice(&pairs[start..end]);
-                inputs.push(MergeInput::Pairs(PairRunReader::new(Arc::new(PairRun { form, pairs }), start, end)));
+                inputs.push(MergeInput::Pairs(PairRunReader::new(Arc::new(PairRun::wide(form, pairs)), start, end)));
             }
             expected.sort_by_key(|p| value(*p));
             let mut merger = Merger::new(keys, inputs).unwrap();

@@ -11,13 +11,19 @@
 //! Applies when the layout is exactly two columns, the first (bool or int4) is the first
 //! key and the second (int8) the second key, ascending. A tuple whose second column is
 //! NULL has no pair: the participant then leaves pair form and goes on with the arena.
+//!
+//! A pair of a non-NULL int4 key packs further, into 8 bytes ([`PackedPair`]), when the
+//! caller gives an order-preserving 32-bit code of the second column ([`PayloadSqueeze`]:
+//! an index build's tid words have one). Half the bytes to sort, to fault in and to hold:
+//! twice the pairs in a budget. A participant keeps its pairs packed until one does not
+//! pack (a NULL key, a payload without a code), then widens them and goes on at 16 bytes.
 
 use std::sync::Arc;
 
 use crate::keys::int4_order_value;
 use crate::merge::PairRange;
 use crate::memtuples::SortTuple;
-use crate::radix;
+use crate::radix::{self, RadixItem};
 
 /// Unsigned order of the payload is the signed order of the int8 it encodes.
 const SIGN: u64 = 1 << 63;
@@ -131,21 +137,183 @@ pub(crate) fn sort_pairs(pairs: &mut Vec<SortTuple>, scratch: &mut Vec<SortTuple
     }
 }
 
+/// An order-preserving 32-bit code of the int8 second column of a pair, from a caller
+/// that knows its values: bits `low_bits .. low_bits + zero_bits` of every value it
+/// describes are zero (an index build's tid word: a line pointer's offset stays below
+/// 512), so dropping them keeps the order. A negative value, one with a bit set there, or
+/// one whose bits above do not fit the code has none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PayloadSqueeze {
+    low_bits: u32,
+    zero_bits: u32,
+}
+
+impl PayloadSqueeze {
+    pub fn new(low_bits: u32, zero_bits: u32) -> PayloadSqueeze {
+        assert!(low_bits < 32 && low_bits + zero_bits < 63, "a 32-bit code of a non-negative int8");
+        PayloadSqueeze { low_bits, zero_bits }
+    }
+
+    #[inline]
+    pub fn pack(self, value: i64) -> Option<u32> {
+        let value = u64::try_from(value).ok()?;
+        let low = value & ((1 << self.low_bits) - 1);
+        let dropped = (value >> self.low_bits) & ((1 << self.zero_bits) - 1);
+        let high = value >> (self.low_bits + self.zero_bits);
+        (dropped == 0 && high < 1 << (32 - self.low_bits)).then(|| ((high << self.low_bits) | low) as u32)
+    }
+
+    #[inline]
+    pub fn unpack(self, code: u32) -> i64 {
+        let code = code as u64;
+        let low = code & ((1 << self.low_bits) - 1);
+        (((code >> self.low_bits) << (self.low_bits + self.zero_bits)) | low) as i64
+    }
+}
+
+/// A pair in 8 bytes: the int4 key's order code in the high half (unsigned order is the
+/// key's order, DESC included), the payload's code in the low half. Its unsigned order is
+/// the pair's, and equal values are equal tuples.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct PackedPair(pub u64);
+
+impl RadixItem for PackedPair {
+    #[inline(always)]
+    fn key(&self) -> u64 {
+        self.0 >> 32
+    }
+
+    #[inline(always)]
+    fn tie(&self) -> u64 {
+        self.0 & 0xFFFF_FFFF
+    }
+}
+
+/// How an int4-first pair form's pairs pack ([`PackedPair`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Packing {
+    form: PairForm,
+    squeeze: PayloadSqueeze,
+}
+
+impl Packing {
+    pub fn new(form: PairForm, squeeze: PayloadSqueeze) -> Option<Packing> {
+        (form.first == FirstKey::Int4).then_some(Packing { form, squeeze })
+    }
+
+    pub fn form(&self) -> PairForm {
+        self.form
+    }
+
+    /// The packed pair of the tuple `(first, second)`, if it has one.
+    #[inline]
+    pub fn pack(&self, first: Option<i32>, second: i64) -> Option<PackedPair> {
+        let key = (first? as u32) ^ 0x8000_0000;
+        let key = if self.form.descending { !key } else { key };
+        Some(PackedPair((key as u64) << 32 | self.squeeze.pack(second)? as u64))
+    }
+
+    /// The packed form of a 16-byte pair of this form, if it has one.
+    pub fn pack_pair(&self, pair: SortTuple) -> Option<PackedPair> {
+        let order = if self.form.descending { !pair.abbrev } else { pair.abbrev };
+        if order == 0 || order > 1 << 32 {
+            return None; // NULL
+        }
+        let first = ((order - 1) as i64 + i32::MIN as i64) as i32;
+        self.pack(Some(first), (pair.payload() ^ SIGN) as i64)
+    }
+
+    /// The 16-byte pair of a packed one.
+    #[inline]
+    pub fn unpack(&self, packed: PackedPair) -> SortTuple {
+        let key = (packed.0 >> 32) as u32;
+        let key = if self.form.descending { !key } else { key };
+        self.form.int4_pair(Some((key ^ 0x8000_0000) as i32), self.squeeze.unpack(packed.0 as u32))
+    }
+}
+
+/// Pairs of a participant or of a run: 16 bytes each, or packed into 8.
+pub(crate) enum PairStore {
+    Wide(Vec<SortTuple>),
+    Packed(Vec<PackedPair>, Packing),
+}
+
+impl PairStore {
+    pub fn len(&self) -> usize {
+        match self {
+            PairStore::Wide(pairs) => pairs.len(),
+            PairStore::Packed(pairs, _) => pairs.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes a pair takes.
+    pub fn pair_bytes(&self) -> usize {
+        match self {
+            PairStore::Wide(_) => std::mem::size_of::<SortTuple>(),
+            PairStore::Packed(..) => std::mem::size_of::<PackedPair>(),
+        }
+    }
+
+    /// The pair at `ordinal`, as 16 bytes.
+    #[inline]
+    pub fn get(&self, ordinal: usize) -> SortTuple {
+        match self {
+            PairStore::Wide(pairs) => pairs[ordinal],
+            PairStore::Packed(pairs, packing) => packing.unpack(pairs[ordinal]),
+        }
+    }
+}
+
+/// Sort packed pairs: by radix in place; small arrays, and keys that vary in one byte,
+/// by LSD passes over the bytes that vary through `scratch` when `scratch_cap` allows,
+/// else by comparison.
+pub(crate) fn sort_packed(pairs: &mut Vec<PackedPair>, scratch: &mut Vec<PackedPair>, scratch_cap: usize) {
+    if radix::sort_pairs_in_place(pairs, scratch, scratch_cap) {
+        return;
+    }
+    let n = pairs.len();
+    if n <= scratch_cap && n > 1 {
+        scratch.clear();
+        scratch.resize(n, PackedPair::default());
+        radix::sort_by_bytes(pairs, scratch, &[0, 1, 2, 3, 4, 5, 6, 7], |p: &PackedPair| p.0);
+    } else {
+        pairs.sort_unstable();
+    }
+}
+
 /// A participant's sorted pairs: its one run when its share fit its budget.
 pub(crate) struct PairRun {
     pub form: PairForm,
-    pub pairs: Vec<SortTuple>,
+    pub store: PairStore,
 }
 
 impl PairRun {
+    #[cfg(test)]
+    pub fn wide(form: PairForm, pairs: Vec<SortTuple>) -> PairRun {
+        PairRun { form, store: PairStore::Wide(pairs) }
+    }
+
     pub fn count(&self) -> u64 {
-        self.pairs.len() as u64
+        self.store.len() as u64
+    }
+
+    pub fn len(&self) -> usize {
+        self.store.len()
+    }
+
+    #[inline]
+    pub fn get(&self, ordinal: usize) -> SortTuple {
+        self.store.get(ordinal)
     }
 
     /// The tuple at `ordinal`.
     pub fn tuple_at(&self, ordinal: usize) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.form.tuple_len());
-        self.form.rebuild(self.pairs[ordinal], &mut out);
+        self.form.rebuild(self.get(ordinal), &mut out);
         out
     }
 }
@@ -177,14 +345,14 @@ impl PairRunReader {
     /// The current tuple's abbreviation (only meaningful after `advance` returned true).
     #[inline]
     pub fn current_abbrev(&self) -> u64 {
-        self.run.pairs[self.next - 1].abbrev
+        self.run.get(self.next - 1).abbrev
     }
 
     #[inline]
     pub fn advance(&mut self) -> bool {
         self.has_current = self.next < self.end;
         if self.has_current {
-            self.run.form.rebuild(self.run.pairs[self.next], &mut self.tuple);
+            self.run.form.rebuild(self.run.get(self.next), &mut self.tuple);
             self.next += 1;
         }
         self.has_current
@@ -237,6 +405,76 @@ mod tests {
             for (i, j) in [(0, 1), (1, 0)] {
                 let by_pair = (pairs[i].abbrev, pairs[i].payload()).cmp(&(pairs[j].abbrev, pairs[j].payload()));
                 prop_assert_eq!(by_pair, keys.compare(&tuples[i], &tuples[j]));
+            }
+        }
+    }
+
+    proptest! {
+        /// A payload's code gives it back and orders like it; a value with a bit where
+        /// the code drops bits, or too big for it, has none.
+        #[test]
+        fn a_payload_code_keeps_value_and_order(a in 0i64..1 << 40, b in 0i64..1 << 40, low in 0u32..12, zero in 0u32..12) {
+            let squeeze = PayloadSqueeze::new(low, zero);
+            let fits = |v: i64| (v >> low) & ((1 << zero) - 1) == 0 && v >> (low + zero) < 1 << (32 - low);
+            for v in [a, b] {
+                match squeeze.pack(v) {
+                    Some(code) => prop_assert_eq!(squeeze.unpack(code), v),
+                    None => prop_assert!(!fits(v)),
+                }
+                prop_assert_eq!(squeeze.pack(v).is_some(), fits(v));
+            }
+            if let (Some(x), Some(y)) = (squeeze.pack(a), squeeze.pack(b)) {
+                prop_assert_eq!(x.cmp(&y), a.cmp(&b));
+            }
+            prop_assert_eq!(squeeze.pack(-1), None);
+        }
+
+        /// A packed pair unpacks to the pair of its tuple, packs back from it, and packed
+        /// order is pair order, ASC and DESC; a NULL key does not pack.
+        #[test]
+        fn a_packed_pair_is_its_pair(
+            descending in any::<bool>(),
+            nulls_first in any::<bool>(),
+            rows in prop::collection::vec((any::<i32>(), 0i64..1 << 31), 2..40),
+        ) {
+            let layout = RowLayout::new(&[DataType::Int4, DataType::Int8]);
+            let keys = SortKeys::new(layout, &[SortColumn { column: 0, descending, nulls_first }, SortColumn::new(1, false)]).unwrap();
+            let form = keys.pair_form().expect("pair form");
+            let packing = Packing::new(form, PayloadSqueeze::new(10, 0)).expect("an int4 form packs");
+            let mut packed = Vec::new();
+            for &(first, second) in &rows {
+                let pair = form.int4_pair(Some(first), second);
+                let p = packing.pack(Some(first), second).expect("packs");
+                let back = packing.unpack(p);
+                prop_assert_eq!((back.abbrev, back.payload()), (pair.abbrev, pair.payload()));
+                prop_assert_eq!(packing.pack_pair(pair), Some(p));
+                packed.push((p, pair));
+            }
+            prop_assert_eq!(packing.pack(None, 5), None);
+            prop_assert_eq!(packing.pack_pair(form.int4_pair(None, 5)), None);
+            for w in packed.windows(2) {
+                let (x, y) = (w[0], w[1]);
+                prop_assert_eq!(x.0.cmp(&y.0), (x.1.abbrev, x.1.payload()).cmp(&(y.1.abbrev, y.1.payload())));
+            }
+        }
+    }
+
+    /// Packed pairs sort like their values, in place and through the second buffer.
+    #[test]
+    fn packed_pairs_sort_like_their_values() {
+        let spread = |i: u64| i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let cases: [(&str, Box<dyn Fn(u64) -> u64>); 3] = [
+            ("spread", Box::new(spread)),
+            ("one key byte varies", Box::new(|i: u64| ((i * 31) % 256) << 32 | (spread(i) >> 40))),
+            ("ties", Box::new(|i: u64| ((i % 3) << 40) | (i * 7919 % 100_003))),
+        ];
+        for (name, value) in cases {
+            for (n, cap) in [(200_000u64, usize::MAX), (200_000, 2_000), (3_000, 100), (3_000, usize::MAX)] {
+                let mut pairs: Vec<PackedPair> = (0..n).map(|i| PackedPair(value(i))).collect();
+                let mut expected = pairs.clone();
+                expected.sort_unstable();
+                sort_packed(&mut pairs, &mut Vec::new(), cap);
+                assert!(pairs == expected, "{name}, {n} pairs, cap {cap}");
             }
         }
     }

@@ -94,25 +94,44 @@ fn lsd_sort(tuples: &mut Vec<SortTuple>, scratch: &mut Vec<SortTuple>, digits: &
     }
 }
 
-/// What the passes sort by: a tuple's abbreviation, or (pairs) its payload.
-fn abbrev_of(t: &SortTuple) -> u64 {
-    t.abbrev
+/// What the radix sorts move: an element with a key the passes sort by and, for pairs,
+/// a tie-breaker that orders elements with equal keys.
+pub(crate) trait RadixItem: Copy + Default {
+    fn key(&self) -> u64;
+    fn tie(&self) -> u64;
 }
 
-fn payload_of(t: &SortTuple) -> u64 {
-    t.payload()
+impl RadixItem for SortTuple {
+    #[inline(always)]
+    fn key(&self) -> u64 {
+        self.abbrev
+    }
+
+    #[inline(always)]
+    fn tie(&self) -> u64 {
+        self.payload()
+    }
+}
+
+/// What the passes sort by: a tuple's abbreviation, or (pairs) its payload.
+fn abbrev_of<T: RadixItem>(t: &T) -> u64 {
+    t.key()
+}
+
+fn payload_of<T: RadixItem>(t: &T) -> u64 {
+    t.tie()
 }
 
 /// The byte positions on which some tuple's `key` differs from the first's: the only
 /// ones to sort by.
-fn varying_bytes(tuples: &[SortTuple], key: impl Fn(&SortTuple) -> u64) -> Vec<usize> {
+fn varying_bytes<T: RadixItem>(tuples: &[T], key: impl Fn(&T) -> u64) -> Vec<usize> {
     let Some(first) = tuples.first().map(&key) else { return Vec::new() };
     let differing = tuples.iter().fold(0u64, |acc, t| acc | (key(t) ^ first));
     (0..8).filter(|&d| (differing >> (8 * d)) as u8 != 0).collect()
 }
 
 /// Per byte position in `digits` of `key`, how many tuples have each value there.
-fn count_bytes(tuples: &[SortTuple], digits: &[usize], key: impl Fn(&SortTuple) -> u64) -> Box<Counts> {
+fn count_bytes<T: RadixItem>(tuples: &[T], digits: &[usize], key: impl Fn(&T) -> u64) -> Box<Counts> {
     let mut counts = Box::new([[0usize; 256]; 8]);
     for t in tuples {
         let k = key(t);
@@ -130,7 +149,7 @@ fn varying(counts: &Counts, digits: &[usize], n: usize) -> Vec<usize> {
 
 /// One stable scatter pass by byte `digit` of `key` from `from` into `to`; returns where
 /// each bucket starts.
-fn scatter(from: &[SortTuple], to: &mut [SortTuple], digit: usize, counts: &[usize; 256], key: impl Fn(&SortTuple) -> u64) -> [usize; 256] {
+fn scatter<T: RadixItem>(from: &[T], to: &mut [T], digit: usize, counts: &[usize; 256], key: impl Fn(&T) -> u64) -> [usize; 256] {
     let mut starts = [0usize; 256];
     let mut sum = 0;
     for (start, &count) in starts.iter_mut().zip(counts.iter()) {
@@ -149,7 +168,7 @@ fn scatter(from: &[SortTuple], to: &mut [SortTuple], digit: usize, counts: &[usi
 
 /// Scatter passes over `digits` of `key`, least significant first, alternating between
 /// the two buffers; returns true when the result ended in `spare`.
-fn passes(data: &mut [SortTuple], spare: &mut [SortTuple], digits: &[usize], counts: &Counts, key: impl Fn(&SortTuple) -> u64 + Copy) -> bool {
+fn passes<T: RadixItem>(data: &mut [T], spare: &mut [T], digits: &[usize], counts: &Counts, key: impl Fn(&T) -> u64 + Copy) -> bool {
     let mut in_spare = false;
     for &digit in digits {
         if in_spare {
@@ -181,7 +200,7 @@ fn passes(data: &mut [SortTuple], spare: &mut [SortTuple], digits: &[usize], cou
 ///
 /// `scratch` never grows past `scratch_cap` pairs: a bucket larger than that (keys
 /// crowded into one top byte) is sorted by comparison, in place.
-pub(crate) fn sort_pairs_in_place(pairs: &mut [SortTuple], scratch: &mut Vec<SortTuple>, scratch_cap: usize) -> bool {
+pub(crate) fn sort_pairs_in_place<T: RadixItem>(pairs: &mut [T], scratch: &mut Vec<T>, scratch_cap: usize) -> bool {
     let n = pairs.len();
     if n < SPLIT_FIRST_TUPLES {
         return false;
@@ -202,11 +221,11 @@ pub(crate) fn sort_pairs_in_place(pairs: &mut [SortTuple], scratch: &mut Vec<Sor
     if scratch.capacity() < largest {
         *scratch = Vec::with_capacity(largest);
     }
-    scratch.resize(largest, SortTuple::default());
+    scratch.resize(largest, T::default());
     for bucket in bounds.windows(2) {
         let (from, to) = (bucket[0], bucket[1]);
         if to - from > largest {
-            pairs[from..to].sort_unstable_by_key(|p| (p.abbrev, p.payload()));
+            pairs[from..to].sort_unstable_by_key(|p| (p.key(), p.tie()));
         } else if to - from > 1 {
             sort_bucket_of_pairs(&mut pairs[from..to], &mut scratch[..to - from], rest);
         }
@@ -228,7 +247,7 @@ enum Ties {
 
 /// Sort pairs by (abbreviation, payload) in place, from byte `digit` of the
 /// abbreviations down ([`msd_sort`]).
-fn msd_sort_pairs(pairs: &mut [SortTuple], digit: usize) {
+fn msd_sort_pairs<T: RadixItem>(pairs: &mut [T], digit: usize) {
     msd_sort(pairs, digit, Ties::Payload);
 }
 
@@ -240,10 +259,10 @@ fn msd_sort_pairs(pairs: &mut [SortTuple], digit: usize) {
 /// first level sits in the cache while it is sorted. A byte on which a whole bucket
 /// agrees is skipped without moving anything; tuples whose abbreviations agree in every
 /// byte are ordered as `ties` says.
-fn msd_sort(tuples: &mut [SortTuple], digit: usize, ties: Ties) {
+fn msd_sort<T: RadixItem>(tuples: &mut [T], digit: usize, ties: Ties) {
     if tuples.len() <= MSD_SMALL {
         match ties {
-            Ties::Payload => tuples.sort_unstable_by_key(|p| (p.abbrev, p.payload())),
+            Ties::Payload => tuples.sort_unstable_by_key(|p| (p.key(), p.tie())),
             Ties::Unordered => tuples.sort_unstable_by_key(abbrev_of),
         }
         return;
@@ -253,7 +272,7 @@ fn msd_sort(tuples: &mut [SortTuple], digit: usize, ties: Ties) {
         let mut counts = [0usize; 256];
         let shift = 8 * d;
         for t in tuples.iter() {
-            counts[(t.abbrev >> shift) as u8 as usize] += 1;
+            counts[(t.key() >> shift) as u8 as usize] += 1;
         }
         if counts.contains(&tuples.len()) {
             digit = d.checked_sub(1);
@@ -265,7 +284,7 @@ fn msd_sort(tuples: &mut [SortTuple], digit: usize, ties: Ties) {
             match d.checked_sub(1) {
                 _ if bucket.len() < 2 => {}
                 Some(below) => msd_sort(bucket, below, ties),
-                None if ties == Ties::Payload => bucket.sort_unstable_by_key(SortTuple::payload),
+                None if ties == Ties::Payload => bucket.sort_unstable_by_key(T::tie),
                 None => {}
             }
         }
@@ -273,7 +292,7 @@ fn msd_sort(tuples: &mut [SortTuple], digit: usize, ties: Ties) {
     }
     // Every byte agrees: one abbreviation.
     if ties == Ties::Payload {
-        tuples.sort_unstable_by_key(SortTuple::payload);
+        tuples.sort_unstable_by_key(T::tie);
     }
 }
 
@@ -282,13 +301,13 @@ const PERMUTE_AHEAD: usize = 8;
 
 /// Move every tuple into the bucket of its byte `digit`, in place; returns the buckets'
 /// bounds (bucket `b` is `bounds[b]..bounds[b + 1]`).
-fn permute_in_place(tuples: &mut [SortTuple], digit: usize, counts: &[usize; 256]) -> [usize; 257] {
+fn permute_in_place<T: RadixItem>(tuples: &mut [T], digit: usize, counts: &[usize; 256]) -> [usize; 257] {
     let mut bounds = [0usize; 257];
     for b in 0..256 {
         bounds[b + 1] = bounds[b] + counts[b];
     }
     let shift = 8 * digit;
-    let bucket_of = |t: &SortTuple| (t.abbrev >> shift) as u8 as usize;
+    let bucket_of = |t: &T| (t.key() >> shift) as u8 as usize;
     let mut heads: [usize; 256] = bounds[..256].try_into().expect("256 bounds");
     for b in 0..256 {
         let end = bounds[b + 1];
@@ -316,7 +335,7 @@ fn permute_in_place(tuples: &mut [SortTuple], digit: usize, counts: &[usize; 256
 
 /// Stable LSD passes over the bytes of `key` that vary in `data` among `digits`; the
 /// result ends in `data`.
-fn sort_by_bytes(data: &mut [SortTuple], spare: &mut [SortTuple], digits: &[usize], key: impl Fn(&SortTuple) -> u64 + Copy) {
+pub(crate) fn sort_by_bytes<T: RadixItem>(data: &mut [T], spare: &mut [T], digits: &[usize], key: impl Fn(&T) -> u64 + Copy) {
     let counts = count_bytes(data, digits, key);
     let varying = varying(&counts, digits, data.len());
     if passes(data, spare, &varying, &counts, key) {
@@ -325,16 +344,16 @@ fn sort_by_bytes(data: &mut [SortTuple], spare: &mut [SortTuple], digits: &[usiz
 }
 
 /// Sort one bucket of the in-place partition by (abbreviation, payload).
-fn sort_bucket_of_pairs(bucket: &mut [SortTuple], spare: &mut [SortTuple], abbrev_digits: &[usize]) {
+fn sort_bucket_of_pairs<T: RadixItem>(bucket: &mut [T], spare: &mut [T], abbrev_digits: &[usize]) {
     sort_by_bytes(bucket, spare, abbrev_digits, abbrev_of);
     // Tie runs out of payload order, and how many pairs they hold.
     let mut unordered = Vec::new();
     let mut unordered_pairs = 0;
     let mut start = 0;
     while start < bucket.len() {
-        let abbrev = bucket[start].abbrev;
-        let end = start + bucket[start..].iter().take_while(|p| p.abbrev == abbrev).count();
-        if end - start > 1 && !bucket[start..end].windows(2).all(|w| w[0].payload() <= w[1].payload()) {
+        let key = bucket[start].key();
+        let end = start + bucket[start..].iter().take_while(|p| p.key() == key).count();
+        if end - start > 1 && !bucket[start..end].windows(2).all(|w| w[0].tie() <= w[1].tie()) {
             unordered.push(start..end);
             unordered_pairs += end - start;
         }
@@ -342,7 +361,7 @@ fn sort_bucket_of_pairs(bucket: &mut [SortTuple], spare: &mut [SortTuple], abbre
     }
     if unordered_pairs * 16 <= bucket.len() {
         for run in unordered {
-            bucket[run].sort_unstable_by_key(SortTuple::payload);
+            bucket[run].sort_unstable_by_key(T::tie);
         }
     } else {
         // Many ties: payload order first, then the stable passes keep it within ties.

@@ -29,7 +29,7 @@ use crate::cardinality::AbbreviationCheck;
 use crate::keys::SortKeys;
 use crate::memrun::{MemPosition, MemRun, MemRunReader, MemRunWriter, RunHandle};
 use crate::memtuples::{MemTuples, SortTuple};
-use crate::pairs::{sort_pairs, FirstKey, PairForm, PairRun, PairRunReader};
+use crate::pairs::{sort_packed, sort_pairs, FirstKey, PackedPair, Packing, PairForm, PairRun, PairRunReader, PairStore, PayloadSqueeze};
 use crate::merge::{MergeInput, Merger};
 use crate::report::{ParticipantReport, SortMethod, SortReport, SortSpace, SortStrategy};
 use crate::tape::{IndexEntry, RunReader, TapeRun, TapeWriter, TempFileSet};
@@ -100,33 +100,79 @@ impl Run {
 
 const PAIR_BYTES: usize = std::mem::size_of::<SortTuple>();
 
-/// The most pairs a participant holds in `budget` bytes: each pair, and a sixteenth of
-/// one for the radix sort's second buffer (its in-place sort needs a buffer the size of
-/// its largest top-byte bucket, about 1/256 of the pairs on spread keys).
-fn pairs_in_budget(budget: usize) -> usize {
-    (budget / (PAIR_BYTES + PAIR_BYTES / 16)).max(16)
+/// The most pairs of `pair_bytes` bytes a participant holds in `budget` bytes: each pair,
+/// and a sixteenth of one for the radix sort's second buffer (its in-place sort needs a
+/// buffer the size of its largest top-byte bucket, about 1/256 of the pairs on spread
+/// keys).
+fn pairs_in_budget(budget: usize, pair_bytes: usize) -> usize {
+    (budget / (pair_bytes + pair_bytes / 16)).max(16)
 }
 
-/// A participant's tuples in pair form (`pairs.rs`): the pairs and the radix sort's
-/// second buffer, both counted in its budget.
+/// A participant's tuples in pair form (`pairs.rs`): the pairs, packed while they pack,
+/// and the radix sort's second buffer, both counted in its budget.
 struct PairBuffer {
     form: PairForm,
-    pairs: Vec<SortTuple>,
+    store: PairStore,
     scratch: Vec<SortTuple>,
+    packed_scratch: Vec<PackedPair>,
 }
 
 impl PairBuffer {
+    fn new(form: PairForm, squeeze: Option<PayloadSqueeze>) -> PairBuffer {
+        let store = match squeeze.and_then(|squeeze| Packing::new(form, squeeze)) {
+            Some(packing) => PairStore::Packed(Vec::new(), packing),
+            None => PairStore::Wide(Vec::new()),
+        };
+        PairBuffer { form, store, scratch: Vec::new(), packed_scratch: Vec::new() }
+    }
+
     /// Memory in use: the arrays are reserved for the whole budget, but only the pages
     /// pairs have reached are committed.
     fn bytes(&self) -> usize {
-        (self.pairs.len() + self.scratch.len()) * PAIR_BYTES
+        self.store.len() * self.store.pair_bytes()
+            + self.scratch.len() * PAIR_BYTES
+            + self.packed_scratch.len() * std::mem::size_of::<PackedPair>()
     }
 
     /// Sort the pairs with a second buffer of at most what `budget` leaves beside them
     /// (at least a sixteenth of them, which [`pairs_in_budget`] sets aside).
     fn sort(&mut self, budget: usize) {
-        let room = (budget / PAIR_BYTES).saturating_sub(self.pairs.len()).max(self.pairs.len() / 16);
-        sort_pairs(&mut self.pairs, &mut self.scratch, room);
+        let (n, pair_bytes) = (self.store.len(), self.store.pair_bytes());
+        let room = (budget / pair_bytes).saturating_sub(n).max(n / 16);
+        match &mut self.store {
+            PairStore::Wide(pairs) => sort_pairs(pairs, &mut self.scratch, room),
+            PairStore::Packed(pairs, _) => sort_packed(pairs, &mut self.packed_scratch, room),
+        }
+    }
+
+    /// Empty the pairs, keeping their memory for the next run.
+    fn clear(&mut self) {
+        match &mut self.store {
+            PairStore::Wide(pairs) => pairs.clear(),
+            PairStore::Packed(pairs, _) => pairs.clear(),
+        }
+    }
+
+    /// Reserve address space for as many pairs as `budget` holds, on the first pair: pages
+    /// are committed as pairs fill them, and the array never moves.
+    fn reserve(&mut self, budget: usize) {
+        let most = pairs_in_budget(budget, self.store.pair_bytes());
+        match &mut self.store {
+            PairStore::Wide(pairs) if pairs.capacity() == 0 => {
+                *pairs = Vec::with_capacity(most);
+                weft_storage::memhint::advise_huge_pages(pairs);
+            }
+            PairStore::Packed(pairs, _) if pairs.capacity() == 0 => {
+                *pairs = Vec::with_capacity(most);
+                weft_storage::memhint::advise_huge_pages(pairs);
+            }
+            _ => {}
+        }
+    }
+
+    /// Is the budget full?
+    fn full(&self, budget: usize) -> bool {
+        self.store.len() >= pairs_in_budget(budget, self.store.pair_bytes())
     }
 }
 
@@ -139,6 +185,7 @@ pub struct SharedSort {
     reports: Mutex<Vec<ParticipantReport>>,
     next_index: AtomicUsize,
     started: Instant,
+    payload_squeeze: Option<PayloadSqueeze>,
 }
 
 impl SharedSort {
@@ -153,6 +200,7 @@ impl SharedSort {
             reports: Mutex::new(Vec::new()),
             next_index: AtomicUsize::new(0),
             started: Instant::now(),
+            payload_squeeze: None,
         };
         shared.trace(format!(
             "begin tuple sort: nkeys = {}, workMem = {}, participants = {}, bound = {}, strategy = {}",
@@ -163,6 +211,13 @@ impl SharedSort {
             shared.options.strategy.name(),
         ));
         shared
+    }
+
+    /// Pairs of `(int4, int8)` tuples may pack into 8 bytes with this code of the second
+    /// column (`pairs.rs`): what an index build gives for its tid words.
+    pub fn with_payload_squeeze(mut self, squeeze: PayloadSqueeze) -> SharedSort {
+        self.payload_squeeze = Some(squeeze);
+        self
     }
 
     fn trace(&self, line: String) {
@@ -200,7 +255,7 @@ impl SharedSort {
         };
         let check = self.keys.first_key_is_text().then(AbbreviationCheck::new);
         let pairs = match topn {
-            None => self.keys.pair_form().map(|form| PairBuffer { form, pairs: Vec::new(), scratch: Vec::new() }),
+            None => self.keys.pair_form().map(|form| PairBuffer::new(form, self.payload_squeeze)),
             Some(_) => None,
         };
         ParticipantSort {
@@ -337,37 +392,86 @@ impl<'s> ParticipantSort<'s> {
             self.shared.keys.layout().encode(&row, &mut tuple)?;
             return self.push(&tuple);
         };
-        let pair = buffer.form.int4_pair(first, second);
         self.rows += 1;
         if self.rows % CANCEL_CHECK_ROWS == 0 {
             self.shared.options.cancel.check()?;
         }
+        if let PairStore::Packed(_, packing) = &buffer.store {
+            match packing.pack(first, second) {
+                Some(packed) => return self.add_packed(packed),
+                None => self.widen_pairs()?,
+            }
+        }
+        let pair = self.pairs.as_ref().expect("in pair form").form.int4_pair(first, second);
         self.add_pair(pair.abbrev, pair.payload())
     }
 
     fn add_pair(&mut self, abbrev: u64, payload: u64) -> Result<()> {
-        let most = pairs_in_budget(self.shared.options.budget);
+        if let Some(PairStore::Packed(_, packing)) = self.pairs.as_ref().map(|b| &b.store) {
+            match packing.pack_pair(SortTuple::new(abbrev, payload)) {
+                Some(packed) => return self.add_packed(packed),
+                None => self.widen_pairs()?,
+            }
+        }
+        self.make_room_for_a_pair()?;
         let buffer = self.pairs.as_mut().expect("in pair form");
-        if buffer.pairs.capacity() == 0 {
-            // Address space for the whole budget at once: pages are committed as pairs
-            // fill them, and the array never moves.
-            buffer.pairs = Vec::with_capacity(most);
-            weft_storage::memhint::advise_huge_pages(&mut buffer.pairs);
-        } else if buffer.pairs.len() >= most {
-            // The budget is full: the pairs become a run on tape, their memory stays.
+        let PairStore::Wide(pairs) = &mut buffer.store else { unreachable!("packed pairs widen before a wide one comes") };
+        pairs.push(SortTuple::new(abbrev, payload));
+        self.peak_memory = self.peak_memory.max(buffer.bytes());
+        Ok(())
+    }
+
+    #[inline]
+    fn add_packed(&mut self, packed: PackedPair) -> Result<()> {
+        self.make_room_for_a_pair()?;
+        let buffer = self.pairs.as_mut().expect("in pair form");
+        let PairStore::Packed(pairs, _) = &mut buffer.store else { unreachable!("checked by the caller") };
+        pairs.push(packed);
+        self.peak_memory = self.peak_memory.max(buffer.bytes());
+        Ok(())
+    }
+
+    /// Reserve the pair array on the first pair; when the budget is full, the pairs
+    /// become a run on tape (their memory stays).
+    #[inline]
+    fn make_room_for_a_pair(&mut self) -> Result<()> {
+        let budget = self.shared.options.budget;
+        let buffer = self.pairs.as_mut().expect("in pair form");
+        buffer.reserve(budget);
+        if buffer.full(budget) {
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    /// A pair that does not pack came: the packed pairs become 16-byte ones (written to
+    /// tape first when the budget holds fewer of those), and the participant goes on at
+    /// 16 bytes a pair.
+    fn widen_pairs(&mut self) -> Result<()> {
+        let budget = self.shared.options.budget;
+        let most = pairs_in_budget(budget, PAIR_BYTES);
+        if self.pairs.as_ref().is_some_and(|b| b.store.len() > most) {
             self.spill()?;
         }
         let buffer = self.pairs.as_mut().expect("in pair form");
-        buffer.pairs.push(SortTuple::new(abbrev, payload));
-        self.peak_memory = self.peak_memory.max(buffer.bytes());
+        let PairStore::Packed(packed, packing) = &buffer.store else { return Ok(()) };
+        let mut wide = Vec::new();
+        if !packed.is_empty() {
+            wide = Vec::with_capacity(most);
+            weft_storage::memhint::advise_huge_pages(&mut wide);
+            wide.extend(packed.iter().map(|&p| packing.unpack(p)));
+        }
+        buffer.store = PairStore::Wide(wide);
+        buffer.packed_scratch = Vec::new();
         Ok(())
     }
 
     /// A tuple without a pair came: the pairs so far go to the arena as tuples.
     fn leave_pair_form(&mut self) -> Result<()> {
-        let Some(PairBuffer { form, pairs, .. }) = self.pairs.take() else { return Ok(()) };
+        let Some(PairBuffer { form, store, .. }) = self.pairs.take() else { return Ok(()) };
         let mut tuple = Vec::new();
-        for pair in pairs {
+        for ordinal in 0..store.len() {
+            let pair = store.get(ordinal);
             form.rebuild(pair, &mut tuple);
             self.add_to_memory(&tuple, pair.abbrev)?;
         }
@@ -510,10 +614,10 @@ impl<'s> ParticipantSort<'s> {
             shared.trace(format!(
                 "participant {} sorted {} pairs in memory: {:.3} s",
                 self.index,
-                buffer.pairs.len(),
+                buffer.store.len(),
                 sorting.elapsed().as_secs_f64()
             ));
-            let run = PairRun { form: buffer.form, pairs: buffer.pairs };
+            let run = PairRun { form: buffer.form, store: buffer.store };
             (vec![Run::Pairs(Arc::new(run))], SortMethod::Quicksort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
         } else if self.runs.is_empty() && self.keeps_runs() {
             // A serial sort has no one to hand a single run to: like PostgreSQL's, its
@@ -546,7 +650,7 @@ impl<'s> ParticipantSort<'s> {
             self.mem.clear();
             (vec![Run::Memory(Arc::new(run))], SortMethod::Quicksort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
         } else {
-            let pairs_left = self.pairs.as_ref().is_some_and(|b| !b.pairs.is_empty());
+            let pairs_left = self.pairs.as_ref().is_some_and(|b| !b.store.is_empty());
             if !self.mem.is_empty() || !self.mem_runs.is_empty() || pairs_left {
                 self.mem.sort(&shared.keys, self.exact());
                 self.spill()?;
@@ -615,13 +719,22 @@ fn write_merged(mut merger: Merger<'_>, writer: &mut TapeWriter, cancel: &Cancel
 /// buffer keeps its memory for the next ones.
 fn write_pairs(buffer: &mut PairBuffer, budget: usize, writer: &mut TapeWriter, cancel: &CancelToken) -> Result<()> {
     buffer.sort(budget);
-    for (n, pair) in buffer.pairs.iter().enumerate() {
-        writer.write_pair(&buffer.form, *pair)?;
-        if n as u64 % CANCEL_CHECK_ROWS == 0 {
-            cancel.check()?;
+    let chunk = CANCEL_CHECK_ROWS as usize;
+    match &buffer.store {
+        PairStore::Wide(pairs) => {
+            for part in pairs.chunks(chunk) {
+                cancel.check()?;
+                writer.write_pairs(&buffer.form, part)?;
+            }
+        }
+        PairStore::Packed(pairs, packing) => {
+            for part in pairs.chunks(chunk) {
+                cancel.check()?;
+                writer.write_packed(packing, part)?;
+            }
         }
     }
-    buffer.pairs.clear();
+    buffer.clear();
     Ok(())
 }
 
@@ -824,7 +937,7 @@ impl SortedRuns {
                     }
                 }
                 Run::Pairs(p) => {
-                    let n = p.pairs.len();
+                    let n = p.len();
                     let take = n.min(SAMPLES_PER_RANGE * ranges);
                     for i in 0..take {
                         let ordinal = (i * n / take) as u64;
@@ -931,10 +1044,18 @@ impl SortedRuns {
             }
             Run::Pairs(p) => {
                 let mut tuple = Vec::new();
-                let cut = p.pairs.partition_point(|pair| {
-                    p.form.rebuild(*pair, &mut tuple);
-                    goes_left(&tuple)
-                }) as u64;
+                // The first pair that does not go left, by bisection.
+                let (mut low, mut high) = (0, p.len());
+                while low < high {
+                    let middle = low + (high - low) / 2;
+                    p.form.rebuild(p.get(middle), &mut tuple);
+                    if goes_left(&tuple) {
+                        low = middle + 1;
+                    } else {
+                        high = middle;
+                    }
+                }
+                let cut = low as u64;
                 Ok(RunPosition { ordinal: cut, offset: cut })
             }
         }

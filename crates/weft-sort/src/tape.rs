@@ -8,8 +8,9 @@
 //!
 //! A run on tape is a byte range of one file holding `count` tuples, each a `u32` length
 //! followed by the tuple — or, for a sort in pair form (`pairs.rs`), each a 16-byte pair
-//! (abbreviation, payload), which is the tuple too: such a run is merged by comparing
-//! 128-bit values and is rebuilt into tuples only where tuples are read. While writing, every `INDEX_EVERY`-th tuple is copied into a
+//! (abbreviation, payload), which is the tuple too, or 8 bytes when the pairs are packed:
+//! such a run is merged by comparing 128-bit values and is rebuilt into tuples only where
+//! tuples are read. While writing, every `INDEX_EVERY`-th tuple is copied into a
 //! sparse index (ordinal, file offset, tuple) so that the partitioned merge can sample
 //! splitters and find where a key falls in the run without reading it all.
 
@@ -23,10 +24,11 @@ use std::sync::Arc;
 use weft_common::{Error, Result};
 
 use crate::memtuples::SortTuple;
-use crate::pairs::PairForm;
+use crate::pairs::{PackedPair, Packing, PairForm};
 
-/// Bytes of a pair on tape.
+/// Bytes of a pair on tape, and of a packed pair.
 const PAIR_BYTES: usize = 16;
+const PACKED_BYTES: usize = 8;
 
 /// Tuples between two entries of a run's sparse index.
 pub(crate) const INDEX_EVERY: u64 = 256;
@@ -102,6 +104,8 @@ pub(crate) struct TapeRun {
     pub index: Vec<IndexEntry>,
     /// Some for a run of pairs (16 bytes each) rather than of length-prefixed tuples.
     pub pairs: Option<PairForm>,
+    /// Some when those pairs are packed (8 bytes each).
+    pub packing: Option<Packing>,
 }
 
 /// Writes runs, one after another, into one file.
@@ -114,8 +118,12 @@ pub(crate) struct TapeWriter {
     run_start: u64,
     run_count: u64,
     index: Vec<IndexEntry>,
-    /// The current run's pair form, once a pair was written to it.
+    /// The current run's pair form, once a pair was written to it, and its packing when
+    /// its pairs are packed.
     run_pairs: Option<PairForm>,
+    run_packing: Option<Packing>,
+    /// Pairs are encoded here a slice at a time and written at once.
+    encoded: Vec<u8>,
 }
 
 /// `Write` over a shared file handle, at explicit offsets (the handle is also read).
@@ -143,7 +151,19 @@ impl TapeWriter {
         let (file, path) = set.new_file(owner)?;
         let file = Arc::new(file);
         let out = BufWriter::with_capacity(WRITE_BUFFER, FileWriter { file: file.clone(), offset: 0 });
-        Ok(TapeWriter { set, path, file, out, position: 0, run_start: 0, run_count: 0, index: Vec::new(), run_pairs: None })
+        Ok(TapeWriter {
+            set,
+            path,
+            file,
+            out,
+            position: 0,
+            run_start: 0,
+            run_count: 0,
+            index: Vec::new(),
+            run_pairs: None,
+            run_packing: None,
+            encoded: Vec::new(),
+        })
     }
 
     fn io_error(&self, e: std::io::Error) -> Error {
@@ -186,6 +206,51 @@ impl TapeWriter {
         Ok(())
     }
 
+    /// Write sorted `pairs` (of `form`) as the next entries of a run of pairs, 16 bytes
+    /// each.
+    pub fn write_pairs(&mut self, form: &PairForm, pairs: &[SortTuple]) -> Result<()> {
+        debug_assert!(self.run_count == 0 || (self.run_pairs.is_some() && self.run_packing.is_none()));
+        self.run_pairs = Some(*form);
+        self.write_records(pairs, PAIR_BYTES, |p| *p, |pair, out| {
+            out[..8].copy_from_slice(&pair.abbrev.to_le_bytes());
+            out[8..].copy_from_slice(&pair.payload().to_le_bytes());
+        })
+    }
+
+    /// Write sorted packed `pairs` as the next entries of a run of packed pairs, 8 bytes
+    /// each.
+    pub fn write_packed(&mut self, packing: &Packing, pairs: &[PackedPair]) -> Result<()> {
+        debug_assert!(self.run_count == 0 || self.run_packing.is_some());
+        self.run_pairs = Some(packing.form());
+        self.run_packing = Some(*packing);
+        self.write_records(pairs, PACKED_BYTES, |p| packing.unpack(*p), |pair, out| out.copy_from_slice(&pair.0.to_le_bytes()))
+    }
+
+    /// Encode `items` into `width`-byte records in one buffer and write it; every
+    /// `INDEX_EVERY`-th goes to the sparse index as its tuple.
+    fn write_records<T>(&mut self, items: &[T], width: usize, wide: impl Fn(&T) -> SortTuple, encode: impl Fn(&T, &mut [u8])) -> Result<()> {
+        let form = self.run_pairs.expect("set by the caller");
+        self.encoded.clear();
+        self.encoded.resize(items.len() * width, 0);
+        for (item, out) in items.iter().zip(self.encoded.chunks_exact_mut(width)) {
+            encode(item, out);
+        }
+        let mut ordinal = self.run_count.next_multiple_of(INDEX_EVERY);
+        while ordinal < self.run_count + items.len() as u64 {
+            let mut tuple = Vec::with_capacity(PairForm::MAX_TUPLE_LEN);
+            form.rebuild(wide(&items[(ordinal - self.run_count) as usize]), &mut tuple);
+            let offset = self.position + (ordinal - self.run_count) * width as u64;
+            self.index.push(IndexEntry { ordinal, offset, tuple });
+            ordinal += INDEX_EVERY;
+        }
+        if let Err(e) = self.out.write_all(&self.encoded) {
+            return Err(self.io_error(e));
+        }
+        self.position += self.encoded.len() as u64;
+        self.run_count += items.len() as u64;
+        Ok(())
+    }
+
     /// Close the current run and start the next one at the end of the file.
     pub fn end_run(&mut self) -> Result<TapeRun> {
         // Readers use their own positioned reads: what is buffered must reach the file.
@@ -198,6 +263,7 @@ impl TapeWriter {
             count: self.run_count,
             index: std::mem::take(&mut self.index),
             pairs: self.run_pairs.take(),
+            packing: self.run_packing.take(),
         };
         self.set.written.fetch_add(self.position - self.run_start, Ordering::Relaxed);
         self.run_start = self.position;
@@ -220,8 +286,10 @@ pub(crate) struct RunReader {
     /// The current tuple: a range of `buffer` (of `pair_tuple` for a run of pairs).
     current: Option<(usize, usize)>,
     remaining: u64,
-    /// The run's pair form, the current pair and its tuple, for a run of pairs.
+    /// The run's pair form, the current pair and its tuple, for a run of pairs; its
+    /// packing when they are packed.
     pair_form: Option<PairForm>,
+    packing: Option<Packing>,
     pair: SortTuple,
     pair_tuple: [u8; PairForm::MAX_TUPLE_LEN],
 }
@@ -241,6 +309,7 @@ impl RunReader {
             current: None,
             remaining: count,
             pair_form: run.pairs,
+            packing: run.packing,
             pair: SortTuple::new(0, 0),
             pair_tuple: [0; PairForm::MAX_TUPLE_LEN],
         }
@@ -271,6 +340,14 @@ impl RunReader {
         if self.remaining == 0 {
             self.current = None;
             return Ok(None);
+        }
+        if let Some(packing) = self.packing {
+            self.ensure(PACKED_BYTES)?;
+            let record = &self.buffer[self.position..self.position + PACKED_BYTES];
+            self.pair = packing.unpack(PackedPair(u64::from_le_bytes(record.try_into().expect("8 bytes"))));
+            self.position += PACKED_BYTES;
+            self.remaining -= 1;
+            return Ok(Some(self.pair));
         }
         self.ensure(PAIR_BYTES)?;
         let record = &self.buffer[self.position..self.position + PAIR_BYTES];

@@ -10,7 +10,7 @@ use proptest::prelude::*;
 use weft_common::parallel::CancelToken;
 use weft_common::tuple::RowLayout;
 use weft_common::{DataType, Datum};
-use weft_sort::{SharedSort, SortColumn, SortKeys, SortOptions, SortStrategy};
+use weft_sort::{PayloadSqueeze, SharedSort, SortColumn, SortKeys, SortOptions, SortStrategy};
 
 const TYPES: [DataType; 5] = [DataType::Bool, DataType::Int4, DataType::Int8, DataType::Float8, DataType::Text];
 
@@ -429,11 +429,20 @@ fn abbreviations_varying_in_every_byte_sort_like_slice_sort() {
 
 /// An index build's `(int4, tid)` entries at a real budget (32MB a participant: pairs
 /// sorted in place by their top byte, `radix::sort_pairs_in_place`): spread keys, keys
-/// arriving in order, a hot key with NULL keys at both ends; in memory and spilled. The
-/// output is the entries in (key, tid) order and no temp file is left.
+/// arriving in order, a hot key with NULL keys at both ends; in memory and spilled; 16
+/// bytes a pair, and packed into 8 by a tid code (ASC and DESC), with tids that have no
+/// code among the last rows (the participant widens its packed pairs midway). The output
+/// is the entries in (key, tid) order and no temp file is left.
 #[test]
 fn int4_pairs_at_a_real_budget_sort_like_slice_sort() {
     let n: i64 = 1_300_000;
+    // Tid words as a heap scan makes them (block << 17 | offset << 1), rising; a few of
+    // the last have an offset past what the code holds.
+    let tid = |i: i64| {
+        let offset = if i > n - 1000 && i % 7 == 0 { 600 } else { i % 200 };
+        ((i / 200) << 17) | (offset << 1)
+    };
+    let packings = [(None, false), (Some(PayloadSqueeze::new(10, 7)), false), (Some(PayloadSqueeze::new(10, 7)), true)];
     let shapes: [(&str, fn(i64) -> Option<i32>); 3] = [
         ("spread", |i| Some((i as i32).wrapping_mul(-1_640_531_535))),
         ("in order", |i| Some(i as i32 - 600_000)),
@@ -444,11 +453,13 @@ fn int4_pairs_at_a_real_budget_sort_like_slice_sort() {
         }),
     ];
     for (name, key) in shapes {
-        for (participants, budget) in [(2usize, 32usize << 20), (1, 32 << 20)] {
-            for nulls_first in [false, true] {
+        // 8MB: a participant's packed pairs outnumber what the budget holds at 16 bytes
+        // when they widen, so they are written to tape first.
+        for (participants, budget) in [(2usize, 32usize << 20), (1, 32 << 20), (2, 8 << 20)] {
+            for (nulls_first, (squeeze, descending)) in [false, true].into_iter().flat_map(|nf| packings.map(|p| (nf, p))) {
                 let temp = tempfile::tempdir().unwrap();
                 let layout = RowLayout::new(&[DataType::Int4, DataType::Int8]);
-                let columns = [SortColumn { column: 0, descending: false, nulls_first }, SortColumn::new(1, false)];
+                let columns = [SortColumn { column: 0, descending, nulls_first }, SortColumn::new(1, false)];
                 let keys = SortKeys::new(layout.clone(), &columns).unwrap();
                 let options = SortOptions {
                     budget,
@@ -459,7 +470,10 @@ fn int4_pairs_at_a_real_budget_sort_like_slice_sort() {
                     trace: None,
                     sub_run_bytes: weft_sort::DEFAULT_SUB_RUN_BYTES,
                 };
-                let shared = SharedSort::new(keys, options, participants);
+                let mut shared = SharedSort::new(keys, options, participants);
+                if let Some(squeeze) = squeeze {
+                    shared = shared.with_payload_squeeze(squeeze);
+                }
                 std::thread::scope(|scope| {
                     for p in 0..participants {
                         let shared = &shared;
@@ -468,7 +482,7 @@ fn int4_pairs_at_a_real_budget_sort_like_slice_sort() {
                             assert!(sort.takes_int4_pairs());
                             // Tids in heap order, as a scan pushes them.
                             for i in (p as i64..n).step_by(participants) {
-                                sort.push_int4_pair(key(i), i * 7).unwrap();
+                                sort.push_int4_pair(key(i), tid(i)).unwrap();
                             }
                             sort.finish().unwrap();
                         });
@@ -487,14 +501,19 @@ fn int4_pairs_at_a_real_budget_sort_like_slice_sort() {
                     let Datum::Int8(tid) = row[1] else { panic!("{:?}", row[1]) };
                     got.push((key, tid));
                 }
-                let mut expected: Vec<(Option<i32>, i64)> = (0..n).map(|i| (key(i), i * 7)).collect();
+                let mut expected: Vec<(Option<i32>, i64)> = (0..n).map(|i| (key(i), tid(i))).collect();
                 // NULLs last unless NULLS FIRST (None sorts first in Option's order).
                 expected.sort_by(|a, b| match (a.0, b.0, nulls_first) {
                     (None, Some(_), false) => Ordering::Greater,
                     (Some(_), None, false) => Ordering::Less,
+                    (Some(x), Some(y), _) if descending => y.cmp(&x).then(a.1.cmp(&b.1)),
                     _ => a.cmp(b),
                 });
-                assert!(got == expected, "{name}, {participants} participants, budget {budget}, nulls first {nulls_first}");
+                assert!(
+                    got == expected,
+                    "{name}, {participants} participants, budget {budget}, nulls first {nulls_first}, packed {}, descending {descending}",
+                    squeeze.is_some()
+                );
                 drop(merger);
                 drop(runs);
                 assert_eq!(std::fs::read_dir(temp.path()).unwrap().count(), 0);

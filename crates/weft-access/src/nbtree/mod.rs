@@ -51,6 +51,14 @@ impl TidWord {
     pub fn needs_heap_check(self) -> bool {
         self.0 & 1 == 1
     }
+
+    /// The 32-bit code of tid words a sort may pack pairs with (`weft_sort::PayloadSqueeze`):
+    /// the flag and an offset below 512 (a heap page holds fewer line pointers) in the low
+    /// 10 bits, the block above them, for tables of fewer than 2^22 blocks (32 GB); the
+    /// offset's bits 9..16, always zero there, are dropped.
+    pub fn squeeze() -> weft_sort::PayloadSqueeze {
+        weft_sort::PayloadSqueeze::new(10, 7)
+    }
 }
 
 /// Types a B-tree key may have (the ones `weft_sort::SortKeys` compares in place).
