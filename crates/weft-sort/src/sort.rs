@@ -113,6 +113,8 @@ fn pairs_in_budget(budget: usize, pair_bytes: usize) -> usize {
 struct PairBuffer {
     form: PairForm,
     store: PairStore,
+    /// Pairs the array takes before the budget is full (0 until it is reserved).
+    limit: usize,
     scratch: Vec<SortTuple>,
     packed_scratch: Vec<PackedPair>,
 }
@@ -123,7 +125,7 @@ impl PairBuffer {
             Some(packing) => PairStore::Packed(Vec::new(), packing),
             None => PairStore::Wide(Vec::new()),
         };
-        PairBuffer { form, store, scratch: Vec::new(), packed_scratch: Vec::new() }
+        PairBuffer { form, store, limit: 0, scratch: Vec::new(), packed_scratch: Vec::new() }
     }
 
     /// Memory in use: the arrays are reserved for the whole budget, but only the pages
@@ -156,23 +158,26 @@ impl PairBuffer {
     /// Reserve address space for as many pairs as `budget` holds, on the first pair: pages
     /// are committed as pairs fill them, and the array never moves.
     fn reserve(&mut self, budget: usize) {
+        if self.limit > 0 {
+            return;
+        }
         let most = pairs_in_budget(budget, self.store.pair_bytes());
+        self.limit = most;
         match &mut self.store {
-            PairStore::Wide(pairs) if pairs.capacity() == 0 => {
+            PairStore::Wide(pairs) => {
                 *pairs = Vec::with_capacity(most);
                 weft_storage::memhint::advise_huge_pages(pairs);
             }
-            PairStore::Packed(pairs, _) if pairs.capacity() == 0 => {
+            PairStore::Packed(pairs, _) => {
                 *pairs = Vec::with_capacity(most);
                 weft_storage::memhint::advise_huge_pages(pairs);
             }
-            _ => {}
         }
     }
 
-    /// Is the budget full?
-    fn full(&self, budget: usize) -> bool {
-        self.store.len() >= pairs_in_budget(budget, self.store.pair_bytes())
+    /// Is the budget full? (After [`reserve`](Self::reserve).)
+    fn full(&self) -> bool {
+        self.store.len() >= self.limit
     }
 }
 
@@ -386,18 +391,24 @@ impl<'s> ParticipantSort<'s> {
     /// Add the tuple `(first, second)` of an `(int4, int8)` layout (`first` None for
     /// NULL) without encoding it: what a B-tree build on one int4 column pushes.
     pub fn push_int4_pair(&mut self, first: Option<i32>, second: i64) -> Result<()> {
-        let Some(buffer) = self.pairs.as_ref().filter(|b| b.form.first == FirstKey::Int4) else {
+        if !self.takes_int4_pairs() {
             let mut tuple = Vec::with_capacity(16);
             let row = [first.map_or(Datum::Null, Datum::Int4), Datum::Int8(second)];
             self.shared.keys.layout().encode(&row, &mut tuple)?;
             return self.push(&tuple);
-        };
+        }
         self.rows += 1;
         if self.rows % CANCEL_CHECK_ROWS == 0 {
             self.shared.options.cancel.check()?;
         }
-        if let PairStore::Packed(_, packing) = &buffer.store {
+        let PairBuffer { store, limit, .. } = self.pairs.as_mut().expect("in pair form");
+        if let PairStore::Packed(pairs, packing) = store {
             match packing.pack(first, second) {
+                // The common case, kept short: room in the array.
+                Some(packed) if pairs.len() < *limit => {
+                    pairs.push(packed);
+                    return Ok(());
+                }
                 Some(packed) => return self.add_packed(packed),
                 None => self.widen_pairs()?,
             }
@@ -438,7 +449,7 @@ impl<'s> ParticipantSort<'s> {
         let budget = self.shared.options.budget;
         let buffer = self.pairs.as_mut().expect("in pair form");
         buffer.reserve(budget);
-        if buffer.full(budget) {
+        if buffer.full() {
             self.spill()?;
         }
         Ok(())
@@ -461,6 +472,7 @@ impl<'s> ParticipantSort<'s> {
             weft_storage::memhint::advise_huge_pages(&mut wide);
             wide.extend(packed.iter().map(|&p| packing.unpack(p)));
         }
+        buffer.limit = if wide.capacity() > 0 { most } else { 0 };
         buffer.store = PairStore::Wide(wide);
         buffer.packed_scratch = Vec::new();
         Ok(())
@@ -571,6 +583,9 @@ impl<'s> ParticipantSort<'s> {
             ));
             self.writer = Some(TapeWriter::new(shared.temp_files()?, &format!("p{}", self.index))?);
         }
+        if let Some(buffer) = self.pairs.as_ref() {
+            self.peak_memory = self.peak_memory.max(buffer.bytes());
+        }
         let began = Instant::now();
         let mut writer = self.writer.take().expect("created");
         let outcome = match self.pairs.as_mut() {
@@ -609,6 +624,7 @@ impl<'s> ParticipantSort<'s> {
         } else if self.runs.is_empty() && self.pairs.is_some() {
             // Everything fit in pair form: one radix sort, and the pairs are the run.
             let mut buffer = self.pairs.take().expect("checked");
+            self.peak_memory = self.peak_memory.max(buffer.bytes());
             let sorting = Instant::now();
             buffer.sort(budget);
             shared.trace(format!(

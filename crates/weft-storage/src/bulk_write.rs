@@ -193,8 +193,8 @@ fn writer_loop(shared: &Shared, receiver: &Receiver<Batch>) {
             Error::io(format!("could not write blocks {first}..{last} in file \"{}\"", batch.path.display()), &e)
         });
         let rel = batch.rel;
-        // The pages are freed before the batch counts as written.
-        drop(batch);
+        // The pages are freed (kept for reuse) before the batch counts as written.
+        crate::page::recycle_pages(batch.pages);
         shared.finish(rel, outcome);
     }
 }

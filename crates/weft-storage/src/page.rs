@@ -378,6 +378,33 @@ pub fn verify(page: &Page) -> Result<(), String> {
     Ok(())
 }
 
+
+/// Page images a bulk write has finished with, kept for the next ones to be filled: an
+/// index build makes a new image per page, and a fresh allocation of that many is page
+/// faults and kernel zeroing, where a recycled image is a cached buffer to clear.
+static SPARE_PAGES: parking_lot::Mutex<Vec<Box<Page>>> = parking_lot::Mutex::new(Vec::new());
+
+/// Most spare images kept (32 MB): what is in flight between packers and the writer.
+const SPARE_PAGES_MAX: usize = 4096;
+
+/// An all-zero page image, recycled when one is spare.
+pub fn zeroed_page() -> Box<Page> {
+    match SPARE_PAGES.lock().pop() {
+        Some(mut page) => {
+            page.fill(0);
+            page
+        }
+        None => Box::new([0u8; PAGE_SIZE]),
+    }
+}
+
+/// Keep `pages` (written, no longer needed) for [`zeroed_page`], up to the limit.
+pub fn recycle_pages(pages: Vec<Box<Page>>) {
+    let mut spare = SPARE_PAGES.lock();
+    let room = SPARE_PAGES_MAX.saturating_sub(spare.len());
+    spare.extend(pages.into_iter().take(room));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

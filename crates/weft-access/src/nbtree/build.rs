@@ -12,7 +12,7 @@ use super::BTreeDesc;
 const INTERNAL_FILL_PERCENT: usize = 70;
 
 fn new_page() -> Box<Page> {
-    Box::new([0u8; PAGE_SIZE])
+    slotted::zeroed_page()
 }
 
 /// Make `page` an empty leaf; returns where its first entry goes.
