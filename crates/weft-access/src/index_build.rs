@@ -248,7 +248,9 @@ pub fn build_btree(
         trace: env.trace.clone(),
         sub_run_bytes: weft_sort::DEFAULT_SUB_RUN_BYTES,
     };
-    let shared = SharedSort::new(desc.sort_keys().clone(), options, participants).with_payload_squeeze(TidWord::squeeze());
+    let shared = SharedSort::new(desc.sort_keys().clone(), options, participants)
+        .with_payload_squeeze(TidWord::squeeze())
+        .with_expected_rows(table.row_count);
     let cursor = HeapScanCursor::new(nblocks, participants);
     // Like a sequential scan, a big table is read through a ring so it does not evict the pool.
     let big_table = nblocks as usize > env.pool.nbuffers() / 4;

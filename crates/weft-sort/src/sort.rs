@@ -105,7 +105,22 @@ const PAIR_BYTES: usize = std::mem::size_of::<SortTuple>();
 /// buffer the size of its largest top-byte bucket, about 1/256 of the pairs on spread
 /// keys).
 fn pairs_in_budget(budget: usize, pair_bytes: usize) -> usize {
-    (budget / (pair_bytes + pair_bytes / 16)).max(16)
+    (budget / 17 * 16 / pair_bytes).max(16)
+}
+
+/// Pairs a run of a participant holds: what `budget` holds, or when its expected `share`
+/// of the input needs several runs, an even part of it (and a twentieth more for an
+/// uneven share), so that no participant is left sorting a big last run alone while the
+/// others wait with a small one.
+fn pairs_per_run(budget: usize, pair_bytes: usize, share: Option<usize>) -> usize {
+    let most = pairs_in_budget(budget, pair_bytes);
+    match share {
+        Some(share) if share > most => {
+            let runs = share.div_ceil(most);
+            (share.div_ceil(runs) + share / 20).min(most)
+        }
+        _ => most,
+    }
 }
 
 /// A participant's tuples in pair form (`pairs.rs`): the pairs, packed while they pack,
@@ -157,11 +172,11 @@ impl PairBuffer {
 
     /// Reserve address space for as many pairs as `budget` holds, on the first pair: pages
     /// are committed as pairs fill them, and the array never moves.
-    fn reserve(&mut self, budget: usize) {
+    fn reserve(&mut self, budget: usize, share: Option<usize>) {
         if self.limit > 0 {
             return;
         }
-        let most = pairs_in_budget(budget, self.store.pair_bytes());
+        let most = pairs_per_run(budget, self.store.pair_bytes(), share);
         self.limit = most;
         match &mut self.store {
             PairStore::Wide(pairs) => {
@@ -191,6 +206,7 @@ pub struct SharedSort {
     next_index: AtomicUsize,
     started: Instant,
     payload_squeeze: Option<PayloadSqueeze>,
+    expected_rows: Option<u64>,
 }
 
 impl SharedSort {
@@ -206,6 +222,7 @@ impl SharedSort {
             next_index: AtomicUsize::new(0),
             started: Instant::now(),
             payload_squeeze: None,
+            expected_rows: None,
         };
         shared.trace(format!(
             "begin tuple sort: nkeys = {}, workMem = {}, participants = {}, bound = {}, strategy = {}",
@@ -223,6 +240,18 @@ impl SharedSort {
     pub fn with_payload_squeeze(mut self, squeeze: PayloadSqueeze) -> SharedSort {
         self.payload_squeeze = Some(squeeze);
         self
+    }
+
+    /// About how many tuples the sort will get (a table's row estimate): participants
+    /// then size their runs of pairs evenly ([`pairs_per_run`]).
+    pub fn with_expected_rows(mut self, rows: u64) -> SharedSort {
+        self.expected_rows = Some(rows);
+        self
+    }
+
+    /// A participant's expected part of the input, if the sort was told the input's size.
+    fn expected_share(&self) -> Option<usize> {
+        self.expected_rows.map(|rows| (rows / self.participants.max(1) as u64) as usize)
     }
 
     fn trace(&self, line: String) {
@@ -447,8 +476,9 @@ impl<'s> ParticipantSort<'s> {
     #[inline]
     fn make_room_for_a_pair(&mut self) -> Result<()> {
         let budget = self.shared.options.budget;
+        let share = self.shared.expected_share();
         let buffer = self.pairs.as_mut().expect("in pair form");
-        buffer.reserve(budget);
+        buffer.reserve(budget, share);
         if buffer.full() {
             self.spill()?;
         }
@@ -460,7 +490,7 @@ impl<'s> ParticipantSort<'s> {
     /// 16 bytes a pair.
     fn widen_pairs(&mut self) -> Result<()> {
         let budget = self.shared.options.budget;
-        let most = pairs_in_budget(budget, PAIR_BYTES);
+        let most = pairs_per_run(budget, PAIR_BYTES, self.shared.expected_share());
         if self.pairs.as_ref().is_some_and(|b| b.store.len() > most) {
             self.spill()?;
         }
@@ -1124,5 +1154,27 @@ impl SortedRuns {
             serial_merge.as_secs_f64()
         ));
         report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs of pairs split an expected share evenly and never exceed the budget.
+    #[test]
+    fn runs_of_pairs_split_a_share_evenly_within_the_budget() {
+        let budget = 32 << 20;
+        let most = pairs_in_budget(budget, 8);
+        assert!(most * 8 + most / 2 <= budget, "a sixteenth of a pair for the second buffer");
+        assert_eq!(pairs_per_run(budget, 8, None), most);
+        assert_eq!(pairs_per_run(budget, 8, Some(most / 2)), most, "a share that fits takes one run");
+        for share in [most + 1, 5_000_000, 3 * most - 7, 10 * most] {
+            let per_run = pairs_per_run(budget, 8, Some(share));
+            assert!(per_run <= most);
+            let runs = share.div_ceil(per_run);
+            assert_eq!(runs, share.div_ceil(most), "{share}: no more runs than the budget needs");
+            assert!(share - (runs - 1) * per_run >= per_run / 2, "{share}: the last run is not a sliver");
+        }
     }
 }
