@@ -18,7 +18,7 @@ use weft_common::Result;
 use crate::keys::SortKeys;
 use crate::memrun::MemRunReader;
 use crate::memtuples::{MemTuples, SortTuple, PREFETCH_AHEAD};
-use crate::pairs::{PairForm, PairRun, PairRunReader, PairStore};
+use crate::pairs::{PackedPair, Packing, PairForm, PairRun, PairRunReader, PairStore};
 use crate::tape::RunReader;
 
 /// One sorted input of a merge.
@@ -274,6 +274,32 @@ impl PairSource {
             PairSource::Tape(reader) => reader.advance_pair(),
         }
     }
+
+    /// How this input's pairs are packed, if they are.
+    fn packing(&self) -> Option<Packing> {
+        match self {
+            PairSource::Memory(range) => match &range.run.store {
+                PairStore::Packed(_, packing) => Some(*packing),
+                PairStore::Wide(_) => None,
+            },
+            PairSource::Tape(reader) => reader.packing(),
+        }
+    }
+
+    /// The next packed pair's value, of an input whose pairs are packed.
+    #[inline(always)]
+    fn next_packed(&mut self) -> Result<Option<u64>> {
+        match self {
+            PairSource::Memory(range) => {
+                let PairStore::Packed(pairs, _) = &range.run.store else { unreachable!("a packed input") };
+                Ok((range.next < range.end).then(|| {
+                    range.next += 1;
+                    pairs[range.next - 1].0
+                }))
+            }
+            PairSource::Tape(reader) => reader.advance_packed(),
+        }
+    }
 }
 
 /// The merge of runs of pairs, played on the pairs' 128-bit values: a pair's value orders
@@ -282,8 +308,12 @@ struct PairMerger {
     form: PairForm,
     sources: Vec<PairSource>,
     /// The current pair of each input, as one value (`u128::MAX` also when exhausted),
-    /// and as a pair.
+    /// and as a pair. When every input is packed, `packing` is theirs and a head is the
+    /// packed value itself (below `u128::MAX`, so an exhausted input always loses and
+    /// `current` and `live` go unused): the tree compares packed values and only the
+    /// winner is unpacked.
     heads: Vec<u128>,
+    packing: Option<Packing>,
     current: Vec<SortTuple>,
     live: Vec<bool>,
     tree: Vec<usize>,
@@ -346,6 +376,7 @@ impl PairMerger {
                 form,
                 sources,
                 heads: Vec::new(),
+                packing: None,
                 current: Vec::new(),
                 live: Vec::new(),
                 tree: Vec::new(),
@@ -356,8 +387,14 @@ impl PairMerger {
                 block_at: 0,
             });
         }
+        let packings: Option<Vec<Packing>> = sources.iter().map(PairSource::packing).collect();
+        let packing = packings.and_then(|p| p.first().copied());
         let (mut heads, mut current, mut live) = (Vec::new(), Vec::new(), Vec::new());
         for source in sources.iter_mut() {
+            if packing.is_some() {
+                heads.push(source.next_packed()?.map_or(u128::MAX, u128::from));
+                continue;
+            }
             let pair = source.next_pair()?;
             heads.push(pair.map_or(u128::MAX, value));
             current.push(pair.unwrap_or(SortTuple::new(0, 0)));
@@ -367,6 +404,7 @@ impl PairMerger {
             form,
             sources,
             heads,
+            packing,
             current,
             live,
             tree: Vec::new(),
@@ -376,7 +414,11 @@ impl PairMerger {
             block: Vec::new(),
             block_at: 0,
         };
-        merger.tree = loser_tree(merger.sources.len(), |a, b| merger.before(a, b));
+        let k = merger.sources.len();
+        merger.tree = match merger.packing {
+            Some(_) => loser_tree(k, |a, b| merger.heads[a] < merger.heads[b]),
+            None => loser_tree(k, |a, b| merger.before(a, b)),
+        };
         Ok(merger)
     }
 
@@ -426,6 +468,9 @@ impl PairMerger {
             self.block_at += pair.is_some() as usize;
             return Ok(pair);
         }
+        if let Some(packing) = self.packing {
+            return self.next_packed(packing);
+        }
         let k = self.sources.len();
         if self.started {
             let winner = self.tree[0];
@@ -448,6 +493,25 @@ impl PairMerger {
         self.started = true;
         let winner = self.tree[0];
         Ok(self.live[winner].then(|| self.current[winner]))
+    }
+
+    /// [`next`](Self::next) when every input is packed.
+    #[inline]
+    fn next_packed(&mut self, packing: Packing) -> Result<Option<SortTuple>> {
+        let k = self.sources.len();
+        if self.started {
+            let winner = self.tree[0];
+            self.heads[winner] = self.sources[winner].next_packed()?.map_or(u128::MAX, u128::from);
+            if k > 1 {
+                let mut tree = std::mem::take(&mut self.tree);
+                let heads = &self.heads;
+                replay(&mut tree, k, |a, b| heads[a] < heads[b]);
+                self.tree = tree;
+            }
+        }
+        self.started = true;
+        let head = self.heads[self.tree[0]];
+        Ok((head != u128::MAX).then(|| packing.unpack(PackedPair(head as u64))))
     }
 
     #[inline]

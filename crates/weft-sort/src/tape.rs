@@ -326,6 +326,26 @@ impl RunReader {
         self.pair_form
     }
 
+    /// How the run's pairs are packed, if they are.
+    pub fn packing(&self) -> Option<Packing> {
+        self.packing
+    }
+
+    /// The next packed pair's value of a run of packed pairs, not unpacked; `None` once
+    /// the range is exhausted. (`current` and `current_pair` are left as they were.)
+    #[inline]
+    pub fn advance_packed(&mut self) -> Result<Option<u64>> {
+        debug_assert!(self.packing.is_some());
+        if self.remaining == 0 {
+            return Ok(None);
+        }
+        self.ensure(PACKED_BYTES)?;
+        let record = &self.buffer[self.position..self.position + PACKED_BYTES];
+        self.position += PACKED_BYTES;
+        self.remaining -= 1;
+        Ok(Some(u64::from_le_bytes(record.try_into().expect("8 bytes"))))
+    }
+
     /// The current pair of a run of pairs (after `advance` or `advance_pair`).
     #[inline]
     pub fn current_pair(&self) -> SortTuple {

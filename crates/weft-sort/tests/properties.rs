@@ -436,13 +436,15 @@ fn abbreviations_varying_in_every_byte_sort_like_slice_sort() {
 #[test]
 fn int4_pairs_at_a_real_budget_sort_like_slice_sort() {
     let n: i64 = 1_300_000;
-    // Tid words as a heap scan makes them (block << 17 | offset << 1), rising; a few of
-    // the last have an offset past what the code holds.
-    let tid = |i: i64| {
-        let offset = if i > n - 1000 && i % 7 == 0 { 600 } else { i % 200 };
+    // Tid words as a heap scan makes them (block << 17 | offset << 1), rising; with
+    // `widen`, a few of the last have an offset past what the code holds.
+    let tid = |i: i64, widen: bool| {
+        let offset = if widen && i > n - 1000 && i % 7 == 0 { 600 } else { i % 200 };
         ((i / 200) << 17) | (offset << 1)
     };
-    let packings = [(None, false), (Some(PayloadSqueeze::new(10, 7)), false), (Some(PayloadSqueeze::new(10, 7)), true)];
+    let squeeze = Some(PayloadSqueeze::new(10, 7));
+    // (tid code, DESC, widen)
+    let packings = [(None, false, false), (squeeze, false, true), (squeeze, true, false)];
     let shapes: [(&str, fn(i64) -> Option<i32>); 3] = [
         ("spread", |i| Some((i as i32).wrapping_mul(-1_640_531_535))),
         ("in order", |i| Some(i as i32 - 600_000)),
@@ -454,9 +456,10 @@ fn int4_pairs_at_a_real_budget_sort_like_slice_sort() {
     ];
     for (name, key) in shapes {
         // 8MB: a participant's packed pairs outnumber what the budget holds at 16 bytes
-        // when they widen, so they are written to tape first.
-        for (participants, budget) in [(2usize, 32usize << 20), (1, 32 << 20), (2, 8 << 20)] {
-            for (nulls_first, (squeeze, descending)) in [false, true].into_iter().flat_map(|nf| packings.map(|p| (nf, p))) {
+        // when they widen, so they are written to tape first. 4MB: runs of packed pairs
+        // on tape, merged as packed values.
+        for (participants, budget) in [(2usize, 32usize << 20), (1, 32 << 20), (2, 8 << 20), (2, 4 << 20)] {
+            for (nulls_first, (squeeze, descending, widen)) in [false, true].into_iter().flat_map(|nf| packings.map(|p| (nf, p))) {
                 let temp = tempfile::tempdir().unwrap();
                 let layout = RowLayout::new(&[DataType::Int4, DataType::Int8]);
                 let columns = [SortColumn { column: 0, descending, nulls_first }, SortColumn::new(1, false)];
@@ -482,7 +485,7 @@ fn int4_pairs_at_a_real_budget_sort_like_slice_sort() {
                             assert!(sort.takes_int4_pairs());
                             // Tids in heap order, as a scan pushes them.
                             for i in (p as i64..n).step_by(participants) {
-                                sort.push_int4_pair(key(i), tid(i)).unwrap();
+                                sort.push_int4_pair(key(i), tid(i, widen)).unwrap();
                             }
                             sort.finish().unwrap();
                         });
@@ -501,7 +504,7 @@ fn int4_pairs_at_a_real_budget_sort_like_slice_sort() {
                     let Datum::Int8(tid) = row[1] else { panic!("{:?}", row[1]) };
                     got.push((key, tid));
                 }
-                let mut expected: Vec<(Option<i32>, i64)> = (0..n).map(|i| (key(i), tid(i))).collect();
+                let mut expected: Vec<(Option<i32>, i64)> = (0..n).map(|i| (key(i), tid(i, widen))).collect();
                 // NULLs last unless NULLS FIRST (None sorts first in Option's order).
                 expected.sort_by(|a, b| match (a.0, b.0, nulls_first) {
                     (None, Some(_), false) => Ordering::Greater,
