@@ -214,7 +214,7 @@ impl HeapPageBuilder {
 
     fn next_page(&mut self) {
         if self.page_has_rows {
-            let mut fresh: Box<Page> = Box::new([0u8; PAGE_SIZE]);
+            let mut fresh = page::zeroed_page();
             page::init(&mut fresh, 0);
             self.packed.pages.push(std::mem::replace(&mut self.page, fresh));
             self.page_has_rows = false;

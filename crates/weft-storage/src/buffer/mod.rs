@@ -545,7 +545,10 @@ impl BufferPool {
             let rest = pages.split_off(pages.len().min(WRITE_BATCH_BLOCKS));
             let count = pages.len() as BlockNumber;
             match path {
-                NewPageWrites::PageCache => self.smgr.write_blocks(rel, fork, block, &pages)?,
+                NewPageWrites::PageCache => {
+                    self.smgr.write_blocks(rel, fork, block, &pages)?;
+                    crate::page::recycle_pages(pages);
+                }
                 NewPageWrites::Direct => self.smgr.write_blocks_in_background(rel, fork, block, pages)?,
             }
             block += count;
