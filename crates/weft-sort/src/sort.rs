@@ -697,7 +697,17 @@ impl<'s> ParticipantSort<'s> {
             (vec![Run::Memory(Arc::new(run))], SortMethod::Quicksort, SortSpace::Memory, self.peak_memory as u64, 0, 0)
         } else {
             let pairs_left = self.pairs.as_ref().is_some_and(|b| !b.store.is_empty());
-            if !self.mem.is_empty() || !self.mem_runs.is_empty() || pairs_left {
+            let only_pairs_left = pairs_left && self.mem.is_empty() && self.mem_runs.is_empty();
+            let mut last_in_memory = None;
+            if only_pairs_left && self.keeps_runs() {
+                // The last run of pairs stays where it is: the merges that read runs on
+                // the fly read it in memory, and it is never written nor read back. Its
+                // array is this participant's budget, held until those merges end.
+                let mut buffer = self.pairs.take().expect("checked");
+                self.peak_memory = self.peak_memory.max(buffer.bytes());
+                buffer.sort(budget);
+                last_in_memory = Some(Run::Pairs(Arc::new(PairRun { form: buffer.form, store: buffer.store })));
+            } else if !self.mem.is_empty() || !self.mem_runs.is_empty() || pairs_left {
                 self.mem.sort(&shared.keys, self.exact());
                 self.spill()?;
             }
@@ -707,11 +717,12 @@ impl<'s> ParticipantSort<'s> {
             // A serial sort's final merge (or a partitioned sort's range merges) reads the
             // runs on the fly when one merge can take them all; a participant of a
             // leader-merged sort leaves exactly one run, as PostgreSQL's does.
-            let most = if self.keeps_runs() { self.runs_kept_at_most() } else { 1 };
+            let most = if self.keeps_runs() { self.runs_kept_at_most().saturating_sub(last_in_memory.is_some() as usize) } else { 1 };
             let (runs, passes) = merge_down_to(shared, &temp, self.index, runs, most, budget)?;
             // What this share occupies on disk once sorted (passes reuse freed space).
             let disk = runs.iter().map(|r| r.end - r.start).sum();
-            (runs.into_iter().map(Run::Tape).collect(), SortMethod::ExternalMerge, SortSpace::Disk, disk, runs_written, passes)
+            let runs = runs.into_iter().map(Run::Tape).chain(last_in_memory).collect();
+            (runs, SortMethod::ExternalMerge, SortSpace::Disk, disk, runs_written, passes)
         };
         let elapsed = self.started.elapsed();
         shared.trace(format!(
