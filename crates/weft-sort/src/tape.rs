@@ -362,11 +362,8 @@ impl RunReader {
             return Ok(None);
         }
         if let Some(packing) = self.packing {
-            self.ensure(PACKED_BYTES)?;
-            let record = &self.buffer[self.position..self.position + PACKED_BYTES];
-            self.pair = packing.unpack(PackedPair(u64::from_le_bytes(record.try_into().expect("8 bytes"))));
-            self.position += PACKED_BYTES;
-            self.remaining -= 1;
+            let Some(value) = self.advance_packed()? else { return Ok(None) };
+            self.pair = packing.unpack(PackedPair(value));
             return Ok(Some(self.pair));
         }
         self.ensure(PAIR_BYTES)?;
